@@ -1,0 +1,264 @@
+//! `meta.k8s.io/v1` Status objects: the body of every error answer.
+
+use serde_json::{json, Value};
+
+/// One field-level cause of an `Invalid` (422) or `BadRequest` error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, `FieldValueDuplicate`,
+    /// `FieldValueForbidden`, `FieldValueTooLong`, `FieldValueTypeInvalid`.
+    pub reason: &'static str,
+    /// JSON path of the field, e.g. `spec.containers[0].image`.
+    pub field: String,
+    pub message: String,
+}
+
+impl Cause {
+    pub fn required(field: impl Into<String>) -> Self {
+        Cause {
+            reason: "FieldValueRequired",
+            field: field.into(),
+            message: "Required value".to_string(),
+        }
+    }
+
+    pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {}: {detail}", json!(value)),
+        }
+    }
+
+    pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueForbidden",
+            field: field.into(),
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+
+    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| json!(s).to_string()).collect();
+        Cause {
+            reason: "FieldValueNotSupported",
+            field: field.into(),
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                json!(value),
+                list.join(", ")
+            ),
+        }
+    }
+
+    pub fn duplicate(field: impl Into<String>, value: &str) -> Self {
+        Cause {
+            reason: "FieldValueDuplicate",
+            field: field.into(),
+            message: format!("Duplicate value: {}", json!(value)),
+        }
+    }
+
+    /// `field: message` as Kubernetes joins causes into the Status message.
+    pub fn describe(&self) -> String {
+        format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// A Status error: HTTP code, reason and message, with optional details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    /// `details.group`, `details.kind` (the resource plural, as Kubernetes does), `details.name`.
+    pub group: Option<String>,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub causes: Vec<Cause>,
+    pub retry_after_seconds: Option<u32>,
+}
+
+impl Status {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Status {
+            code,
+            reason,
+            message: message.into(),
+            group: None,
+            kind: None,
+            name: None,
+            causes: Vec::new(),
+            retry_after_seconds: None,
+        }
+    }
+
+    /// Attach `details` naming the object: `group`, resource plural and name.
+    pub fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
+        self.group = Some(group.to_string());
+        self.kind = Some(resource.to_string());
+        self.name = Some(name.to_string());
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Status::new(400, "BadRequest", message)
+    }
+
+    pub fn not_found(group_resource: &str, name: &str) -> Self {
+        Status::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
+    }
+
+    pub fn already_exists(group_resource: &str, name: &str) -> Self {
+        Status::new(
+            409,
+            "AlreadyExists",
+            format!("{group_resource} \"{name}\" already exists"),
+        )
+    }
+
+    pub fn conflict(group_resource: &str, name: &str, detail: &str) -> Self {
+        Status::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {group_resource} \"{name}\": {detail}"),
+        )
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Status::new(410, "Expired", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Status::new(403, "Forbidden", message)
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Status::new(405, "MethodNotAllowed", message)
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Status::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"),
+        )
+    }
+
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Status::new(406, "NotAcceptable", message)
+    }
+
+    pub fn too_large(limit: usize) -> Self {
+        Status::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Status::new(500, "InternalError", message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        let mut s = Status::new(503, "ServiceUnavailable", message);
+        s.retry_after_seconds = Some(1);
+        s
+    }
+
+    /// 422 Invalid: `Kind "name" is invalid: [cause, cause]`, as Kubernetes words it.
+    pub fn invalid(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let joined = causes.iter().map(Cause::describe).collect::<Vec<_>>();
+        let message = if joined.len() == 1 {
+            format!("{kind} \"{name}\" is invalid: {}", joined[0])
+        } else {
+            format!("{kind} \"{name}\" is invalid: [{}]", joined.join(", "))
+        };
+        let mut s = Status::new(422, "Invalid", message);
+        s.group = Some(group.to_string());
+        s.kind = Some(kind.to_string());
+        s.name = Some(name.to_string());
+        s.causes = causes;
+        s
+    }
+
+    /// The Status object as JSON.
+    pub fn to_json(&self) -> Value {
+        let mut details = serde_json::Map::new();
+        if let Some(name) = &self.name {
+            details.insert("name".into(), json!(name));
+        }
+        if let Some(group) = &self.group {
+            if !group.is_empty() {
+                details.insert("group".into(), json!(group));
+            }
+        }
+        if let Some(kind) = &self.kind {
+            details.insert("kind".into(), json!(kind));
+        }
+        if !self.causes.is_empty() {
+            let causes: Vec<Value> = self
+                .causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        if let Some(secs) = self.retry_after_seconds {
+            details.insert("retryAfterSeconds".into(), json!(secs));
+        }
+        let mut out = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if !details.is_empty() {
+            out["details"] = Value::Object(details);
+        }
+        out
+    }
+
+    /// A `Success` Status (as returned by some deletes).
+    pub fn success_json(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": name, "group": group, "kind": resource, "uid": uid},
+        })
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Status {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_status_shape() {
+        let s = Status::invalid(
+            "Pod",
+            "",
+            "Bad_Name",
+            vec![Cause::invalid("metadata.name", "Bad_Name", "must be lowercase")],
+        );
+        let v = s.to_json();
+        assert_eq!(v["code"], 422);
+        assert_eq!(v["reason"], "Invalid");
+        assert_eq!(v["details"]["causes"][0]["field"], "metadata.name");
+        assert!(v["message"].as_str().unwrap().starts_with("Pod \"Bad_Name\" is invalid: metadata.name: Invalid value"));
+    }
+}

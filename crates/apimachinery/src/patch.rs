@@ -1,0 +1,1 @@
+//! Patches (to be written).

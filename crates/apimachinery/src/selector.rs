@@ -1,0 +1,1 @@
+//! Selectors (to be written).

@@ -1,0 +1,1 @@
+//! API server (to be written).

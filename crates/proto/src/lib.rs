@@ -1,0 +1,1 @@
+//! Decoding of Kubernetes protobuf request bodies (to be written).

@@ -1,0 +1,1 @@
+//! Watch cache (to be written).

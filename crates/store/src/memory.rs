@@ -1,0 +1,1 @@
+//! In-memory backend for unit tests (to be written).

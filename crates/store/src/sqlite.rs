@@ -1,0 +1,1 @@
+//! Embedded durable SQLite backend (to be written).
