@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the system packages cairn's build and tests need (Debian 12, as root).
+# Idempotent: apt runs only when something is missing.
+set -euo pipefail
+
+packages=(protobuf-compiler python3-kubernetes pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "install-deps: cargo not found. Install a Rust toolchain (1.85 or newer, e.g. with rustup) and re-run." >&2
+    exit 1
+fi
+
+# kubectl: the tests drive the real client. Debian 12's own kubernetes-client (1.20) is
+# too old; the Kubernetes/Google apt repositories provide current ones (the machine images
+# we test on ship kubectl 1.27-1.33 under /usr/lib/google-cloud-sdk/bin).
+if ! command -v kubectl >/dev/null 2>&1; then
+    if apt-cache policy kubectl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        apt-get install -y -qq kubectl >/dev/null
+    else
+        echo "install-deps: kubectl not found and no apt repository offers it; add the Kubernetes apt repository (pkgs.k8s.io) and re-run." >&2
+        exit 1
+    fi
+fi
