@@ -13,6 +13,10 @@ pub mod cache;
 pub mod memory;
 pub mod sqlite;
 
+#[cfg(test)]
+mod conformance;
+mod watch;
+
 use bytes::Bytes;
 use futures::stream::BoxStream;
 
@@ -109,7 +113,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Every event under `prefix` with revision > `after`: first what the log holds, then
     /// live ones as they commit, in revision order without gaps or duplicates.
-    fn watch(&self, prefix: &str, after: Revision) -> BoxStream<'static, Result<Event, StoreError>>;
+    fn watch(&self, prefix: &str, after: Revision)
+        -> BoxStream<'static, Result<Event, StoreError>>;
 
     /// Drops log entries at or below `revision` (live keys are kept).
     async fn compact(&self, revision: Revision) -> Result<(), StoreError>;
@@ -119,4 +124,47 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The newest revision that has been compacted away (0 if none).
     async fn compacted_revision(&self) -> Result<Revision, StoreError>;
+}
+
+/// The smallest string greater than every string that starts with `prefix`, or `None`
+/// when no such bound exists (empty prefix, or only `char::MAX`).
+///
+/// Used to turn a prefix into a half-open key range `[prefix, end)`: UTF-8 byte order equals
+/// code point order, so bumping the last char gives an exact bound (unlike `LIKE`, which
+/// would treat `_` and `%` in keys as wildcards).
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last as u32 {
+            // Skip the surrogate gap, which has no `char`s.
+            0xD7FF => Some('\u{E000}'),
+            n => char::from_u32(n + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_end_bounds_exactly_the_prefix() {
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("/a/b/").as_deref(), Some("/a/b0"));
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        let end = prefix_end("/a/b/").unwrap();
+        for key in ["/a/b/", "/a/b/c", "/a/b/\u{10FFFF}"] {
+            assert!(key >= "/a/b/" && key < end.as_str(), "{key}");
+        }
+        for key in ["/a/b", "/a/bc", "/a/b0"] {
+            assert!(!(key >= "/a/b/" && key < end.as_str()), "{key}");
+        }
+    }
 }

@@ -1,1 +1,774 @@
-//! Embedded durable SQLite backend (to be written).
+//! Embedded durable SQLite backend.
+//!
+//! Layout (`<data_dir>/store.db`, WAL mode, `synchronous=FULL`):
+//! - `kv(key, value, create_rev, mod_rev)`: live keys.
+//! - `log(rev, key, kind, value, create_rev)`: one row per committed write (a delete logs
+//!   the removed value); rows at or below the compacted revision are gone.
+//! - `meta(name, value)`: `revision` (last assigned revision, so compaction plus restart can
+//!   never reuse one) and `compacted`.
+//!
+//! Writes go to one writer thread that owns the write connection and *group-commits*: it
+//! takes every queued op (up to [`SqliteOptions::max_batch`]), applies them in one
+//! transaction, each with its own revision, and pays for a single fsync. A failed
+//! precondition fails only its op (it is checked by reading before writing, so it leaves
+//! nothing behind). Results are sent back only after `COMMIT` returned, so an acknowledged
+//! write survives `kill -9`. Committed events are then broadcast to live watchers in
+//! revision order.
+//!
+//! Reads use a small pool of separate connections (WAL readers do not block the writer) on
+//! tokio's blocking pool.
+//!
+//! One process per data directory: two writers would hand out the same revisions.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use tokio::sync::{broadcast, oneshot};
+
+use crate::{prefix_end, Backend, Event, EventType, KeyValue, Revision, StoreError};
+
+const KIND_PUT: i64 = 0;
+const KIND_DELETE: i64 = 1;
+
+/// Tuning knobs for [`SqliteBackend::open_with`].
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    /// Most writes committed in one transaction.
+    pub max_batch: usize,
+    /// Read connections (concurrent `get`/`list`/`events_since`).
+    pub readers: usize,
+    /// Events a live watcher may fall behind before it is closed with `WatcherLagged`.
+    pub watch_buffer: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            max_batch: 512,
+            readers: 4,
+            watch_buffer: 32 * 1024,
+        }
+    }
+}
+
+pub struct SqliteBackend {
+    path: PathBuf,
+    /// `None` only while dropping (closing it stops the writer thread).
+    writes: Option<mpsc::Sender<WriteRequest>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Arc<ReaderPool>,
+    events: broadcast::Sender<Event>,
+    counters: Arc<Counters>,
+}
+
+/// Revisions as of the last commit, published by the writer before it acknowledges.
+#[derive(Default)]
+struct Counters {
+    revision: AtomicI64,
+    compacted: AtomicI64,
+}
+
+enum Op {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Revision,
+    },
+    Delete {
+        key: String,
+        expected: Option<Revision>,
+    },
+    Compact {
+        revision: Revision,
+    },
+}
+
+enum Reply {
+    Written(Revision),
+    Deleted(Revision, KeyValue),
+    Compacted,
+}
+
+struct WriteRequest {
+    op: Op,
+    reply: oneshot::Sender<Result<Reply, StoreError>>,
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(format!("sqlite: {e}"))
+}
+
+impl SqliteBackend {
+    /// Opens (creating if needed) `<data_dir>/store.db` with default options.
+    pub fn open(data_dir: &Path) -> Result<Arc<SqliteBackend>, StoreError> {
+        Self::open_with(data_dir, SqliteOptions::default())
+    }
+
+    /// Opens (creating if needed) `<data_dir>/store.db`. Needs no tokio runtime itself, but
+    /// the `Backend` methods must be called from one (reads use `spawn_blocking`).
+    pub fn open_with(
+        data_dir: &Path,
+        options: SqliteOptions,
+    ) -> Result<Arc<SqliteBackend>, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| StoreError::Backend(format!("creating {}: {e}", data_dir.display())))?;
+        let path = data_dir.join("store.db");
+        let conn = open_writer(&path).map_err(db_err)?;
+        let (revision, compacted) = load_revisions(&conn).map_err(db_err)?;
+        let counters = Arc::new(Counters {
+            revision: AtomicI64::new(revision),
+            compacted: AtomicI64::new(compacted),
+        });
+
+        let mut readers = Vec::new();
+        for _ in 0..options.readers.max(1) {
+            readers.push(Mutex::new(open_reader(&path).map_err(db_err)?));
+        }
+        let readers = Arc::new(ReaderPool {
+            conns: readers,
+            next: AtomicUsize::new(0),
+        });
+
+        let (events, _) = broadcast::channel(options.watch_buffer.max(1));
+        let (writes, rx) = mpsc::channel();
+        let writer = Writer {
+            conn,
+            rx,
+            events: events.clone(),
+            counters: counters.clone(),
+            revision,
+            compacted,
+            max_batch: options.max_batch.max(1),
+        };
+        let writer = std::thread::Builder::new()
+            .name("cairn-store-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| StoreError::Backend(format!("spawning writer thread: {e}")))?;
+        tracing::info!(path = %path.display(), revision, compacted, "opened sqlite store");
+        Ok(Arc::new(SqliteBackend {
+            path,
+            writes: Some(writes),
+            writer: Some(writer),
+            readers,
+            events,
+            counters,
+        }))
+    }
+
+    /// Path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write(&self, op: Op) -> Result<Reply, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.writes
+            .as_ref()
+            .ok_or(StoreError::Closed)?
+            .send(WriteRequest { op, reply })
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        read_blocking(self.readers.clone(), f).await
+    }
+}
+
+impl Drop for SqliteBackend {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish what is queued and exit; joining makes
+        // "drop then reopen" see every write and the connection closed.
+        self.writes.take();
+        if let Some(writer) = self.writer.take() {
+            if writer.join().is_err() {
+                tracing::error!("sqlite writer thread panicked");
+            }
+        }
+    }
+}
+
+fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(mode, "sqlite refused WAL journal mode");
+    }
+    // FULL: a commit returns only after the WAL is fsynced, which is what "acknowledged"
+    // promises. NORMAL would lose the last commits on power loss.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS kv (
+             key TEXT PRIMARY KEY,
+             value BLOB NOT NULL,
+             create_rev INTEGER NOT NULL,
+             mod_rev INTEGER NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS log (
+             rev INTEGER PRIMARY KEY,
+             key TEXT NOT NULL,
+             kind INTEGER NOT NULL,
+             value BLOB NOT NULL,
+             create_rev INTEGER NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS meta (
+             name TEXT PRIMARY KEY,
+             value INTEGER NOT NULL
+         );",
+    )?;
+    Ok(conn)
+}
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
+
+fn meta(conn: &Connection, name: &str) -> rusqlite::Result<Revision> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM meta WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+fn set_meta(conn: &Connection, name: &str, value: Revision) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO meta (name, value) VALUES (?1, ?2)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![name, value])?;
+    Ok(())
+}
+
+/// The last assigned and the compacted revision. `revision` is also derived from the
+/// tables in case `meta` lags them (it never should: all are written in one transaction).
+fn load_revisions(conn: &Connection) -> rusqlite::Result<(Revision, Revision)> {
+    let stored = meta(conn, "revision")?;
+    let log: Revision =
+        conn.query_row("SELECT COALESCE(MAX(rev), 0) FROM log", [], |r| r.get(0))?;
+    let kv: Revision =
+        conn.query_row("SELECT COALESCE(MAX(mod_rev), 0) FROM kv", [], |r| r.get(0))?;
+    let compacted = meta(conn, "compacted")?;
+    Ok((stored.max(log).max(kv).max(compacted), compacted))
+}
+
+struct Writer {
+    conn: Connection,
+    rx: mpsc::Receiver<WriteRequest>,
+    events: broadcast::Sender<Event>,
+    counters: Arc<Counters>,
+    /// Last committed revision.
+    revision: Revision,
+    compacted: Revision,
+    max_batch: usize,
+}
+
+/// What a batch wants done after a successful commit.
+struct Applied {
+    results: Vec<Result<Reply, StoreError>>,
+    events: Vec<Event>,
+    revision: Revision,
+    compacted: Revision,
+}
+
+impl Writer {
+    fn run(mut self) {
+        // Blocks for the first op, then takes whatever queued up meanwhile: while one batch
+        // is fsyncing, the next one accumulates.
+        while let Ok(first) = self.rx.recv() {
+            let mut batch = vec![first];
+            while batch.len() < self.max_batch {
+                match self.rx.try_recv() {
+                    Ok(req) => batch.push(req),
+                    Err(_) => break,
+                }
+            }
+            self.run_batch(batch);
+        }
+        tracing::debug!("sqlite writer stopped");
+    }
+
+    fn run_batch(&mut self, batch: Vec<WriteRequest>) {
+        let (ops, replies): (Vec<Op>, Vec<_>) = batch.into_iter().map(|r| (r.op, r.reply)).unzip();
+        match self.apply(&ops) {
+            Ok(applied) => {
+                self.revision = applied.revision;
+                self.compacted = applied.compacted;
+                self.counters
+                    .revision
+                    .store(applied.revision, Ordering::SeqCst);
+                self.counters
+                    .compacted
+                    .store(applied.compacted, Ordering::SeqCst);
+                for event in applied.events {
+                    // Err only means nobody is watching.
+                    let _ = self.events.send(event);
+                }
+                for (reply, result) in replies.into_iter().zip(applied.results) {
+                    // The caller may have given up waiting; the write stands regardless.
+                    let _ = reply.send(result);
+                }
+            }
+            Err(e) => {
+                // The transaction was rolled back: nothing of this batch happened.
+                tracing::error!(error = %e, ops = replies.len(), "sqlite write batch failed");
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError::Backend(format!("sqlite: {e}"))));
+                }
+            }
+        }
+    }
+
+    /// Runs `ops` in one transaction and commits. A SQL error anywhere aborts the batch
+    /// (an op may have been half applied); precondition failures only fail their op.
+    fn apply(&mut self, ops: &[Op]) -> rusqlite::Result<Applied> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut revision = self.revision;
+        let mut compacted = self.compacted;
+        let mut results = Vec::with_capacity(ops.len());
+        let mut events = Vec::with_capacity(ops.len());
+        for op in ops {
+            let result = match op {
+                Op::Create { key, value } => {
+                    create(&tx, key, value, revision + 1)?.map(|e| (Reply::Written(e.revision), e))
+                }
+                Op::Update {
+                    key,
+                    value,
+                    expected,
+                } => update(&tx, key, value, *expected, revision + 1)?
+                    .map(|e| (Reply::Written(e.revision), e)),
+                Op::Delete { key, expected } => delete(&tx, key, *expected, revision + 1)?,
+                Op::Compact { revision: target } => {
+                    // Never past what exists, so `compacted <= revision` always holds.
+                    let target = (*target).min(revision);
+                    if target > compacted {
+                        tx.prepare_cached("DELETE FROM log WHERE rev <= ?1")?
+                            .execute([target])?;
+                        set_meta(&tx, "compacted", target)?;
+                        compacted = target;
+                    }
+                    results.push(Ok(Reply::Compacted));
+                    continue;
+                }
+            };
+            match result {
+                Ok((reply, event)) => {
+                    revision = event.revision;
+                    events.push(event);
+                    results.push(Ok(reply));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        if revision != self.revision {
+            set_meta(&tx, "revision", revision)?;
+        }
+        tx.commit()?;
+        Ok(Applied {
+            results,
+            events,
+            revision,
+            compacted,
+        })
+    }
+}
+
+struct Current {
+    value: Vec<u8>,
+    create_rev: Revision,
+    mod_rev: Revision,
+}
+
+fn current(conn: &Connection, key: &str) -> rusqlite::Result<Option<Current>> {
+    conn.prepare_cached("SELECT value, create_rev, mod_rev FROM kv WHERE key = ?1")?
+        .query_row([key], |r| {
+            Ok(Current {
+                value: r.get(0)?,
+                create_rev: r.get(1)?,
+                mod_rev: r.get(2)?,
+            })
+        })
+        .optional()
+}
+
+fn append_log(
+    conn: &Connection,
+    rev: Revision,
+    key: &str,
+    kind: i64,
+    value: &[u8],
+    create_rev: Revision,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO log (rev, key, kind, value, create_rev) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![rev, key, kind, value, create_rev])?;
+    Ok(())
+}
+
+type OpResult<T> = rusqlite::Result<Result<T, StoreError>>;
+
+fn create(conn: &Connection, key: &str, value: &Bytes, rev: Revision) -> OpResult<Event> {
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM kv WHERE key = ?1")?
+        .exists([key])?;
+    if exists {
+        return Ok(Err(StoreError::AlreadyExists {
+            key: key.to_string(),
+        }));
+    }
+    conn.prepare_cached(
+        "INSERT INTO kv (key, value, create_rev, mod_rev) VALUES (?1, ?2, ?3, ?3)",
+    )?
+    .execute(params![key, value.as_ref(), rev])?;
+    append_log(conn, rev, key, KIND_PUT, value, rev)?;
+    Ok(Ok(Event {
+        kind: EventType::Put,
+        key: key.to_string(),
+        revision: rev,
+        value: value.clone(),
+        create_revision: rev,
+    }))
+}
+
+fn update(
+    conn: &Connection,
+    key: &str,
+    value: &Bytes,
+    expected: Revision,
+    rev: Revision,
+) -> OpResult<Event> {
+    let revs = conn
+        .prepare_cached("SELECT create_rev, mod_rev FROM kv WHERE key = ?1")?
+        .query_row([key], |r| {
+            Ok((r.get::<_, Revision>(0)?, r.get::<_, Revision>(1)?))
+        })
+        .optional()?;
+    let Some((create_rev, mod_rev)) = revs else {
+        return Ok(Err(StoreError::NotFound {
+            key: key.to_string(),
+        }));
+    };
+    if mod_rev != expected {
+        return Ok(Err(StoreError::Conflict {
+            key: key.to_string(),
+            expected,
+            actual: mod_rev,
+        }));
+    }
+    conn.prepare_cached("UPDATE kv SET value = ?2, mod_rev = ?3 WHERE key = ?1")?
+        .execute(params![key, value.as_ref(), rev])?;
+    append_log(conn, rev, key, KIND_PUT, value, create_rev)?;
+    Ok(Ok(Event {
+        kind: EventType::Put,
+        key: key.to_string(),
+        revision: rev,
+        value: value.clone(),
+        create_revision: create_rev,
+    }))
+}
+
+fn delete(
+    conn: &Connection,
+    key: &str,
+    expected: Option<Revision>,
+    rev: Revision,
+) -> OpResult<(Reply, Event)> {
+    let Some(cur) = current(conn, key)? else {
+        return Ok(Err(StoreError::NotFound {
+            key: key.to_string(),
+        }));
+    };
+    if let Some(expected) = expected {
+        if cur.mod_rev != expected {
+            return Ok(Err(StoreError::Conflict {
+                key: key.to_string(),
+                expected,
+                actual: cur.mod_rev,
+            }));
+        }
+    }
+    conn.prepare_cached("DELETE FROM kv WHERE key = ?1")?
+        .execute([key])?;
+    append_log(conn, rev, key, KIND_DELETE, &cur.value, cur.create_rev)?;
+    let value = Bytes::from(cur.value);
+    let removed = KeyValue {
+        key: key.to_string(),
+        value: value.clone(),
+        create_revision: cur.create_rev,
+        mod_revision: cur.mod_rev,
+    };
+    let event = Event {
+        kind: EventType::Delete,
+        key: key.to_string(),
+        revision: rev,
+        value,
+        create_revision: cur.create_rev,
+    };
+    Ok(Ok((Reply::Deleted(rev, removed), event)))
+}
+
+/// Read connections; a read takes any idle one (or waits for one).
+struct ReaderPool {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+}
+
+impl ReaderPool {
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
+        let n = self.conns.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        for i in 0..n {
+            if let Some(mut conn) = self.conns[(start + i) % n].try_lock() {
+                return f(&mut conn);
+            }
+        }
+        f(&mut self.conns[start].lock())
+    }
+}
+
+async fn read_blocking<T, F>(pool: Arc<ReaderPool>, f: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || pool.with(f))
+        .await
+        .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+}
+
+fn kv_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyValue> {
+    Ok(KeyValue {
+        key: r.get(0)?,
+        value: Bytes::from(r.get::<_, Vec<u8>>(1)?),
+        create_revision: r.get(2)?,
+        mod_revision: r.get(3)?,
+    })
+}
+
+fn list_in(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<KeyValue>> {
+    let mut out = Vec::new();
+    match prefix_end(prefix) {
+        Some(end) => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT key, value, create_rev, mod_rev FROM kv
+                 WHERE key >= ?1 AND key < ?2 ORDER BY key",
+            )?;
+            for kv in stmt.query_map(params![prefix, end], kv_from_row)? {
+                out.push(kv?);
+            }
+        }
+        None => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT key, value, create_rev, mod_rev FROM kv WHERE key >= ?1 ORDER BY key",
+            )?;
+            for kv in stmt.query_map([prefix], kv_from_row)? {
+                out.push(kv?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    let kind: i64 = r.get(2)?;
+    Ok(Event {
+        revision: r.get(0)?,
+        key: r.get(1)?,
+        kind: if kind == KIND_DELETE {
+            EventType::Delete
+        } else {
+            EventType::Put
+        },
+        value: Bytes::from(r.get::<_, Vec<u8>>(3)?),
+        create_revision: r.get(4)?,
+    })
+}
+
+fn events_since_in(
+    conn: &mut Connection,
+    prefix: &str,
+    after: Revision,
+) -> Result<Vec<Event>, StoreError> {
+    // One read transaction: the compaction check and the log read see the same snapshot.
+    let tx = conn.transaction().map_err(db_err)?;
+    let compacted = meta(&tx, "compacted").map_err(db_err)?;
+    if after < compacted {
+        return Err(StoreError::Compacted {
+            requested: after,
+            compacted,
+        });
+    }
+    let mut out = Vec::new();
+    let mut push = |row: rusqlite::Result<Event>| -> Result<(), StoreError> {
+        out.push(row.map_err(db_err)?);
+        Ok(())
+    };
+    match prefix_end(prefix) {
+        Some(end) => {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT rev, key, kind, value, create_rev FROM log
+                     WHERE rev > ?1 AND key >= ?2 AND key < ?3 ORDER BY rev",
+                )
+                .map_err(db_err)?;
+            for row in stmt
+                .query_map(params![after, prefix, end], event_from_row)
+                .map_err(db_err)?
+            {
+                push(row)?;
+            }
+        }
+        None => {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT rev, key, kind, value, create_rev FROM log
+                     WHERE rev > ?1 AND key >= ?2 ORDER BY rev",
+                )
+                .map_err(db_err)?;
+            for row in stmt
+                .query_map(params![after, prefix], event_from_row)
+                .map_err(db_err)?
+            {
+                push(row)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl Backend for SqliteBackend {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
+        let key = key.to_string();
+        self.read(move |conn| {
+            conn.prepare_cached("SELECT key, value, create_rev, mod_rev FROM kv WHERE key = ?1")
+                .and_then(|mut s| s.query_row([&key], kv_from_row).optional())
+                .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<(Vec<KeyValue>, Revision), StoreError> {
+        let prefix = prefix.to_string();
+        self.read(move |conn| {
+            // The revision is read in the same snapshot as the rows it describes.
+            let tx = conn.transaction().map_err(db_err)?;
+            let items = list_in(&tx, &prefix).map_err(db_err)?;
+            let revision = meta(&tx, "revision").map_err(db_err)?;
+            Ok((items, revision))
+        })
+        .await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
+        match self
+            .write(Op::Create {
+                key: key.to_string(),
+                value,
+            })
+            .await?
+        {
+            Reply::Written(rev) => Ok(rev),
+            _ => Err(StoreError::Backend("unexpected reply to create".into())),
+        }
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected_mod_revision: Revision,
+    ) -> Result<Revision, StoreError> {
+        match self
+            .write(Op::Update {
+                key: key.to_string(),
+                value,
+                expected: expected_mod_revision,
+            })
+            .await?
+        {
+            Reply::Written(rev) => Ok(rev),
+            _ => Err(StoreError::Backend("unexpected reply to update".into())),
+        }
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected_mod_revision: Option<Revision>,
+    ) -> Result<(Revision, KeyValue), StoreError> {
+        match self
+            .write(Op::Delete {
+                key: key.to_string(),
+                expected: expected_mod_revision,
+            })
+            .await?
+        {
+            Reply::Deleted(rev, kv) => Ok((rev, kv)),
+            _ => Err(StoreError::Backend("unexpected reply to delete".into())),
+        }
+    }
+
+    async fn events_since(&self, prefix: &str, after: Revision) -> Result<Vec<Event>, StoreError> {
+        let prefix = prefix.to_string();
+        self.read(move |conn| events_since_in(conn, &prefix, after))
+            .await
+    }
+
+    fn watch(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> BoxStream<'static, Result<Event, StoreError>> {
+        // Subscribe now, read the log later: anything committed after the log snapshot is
+        // published after this subscription, so there is no gap.
+        let rx = self.events.subscribe();
+        let readers = self.readers.clone();
+        let owned = prefix.to_string();
+        let backlog = async move {
+            read_blocking(readers, move |conn| events_since_in(conn, &owned, after)).await
+        };
+        crate::watch::log_then_live(rx, prefix.to_string(), after, backlog)
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StoreError> {
+        match self.write(Op::Compact { revision }).await? {
+            Reply::Compacted => Ok(()),
+            _ => Err(StoreError::Backend("unexpected reply to compact".into())),
+        }
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StoreError> {
+        Ok(self.counters.revision.load(Ordering::SeqCst))
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StoreError> {
+        Ok(self.counters.compacted.load(Ordering::SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests;
