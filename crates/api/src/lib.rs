@@ -1,9 +1,11 @@
 //! The Kubernetes API as cairn-control serves it, with no IO: which resources exist
 //! ([`registry`]), how objects are defaulted ([`defaults`]) and validated ([`validation`]),
-//! how they print as `meta.k8s.io/v1` Tables ([`table`]), and `Status` errors ([`status`]).
+//! how they print as `meta.k8s.io/v1` Tables ([`table`]), how bodies decode into their types
+//! ([`schema`]), and `Status` errors ([`status`]).
 
 pub mod defaults;
 pub mod registry;
+pub mod schema;
 pub mod status;
 pub mod table;
 pub mod validation;

@@ -59,9 +59,72 @@ impl Cause {
         }
     }
 
+    /// `Required value: detail` (Kubernetes' `field.Required` with a detail).
+    pub fn required_detail(field: impl Into<String>, detail: &str) -> Self {
+        let mut c = Cause::required(field);
+        if !detail.is_empty() {
+            c.message = format!("Required value: {detail}");
+        }
+        c
+    }
+
+    /// `Invalid value: <repr>: detail`, with the value already rendered as Go prints it
+    /// (`70000`, `map[string]string{"app":"web"}`, `v1.LabelSelector{...}`).
+    pub fn invalid_repr(field: impl Into<String>, repr: &str, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {repr}: {detail}"),
+        }
+    }
+
+    /// `Invalid value: <value>: detail` for any JSON value, rendered as Go's `field.Invalid` does:
+    /// strings quoted, numbers and booleans bare, string maps as `map[string]string{...}`.
+    pub fn invalid_value(field: impl Into<String>, value: &Value, detail: &str) -> Self {
+        Cause::invalid_repr(field, &go_repr(value), detail)
+    }
+
+    /// `Not found: "name"` (`FieldValueNotFound`).
+    pub fn not_found(field: impl Into<String>, value: &str) -> Self {
+        Cause {
+            reason: "FieldValueNotFound",
+            field: field.into(),
+            message: format!("Not found: {}", json!(value)),
+        }
+    }
+
+    /// `Too long: may not be more than N bytes` (`FieldValueTooLong`).
+    pub fn too_long(field: impl Into<String>, max_bytes: usize) -> Self {
+        Cause {
+            reason: "FieldValueTooLong",
+            field: field.into(),
+            message: format!("Too long: may not be more than {max_bytes} bytes"),
+        }
+    }
+
     /// `field: message` as Kubernetes joins causes into the Status message.
     pub fn describe(&self) -> String {
         format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// A JSON value printed the way Go's `field.Error` prints a bad value.
+pub fn go_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => json!(s).to_string(),
+        Value::Object(m) if m.values().all(Value::is_string) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let body: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", json!(k), m[k.as_str()]))
+                .collect();
+            format!("map[string]string{{{}}}", body.join(", "))
+        }
+        other => other.to_string(),
     }
 }
 

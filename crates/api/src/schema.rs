@@ -1,0 +1,1669 @@
+//! Typed decoding of request bodies through the k8s-openapi types, as Kubernetes decodes them
+//! into its Go structs: fields it does not know are pruned (and reported for
+//! `fieldValidation=Strict`), values of the wrong JSON type are rejected, quantities come out
+//! canonical, and what the Go serialisation would print for empty values is printed.
+//!
+//! The decode goes through a path-tracking [`serde::Deserializer`] over `serde_json::Value`
+//! rather than `serde_json::from_value`, which gives three things the plain route cannot:
+//! the field path of a type error, the list of unknown fields (k8s-openapi's visitors silently
+//! skip them), and a hook on `Quantity` to canonicalise it as Go's `resource.Quantity` does.
+//!
+//! What the round trip does beyond k8s-openapi's own serialisation (all to match what
+//! Kubernetes stores and prints):
+//! - empty *optional* lists and maps (`args: []`, `labels: {}`) are dropped: Kubernetes stores
+//!   objects as protobuf, where an empty list or map comes back as nil and is then omitted.
+//!   Empty *required* lists (`EndpointSlice.endpoints`) stay `[]`, where Kubernetes prints
+//!   `null`: other readers of the stored JSON decode it with k8s-openapi, which rejects `null`.
+//! - quantities are canonicalised (`0.5` → `500m`, `1.5Gi` → `1536Mi`, `1000` → `1k`) and
+//!   malformed ones rejected, as `resource.ParseQuantity` and `Quantity.String` do.
+//! - Go prints zero values of non-pointer structs and of fields without `omitempty`; the ones
+//!   visible with kubectl are added when absent (see [`go_zero_values`]).
+//! - `null` given for a non-optional field decodes as its zero value, as Go's `encoding/json`
+//!   does (Go clients send `"endpoints": null`).
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceInfo;
+
+/// An object after the typed round trip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalized {
+    /// The object as Kubernetes would store it: unknown fields pruned, quantities canonical.
+    pub value: Value,
+    /// JSON paths (`.spec.foo`, `.spec.containers[0].imagee`) of non-null fields the type does
+    /// not have, in document order. See [`strict_error_message`].
+    pub unknown_fields: Vec<String>,
+}
+
+/// A body that cannot be decoded into its type: answered with 400 BadRequest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    /// Kind and version the body was decoded as (`Deployment`, `v1`).
+    pub kind: String,
+    pub version: String,
+    /// The decoder's message, worded like Go's `encoding/json`
+    /// (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`).
+    pub message: String,
+    /// Dotted path of the offending field when known (`spec.replicas`).
+    pub field: Option<String>,
+}
+
+impl fmt::Display for SchemaError {
+    /// The Status message Kubernetes answers with (`transformDecodeError`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} in version {:?} cannot be handled as a {}: {}",
+            self.kind, self.version, self.kind, self.message
+        )
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Decode `obj` as the type of `resource`'s objects and serialise it back.
+pub fn normalize(resource: &ResourceInfo, obj: &Value) -> Result<Normalized, SchemaError> {
+    normalize_kind(&resource.api_version(), resource.kind, obj)
+}
+
+/// Decode the body of a subresource request: `status` bodies are the parent kind, `scale` an
+/// autoscaling/v1 Scale, `binding` a v1 Binding. Unknown subresources pass through unchanged.
+pub fn normalize_subresource(
+    resource: &ResourceInfo,
+    subresource: &str,
+    obj: &Value,
+) -> Result<Normalized, SchemaError> {
+    match resource.subresource(subresource) {
+        Some(sub) if !sub.group.is_empty() || !sub.version.is_empty() => {
+            let api_version = if sub.group.is_empty() {
+                sub.version.to_string()
+            } else {
+                format!("{}/{}", sub.group, sub.version)
+            };
+            normalize_kind(&api_version, sub.kind, obj)
+        }
+        Some(sub) if sub.kind != resource.kind => normalize_kind("v1", sub.kind, obj),
+        _ => normalize(resource, obj),
+    }
+}
+
+/// Decode `obj` as the k8s-openapi type of `api_version`/`kind`. Kinds this module does not
+/// know are returned unchanged with no unknown fields.
+pub fn normalize_kind(
+    api_version: &str,
+    kind: &str,
+    obj: &Value,
+) -> Result<Normalized, SchemaError> {
+    use k8s_openapi::api::{apps, autoscaling, coordination, core, discovery};
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    let mut out = match (api_version, kind) {
+        ("v1", "Namespace") => roundtrip::<core::v1::Namespace>(kind, version, obj),
+        ("v1", "Node") => roundtrip::<core::v1::Node>(kind, version, obj),
+        ("v1", "Pod") => roundtrip::<core::v1::Pod>(kind, version, obj),
+        ("v1", "Service") => roundtrip::<core::v1::Service>(kind, version, obj),
+        ("v1", "Endpoints") => roundtrip::<core::v1::Endpoints>(kind, version, obj),
+        ("v1", "Event") => roundtrip::<core::v1::Event>(kind, version, obj),
+        ("v1", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(kind, version, obj),
+        ("v1", "Secret") => roundtrip::<core::v1::Secret>(kind, version, obj),
+        ("v1", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(kind, version, obj),
+        ("v1", "Binding") => roundtrip::<core::v1::Binding>(kind, version, obj),
+        ("apps/v1", "Deployment") => roundtrip::<apps::v1::Deployment>(kind, version, obj),
+        ("apps/v1", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(kind, version, obj),
+        ("apps/v1", "DaemonSet") => roundtrip::<apps::v1::DaemonSet>(kind, version, obj),
+        ("discovery.k8s.io/v1", "EndpointSlice") => {
+            roundtrip::<discovery::v1::EndpointSlice>(kind, version, obj)
+        }
+        ("coordination.k8s.io/v1", "Lease") => {
+            roundtrip::<coordination::v1::Lease>(kind, version, obj)
+        }
+        ("autoscaling/v1", "Scale") => roundtrip::<autoscaling::v1::Scale>(kind, version, obj),
+        _ => {
+            return Ok(Normalized {
+                value: obj.clone(),
+                unknown_fields: Vec::new(),
+            })
+        }
+    }?;
+    go_zero_values(kind, &mut out.value);
+    Ok(out)
+}
+
+/// The message of Kubernetes' 400 for `fieldValidation=Strict`:
+/// `strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`.
+pub fn strict_error_message(unknown_fields: &[String]) -> String {
+    let parts: Vec<String> = unknown_fields
+        .iter()
+        .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
+        .collect();
+    format!("strict decoding error: {}", parts.join(", "))
+}
+
+/// The `Warning` header texts for `fieldValidation=Warn`: `unknown field "spec.foo"`.
+pub fn unknown_field_warnings(unknown_fields: &[String]) -> Vec<String> {
+    unknown_fields
+        .iter()
+        .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
+        .collect()
+}
+
+fn roundtrip<T>(kind: &str, version: &str, obj: &Value) -> Result<Normalized, SchemaError>
+where
+    T: serde::de::DeserializeOwned + Serialize,
+{
+    let ctx = Ctx::default();
+    let root = Rc::new(Path::Root);
+    let de = De {
+        value: obj,
+        path: root,
+        ctx: &ctx,
+        struct_name: "",
+        optional: false,
+    };
+    let typed = T::deserialize(de).map_err(|e| e.into_schema_error(kind, version))?;
+    let mut value = serde_json::to_value(&typed).map_err(|e| SchemaError {
+        kind: kind.to_string(),
+        version: version.to_string(),
+        message: e.to_string(),
+        field: None,
+    })?;
+    for path in ctx.empty_optional.borrow().iter().rev() {
+        remove_empty_at(&mut value, path);
+    }
+    let unknown_fields = ctx.unknown.borrow().clone();
+    Ok(Normalized {
+        value,
+        unknown_fields,
+    })
+}
+
+/// Values Go's JSON encoding prints for empty non-pointer structs and non-`omitempty` fields,
+/// added when absent so `kubectl get -o yaml` shows what Kubernetes shows. Only fields that
+/// Kubernetes always prints for the kind are touched.
+pub fn go_zero_values(kind: &str, obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    match kind {
+        "Pod" => {
+            ensure_obj(o, "status");
+            if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                for key in [
+                    "containerStatuses",
+                    "initContainerStatuses",
+                    "ephemeralContainerStatuses",
+                ] {
+                    if let Some(list) = status.get_mut(key).and_then(Value::as_array_mut) {
+                        for cs in list.iter_mut().filter_map(Value::as_object_mut) {
+                            ensure_obj(cs, "state");
+                            ensure_obj(cs, "lastState");
+                            ensure(cs, "ready", Value::Bool(false));
+                            ensure(cs, "restartCount", Value::from(0));
+                            ensure(cs, "image", Value::from(""));
+                            ensure(cs, "imageID", Value::from(""));
+                        }
+                    }
+                }
+            }
+        }
+        "Service" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+            if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                ensure_obj(status, "loadBalancer");
+            }
+        }
+        "Deployment" | "ReplicaSet" | "DaemonSet" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+            if let Some(template) = o
+                .get_mut("spec")
+                .and_then(Value::as_object_mut)
+                .and_then(|s| s.get_mut("template"))
+                .and_then(Value::as_object_mut)
+            {
+                ensure_obj(template, "metadata");
+                if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
+                    ensure(meta, "creationTimestamp", Value::Null);
+                }
+            }
+            if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                let zero_ints: &[&str] = match kind {
+                    "ReplicaSet" => &["replicas"],
+                    "DaemonSet" => &[
+                        "currentNumberScheduled",
+                        "numberMisscheduled",
+                        "desiredNumberScheduled",
+                        "numberReady",
+                    ],
+                    _ => &[],
+                };
+                for key in zero_ints {
+                    ensure(status, key, Value::from(0));
+                }
+            }
+        }
+        "Namespace" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+        }
+        "Node" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+            if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                ensure_obj(status, "daemonEndpoints");
+                if let Some(de) = status
+                    .get_mut("daemonEndpoints")
+                    .and_then(Value::as_object_mut)
+                {
+                    ensure_obj(de, "kubeletEndpoint");
+                    if let Some(ke) = de.get_mut("kubeletEndpoint").and_then(Value::as_object_mut) {
+                        ensure(ke, "Port", Value::from(0));
+                    }
+                }
+                ensure_obj(status, "nodeInfo");
+                if let Some(info) = status.get_mut("nodeInfo").and_then(Value::as_object_mut) {
+                    for key in [
+                        "architecture",
+                        "bootID",
+                        "containerRuntimeVersion",
+                        "kernelVersion",
+                        "kubeProxyVersion",
+                        "kubeletVersion",
+                        "machineID",
+                        "operatingSystem",
+                        "osImage",
+                        "systemUUID",
+                    ] {
+                        ensure(info, key, Value::from(""));
+                    }
+                }
+            }
+        }
+        "Event" => {
+            ensure_obj(o, "involvedObject");
+            ensure_obj(o, "source");
+            ensure(o, "firstTimestamp", Value::Null);
+            ensure(o, "lastTimestamp", Value::Null);
+            ensure(o, "eventTime", Value::Null);
+            ensure(o, "reportingComponent", Value::from(""));
+            ensure(o, "reportingInstance", Value::from(""));
+        }
+        "Lease" => ensure_obj(o, "spec"),
+        "EndpointSlice" => {
+            if let Some(list) = o.get_mut("endpoints").and_then(Value::as_array_mut) {
+                for ep in list.iter_mut().filter_map(Value::as_object_mut) {
+                    ensure_obj(ep, "conditions");
+                }
+            }
+        }
+        "Scale" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+            if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                ensure(status, "replicas", Value::from(0));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn ensure(o: &mut Map<String, Value>, key: &str, value: Value) {
+    if !o.contains_key(key) {
+        o.insert(key.to_string(), value);
+    }
+}
+
+fn ensure_obj(o: &mut Map<String, Value>, key: &str) {
+    match o.get(key) {
+        Some(Value::Object(_)) => {}
+        Some(Value::Null) | None => {
+            o.insert(key.to_string(), Value::Object(Map::new()));
+        }
+        Some(_) => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path tracking
+
+#[derive(Debug)]
+enum Path<'a> {
+    Root,
+    /// A field of a struct.
+    Field(Rc<Path<'a>>, &'a str),
+    /// A key of a map.
+    Key(Rc<Path<'a>>, &'a str),
+    Index(Rc<Path<'a>>, usize),
+}
+
+/// One step of an owned path (kept for the empty collections to drop after serialisation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+impl Path<'_> {
+    fn segments(&self) -> Vec<Seg> {
+        let mut out = Vec::new();
+        let mut cur = self;
+        loop {
+            match cur {
+                Path::Root => break,
+                Path::Field(p, k) | Path::Key(p, k) => {
+                    out.push(Seg::Key((*k).to_string()));
+                    cur = p;
+                }
+                Path::Index(p, i) => {
+                    out.push(Seg::Index(*i));
+                    cur = p;
+                }
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// `.spec.containers[0].image`, as sigs.k8s.io/json names unknown fields.
+    fn json_path(&self) -> String {
+        let mut out = String::new();
+        for seg in self.segments() {
+            match seg {
+                Seg::Key(k) => {
+                    out.push('.');
+                    out.push_str(&k);
+                }
+                Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+
+    /// `spec.containers.image`: Go's encoding/json names only struct fields, no indexes or keys.
+    fn go_path(&self) -> String {
+        let mut parts = Vec::new();
+        let mut cur = self;
+        loop {
+            match cur {
+                Path::Root => break,
+                Path::Field(p, k) => {
+                    parts.push(*k);
+                    cur = p;
+                }
+                Path::Key(p, _) | Path::Index(p, _) => cur = p,
+            }
+        }
+        parts.reverse();
+        parts.join(".")
+    }
+}
+
+#[derive(Default)]
+struct Ctx {
+    unknown: RefCell<Vec<String>>,
+    empty_optional: RefCell<Vec<Vec<Seg>>>,
+}
+
+fn remove_empty_at(value: &mut Value, path: &[Seg]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = value;
+    for seg in parents {
+        let next = match (seg, cur) {
+            (Seg::Key(k), Value::Object(m)) => m.get_mut(k),
+            (Seg::Index(i), Value::Array(a)) => a.get_mut(*i),
+            _ => None,
+        };
+        match next {
+            Some(v) => cur = v,
+            None => return,
+        }
+    }
+    if let (Seg::Key(k), Value::Object(m)) = (last, cur) {
+        let empty = match m.get(k) {
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(o)) => o.is_empty(),
+            _ => false,
+        };
+        if empty {
+            m.remove(k);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+#[derive(Debug)]
+struct DeError {
+    kind: ErrKind,
+    /// Set by the innermost deserializer that sees the error: Go-style path, struct and JSON type.
+    located: Option<Located>,
+}
+
+#[derive(Debug)]
+enum ErrKind {
+    /// A JSON value of the wrong type (or an out-of-range number) for the Go/Rust type.
+    Mismatch {
+        expected: String,
+    },
+    Custom(String),
+}
+
+#[derive(Debug)]
+struct Located {
+    go_path: String,
+    dotted: String,
+    struct_name: &'static str,
+    json_kind: String,
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError {
+            kind: ErrKind::Custom(msg.to_string()),
+            located: None,
+        }
+    }
+
+    fn invalid_type(_unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
+        DeError {
+            kind: ErrKind::Mismatch {
+                expected: exp.to_string(),
+            },
+            located: None,
+        }
+    }
+
+    fn invalid_value(unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
+        match unexp {
+            // Integers out of range for the field's type: Go words these as a type mismatch.
+            de::Unexpected::Signed(_) | de::Unexpected::Unsigned(_) | de::Unexpected::Float(_) => {
+                DeError {
+                    kind: ErrKind::Mismatch {
+                        expected: exp.to_string(),
+                    },
+                    located: None,
+                }
+            }
+            de::Unexpected::Str(s) => {
+                DeError::custom(format!("invalid value {s:?}: expected {exp}"))
+            }
+            other => DeError::custom(format!("invalid value {other}: expected {exp}")),
+        }
+    }
+}
+
+impl DeError {
+    fn message(&self) -> String {
+        match (&self.kind, &self.located) {
+            (ErrKind::Mismatch { expected }, Some(loc)) => {
+                let go_type = go_type_name(expected);
+                if loc.go_path.is_empty() {
+                    format!(
+                        "json: cannot unmarshal {} into Go value of type {go_type}",
+                        loc.json_kind
+                    )
+                } else {
+                    let owner = if loc.struct_name.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}.", loc.struct_name)
+                    };
+                    format!(
+                        "json: cannot unmarshal {} into Go struct field {owner}{} of type {go_type}",
+                        loc.json_kind, loc.go_path
+                    )
+                }
+            }
+            (ErrKind::Mismatch { expected }, None) => {
+                format!(
+                    "json: cannot unmarshal value into Go value of type {}",
+                    go_type_name(expected)
+                )
+            }
+            (ErrKind::Custom(msg), _) => msg.clone(),
+        }
+    }
+
+    fn into_schema_error(self, kind: &str, version: &str) -> SchemaError {
+        let field = self
+            .located
+            .as_ref()
+            .map(|l| l.dotted.clone())
+            .filter(|s| !s.is_empty());
+        SchemaError {
+            kind: kind.to_string(),
+            version: version.to_string(),
+            message: self.message(),
+            field,
+        }
+    }
+}
+
+/// Go's name for the type serde expected (`i32` → `int32`, `PodSpec` → `v1.PodSpec`).
+fn go_type_name(expected: &str) -> String {
+    match expected {
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "f32" | "f64" => {
+            let (head, bits) = expected.split_at(1);
+            match head {
+                "i" => format!("int{bits}"),
+                "u" => format!("uint{bits}"),
+                _ => format!("float{bits}"),
+            }
+        }
+        "a 32-bit integer" => "int32".to_string(),
+        "a string" | "string" | "a borrowed string" | "a base64-encoded string" => {
+            "string".to_string()
+        }
+        "a boolean" => "bool".to_string(),
+        "a sequence" => "array".to_string(),
+        "a map" => "map[string]string".to_string(),
+        "IntOrString" => "intstr.IntOrString".to_string(),
+        "Quantity" => "resource.Quantity".to_string(),
+        "a timestamp string" | "Time" => "v1.Time".to_string(),
+        "MicroTime" => "v1.MicroTime".to_string(),
+        other if other.starts_with(|c: char| c.is_ascii_uppercase()) => format!("v1.{other}"),
+        other => other.to_string(),
+    }
+}
+
+fn json_kind(value: &Value, expected: &str) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(_) => "bool".to_string(),
+        // Go names the number when it cannot fit the integer type it was meant for.
+        Value::Number(n) if is_integer_type(expected) => format!("number {n}"),
+        Value::Number(_) => "number".to_string(),
+        Value::String(_) => "string".to_string(),
+        Value::Array(_) => "array".to_string(),
+        Value::Object(_) => "object".to_string(),
+    }
+}
+
+fn is_integer_type(expected: &str) -> bool {
+    matches!(
+        expected,
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "a 32-bit integer"
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deserializer
+
+struct De<'a> {
+    value: &'a Value,
+    path: Rc<Path<'a>>,
+    ctx: &'a Ctx,
+    /// The struct whose field this value is (Go names it in type errors).
+    struct_name: &'static str,
+    /// Reached through `Option`: an empty list or map here is dropped after serialisation.
+    optional: bool,
+}
+
+impl<'a> De<'a> {
+    fn child(&self, value: &'a Value, path: Path<'a>, struct_name: &'static str) -> De<'a> {
+        De {
+            value,
+            path: Rc::new(path),
+            ctx: self.ctx,
+            struct_name,
+            optional: false,
+        }
+    }
+
+    fn locate(&self, mut err: DeError) -> DeError {
+        if err.located.is_none() {
+            let expected = match &err.kind {
+                ErrKind::Mismatch { expected } => expected.as_str(),
+                ErrKind::Custom(_) => "",
+            };
+            err.located = Some(Located {
+                go_path: self.path.go_path(),
+                dotted: self.path.json_path().trim_start_matches('.').to_string(),
+                struct_name: self.struct_name,
+                json_kind: json_kind(self.value, expected),
+            });
+        }
+        err
+    }
+
+    fn record_empty_optional(&self) {
+        if self.optional {
+            self.ctx
+                .empty_optional
+                .borrow_mut()
+                .push(self.path.segments());
+        }
+    }
+
+    /// Visit by the JSON type of the value, like serde_json's own `Value` deserializer.
+    fn visit_any<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.value {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(*b),
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    visitor.visit_u64(u)
+                } else if let Some(i) = n.as_i64() {
+                    visitor.visit_i64(i)
+                } else {
+                    visitor.visit_f64(n.as_f64().unwrap_or(0.0))
+                }
+            }
+            Value::String(s) => visitor.visit_borrowed_str(s),
+            Value::Array(_) => self.visit_array(visitor),
+            Value::Object(_) => self.visit_object(visitor, None),
+        }
+    }
+
+    fn visit_array<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let items: &'a [Value] = match self.value {
+            Value::Array(a) => a,
+            _ => &[],
+        };
+        if items.is_empty() {
+            self.record_empty_optional();
+        }
+        let mut access = ArrAccess {
+            items: items.iter().enumerate(),
+            parent: &self,
+            len: items.len(),
+        };
+        let out = visitor.visit_seq(&mut access)?;
+        if access.items.next().is_some() {
+            return Err(de::Error::invalid_length(
+                access.len,
+                &"fewer elements in array",
+            ));
+        }
+        Ok(out)
+    }
+
+    fn visit_object<V: Visitor<'a>>(
+        self,
+        visitor: V,
+        fields: Option<(&'static str, &'static [&'static str])>,
+    ) -> Result<V::Value, DeError> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        let map: &'a Map<String, Value> = match self.value {
+            Value::Object(m) => m,
+            _ => EMPTY.get_or_init(Map::new),
+        };
+        if map.is_empty() && fields.is_none() {
+            self.record_empty_optional();
+        }
+        let mut access = ObjAccess {
+            iter: map.iter(),
+            pending: None,
+            parent: &self,
+            fields,
+        };
+        visitor.visit_map(&mut access)
+    }
+}
+
+struct ArrAccess<'p, 'a> {
+    items: std::iter::Enumerate<std::slice::Iter<'a, Value>>,
+    parent: &'p De<'a>,
+    len: usize,
+}
+
+impl<'a> SeqAccess<'a> for ArrAccess<'_, 'a> {
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'a>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        match self.items.next() {
+            Some((i, v)) => {
+                let child = self.parent.child(
+                    v,
+                    Path::Index(self.parent.path.clone(), i),
+                    self.parent.struct_name,
+                );
+                seed.deserialize(child).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.len)
+    }
+}
+
+struct ObjAccess<'p, 'a> {
+    iter: serde_json::map::Iter<'a>,
+    pending: Option<(&'a String, &'a Value)>,
+    parent: &'p De<'a>,
+    /// `Some((struct name, known fields))` when decoding a struct, `None` for a map.
+    fields: Option<(&'static str, &'static [&'static str])>,
+}
+
+impl<'a> MapAccess<'a> for ObjAccess<'_, 'a> {
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'a>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some((k, v)) = self.iter.next() else {
+            return Ok(None);
+        };
+        if let Some((_, fields)) = self.fields {
+            if !v.is_null() && !fields.contains(&k.as_str()) {
+                let path = Path::Field(self.parent.path.clone(), k);
+                self.parent.ctx.unknown.borrow_mut().push(path.json_path());
+            }
+        }
+        self.pending = Some((k, v));
+        let key: de::value::BorrowedStrDeserializer<'a, DeError> =
+            de::value::BorrowedStrDeserializer::new(k);
+        seed.deserialize(key).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'a>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        let Some((k, v)) = self.pending.take() else {
+            return Err(de::Error::custom("map value requested before its key"));
+        };
+        let child = match self.fields {
+            Some((name, _)) => self
+                .parent
+                .child(v, Path::Field(self.parent.path.clone(), k), name),
+            None => self.parent.child(
+                v,
+                Path::Key(self.parent.path.clone(), k),
+                self.parent.struct_name,
+            ),
+        };
+        seed.deserialize(child)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Zero {
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+/// Visit the zero value of a Go type: what `encoding/json` leaves for `null`.
+fn visit_zero<'a, V: Visitor<'a>>(visitor: V, zero: Zero) -> Result<V::Value, DeError> {
+    match zero {
+        Zero::Bool => visitor.visit_bool(false),
+        Zero::Int => visitor.visit_u64(0),
+        Zero::Float => visitor.visit_f64(0.0),
+        Zero::Str => visitor.visit_str(""),
+    }
+}
+
+macro_rules! scalar_methods {
+    ($($method:ident => $zero:expr),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+                if self.value.is_null() {
+                    return visit_zero(visitor, $zero).map_err(|e| self.locate(e));
+                }
+                let me = self.shallow();
+                self.visit_any(visitor).map_err(|e| me.locate(e))
+            }
+        )*
+    };
+}
+
+impl<'a> de::Deserializer<'a> for De<'a> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        self.visit_any(visitor).map_err(|e| me.locate(e))
+    }
+
+    scalar_methods! {
+        deserialize_bool => Zero::Bool,
+        deserialize_i8 => Zero::Int,
+        deserialize_i16 => Zero::Int,
+        deserialize_i32 => Zero::Int,
+        deserialize_i64 => Zero::Int,
+        deserialize_u8 => Zero::Int,
+        deserialize_u16 => Zero::Int,
+        deserialize_u32 => Zero::Int,
+        deserialize_u64 => Zero::Int,
+        deserialize_f32 => Zero::Float,
+        deserialize_f64 => Zero::Float,
+        deserialize_char => Zero::Str,
+        deserialize_str => Zero::Str,
+        deserialize_string => Zero::Str,
+    }
+
+    fn deserialize_bytes<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if self.value.is_null() {
+            return visitor.visit_none();
+        }
+        let me = self.shallow();
+        let inner = De {
+            optional: true,
+            ..self
+        };
+        visitor.visit_some(inner).map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_unit<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        match self.value {
+            Value::Null => visitor.visit_unit(),
+            _ => self.visit_any(visitor),
+        }
+        .map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        if name == "Quantity" {
+            let text = match self.value {
+                Value::String(s) => s.trim().to_string(),
+                Value::Number(n) => n.to_string(),
+                // Go leaves the zero quantity for null.
+                Value::Null => "0".to_string(),
+                _ => {
+                    let e: DeError =
+                        de::Error::invalid_type(de::Unexpected::Other("value"), &"Quantity");
+                    return Err(me.locate(e));
+                }
+            };
+            let canonical =
+                canonical_quantity(&text).map_err(|msg| me.locate(de::Error::custom(msg)))?;
+            let de: de::value::StringDeserializer<DeError> = canonical.into_deserializer();
+            return visitor.visit_newtype_struct(de).map_err(|e| me.locate(e));
+        }
+        visitor.visit_newtype_struct(self).map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        match self.value {
+            Value::Array(_) | Value::Null => self.visit_array(visitor),
+            _ => self.visit_any(visitor),
+        }
+        .map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_tuple<V: Visitor<'a>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        match self.value {
+            Value::Object(_) | Value::Null => self.visit_object(visitor, None),
+            _ => self.visit_any(visitor),
+        }
+        .map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        match self.value {
+            Value::Object(_) | Value::Null => self.visit_object(visitor, Some((name, fields))),
+            _ => Err(DeError {
+                kind: ErrKind::Mismatch {
+                    expected: name.to_string(),
+                },
+                located: None,
+            }),
+        }
+        .map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_enum<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let me = self.shallow();
+        match self.value {
+            Value::String(s) => {
+                let de: de::value::BorrowedStrDeserializer<'a, DeError> =
+                    de::value::BorrowedStrDeserializer::new(s);
+                visitor.visit_enum(de)
+            }
+            _ => Err(de::Error::custom("expected a string for an enumeration")),
+        }
+        .map_err(|e| me.locate(e))
+    }
+
+    fn deserialize_identifier<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+}
+
+impl<'a> De<'a> {
+    /// A copy for locating errors after `self` has been moved into a visitor.
+    fn shallow(&self) -> De<'a> {
+        De {
+            value: self.value,
+            path: self.path.clone(),
+            ctx: self.ctx,
+            struct_name: self.struct_name,
+            optional: self.optional,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantity
+
+const QUANTITY_FORMAT_ERROR: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QFormat {
+    DecimalExponent,
+    BinarySI,
+    DecimalSI,
+}
+
+/// Parse a quantity and print it as Kubernetes' `Quantity.String()` does: `0.5` → `500m`,
+/// `1.5Gi` → `1536Mi`, `1000` → `1k`, `1e3` stays `1e3`; values below one nano round up.
+/// Strings already in canonical form are kept byte for byte, as Go keeps them. Errors carry
+/// Kubernetes' message. Values too large for 128-bit arithmetic are returned unchanged.
+pub fn canonical_quantity(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err(QUANTITY_FORMAT_ERROR.to_string());
+    }
+    let parsed = parse_quantity_string(s).ok_or_else(|| QUANTITY_FORMAT_ERROR.to_string())?;
+    let (base, exponent, mut format) = interpret_suffix(parsed.suffix)
+        .ok_or_else(|| "unable to parse quantity's suffix".to_string())?;
+    let num = parsed.num;
+    let denom = parsed.denom;
+
+    // Go's fast path keeps the input string when it is already canonical.
+    let precision: i32 = match format {
+        QFormat::DecimalExponent | QFormat::DecimalSI => 18 - (num.len() + denom.len()) as i32,
+        QFormat::BinarySI => {
+            if exponent >= 0 && denom.is_empty() {
+                15 - num.len() as i32 - ((exponent as f32) * 3.0 / 10.0) as i32 - 1
+            } else {
+                -1
+            }
+        }
+    };
+    if precision >= 0 {
+        let scale = if format == QFormat::BinarySI {
+            0
+        } else {
+            exponent
+        } - denom.len() as i32;
+        if scale >= -9 {
+            let shifted = format!("{num}{denom}");
+            if let Ok(value) = shifted.parse::<i64>() {
+                let mantissa: i64 = if format == QFormat::BinarySI {
+                    1i64.checked_shl(exponent as u32).unwrap_or(0)
+                } else {
+                    1
+                };
+                if value.checked_mul(mantissa).is_some() {
+                    let reuse = match format {
+                        QFormat::BinarySI => exponent % 10 == 0 && (value & 0x07) != 0,
+                        _ => {
+                            scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0')
+                        }
+                    };
+                    if reuse {
+                        return Ok(s.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    // Exact value in nano units, rounded away from zero (Go rounds up to the nano scale).
+    let digits: i128 = match format!("{num}{denom}").parse::<i128>() {
+        Ok(d) => d,
+        Err(_) => return Ok(s.to_string()),
+    };
+    let Some(nanos) = to_nanos(digits, base, exponent, denom.len() as i32) else {
+        return Ok(s.to_string());
+    };
+    let nanos = if parsed.positive { nanos } else { -nanos };
+    if nanos == 0 {
+        return Ok("0".to_string());
+    }
+    if format == QFormat::BinarySI && nanos.abs() < 1_000_000_000 {
+        format = QFormat::DecimalSI;
+    }
+    if format == QFormat::BinarySI {
+        let whole = nanos / 1_000_000_000;
+        let exact = nanos % 1_000_000_000 == 0;
+        if exact && !(-1024 < whole && whole < 1024) {
+            let mut amount = whole;
+            let mut times = 0;
+            while amount.abs() >= 1024 && amount % 1024 == 0 {
+                amount /= 1024;
+                times += 1;
+            }
+            let suffix = match times {
+                0 => "",
+                1 => "Ki",
+                2 => "Mi",
+                3 => "Gi",
+                4 => "Ti",
+                5 => "Pi",
+                6 => "Ei",
+                _ => return Ok(s.to_string()),
+            };
+            return Ok(format!("{amount}{suffix}"));
+        }
+        format = QFormat::DecimalSI;
+    }
+    let mut amount = nanos;
+    let mut exp: i32 = -9;
+    while amount.abs() >= 10 && amount % 10 == 0 {
+        amount /= 10;
+        exp += 1;
+    }
+    match exp.rem_euclid(3) {
+        1 => {
+            amount *= 10;
+            exp -= 1;
+        }
+        2 => {
+            amount *= 100;
+            exp -= 2;
+        }
+        _ => {}
+    }
+    let suffix = match format {
+        QFormat::DecimalExponent => {
+            if exp == 0 {
+                String::new()
+            } else {
+                format!("e{exp}")
+            }
+        }
+        _ => match exp {
+            -9 => "n".to_string(),
+            -6 => "u".to_string(),
+            -3 => "m".to_string(),
+            0 => String::new(),
+            3 => "k".to_string(),
+            6 => "M".to_string(),
+            9 => "G".to_string(),
+            12 => "T".to_string(),
+            15 => "P".to_string(),
+            18 => "E".to_string(),
+            _ => return Ok(s.to_string()),
+        },
+    };
+    Ok(format!("{amount}{suffix}"))
+}
+
+/// A quantity's value in nano units (`1` → 1_000_000_000, `100m` → 100_000_000), rounded up
+/// below one nano as Kubernetes rounds; `None` if it does not parse or overflows.
+pub fn quantity_nanos(s: &str) -> Option<i128> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let parsed = parse_quantity_string(s)?;
+    let (base, exponent, _) = interpret_suffix(parsed.suffix)?;
+    let digits: i128 = format!("{}{}", parsed.num, parsed.denom).parse().ok()?;
+    let n = to_nanos(
+        digits,
+        base,
+        exponent,
+        i32::try_from(parsed.denom.len()).ok()?,
+    )?;
+    Some(if parsed.positive { n } else { -n })
+}
+
+/// `digits × base^exponent / 10^denom_len` in nano units, rounded away from zero.
+fn to_nanos(digits: i128, base: u32, exponent: i32, denom_len: i32) -> Option<i128> {
+    let (mut numer, mut denom): (i128, i128) = (digits, 1);
+    if base == 2 {
+        numer = numer.checked_mul(1i128.checked_shl(u32::try_from(exponent).ok()?)?)?;
+        denom = 10i128.checked_pow(u32::try_from(denom_len).ok()?)?;
+        numer = numer.checked_mul(1_000_000_000)?;
+    } else {
+        let e = exponent - denom_len + 9;
+        if e >= 0 {
+            numer = numer.checked_mul(10i128.checked_pow(e as u32)?)?;
+        } else {
+            denom = 10i128.checked_pow((-e) as u32)?;
+        }
+    }
+    let q = numer / denom;
+    Some(if numer % denom != 0 { q + 1 } else { q })
+}
+
+struct ParsedQuantity<'s> {
+    positive: bool,
+    num: &'s str,
+    denom: &'s str,
+    suffix: &'s str,
+}
+
+/// Go's `parseQuantityString`: sign, digits, optional fraction, suffix.
+fn parse_quantity_string(s: &str) -> Option<ParsedQuantity<'_>> {
+    let b = s.as_bytes();
+    let end = b.len();
+    let mut pos = 0;
+    let mut positive = true;
+    if let Some(&c) = b.first() {
+        if c == b'-' {
+            positive = false;
+            pos += 1;
+        } else if c == b'+' {
+            pos += 1;
+        }
+    }
+    // Leading zeros.
+    while pos < end && b[pos] == b'0' {
+        pos += 1;
+    }
+    if pos >= end {
+        return Some(ParsedQuantity {
+            positive,
+            num: "0",
+            denom: "",
+            suffix: "",
+        });
+    }
+    let num_start = pos;
+    while pos < end && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    let mut num = &s[num_start..pos];
+    if num.is_empty() {
+        num = "0";
+    }
+    let mut denom = "";
+    if pos < end && b[pos] == b'.' {
+        pos += 1;
+        let d_start = pos;
+        while pos < end && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        denom = &s[d_start..pos];
+    }
+    let suffix_start = pos;
+    while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < end && (b[pos] == b'-' || b[pos] == b'+') {
+        pos += 1;
+    }
+    while pos < end && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    if pos != end {
+        return None;
+    }
+    Some(ParsedQuantity {
+        positive,
+        num,
+        denom,
+        suffix: &s[suffix_start..end],
+    })
+}
+
+/// Base, exponent and format of a quantity suffix, as Go's `suffixHandler.interpret`.
+fn interpret_suffix(suffix: &str) -> Option<(u32, i32, QFormat)> {
+    let dec = |e| Some((10, e, QFormat::DecimalSI));
+    let bin = |e| Some((2, e, QFormat::BinarySI));
+    match suffix {
+        "" => dec(0),
+        "n" => dec(-9),
+        "u" => dec(-6),
+        "m" => dec(-3),
+        "k" => dec(3),
+        "M" => dec(6),
+        "G" => dec(9),
+        "T" => dec(12),
+        "P" => dec(15),
+        "E" => dec(18),
+        "Ki" => bin(10),
+        "Mi" => bin(20),
+        "Gi" => bin(30),
+        "Ti" => bin(40),
+        "Pi" => bin(50),
+        "Ei" => bin(60),
+        _ => {
+            let rest = suffix.strip_prefix(['e', 'E'])?;
+            let e: i32 = rest.parse().ok()?;
+            Some((10, e, QFormat::DecimalExponent))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::find_by_kind;
+    use serde_json::json;
+
+    fn norm(api_version: &str, kind: &str, obj: Value) -> Normalized {
+        normalize(find_by_kind(api_version, kind).unwrap(), &obj).unwrap()
+    }
+
+    fn full_pod() -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "web-1",
+                "namespace": "default",
+                "uid": "7b6f1c3e-1111-2222-3333-444455556666",
+                "resourceVersion": "42",
+                "creationTimestamp": "2024-01-02T03:04:05Z",
+                "labels": {"app": "web", "pod-template-hash": "abc"},
+                "annotations": {"note": "x"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc",
+                    "uid": "0000", "controller": true, "blockOwnerDeletion": true}],
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                    "time": "2024-01-02T03:04:05Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}]
+            },
+            "spec": {
+                "containers": [{
+                    "name": "web",
+                    "image": "nginx:1.25",
+                    "imagePullPolicy": "IfNotPresent",
+                    "args": ["--port", "80"],
+                    "ports": [{"containerPort": 80, "name": "http", "protocol": "TCP"}],
+                    "env": [{"name": "A", "value": "1"},
+                            {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+                    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "250m", "memory": "64Mi"}},
+                    "livenessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"},
+                        "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                    "readinessProbe": {"tcpSocket": {"port": 80}, "initialDelaySeconds": 5,
+                        "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                    "securityContext": {},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "volumeMounts": [{"name": "cache", "mountPath": "/cache"},
+                                     {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true}]
+                }],
+                "volumes": [
+                    {"name": "cache", "emptyDir": {}},
+                    {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}}
+                ],
+                "restartPolicy": "Always",
+                "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst",
+                "serviceAccountName": "default",
+                "serviceAccount": "default",
+                "nodeName": "node-1",
+                "securityContext": {},
+                "schedulerName": "default-scheduler",
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                    "effect": "NoExecute", "tolerationSeconds": 300}],
+                "priority": 0,
+                "enableServiceLinks": true,
+                "preemptionPolicy": "PreemptLowerPriority"
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null,
+                    "lastTransitionTime": "2024-01-02T03:04:10Z"}],
+                "hostIP": "192.168.1.10",
+                "hostIPs": [{"ip": "192.168.1.10"}],
+                "podIP": "10.244.0.5",
+                "podIPs": [{"ip": "10.244.0.5"}],
+                "startTime": "2024-01-02T03:04:05Z",
+                "containerStatuses": [{
+                    "name": "web",
+                    "state": {"running": {"startedAt": "2024-01-02T03:04:07Z"}},
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                        "startedAt": "2024-01-02T03:04:06Z", "finishedAt": "2024-01-02T03:04:06Z",
+                        "containerID": "containerd://abc"}},
+                    "ready": true,
+                    "restartCount": 1,
+                    "image": "docker.io/library/nginx:1.25",
+                    "imageID": "docker.io/library/nginx@sha256:0123",
+                    "containerID": "containerd://def",
+                    "started": true
+                }],
+                "qosClass": "Burstable"
+            }
+        })
+    }
+
+    #[test]
+    fn full_pod_round_trips_losslessly() {
+        let pod = full_pod();
+        let out = norm("v1", "Pod", pod.clone());
+        assert!(out.unknown_fields.is_empty(), "{:?}", out.unknown_fields);
+        // `lastProbeTime: null` is the one thing that legitimately goes (Go omits it too once stored).
+        let mut expected = pod;
+        expected["status"]["conditions"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("lastProbeTime");
+        assert_eq!(out.value, expected);
+    }
+
+    #[test]
+    fn lease_micro_time_and_secret_bytes_survive() {
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "node-1", "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
+                     "renewTime": "2024-01-02T03:04:05.123456Z", "acquireTime": "2024-01-02T03:00:00.000000Z"}
+        });
+        assert_eq!(
+            norm("coordination.k8s.io/v1", "Lease", lease.clone()).value,
+            lease
+        );
+
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"},
+            "type": "kubernetes.io/basic-auth",
+            "data": {"username": "YWRtaW4=", "password": "czNjcjN0IQ==", "empty": ""}
+        });
+        assert_eq!(norm("v1", "Secret", secret.clone()).value, secret);
+    }
+
+    #[test]
+    fn times_are_normalized_like_go() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "creationTimestamp": "2024-01-02T05:04:05.999+02:00"}});
+        let out = norm("v1", "ConfigMap", cm);
+        assert_eq!(
+            out.value["metadata"]["creationTimestamp"],
+            "2024-01-02T03:04:05Z"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_listed_and_pruned() {
+        let dep = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "bogus": 1},
+            "spec": {"replicas": 1, "foo": {"x": 1}, "nothing": null,
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {"metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx", "imagee": "typo"}]}}}
+        });
+        let out = norm("apps/v1", "Deployment", dep);
+        assert_eq!(
+            out.unknown_fields,
+            vec![
+                ".metadata.bogus",
+                ".spec.foo",
+                ".spec.template.spec.containers[0].imagee"
+            ]
+        );
+        assert!(out.value["spec"].get("foo").is_none());
+        assert!(out.value["metadata"].get("bogus").is_none());
+        assert_eq!(
+            strict_error_message(&out.unknown_fields),
+            "strict decoding error: unknown field \"metadata.bogus\", unknown field \"spec.foo\", unknown field \"spec.template.spec.containers[0].imagee\""
+        );
+    }
+
+    #[test]
+    fn type_mismatch_names_the_field() {
+        let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": "two"}});
+        let err = normalize(find_by_kind("apps/v1", "Deployment").unwrap(), &dep).unwrap_err();
+        assert_eq!(
+            err.message,
+            "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+        assert_eq!(err.field.as_deref(), Some("spec.replicas"));
+        assert_eq!(
+            err.to_string(),
+            "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": 1}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let err = normalize(find_by_kind("v1", "Pod").unwrap(), &pod).unwrap_err();
+        assert_eq!(
+            err.message,
+            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
+        );
+
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 1.5}]}]}});
+        let err = normalize(find_by_kind("v1", "Pod").unwrap(), &pod).unwrap_err();
+        assert_eq!(
+            err.message,
+            "json: cannot unmarshal number 1.5 into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+        );
+        assert_eq!(
+            err.field.as_deref(),
+            Some("spec.containers[0].ports[0].containerPort")
+        );
+
+        let pod =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": "x"});
+        assert!(normalize(find_by_kind("v1", "Pod").unwrap(), &pod).is_err());
+        // Whatever the shape, an answer and no panic.
+        for weird in [
+            json!([1, 2]),
+            json!("pod"),
+            json!(3),
+            json!({"kind": 5}),
+            json!({"apiVersion": "apps/v1"}),
+        ] {
+            assert!(
+                normalize(find_by_kind("v1", "Pod").unwrap(), &weird).is_err(),
+                "{weird}"
+            );
+        }
+        assert!(normalize(find_by_kind("v1", "Pod").unwrap(), &json!(null)).is_ok());
+    }
+
+    #[test]
+    fn bad_base64_and_bad_quantity_are_errors() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"k": "not base64!"}});
+        assert!(normalize(find_by_kind("v1", "Secret").unwrap(), &secret).is_err());
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "lots"}}}]}});
+        let err = normalize(find_by_kind("v1", "Pod").unwrap(), &pod).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("quantities must match the regular expression"),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            err.field.as_deref(),
+            Some("spec.containers[0].resources.limits.cpu")
+        );
+    }
+
+    #[test]
+    fn empty_values_follow_kubernetes_storage() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {}, "annotations": {}},
+            "spec": {"containers": [{"name": "c", "image": "i", "args": [], "env": [], "resources": {},
+                        "securityContext": {}}],
+                     "volumes": [{"name": "v", "emptyDir": {}}], "tolerations": [], "securityContext": {},
+                     "nodeSelector": {}}});
+        let out = norm("v1", "Pod", pod);
+        assert_eq!(
+            out.value,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {}, "securityContext": {}}],
+                         "volumes": [{"name": "v", "emptyDir": {}}], "securityContext": {}},
+                "status": {}})
+        );
+
+        // Go clients send `null` for empty required lists.
+        let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": null, "ports": null});
+        let out = norm("discovery.k8s.io/v1", "EndpointSlice", slice);
+        assert_eq!(out.value["endpoints"], json!([]));
+        assert!(out.value.get("ports").is_none());
+    }
+
+    #[test]
+    fn go_zero_values_are_printed() {
+        let svc = norm(
+            "v1",
+            "Service",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"ports": [{"port": 80}]}}),
+        );
+        assert_eq!(svc.value["status"], json!({"loadBalancer": {}}));
+        let dep = norm(
+            "apps/v1",
+            "Deployment",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        );
+        assert_eq!(
+            dep.value["spec"]["template"]["metadata"],
+            json!({"creationTimestamp": null, "labels": {"a": "b"}})
+        );
+        assert_eq!(dep.value["status"], json!({}));
+        let ev = norm(
+            "v1",
+            "Event",
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Started"}),
+        );
+        assert_eq!(ev.value["eventTime"], Value::Null);
+        assert_eq!(ev.value["reportingInstance"], "");
+        assert_eq!(ev.value["source"], json!({}));
+    }
+
+    #[test]
+    fn int_or_string_and_quantities() {
+        let dep = norm(
+            "apps/v1",
+            "Deployment",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"strategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}},
+            "template": {"spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"limits": {"cpu": 0.5, "memory": "1.5Gi"}, "requests": {"cpu": "1000m", "memory": 1000}}}]}}}}),
+        );
+        assert_eq!(
+            dep.value["spec"]["strategy"]["rollingUpdate"],
+            json!({"maxSurge": 1, "maxUnavailable": "25%"})
+        );
+        let res = &dep.value["spec"]["template"]["spec"]["containers"][0]["resources"];
+        assert_eq!(
+            res,
+            &json!({"limits": {"cpu": "500m", "memory": "1536Mi"}, "requests": {"cpu": "1", "memory": "1k"}})
+        );
+    }
+
+    #[test]
+    fn quantity_canonical_forms() {
+        for (input, want) in [
+            ("100m", "100m"),
+            ("0.5", "500m"),
+            ("1.5", "1500m"),
+            ("1000m", "1"),
+            ("1000", "1k"),
+            ("1024", "1024"),
+            ("128Mi", "128Mi"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("0.5Ki", "512"),
+            ("2048Ki", "2Mi"),
+            ("1e3", "1e3"),
+            ("1e4", "10e3"),
+            ("0", "0"),
+            ("0Mi", "0"),
+            ("-1.5", "-1500m"),
+            ("0.0000000001", "1n"),
+            ("100M", "100M"),
+            ("12345678901234567890", "12345678901234567890"),
+            ("1G", "1G"),
+            ("500000000n", "500m"),
+        ] {
+            assert_eq!(canonical_quantity(input).unwrap(), want, "{input}");
+        }
+        for bad in ["", "abc", "1.2.3", "1Qi", "--1", "1e", "1 Gi", "१"] {
+            assert!(canonical_quantity(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn subresource_bodies() {
+        let deploy = find_by_kind("apps/v1", "Deployment").unwrap();
+        let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 3}});
+        let out = normalize_subresource(deploy, "scale", &scale).unwrap();
+        assert_eq!(out.value["spec"]["replicas"], 3);
+        assert_eq!(out.value["status"]["replicas"], 0);
+        let pods = find_by_kind("v1", "Pod").unwrap();
+        let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}, "extra": true});
+        let out = normalize_subresource(pods, "binding", &binding).unwrap();
+        assert_eq!(out.unknown_fields, vec![".extra"]);
+        assert_eq!(out.value["target"]["name"], "node-1");
+        let status = normalize_subresource(pods, "status", &full_pod()).unwrap();
+        assert_eq!(status.value["status"]["phase"], "Running");
+    }
+}
