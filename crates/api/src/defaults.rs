@@ -991,6 +991,49 @@ mod tests {
         assert_eq!(ep["subsets"][0]["ports"][0]["protocol"], "TCP");
     }
 
+    /// What `kubectl create deployment web --image=nginx` sends, through the whole pipeline.
+    #[test]
+    fn kubectl_create_deployment_end_to_end() {
+        let deployments = find_by_kind("apps/v1", "Deployment").unwrap();
+        let body = json!({"kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {"name": "web", "namespace": "default", "creationTimestamp": null, "labels": {"app": "web"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx", "resources": {}}]}},
+                "strategy": {}},
+            "status": {}});
+        let normalized = crate::schema::normalize(deployments, &body).unwrap();
+        assert!(normalized.unknown_fields.is_empty());
+        let mut obj = normalized.value;
+        apply_defaults(deployments, &mut obj);
+        assert!(crate::validation::validate_create(deployments, &obj).is_empty());
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"labels": {"app": "web"}, "name": "web", "namespace": "default"},
+                "spec": {
+                    "progressDeadlineSeconds": 600,
+                    "replicas": 1,
+                    "revisionHistoryLimit": 10,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}, "type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+                        "spec": {
+                            "containers": [{"image": "nginx", "imagePullPolicy": "Always", "name": "nginx", "resources": {},
+                                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
+                            "dnsPolicy": "ClusterFirst",
+                            "restartPolicy": "Always",
+                            "schedulerName": "default-scheduler",
+                            "securityContext": {},
+                            "terminationGracePeriodSeconds": 30
+                        }
+                    }
+                },
+                "status": {}})
+        );
+    }
+
     #[test]
     fn odd_shapes_do_not_panic() {
         for kind in crate::registry::RESOURCES {
