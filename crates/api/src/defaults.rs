@@ -228,6 +228,27 @@ fn requests_from_limits(container: &mut Map<String, Value>) {
     }
 }
 
+/// `SetDefaults_ResourceList`: quantities finer than a milli-unit are rounded up to one.
+fn round_resource_lists(resources: &mut Map<String, Value>) {
+    for key in ["limits", "requests"] {
+        let Some(list) = existing_obj(resources, key) else {
+            continue;
+        };
+        for q in list.values_mut() {
+            let Some(text) = q.as_str() else { continue };
+            let Some(nanos) = crate::schema::quantity_nanos(text) else {
+                continue;
+            };
+            if nanos % 1_000_000 != 0 {
+                let millis = nanos / 1_000_000 + nanos.signum();
+                if let Ok(rounded) = crate::schema::canonical_quantity(&format!("{millis}m")) {
+                    *q = Value::from(rounded);
+                }
+            }
+        }
+    }
+}
+
 /// What the ServiceAccount, Priority and DefaultTolerationSeconds admission plugins add.
 fn admit_pod_spec(spec: &mut Map<String, Value>) {
     set_default_str(spec, "serviceAccountName", "default");
@@ -294,6 +315,9 @@ fn default_container(c: &mut Map<String, Value>) {
     set_default_str(c, "terminationMessagePolicy", "File");
     // A non-pointer struct in Go: always printed, `{}` when empty.
     set_default(c, "resources", json!({}));
+    if let Some(resources) = existing_obj(c, "resources") {
+        round_resource_lists(resources);
+    }
     for port in list_objs(c, "ports") {
         set_default_str(port, "protocol", "TCP");
     }
@@ -391,6 +415,9 @@ fn default_volume(v: &mut Map<String, Value>) {
         .and_then(|t| existing_obj(t, "spec"))
     {
         set_default(spec, "volumeMode", json!("Filesystem"));
+        if let Some(resources) = existing_obj(spec, "resources") {
+            round_resource_lists(resources);
+        }
     }
 }
 

@@ -72,8 +72,8 @@ pub fn normalize(resource: &ResourceInfo, obj: &Value) -> Result<Normalized, Sch
     normalize_kind(&resource.api_version(), resource.kind, obj)
 }
 
-/// Decode the body of a subresource request: `status` bodies are the parent kind, `scale` an
-/// autoscaling/v1 Scale, `binding` a v1 Binding. Unknown subresources pass through unchanged.
+/// Decode the body of a subresource request: `scale` bodies are autoscaling/v1 Scales,
+/// `binding` bodies v1 Bindings, and `status` (or any other) bodies the parent kind.
 pub fn normalize_subresource(
     resource: &ResourceInfo,
     subresource: &str,
