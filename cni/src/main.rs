@@ -1,7 +1,5 @@
-//! cairn-cni: not implemented yet (see the open issues). The binary exists so the
-//! workspace layout and packaging are fixed early.
+//! cairn-cni: the CNI plugin binary. All logic lives in the library (`cairn_cni`).
 
 fn main() -> std::process::ExitCode {
-    eprintln!("cairn-cni: not implemented yet");
-    std::process::ExitCode::from(2)
+    cairn_cni::run()
 }

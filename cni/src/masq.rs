@@ -1,0 +1,313 @@
+//! IP masquerade for pod traffic leaving the pod network, with iptables or nftables.
+//!
+//! Every rule carries the comment `cairn-cni:<network>:<containerID>:<ifname>` (none of
+//! the three may contain `:`), so DEL and GC remove exactly the rules of an attachment.
+//! iptables: a chain `CAIRN-<hash>` per attachment (ACCEPT to the excluded networks,
+//! MASQUERADE the rest except multicast) jumped to from nat POSTROUTING for the pod's
+//! address, installed with one `iptables-restore --noflush`. nftables: a table
+//! `inet cairn-cni` with a nat postrouting chain and one rule per address.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use ipnetwork::IpNetwork;
+
+use crate::config::MasqBackend;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MasqError {
+    #[error("run {cmd}: {source}")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("{cmd} failed ({status}): {stderr}")]
+    Failed {
+        cmd: String,
+        status: String,
+        stderr: String,
+    },
+}
+
+const NFT_TABLE: &str = "cairn-cni";
+
+/// The tag written in every rule of one attachment.
+pub fn tag(network: &str, id: &str, ifname: &str) -> String {
+    format!("cairn-cni:{network}:{id}:{ifname}")
+}
+
+fn parse_tag(s: &str) -> Option<(String, String, String)> {
+    let rest = s.trim_matches('"').strip_prefix("cairn-cni:")?;
+    let mut it = rest.splitn(3, ':');
+    Some((
+        it.next()?.to_string(),
+        it.next()?.to_string(),
+        it.next()?.to_string(),
+    ))
+}
+
+/// The iptables chain of one attachment.
+pub fn chain_name(network: &str, id: &str, ifname: &str) -> String {
+    format!("CAIRN-{:016X}", crate::fnv64(&[network, id, ifname]))
+}
+
+fn find_binary(name: &str) -> Option<std::path::PathBuf> {
+    ["/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.exists())
+}
+
+/// The configured backend, or the detected one: iptables when installed (it is what the
+/// reference plugin and kube-proxy use), nftables otherwise.
+pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
+    configured.unwrap_or_else(|| {
+        if find_binary("iptables-restore").is_some() {
+            MasqBackend::Iptables
+        } else {
+            MasqBackend::Nftables
+        }
+    })
+}
+
+fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, MasqError> {
+    let cmd_desc = format!("{prog} {}", args.join(" "));
+    let path = find_binary(prog).unwrap_or_else(|| prog.into());
+    let mut child = Command::new(path)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| MasqError::Spawn {
+            cmd: cmd_desc.clone(),
+            source,
+        })?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes())
+            .map_err(|source| MasqError::Spawn {
+                cmd: cmd_desc.clone(),
+                source,
+            })?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|source| MasqError::Spawn {
+            cmd: cmd_desc.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(MasqError::Failed {
+            cmd: cmd_desc,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Installs masquerading for `addrs` of one attachment.
+pub fn setup(
+    backend: MasqBackend,
+    network: &str,
+    id: &str,
+    ifname: &str,
+    addrs: &[IpAddr],
+    exclude: &[IpNetwork],
+) -> Result<(), MasqError> {
+    let t = tag(network, id, ifname);
+    match backend {
+        MasqBackend::Iptables => {
+            for v6 in [false, true] {
+                let mine: Vec<_> = addrs.iter().filter(|a| a.is_ipv6() == v6).collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let chain = chain_name(network, id, ifname);
+                let mut s = format!("*nat\n:{chain} - [0:0]\n");
+                for n in exclude.iter().filter(|n| n.is_ipv6() == v6) {
+                    s += &format!("-A {chain} -d {n} -m comment --comment {t} -j ACCEPT\n");
+                }
+                let mcast = if v6 { "ff00::/8" } else { "224.0.0.0/4" };
+                s += &format!("-A {chain} ! -d {mcast} -m comment --comment {t} -j MASQUERADE\n");
+                let host = if v6 { 128 } else { 32 };
+                for a in mine {
+                    s += &format!(
+                        "-A POSTROUTING -s {a}/{host} -m comment --comment {t} -j {chain}\n"
+                    );
+                }
+                s += "COMMIT\n";
+                let prog = if v6 {
+                    "ip6tables-restore"
+                } else {
+                    "iptables-restore"
+                };
+                run(prog, &["--noflush", "-w", "5"], Some(&s))?;
+            }
+            Ok(())
+        }
+        MasqBackend::Nftables => {
+            let mut s = format!(
+                "table inet {NFT_TABLE} {{\n chain postrouting {{ type nat hook postrouting priority srcnat; policy accept; }}\n}}\n"
+            );
+            for a in addrs {
+                let fam = if a.is_ipv6() { "ip6" } else { "ip" };
+                let mcast = if a.is_ipv6() {
+                    "ff00::/8"
+                } else {
+                    "224.0.0.0/4"
+                };
+                let mut rule = format!("{fam} saddr {a}");
+                for n in exclude.iter().filter(|n| n.is_ipv6() == a.is_ipv6()) {
+                    rule += &format!(" {fam} daddr != {n}");
+                }
+                rule += &format!(" {fam} daddr != {mcast} masquerade comment \"{t}\"");
+                s += &format!("add rule inet {NFT_TABLE} postrouting {rule}\n");
+            }
+            run("nft", &["-f", "-"], Some(&s)).map(|_| ())
+        }
+    }
+}
+
+/// Removes the rules of every attachment of `network` for which `remove` says so.
+/// Returns how many attachments had rules removed.
+pub fn teardown_matching(
+    backend: MasqBackend,
+    network: &str,
+    remove: &dyn Fn(&str, &str) -> bool,
+) -> Result<usize, MasqError> {
+    let matches = |tag_text: &str| -> Option<(String, String)> {
+        let (net, id, ifname) = parse_tag(tag_text)?;
+        (net == network && remove(&id, &ifname)).then_some((id, ifname))
+    };
+    match backend {
+        MasqBackend::Iptables => {
+            let mut count = 0;
+            for (save, restore) in [
+                ("iptables-save", "iptables-restore"),
+                ("ip6tables-save", "ip6tables-restore"),
+            ] {
+                if find_binary(save).is_none() {
+                    continue;
+                }
+                let dump = run(save, &["-t", "nat"], None)?;
+                let mut dels = String::new();
+                let mut chains = Vec::new();
+                for line in dump.lines() {
+                    let Some(rest) = line.strip_prefix("-A POSTROUTING ") else {
+                        continue;
+                    };
+                    let words: Vec<&str> = rest.split_whitespace().collect();
+                    let Some(pos) = words.iter().position(|w| *w == "--comment") else {
+                        continue;
+                    };
+                    let Some((id, ifname)) = words.get(pos + 1).and_then(|t| matches(t)) else {
+                        continue;
+                    };
+                    dels += &format!("-D POSTROUTING {rest}\n");
+                    let chain = chain_name(network, &id, &ifname);
+                    if !chains.contains(&chain) {
+                        chains.push(chain);
+                    }
+                }
+                // Chains whose jump is already gone (a crash between steps) still go.
+                for line in dump.lines() {
+                    if let Some(ch) = line.strip_prefix(":CAIRN-") {
+                        let name = format!("CAIRN-{}", ch.split_whitespace().next().unwrap_or(""));
+                        let tagged = dump.lines().any(|l| {
+                            l.starts_with(&format!("-A {name} "))
+                                && l.split_whitespace()
+                                    .skip_while(|w| *w != "--comment")
+                                    .nth(1)
+                                    .and_then(&matches)
+                                    .is_some()
+                        });
+                        if tagged && !chains.contains(&name) {
+                            chains.push(name);
+                        }
+                    }
+                }
+                if dels.is_empty() && chains.is_empty() {
+                    continue;
+                }
+                let mut s = String::from("*nat\n");
+                s += &dels;
+                for c in &chains {
+                    s += &format!("-F {c}\n-X {c}\n");
+                }
+                s += "COMMIT\n";
+                run(restore, &["--noflush", "-w", "5"], Some(&s))?;
+                count += chains.len();
+            }
+            Ok(count)
+        }
+        MasqBackend::Nftables => {
+            let listing = match run(
+                "nft",
+                &["-a", "list", "chain", "inet", NFT_TABLE, "postrouting"],
+                None,
+            ) {
+                Ok(l) => l,
+                // No table, no rules.
+                Err(MasqError::Failed { .. }) => return Ok(0),
+                Err(e) => return Err(e),
+            };
+            let mut s = String::new();
+            let mut count = 0;
+            for line in listing.lines() {
+                let Some(ci) = line.find("comment \"") else {
+                    continue;
+                };
+                let rest = &line[ci + 9..];
+                let Some(end) = rest.find('"') else { continue };
+                if matches(&rest[..end]).is_none() {
+                    continue;
+                }
+                let Some(h) = line
+                    .rsplit("# handle ")
+                    .next()
+                    .and_then(|h| h.trim().parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                s += &format!("delete rule inet {NFT_TABLE} postrouting handle {h}\n");
+                count += 1;
+            }
+            if !s.is_empty() {
+                run("nft", &["-f", "-"], Some(&s))?;
+            }
+            Ok(count)
+        }
+    }
+}
+
+/// Removes the rules of one attachment.
+pub fn teardown(
+    backend: MasqBackend,
+    network: &str,
+    id: &str,
+    ifname: &str,
+) -> Result<usize, MasqError> {
+    teardown_matching(backend, network, &|i, f| i == id && f == ifname)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip() {
+        let t = tag("net-1", "abc", "eth0");
+        assert_eq!(
+            parse_tag(&format!("\"{t}\"")),
+            Some(("net-1".into(), "abc".into(), "eth0".into()))
+        );
+        assert_eq!(parse_tag("name: x"), None);
+        let c = chain_name("n", "id", "eth0");
+        assert!(c.len() <= 28 && c.starts_with("CAIRN-"));
+        assert_ne!(c, chain_name("n", "id", "eth1"));
+    }
+}
