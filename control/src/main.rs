@@ -1,1 +1,108 @@
-fn main() {}
+//! cairn-control: the control plane binary.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cairn-control",
+    version,
+    about = "Kubernetes-compatible control plane"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Kubernetes API.
+    Serve {
+        /// Where the embedded store and server state live.
+        #[arg(long, default_value = "/var/lib/cairn/control")]
+        data_dir: PathBuf,
+        /// Address to listen on (plain HTTP: keep it on loopback until TLS lands).
+        #[arg(long, default_value = "127.0.0.1:6443")]
+        bind: SocketAddr,
+        /// Range ClusterIPs are allocated from; the first address is the `kubernetes` Service's.
+        #[arg(long, default_value = "10.96.0.0/12")]
+        service_cluster_ip_range: ipnetwork::Ipv4Network,
+        /// NodePort range, `FIRST-LAST`.
+        #[arg(long, default_value = "30000-32767")]
+        service_node_port_range: String,
+        /// Seconds between event-log compactions.
+        #[arg(long, default_value_t = 300)]
+        compaction_interval_seconds: u64,
+        /// Events kept in memory for resumed watches.
+        #[arg(long, default_value_t = 100_000)]
+        watch_history: usize,
+        /// Address published in the `kubernetes` Endpoints.
+        #[arg(long)]
+        advertise_address: Option<Ipv4Addr>,
+    },
+    /// Print a kubeconfig for this server.
+    Kubeconfig {
+        #[arg(long, default_value = "/var/lib/cairn/control")]
+        data_dir: PathBuf,
+        /// Server URL (default: the one the server recorded in the data dir).
+        #[arg(long)]
+        server: Option<String>,
+    },
+}
+
+fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
+    let (a, b) = s.split_once('-').context("port range must be FIRST-LAST")?;
+    let (a, b): (u16, u16) = (a.trim().parse()?, b.trim().parse()?);
+    anyhow::ensure!(a <= b, "port range {s} is empty");
+    Ok((a, b))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve {
+            data_dir,
+            bind,
+            service_cluster_ip_range,
+            service_node_port_range,
+            compaction_interval_seconds,
+            watch_history,
+            advertise_address,
+        } => {
+            let mut config = cairn_apiserver::ServerConfig::new(data_dir);
+            config.bind = bind;
+            config.service_cidr = service_cluster_ip_range;
+            config.node_port_range = parse_port_range(&service_node_port_range)?;
+            config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
+            config.watch_history = watch_history;
+            config.advertise_address = advertise_address;
+            let server = cairn_apiserver::start(config).await?;
+            tokio::select! {
+                r = server.wait() => r?,
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            Ok(())
+        }
+        Command::Kubeconfig { data_dir, server } => {
+            let url = match server {
+                Some(s) => s,
+                None => cairn_apiserver::server_url_from_data_dir(&data_dir).with_context(|| {
+                    format!("no server URL recorded in {} (start `cairn-control serve` first, or pass --server)", data_dir.display())
+                })?,
+            };
+            print!("{}", cairn_apiserver::kubeconfig(&url));
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,264 @@
-//! API server (to be written).
+//! The HTTP API server of cairn-control.
+//!
+//! Request flow: [`handlers`] parses the path and query ([`request`]), then reads through
+//! the watch cache or writes through [`state::ApiState`], which runs decoding, defaulting,
+//! admission and validation (from `cairn-api`) before the durable store
+//! (`cairn-store`). Watches stream from the cache ([`watch`]).
+
+pub mod allocator;
+pub mod decorate;
+pub mod discovery;
+pub mod handlers;
+pub mod objects;
+pub mod render;
+pub mod request;
+pub mod selectors;
+pub mod state;
+pub mod watch;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_store::cache::WatchCache;
+use cairn_store::sqlite::SqliteBackend;
+use cairn_store::Backend;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::state::{ApiState, ServerSettings};
+
+/// Name of the file in the data dir holding the URL the server listens on.
+pub const SERVER_URL_FILE: &str = "server-url";
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    pub bind: SocketAddr,
+    pub service_cidr: ipnetwork::Ipv4Network,
+    pub node_port_range: (u16, u16),
+    /// Events kept in memory for watches resumed from an older resourceVersion.
+    pub watch_history: usize,
+    /// How often the event log is compacted (to the revision of the previous round).
+    pub compaction_interval: Duration,
+    /// Address published in the `kubernetes` Endpoints (defaults to the bind address,
+    /// or 127.0.0.1 when bound to all addresses).
+    pub advertise_address: Option<Ipv4Addr>,
+}
+
+impl ServerConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        ServerConfig {
+            data_dir: data_dir.into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            service_cidr: ipnetwork::Ipv4Network::new(Ipv4Addr::new(10, 96, 0, 0), 12)
+                .unwrap_or_else(|_| ipnetwork::Ipv4Network::from(Ipv4Addr::new(10, 96, 0, 0))),
+            node_port_range: (30000, 32767),
+            watch_history: 100_000,
+            compaction_interval: Duration::from_secs(300),
+            advertise_address: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("creating data dir {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("opening store in {path}: {source}")]
+    Store {
+        path: PathBuf,
+        source: cairn_store::StoreError,
+    },
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("bootstrapping cluster objects: {0}")]
+    Bootstrap(cairn_api::status::Status),
+    #[error("writing {path}: {source}")]
+    WriteFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("serving HTTP: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A server running in the background of the current tokio runtime.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub state: Arc<ApiState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), ServerError>>,
+    background: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting requests and waits for the server task.
+    pub async fn stop(mut self) -> Result<(), ServerError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        for b in &self.background {
+            b.abort();
+        }
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServerError::Serve(std::io::Error::other(e.to_string()))),
+        }
+    }
+
+    /// Waits until the server stops by itself (it does not, unless it fails).
+    pub async fn wait(self) -> Result<(), ServerError> {
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServerError::Serve(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// Opens the store, loads the cache, bootstraps the cluster objects and starts serving.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
+        path: config.data_dir.clone(),
+        source,
+    })?;
+    let backend: Arc<dyn Backend> =
+        SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
+            path: config.data_dir.clone(),
+            source,
+        })?;
+    let cache = WatchCache::start(
+        Arc::clone(&backend),
+        Arc::new(decorate::ObjectDecorator),
+        config.watch_history,
+    )
+    .await
+    .map_err(|source| ServerError::Store {
+        path: config.data_dir.clone(),
+        source,
+    })?;
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: config.bind,
+        source,
+    })?;
+    let advertise = config.advertise_address.unwrap_or(match addr.ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+        _ => Ipv4Addr::LOCALHOST,
+    });
+    let state = ApiState::new(
+        cache,
+        ServerSettings {
+            advertise_address: advertise,
+            advertise_port: addr.port(),
+        },
+        config.service_cidr,
+        config.node_port_range,
+    );
+    state.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    write_server_url(&config.data_dir, &format!("http://{addr}"))?;
+
+    let background = vec![
+        tokio::spawn(Arc::clone(&state).namespace_loop()),
+        tokio::spawn(compaction_loop(backend, config.compaction_interval)),
+    ];
+    let app = axum::Router::new()
+        .fallback(handlers::handle)
+        .with_state(Arc::clone(&state));
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await
+            .map_err(ServerError::Serve)
+    });
+    info!(%addr, data_dir = %config.data_dir.display(), "cairn-control serving");
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown: Some(tx),
+        task,
+        background,
+    })
+}
+
+fn write_server_url(data_dir: &Path, url: &str) -> Result<(), ServerError> {
+    let path = data_dir.join(SERVER_URL_FILE);
+    let tmp = data_dir.join(format!("{SERVER_URL_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{url}\n"))
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|source| ServerError::WriteFile { path, source })
+}
+
+/// Keeps at least one interval of history: each round compacts to the revision the
+/// previous round saw, as kube-apiserver does with etcd.
+async fn compaction_loop(backend: Arc<dyn Backend>, interval: Duration) {
+    let mut previous: Option<i64> = None;
+    loop {
+        tokio::time::sleep(interval).await;
+        let current = match backend.current_revision().await {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(error = %e, "compaction: reading current revision");
+                continue;
+            }
+        };
+        if let Some(rev) = previous {
+            match backend.compact(rev).await {
+                Ok(()) => info!(revision = rev, "compacted event log"),
+                Err(e) => warn!(revision = rev, error = %e, "compaction failed"),
+            }
+        }
+        previous = Some(current);
+    }
+}
+
+/// A kubeconfig that stock kubectl uses as is, for the server at `server`.
+pub fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: cairn
+  cluster:
+    server: {server}
+contexts:
+- name: cairn
+  context:
+    cluster: cairn
+    user: cairn-admin
+    namespace: default
+current-context: cairn
+users:
+- name: cairn-admin
+  user: {{}}
+"
+    )
+}
+
+/// The server URL recorded in a data dir by a running (or previous) server.
+pub fn server_url_from_data_dir(data_dir: &Path) -> Result<String, std::io::Error> {
+    Ok(std::fs::read_to_string(data_dir.join(SERVER_URL_FILE))?
+        .trim()
+        .to_string())
+}

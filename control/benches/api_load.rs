@@ -1,0 +1,295 @@
+//! Load benchmark of cairn-control (not a test: it prints figures, asserts nothing timed).
+//!
+//! 50 concurrent clients create 10,000 pods, then get and list them, while 100 watchers
+//! follow the namespace. Prints p50/p99 per verb, the delay from a create's
+//! acknowledgement to its event reaching each watcher, and the server's RSS.
+//!
+//! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS).
+
+// A benchmark driver: failing loudly on a broken setup is what we want here.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::json;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn report(verb: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    println!(
+        "{verb:<22} n={:<7} p50={:>8.2}ms p99={:>8.2}ms max={:>8.2}ms",
+        samples.len(),
+        percentile(&samples, 0.50).as_secs_f64() * 1e3,
+        percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        samples.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn pod(i: usize) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("pod-{i}"), "labels": {"app": "bench", "shard": format!("s{}", i % 10)},
+                     "annotations": {"bench.cairn.dev/note": "a pod of realistic size for the load benchmark"}},
+        "spec": {
+            "containers": [{
+                "name": "web", "image": "registry.local/web:1.0",
+                "command": ["/bin/web", "--port=8080"],
+                "ports": [{"containerPort": 8080, "name": "http"}],
+                "env": [{"name": "MODE", "value": "bench"}, {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+            }],
+            "nodeName": format!("node-{}", i % 20),
+        },
+    })
+}
+
+/// Index of `pod-N` in a watch event line, without decoding the whole event.
+fn pod_index(line: &[u8]) -> Option<usize> {
+    let needle = b"\"name\":\"pod-";
+    let pos = line.windows(needle.len()).position(|w| w == needle)? + needle.len();
+    let digits: Vec<u8> = line[pos..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .copied()
+        .collect();
+    std::str::from_utf8(&digits).ok()?.parse().ok()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let pods = env_usize("PODS", 10_000);
+    let clients = env_usize("CLIENTS", 50);
+    let watchers = env_usize("WATCHERS", 100);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = env!("CARGO_BIN_EXE_cairn-control");
+    let mut server = Command::new(bin)
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn cairn-control");
+    let pid = server.id();
+    let url_file = dir.path().join("server-url");
+    let url = loop {
+        if let Ok(u) = std::fs::read_to_string(&url_file) {
+            break u.trim().to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(200)
+        .build()
+        .expect("client");
+    http.post(format!("{url}/api/v1/namespaces"))
+        .json(&json!({"metadata": {"name": "bench"}}))
+        .send()
+        .await
+        .expect("create namespace");
+    println!("cairn-control load benchmark: {pods} pods, {clients} clients, {watchers} watchers");
+    println!("server RSS idle: {} MiB", rss_kib(pid, "VmRSS:") / 1024);
+
+    // Watchers record when each pod's ADDED event arrives.
+    let list: serde_json::Value = http
+        .get(format!("{url}/api/v1/namespaces/bench/pods"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("list json");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let arrivals: Arc<Vec<Mutex<Vec<Option<Instant>>>>> = Arc::new(
+        (0..watchers)
+            .map(|_| Mutex::new(vec![None; pods]))
+            .collect(),
+    );
+    let mut watch_tasks = Vec::new();
+    for w in 0..watchers {
+        let (http, url, rv, arrivals) = (http.clone(), url.clone(), rv.clone(), arrivals.clone());
+        watch_tasks.push(tokio::spawn(async move {
+            let resp = http
+                .get(format!("{url}/api/v1/namespaces/bench/pods?watch=true&resourceVersion={rv}&timeoutSeconds=600"))
+                .send()
+                .await
+                .expect("watch");
+            let mut stream = resp.bytes_stream();
+            let mut buf: Vec<u8> = Vec::new();
+            let mut seen = 0;
+            while let Some(Ok(chunk)) = stream.next().await {
+                buf.extend_from_slice(&chunk);
+                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=nl).collect();
+                    if line.starts_with(b"{\"type\":\"ADDED\"") {
+                        if let Some(i) = pod_index(&line) {
+                            if let Some(slot) = arrivals[w].lock().expect("lock").get_mut(i) {
+                                *slot = Some(Instant::now());
+                                seen += 1;
+                            }
+                        }
+                    }
+                }
+                if seen >= pods {
+                    return;
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Creates.
+    let acked: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; pods]));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (http, url, acked) = (http.clone(), url.clone(), acked.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            for i in (c..pods).step_by(clients) {
+                let body = serde_json::to_vec(&pod(i)).expect("encode");
+                let t = Instant::now();
+                let resp = http
+                    .post(format!("{url}/api/v1/namespaces/bench/pods"))
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("create");
+                let status = resp.status();
+                let _ = resp.bytes().await;
+                let done = Instant::now();
+                assert_eq!(status.as_u16(), 201, "create pod-{i}");
+                acked.lock().expect("lock")[i] = Some(done);
+                lat.push(done - t);
+            }
+            lat
+        }));
+    }
+    let mut create_lat = Vec::new();
+    for t in tasks {
+        create_lat.extend(t.await.expect("client"));
+    }
+    let create_secs = started.elapsed().as_secs_f64();
+    report("create", create_lat);
+    println!("create throughput: {:.0} pods/s", pods as f64 / create_secs);
+
+    // Watch delivery: acknowledged → event received, over every watcher.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for t in watch_tasks {
+        let _ = tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), t).await;
+    }
+    let acked = acked.lock().expect("lock").clone();
+    let mut delivery = Vec::new();
+    let mut missing = 0usize;
+    for w in arrivals.iter() {
+        let w = w.lock().expect("lock");
+        for (i, a) in w.iter().enumerate() {
+            match (a, acked[i]) {
+                (Some(a), Some(k)) => delivery.push(a.saturating_duration_since(k)),
+                _ => missing += 1,
+            }
+        }
+    }
+    report("watch delivery", delivery);
+    println!("watch events missing: {missing}");
+    println!(
+        "server RSS with {pods} pods: {} MiB",
+        rss_kib(pid, "VmRSS:") / 1024
+    );
+
+    // Gets.
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (http, url) = (http.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            for i in (c..pods).step_by(clients).take(200) {
+                let t = Instant::now();
+                let resp = http
+                    .get(format!("{url}/api/v1/namespaces/bench/pods/pod-{i}"))
+                    .send()
+                    .await
+                    .expect("get");
+                let _ = resp.bytes().await;
+                lat.push(t.elapsed());
+            }
+            lat
+        }));
+    }
+    let mut get_lat = Vec::new();
+    for t in tasks {
+        get_lat.extend(t.await.expect("client"));
+    }
+    report("get", get_lat);
+
+    // Lists: a labelled shard (1,000 pods) and pages of 500; then whole-namespace lists.
+    for (verb, query, per_client) in [
+        ("list shard (1k)", "labelSelector=shard%3Ds3", 4usize),
+        ("list page (limit=500)", "limit=500", 4),
+        ("list all (10k)", "", 1),
+    ] {
+        let mut tasks = Vec::new();
+        for _ in 0..clients {
+            let (http, url) = (http.clone(), url.clone());
+            let query = query.to_string();
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                for _ in 0..per_client {
+                    let t = Instant::now();
+                    let resp = http
+                        .get(format!("{url}/api/v1/namespaces/bench/pods?{query}"))
+                        .send()
+                        .await
+                        .expect("list");
+                    let _ = resp.bytes().await;
+                    lat.push(t.elapsed());
+                }
+                lat
+            }));
+        }
+        let mut lat = Vec::new();
+        for t in tasks {
+            lat.extend(t.await.expect("client"));
+        }
+        report(verb, lat);
+    }
+    println!(
+        "server RSS at end: {} MiB (peak {} MiB)",
+        rss_kib(pid, "VmRSS:") / 1024,
+        rss_kib(pid, "VmHWM:") / 1024
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -1,0 +1,31 @@
+//! The official Python client (Debian's python3-kubernetes) against cairn-control.
+
+mod common;
+
+use common::Server;
+
+#[test]
+fn python_client_lists_creates_patches_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_test.py");
+    // Debian's interpreter: python3-kubernetes is installed for it, not for other pythons on PATH.
+    let python = if std::path::Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(&server.kubeconfig)
+        .output()
+        .expect("python3 (install python3-kubernetes)");
+    assert!(
+        out.status.success(),
+        "python client test failed:\nstdout: {}\nstderr: {}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("python client: ok"));
+}

@@ -1,0 +1,270 @@
+//! Discovery documents: legacy (`/api`, `/apis`, `/api/v1`, `/apis/{g}/{v}`) and
+//! aggregated (`apidiscovery.k8s.io` v2 and v2beta1), plus `/version`.
+
+use cairn_api::registry::{group_versions, ResourceInfo, RESOURCES};
+use serde_json::{json, Value};
+
+/// The Kubernetes version we claim. kubectl's dispatcher picks its client by this.
+pub const KUBERNETES_VERSION: &str = "v1.33.0";
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": format!("{KUBERNETES_VERSION}+cairn-{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+    })
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+/// `/api`: the core group's versions.
+pub fn api_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+fn named_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for (g, v) in group_versions() {
+        if g.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, versions)) => versions.push(v),
+            None => groups.push((g, vec![v])),
+        }
+    }
+    groups
+}
+
+fn api_group(name: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": versions,
+        "preferredVersion": versions.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `/apis`: every named group.
+pub fn api_group_list() -> Value {
+    let groups: Vec<Value> = named_groups()
+        .iter()
+        .map(|(name, versions)| api_group(name, versions))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/{group}`: one group, if served.
+pub fn api_group_doc(group: &str) -> Option<Value> {
+    named_groups()
+        .iter()
+        .find(|(name, _)| *name == group)
+        .map(|(name, versions)| {
+            let mut g = api_group(name, versions);
+            g["kind"] = json!("APIGroup");
+            g["apiVersion"] = json!("v1");
+            g
+        })
+}
+
+fn resources_in<'a>(
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static ResourceInfo> + 'a {
+    RESOURCES
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`: an APIResourceList, if served.
+pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for r in resources_in(group, version) {
+        let mut entry = json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": r.verbs,
+            "storageVersionHash": "",
+        });
+        if !r.short_names.is_empty() {
+            entry["shortNames"] = json!(r.short_names);
+        }
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
+        }
+        resources.push(entry);
+        for sub in r.subresources {
+            let mut s = json!({
+                "name": format!("{}/{}", r.plural, sub.name),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": sub.kind,
+                "verbs": sub.verbs,
+            });
+            if !sub.group.is_empty() {
+                s["group"] = json!(sub.group);
+                s["version"] = json!(sub.version);
+            }
+            resources.push(s);
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }))
+}
+
+/// Aggregated discovery for the core group (`core = true`, served at `/api`) or the named
+/// groups (`/apis`), in the `apidiscovery.k8s.io/<disc_version>` format the client asked for.
+pub fn aggregated(core: bool, disc_version: &str) -> Value {
+    let mut items = Vec::new();
+    let groups: Vec<(&str, Vec<&str>)> = if core {
+        vec![("", vec!["v1"])]
+    } else {
+        named_groups()
+    };
+    for (group, versions) in groups {
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|version| {
+                let resources: Vec<Value> = resources_in(group, version)
+                    .map(|r| {
+                        let mut entry = json!({
+                            "resource": r.plural,
+                            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                            "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                            "singularResource": r.singular,
+                            "verbs": r.verbs,
+                        });
+                        if !r.short_names.is_empty() {
+                            entry["shortNames"] = json!(r.short_names);
+                        }
+                        if !r.categories.is_empty() {
+                            entry["categories"] = json!(r.categories);
+                        }
+                        let subs: Vec<Value> = r
+                            .subresources
+                            .iter()
+                            .map(|s| {
+                                let (g, v) = if s.group.is_empty() {
+                                    (r.group, r.version)
+                                } else {
+                                    (s.group, s.version)
+                                };
+                                json!({
+                                    "subresource": s.name,
+                                    "responseKind": {"group": g, "version": v, "kind": s.kind},
+                                    "verbs": s.verbs,
+                                })
+                            })
+                            .collect();
+                        if !subs.is_empty() {
+                            entry["subresources"] = Value::Array(subs);
+                        }
+                        entry
+                    })
+                    .collect();
+                json!({"version": version, "resources": resources, "freshness": "Current"})
+            })
+            .collect();
+        let mut metadata = json!({"creationTimestamp": null});
+        if !group.is_empty() {
+            metadata["name"] = json!(group);
+        }
+        items.push(json!({"metadata": metadata, "versions": versions}));
+    }
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{disc_version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// The Content-Type of an aggregated discovery answer.
+pub fn aggregated_content_type(disc_version: &str) -> String {
+    format!("application/json;g=apidiscovery.k8s.io;v={disc_version};as=APIGroupDiscoveryList")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_resource_list_has_pods_with_verbs_and_short_names() {
+        let list = api_resource_list("", "v1").unwrap();
+        let pods = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods")
+            .unwrap();
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        assert_eq!(pods["categories"], json!(["all"]));
+        assert!(pods["verbs"].as_array().unwrap().contains(&json!("watch")));
+        assert!(list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "pods/status"));
+    }
+
+    #[test]
+    fn aggregated_named_groups_include_scale() {
+        let doc = aggregated(false, "v2");
+        assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2");
+        let apps = doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == "apps")
+            .unwrap();
+        let deploy = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        let scale = deploy["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["subresource"] == "scale")
+            .unwrap();
+        assert_eq!(scale["responseKind"]["group"], "autoscaling");
+        assert!(api_group_doc("apps").is_some());
+        assert!(api_group_doc("nope").is_none());
+        assert!(api_resource_list("apps", "v2").is_none());
+    }
+}

@@ -1,0 +1,919 @@
+//! Routing and the handlers of every verb.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use cairn_api::registry::ResourceInfo;
+use cairn_api::status::Status;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tracing::{debug, info_span, Instrument};
+
+use crate::discovery;
+use crate::render::{self, ListMeta};
+use crate::request::{self, Query, Representation, ResourcePath, MAX_BODY_BYTES};
+use crate::selectors::Selectors;
+use crate::state::{store_status, ApiState, DeleteOptions, FieldValidation, WriteOptions, Written};
+use crate::watch::{self, WatchRequest};
+
+pub type AppState = Arc<ApiState>;
+
+pub fn status_response(s: &Status) -> Response {
+    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&s.to_json()).unwrap_or_default();
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(secs) = s.retry_after_seconds {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+fn json_response(
+    code: StatusCode,
+    body: Bytes,
+    content_type: &str,
+    warnings: &[String],
+) -> Response {
+    let mut resp = (code, body).into_response();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+fn json_value_response(v: &Value) -> Response {
+    match render::to_bytes(v) {
+        Ok(b) => json_response(StatusCode::OK, b, "application/json", &[]),
+        Err(s) => status_response(&s),
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The single entry point: every request lands here.
+pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let span = info_span!("request", %method, %path);
+    async move {
+        let resp = route(state, req).await;
+        debug!(code = resp.status().as_u16(), "answered");
+        resp
+    }
+    .instrument(span)
+    .await
+}
+
+async fn route(state: AppState, req: Request) -> Response {
+    let path = req.uri().path().trim_end_matches('/').to_string();
+    let accept = header_str(req.headers(), header::ACCEPT).map(str::to_string);
+    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+    match path.as_str() {
+        "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => {
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "ok",
+            )
+                .into_response()
+        }
+        "/version" if is_get => return json_value_response(&discovery::version()),
+        "/api" if is_get => {
+            return match request::aggregated_discovery_version(accept.as_deref()) {
+                Some(v) => aggregated_response(true, v),
+                None => json_value_response(&discovery::api_versions(
+                    &state.settings.advertise_address.to_string(),
+                )),
+            }
+        }
+        "/apis" if is_get => {
+            return match request::aggregated_discovery_version(accept.as_deref()) {
+                Some(v) => aggregated_response(false, v),
+                None => json_value_response(&discovery::api_group_list()),
+            }
+        }
+        "/openapi/v2" if is_get => {
+            // An empty protobuf document: enough for kubectl apply, which then validates nothing.
+            return (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                )],
+                Bytes::new(),
+            )
+                .into_response();
+        }
+        _ => {}
+    }
+    if is_get {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match parts.as_slice() {
+            ["api", version] => {
+                return match discovery::api_resource_list("", version) {
+                    Some(v) => json_value_response(&v),
+                    None => status_response(&Status::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )),
+                }
+            }
+            ["apis", group] => {
+                return match discovery::api_group_doc(group) {
+                    Some(v) => json_value_response(&v),
+                    None => status_response(&Status::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )),
+                }
+            }
+            ["apis", group, version] => {
+                return match discovery::api_resource_list(group, version) {
+                    Some(v) => json_value_response(&v),
+                    None => status_response(&Status::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )),
+                }
+            }
+            _ => {}
+        }
+    }
+    match request::parse_resource_path(&path) {
+        Ok(Some(rp)) => match resource(state, rp, req).await {
+            Ok(resp) => resp,
+            Err(s) => status_response(&s),
+        },
+        Ok(None) => status_response(&Status::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
+        Err(s) => status_response(&s),
+    }
+}
+
+fn aggregated_response(core: bool, version: &str) -> Response {
+    match render::to_bytes(&discovery::aggregated(core, version)) {
+        Ok(b) => json_response(
+            StatusCode::OK,
+            b,
+            &discovery::aggregated_content_type(version),
+            &[],
+        ),
+        Err(s) => status_response(&s),
+    }
+}
+
+async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Status> {
+    let (parts, body) = req.into_parts();
+    if let Some(len) =
+        header_str(&parts.headers, header::CONTENT_LENGTH).and_then(|l| l.parse::<usize>().ok())
+    {
+        if len > MAX_BODY_BYTES {
+            return Err(Status::too_large(MAX_BODY_BYTES));
+        }
+    }
+    let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
+    let collected = limited.collect().await.map_err(|e| {
+        if e.downcast_ref::<http_body_util::LengthLimitError>()
+            .is_some()
+        {
+            Status::too_large(MAX_BODY_BYTES)
+        } else {
+            Status::bad_request(format!("reading request body: {e}"))
+        }
+    })?;
+    Ok((parts.headers, collected.to_bytes()))
+}
+
+fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, Status> {
+    let field_validation = match q.get("fieldValidation").unwrap_or("") {
+        "" | "Warn" => FieldValidation::Warn,
+        "Strict" => FieldValidation::Strict,
+        "Ignore" => FieldValidation::Ignore,
+        other => {
+            return Err(Status::bad_request(format!(
+                "fieldValidation must be one of Ignore, Warn, Strict (got {other:?})"
+            )))
+        }
+    };
+    let dry_run = match q.get("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(Status::bad_request(format!(
+                "unsupported dryRun value {other:?}: only All"
+            )))
+        }
+    };
+    let field_manager = q.get("fieldManager").map(str::to_string).or_else(|| {
+        header_str(headers, header::USER_AGENT)
+            .map(|ua| ua.split('/').next().unwrap_or(ua).to_string())
+    });
+    if let Some(m) = &field_manager {
+        if m.len() > 128 {
+            return Err(Status::bad_request(
+                "fieldManager must be at most 128 characters",
+            ));
+        }
+    }
+    Ok(WriteOptions {
+        field_manager,
+        dry_run,
+        field_validation,
+        apply: false,
+    })
+}
+
+async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Response, Status> {
+    let q = Query::parse(req.uri().query());
+    let accept = header_str(req.headers(), header::ACCEPT).map(str::to_string);
+    let method = req.method().clone();
+    let r = rp.resource;
+    let ns = rp.namespace.clone();
+    let span = info_span!(
+        "object",
+        resource = r.plural,
+        ns = ns.as_deref().unwrap_or(""),
+        name = rp.name.as_deref().unwrap_or("")
+    );
+    async move {
+        match (method, rp.name.as_deref(), rp.subresource.as_deref()) {
+            (Method::GET, None, None) => {
+                let repr = request::negotiate(accept.as_deref())?;
+                if q.flag("watch") {
+                    watch(state, r, ns.as_deref(), &q, repr).await
+                } else {
+                    list(state, r, ns.as_deref(), &q, repr).await
+                }
+            }
+            (Method::GET, Some(name), sub) => {
+                let repr = request::negotiate(accept.as_deref())?;
+                get(state, r, ns.as_deref(), name, sub, repr)
+            }
+            (Method::POST, None, None) => {
+                let repr = request::negotiate(accept.as_deref())?;
+                let (headers, body) = read_body(req).await?;
+                let opts = write_options(&q, &headers)?;
+                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
+                let written = state.create(r, ns.as_deref(), obj, &opts).await?;
+                respond_written(r, StatusCode::CREATED, &written, repr)
+            }
+            (Method::POST, Some(name), Some("binding")) => {
+                let (headers, body) = read_body(req).await?;
+                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
+                let node = obj
+                    .pointer("/target/name")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| {
+                        Status::invalid("Binding", "", name, vec![cairn_api::status::Cause::required("target.name")])
+                    })?;
+                state.bind_pod(ns.as_deref(), name, node).await?;
+                let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+                Ok(json_response(StatusCode::CREATED, render::to_bytes(&body)?, "application/json", &[]))
+            }
+            (Method::PUT, Some(name), sub) => {
+                let repr = request::negotiate(accept.as_deref())?;
+                let (headers, body) = read_body(req).await?;
+                let opts = write_options(&q, &headers)?;
+                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
+                if sub == Some("scale") {
+                    return scale_update(&state, r, ns.as_deref(), name, &opts, |_| Ok(obj.clone())).await;
+                }
+                let (written, created) = state.update(r, ns.as_deref(), name, sub, obj, &opts).await?;
+                let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+                respond_written(r, code, &written, repr)
+            }
+            (Method::PATCH, Some(name), sub) => {
+                let repr = request::negotiate(accept.as_deref())?;
+                let (headers, body) = read_body(req).await?;
+                let content_type = header_str(&headers, header::CONTENT_TYPE)
+                    .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+                    .unwrap_or_default();
+                let mut opts = write_options(&q, &headers)?;
+                patch(&state, r, ns.as_deref(), name, sub, &content_type, &body, &q, &mut opts, repr).await
+            }
+            (Method::DELETE, Some(name), None) => {
+                let (headers, body) = read_body(req).await?;
+                let opts = delete_options(&q, &headers, &body)?;
+                let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
+                let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
+                Ok(json_response(code, written.bytes, "application/json", &[]))
+            }
+            (Method::DELETE, None, None) => {
+                let (headers, body) = read_body(req).await?;
+                let opts = delete_options(&q, &headers, &body)?;
+                delete_collection(&state, r, ns.as_deref(), &q, &opts).await
+            }
+            (method, _, _) => Err(Status::method_not_allowed(format!(
+                "{method} is not supported on {}{}",
+                r.plural,
+                rp.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default()
+            ))),
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+fn respond_written(
+    r: &ResourceInfo,
+    code: StatusCode,
+    w: &Written,
+    repr: Representation,
+) -> Result<Response, Status> {
+    let body = render::object(r, &w.bytes, repr)?;
+    Ok(json_response(code, body, "application/json", &w.warnings))
+}
+
+fn get(
+    state: AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    repr: Representation,
+) -> Result<Response, Status> {
+    let o = state.get(r, ns, name)?;
+    match sub {
+        None | Some("status") => Ok(json_response(
+            StatusCode::OK,
+            render::object(r, &o.bytes, repr)?,
+            "application/json",
+            &[],
+        )),
+        Some("scale") => {
+            let v: Value =
+                serde_json::from_slice(&o.bytes).map_err(|e| Status::internal(e.to_string()))?;
+            Ok(json_value_response(&scale_of(&v)))
+        }
+        Some(other) => Err(Status::method_not_allowed(format!(
+            "GET is not supported on {}/{other}",
+            r.plural
+        ))),
+    }
+}
+
+/// Continue tokens: the revision of the first page and the last key returned.
+fn encode_continue(rev: i64, last_key: &str) -> String {
+    let raw = json!({"rv": rev, "start": last_key}).to_string();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_continue(token: &str) -> Result<(i64, String), Status> {
+    let bad = || Status::bad_request(format!("invalid continue token {token:?}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rev = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?
+        .to_string();
+    Ok((rev, start))
+}
+
+fn parse_rv(raw: &str) -> Result<i64, Status> {
+    raw.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+        Status::bad_request(format!(
+            "invalid resourceVersion {raw:?}: must be a non-negative integer"
+        ))
+    })
+}
+
+async fn list(
+    state: AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    q: &Query,
+    repr: Representation,
+) -> Result<Response, Status> {
+    let selectors = Selectors::from_query(r, q)?;
+    let limit = q
+        .int("limit")?
+        .filter(|l| *l > 0)
+        .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+    let rv = q.get("resourceVersion").unwrap_or("");
+    let rv_match = q.get("resourceVersionMatch").unwrap_or("");
+    let mut start_after: Option<String> = None;
+    if let Some(token) = q.get("continue").filter(|t| !t.is_empty()) {
+        if !rv.is_empty() {
+            return Err(Status::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let (token_rev, start) = decode_continue(token)?;
+        let compacted = state
+            .cache
+            .backend()
+            .compacted_revision()
+            .await
+            .unwrap_or(0);
+        if token_rev < compacted {
+            return Err(Status::gone(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ));
+        }
+        start_after = Some(start);
+    }
+    match (rv, rv_match) {
+        (_, "") | (_, "NotOlderThan") | (_, "Exact") => {}
+        (_, other) => {
+            return Err(Status::bad_request(format!(
+                "resourceVersionMatch {other:?} is not supported"
+            )))
+        }
+    }
+    if rv.is_empty() {
+        if !rv_match.is_empty() {
+            return Err(Status::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        // Consistent read: the cache must have everything the store has committed.
+        let current = state
+            .cache
+            .backend()
+            .current_revision()
+            .await
+            .map_err(|e| store_status(e, r, ""))?;
+        state
+            .cache
+            .wait_for_revision(current)
+            .await
+            .map_err(|e| Status::internal(format!("watch cache: {e}")))?;
+    } else if rv != "0" {
+        let wanted = parse_rv(rv)?;
+        let have = state.cache.revision();
+        if rv_match == "Exact" && wanted != have {
+            return Err(Status::gone(format!(
+                "too old resource version: {wanted} ({have}): only the current revision can be listed exactly"
+            )));
+        }
+        if wanted > have {
+            let waited = tokio::time::timeout(
+                Duration::from_secs(3),
+                state.cache.wait_for_revision(wanted),
+            )
+            .await;
+            if !matches!(waited, Ok(Ok(()))) {
+                let mut s = Status::new(
+                    504,
+                    "Timeout",
+                    format!("Too large resource version: {wanted}, current: {have}"),
+                );
+                s.retry_after_seconds = Some(1);
+                return Err(s);
+            }
+        }
+    }
+    let prefix = r.list_prefix(ns);
+    let (objects, revision) = state.cache.list(&prefix);
+    let all: Vec<_> = objects
+        .into_iter()
+        .filter(|o| {
+            start_after
+                .as_deref()
+                .is_none_or(|start| o.key.as_str() > start)
+        })
+        .filter(|o| selectors.matches(o))
+        .collect();
+    let (page, continue_token, remaining) = match limit {
+        Some(l) if all.len() > l => {
+            let page = all[..l].to_vec();
+            let last = page.last().map(|o| o.key.clone()).unwrap_or_default();
+            let remaining = all.len() - l;
+            (
+                page,
+                Some(encode_continue(revision, &last)),
+                Some(remaining),
+            )
+        }
+        _ => (all, None, None),
+    };
+    let meta = ListMeta {
+        resource_version: revision.to_string(),
+        continue_token,
+        remaining: if selectors.is_empty() {
+            remaining
+        } else {
+            None
+        },
+    };
+    let body = render::list(r, &page, &meta, repr)?;
+    Ok(json_response(StatusCode::OK, body, "application/json", &[]))
+}
+
+async fn watch(
+    state: AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    q: &Query,
+    repr: Representation,
+) -> Result<Response, Status> {
+    let selectors = Selectors::from_query(r, q)?;
+    let rv = q.get("resourceVersion").unwrap_or("");
+    let send_initial = q.get("sendInitialEvents").map(|v| v == "true");
+    let (after, initial_events) = match (rv, send_initial) {
+        (_, Some(true)) => {
+            if q.get("resourceVersionMatch") != Some("NotOlderThan") {
+                return Err(Status::invalid(
+                    "ListOptions",
+                    "meta.k8s.io",
+                    "",
+                    vec![cairn_api::status::Cause::forbidden(
+                        "resourceVersionMatch",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    )],
+                ));
+            }
+            (0, true)
+        }
+        ("" | "0", _) => (0, send_initial != Some(false)),
+        (n, _) => (parse_rv(n)?, false),
+    };
+    let timeout = match q.int("timeoutSeconds")? {
+        Some(s) if s > 0 => Duration::from_secs(u64::try_from(s).unwrap_or(u64::MAX)),
+        // Kubernetes' default: between 30 and 60 minutes.
+        _ => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 7),
+    };
+    let req = WatchRequest {
+        resource: r,
+        prefix: r.list_prefix(ns),
+        selectors,
+        after,
+        initial_events,
+        initial_events_bookmark: send_initial == Some(true),
+        bookmarks: q.flag("allowWatchBookmarks"),
+        timeout,
+        representation: repr,
+    };
+    let stream = watch::start(state, req).await?;
+    let mut resp = Response::new(Body::from_stream(stream));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(resp)
+}
+
+fn delete_options(q: &Query, headers: &HeaderMap, body: &Bytes) -> Result<DeleteOptions, Status> {
+    let mut opts = DeleteOptions::default();
+    if !body.is_empty() {
+        let v = request::decode_body(header_str(headers, header::CONTENT_TYPE), body)?;
+        opts.grace_period_seconds = v.get("gracePeriodSeconds").and_then(Value::as_i64);
+        opts.propagation_policy = v
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+            && opts.propagation_policy.is_none()
+        {
+            opts.propagation_policy = Some("Orphan".into());
+        }
+        opts.precondition_uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        opts.precondition_resource_version = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if let Some(Value::Array(d)) = v.get("dryRun") {
+            opts.dry_run = d.iter().any(|x| x == "All");
+        }
+    }
+    if let Some(g) = q.int("gracePeriodSeconds")? {
+        opts.grace_period_seconds = Some(g);
+    }
+    if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
+        opts.propagation_policy = Some(p.to_string());
+    }
+    if q.get("orphanDependents") == Some("true") && opts.propagation_policy.is_none() {
+        opts.propagation_policy = Some("Orphan".into());
+    }
+    if q.get("dryRun") == Some("All") {
+        opts.dry_run = true;
+    }
+    Ok(opts)
+}
+
+async fn delete_collection(
+    state: &AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    q: &Query,
+    opts: &DeleteOptions,
+) -> Result<Response, Status> {
+    let selectors = Selectors::from_query(r, q)?;
+    let (objects, _) = state.cache.list(&r.list_prefix(ns));
+    let mut deleted = Vec::new();
+    for o in objects.iter().filter(|o| selectors.matches(o)) {
+        let name = o.fields.get("metadata.name").cloned().unwrap_or_default();
+        let object_ns = o.fields.get("metadata.namespace").cloned();
+        match state.delete(r, object_ns.as_deref(), &name, opts).await {
+            Ok((w, _)) => deleted.push(w),
+            Err(s) if s.code == 404 => {}
+            Err(s) => return Err(s),
+        }
+    }
+    let items: Vec<Value> = deleted.iter().filter_map(|w| w.value().ok()).collect();
+    let rev = state.cache.revision();
+    Ok(json_value_response(&json!({
+        "kind": r.list_kind(),
+        "apiVersion": r.api_version(),
+        "metadata": {"resourceVersion": rev.to_string()},
+        "items": items,
+    })))
+}
+
+/// `metav1.LabelSelector` as the string form Scale's `status.selector` carries.
+fn selector_string(sel: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(Value::Object(m)) = sel.get("matchLabels") {
+        for (k, v) in m {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
+        }
+    }
+    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => parts.push(format!("{key} in ({})", values.join(","))),
+                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
+                "Exists" => parts.push(key.to_string()),
+                "DoesNotExist" => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.sort();
+    parts.join(",")
+}
+
+/// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.
+fn scale_of(obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let mut scale_meta = json!({});
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(f) {
+            scale_meta[f] = v.clone();
+        }
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0)},
+        "status": {
+            "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+            "selector": obj.pointer("/spec/selector").map(selector_string).unwrap_or_default(),
+        },
+    })
+}
+
+/// Updates `spec.replicas` through the scale subresource; `desired` maps the current
+/// Scale to the wanted one.
+async fn scale_update<F>(
+    state: &AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    opts: &WriteOptions,
+    mut desired: F,
+) -> Result<Response, Status>
+where
+    F: FnMut(&Value) -> Result<Value, Status>,
+{
+    let written = state
+        .guaranteed_update(r, ns, name, None, opts, |cur| {
+            let current_scale = scale_of(cur);
+            let wanted = desired(&current_scale)?;
+            if let Some(rv) = wanted.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+                if Some(rv) != cur.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+                    return Err(Status::conflict(
+                        &r.group_resource(),
+                        name,
+                        "the object has been modified; please apply your changes to the latest version and try again",
+                    ));
+                }
+            }
+            let replicas = wanted
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| Status::invalid("Scale", "autoscaling", name, vec![cairn_api::status::Cause::required("spec.replicas")]))?;
+            if replicas < 0 {
+                return Err(Status::invalid(
+                    "Scale",
+                    "autoscaling",
+                    name,
+                    vec![cairn_api::status::Cause::invalid("spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")],
+                ));
+            }
+            let mut next = cur.clone();
+            next["spec"]["replicas"] = json!(replicas);
+            Ok(next)
+        })
+        .await?;
+    Ok(json_value_response(&scale_of(&written.value()?)))
+}
+
+fn patch_error(e: impl std::fmt::Display) -> Status {
+    Status::new(
+        422,
+        "Invalid",
+        format!("the server rejected our request due to an error in our request: {e}"),
+    )
+}
+
+/// Applies a merge, strategic-merge or JSON patch to `cur`, honouring a resourceVersion
+/// in the patch as a precondition.
+fn apply_patch(
+    cur: &Value,
+    patch: &Value,
+    content_type: &str,
+    kind: &str,
+    name: &str,
+    gr: &str,
+) -> Result<Value, Status> {
+    let out = match content_type {
+        "application/merge-patch+json" => {
+            if !patch.is_object() {
+                return Err(Status::bad_request("a merge patch must be a JSON object"));
+            }
+            cairn_apimachinery::patch::merge_patch(cur, patch)
+        }
+        "application/strategic-merge-patch+json" => {
+            if !patch.is_object() {
+                return Err(Status::bad_request(
+                    "a strategic merge patch must be a JSON object",
+                ));
+            }
+            cairn_apimachinery::patch::strategic_merge_patch(cur, patch, kind)
+                .map_err(patch_error)?
+        }
+        "application/json-patch+json" => {
+            cairn_apimachinery::patch::json_patch(cur, patch).map_err(patch_error)?
+        }
+        other => return Err(Status::unsupported_media_type(other)),
+    };
+    let before = cur.pointer("/metadata/resourceVersion");
+    let after = out.pointer("/metadata/resourceVersion");
+    if after.is_some() && after != before {
+        return Err(Status::conflict(
+            gr,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn patch(
+    state: &AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    content_type: &str,
+    body: &Bytes,
+    q: &Query,
+    opts: &mut WriteOptions,
+    repr: Representation,
+) -> Result<Response, Status> {
+    if content_type == "application/apply-patch+yaml" {
+        return apply(state, r, ns, name, sub, body, q, opts, repr).await;
+    }
+    if !matches!(
+        content_type,
+        "application/merge-patch+json"
+            | "application/strategic-merge-patch+json"
+            | "application/json-patch+json"
+    ) {
+        return Err(Status::unsupported_media_type(content_type));
+    }
+    let patch: Value = request::decode_as(request::BodyFormat::Json, body)?;
+    let gr = r.group_resource();
+    if sub == Some("scale") {
+        return scale_update(state, r, ns, name, opts, |scale| {
+            apply_patch(scale, &patch, content_type, "Scale", name, &gr)
+        })
+        .await;
+    }
+    let written = state
+        .guaranteed_update(r, ns, name, sub, opts, |cur| {
+            apply_patch(cur, &patch, content_type, r.kind, name, &gr)
+        })
+        .await?;
+    respond_written(r, StatusCode::OK, &written, repr)
+}
+
+/// Server-side apply, reduced to create-or-merge: the applied configuration is created
+/// when the object is new and otherwise strategically merged over it, with the field
+/// manager recorded as an `Apply` entry in managedFields. Fields dropped from the applied
+/// configuration are not removed (no per-field ownership tracking yet).
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    state: &AppState,
+    r: &'static ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    body: &Bytes,
+    q: &Query,
+    opts: &mut WriteOptions,
+    repr: Representation,
+) -> Result<Response, Status> {
+    if q.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(Status::bad_request(
+            "PATCH requests with apply patch type must include fieldManager query parameter",
+        ));
+    }
+    let mut applied: Value = request::decode_as(request::BodyFormat::Yaml, body)?;
+    if !applied.is_object() {
+        return Err(Status::bad_request(
+            "the applied configuration must be an object",
+        ));
+    }
+    if applied.get("apiVersion").is_none() || applied.get("kind").is_none() {
+        return Err(Status::bad_request(
+            "apiVersion and kind must be set in an applied configuration",
+        ));
+    }
+    let body_name = applied
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !body_name.is_empty() && body_name != name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    opts.apply = true;
+    // Apply strict-validates like kubectl's default.
+    if opts.field_validation == FieldValidation::Warn && q.get("fieldValidation").is_none() {
+        opts.field_validation = FieldValidation::Strict;
+    }
+    if state.cache.get(&r.key(ns, name)).is_none() {
+        if sub.is_some() {
+            return Err(Status::not_found(&r.group_resource(), name));
+        }
+        crate::objects::set_meta(&mut applied, "name", json!(name));
+        let written = state.create(r, ns, applied, opts).await?;
+        return respond_written(r, StatusCode::CREATED, &written, repr);
+    }
+    if let Some(m) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        m.remove("managedFields");
+    }
+    let written = state
+        .guaranteed_update(r, ns, name, sub, opts, |cur| {
+            cairn_apimachinery::patch::strategic_merge_patch(cur, &applied, r.kind)
+                .map_err(patch_error)
+        })
+        .await?;
+    respond_written(r, StatusCode::OK, &written, repr)
+}

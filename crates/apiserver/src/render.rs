@@ -1,0 +1,123 @@
+//! Turning stored objects into answers: plain objects, lists, Tables, PartialObjectMetadata.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use cairn_api::registry::ResourceInfo;
+use cairn_api::status::Status;
+use cairn_store::cache::CachedObject;
+use serde_json::{json, Value};
+
+use crate::request::Representation;
+
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+fn parse(o: &CachedObject) -> Result<Value, Status> {
+    serde_json::from_slice(&o.bytes)
+        .map_err(|e| Status::internal(format!("decoding {}: {e}", o.key)))
+}
+
+/// List metadata: resourceVersion, continue and remainingItemCount.
+pub struct ListMeta {
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+impl ListMeta {
+    fn to_json(&self) -> Value {
+        let mut m = json!({"resourceVersion": self.resource_version});
+        if let Some(c) = &self.continue_token {
+            m["continue"] = json!(c);
+        }
+        if let Some(n) = self.remaining {
+            m["remainingItemCount"] = json!(n);
+        }
+        m
+    }
+}
+
+/// A list answer in the asked representation. Plain lists are spliced from the stored
+/// bytes without decoding them.
+pub fn list(
+    r: &ResourceInfo,
+    items: &[Arc<CachedObject>],
+    meta: &ListMeta,
+    repr: Representation,
+) -> Result<Bytes, Status> {
+    match repr {
+        Representation::Object => {
+            let size: usize = items.iter().map(|o| o.bytes.len() + 1).sum();
+            let mut out = BytesMut::with_capacity(size + 256);
+            let head = json!({"kind": r.list_kind(), "apiVersion": r.api_version(), "metadata": meta.to_json()});
+            let head = serde_json::to_vec(&head).map_err(|e| Status::internal(e.to_string()))?;
+            // Drop the closing brace of the head and append the items array.
+            out.put_slice(&head[..head.len().saturating_sub(1)]);
+            out.put_slice(b",\"items\":[");
+            for (i, o) in items.iter().enumerate() {
+                if i > 0 {
+                    out.put_u8(b',');
+                }
+                out.put_slice(&o.bytes);
+            }
+            out.put_slice(b"]}");
+            Ok(out.freeze())
+        }
+        Representation::Table => {
+            let objects = items
+                .iter()
+                .map(|o| parse(o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut table = cairn_api::table::table(r, &objects, chrono::Utc::now());
+            table["metadata"] = meta.to_json();
+            to_bytes(&table)
+        }
+        Representation::PartialMetadata => {
+            let objects = items
+                .iter()
+                .map(|o| parse(o).map(|v| partial_metadata(&v)))
+                .collect::<Result<Vec<_>, _>>()?;
+            to_bytes(&json!({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": meta.to_json(),
+                "items": objects,
+            }))
+        }
+    }
+}
+
+/// One object in the asked representation.
+pub fn object(r: &ResourceInfo, bytes: &Bytes, repr: Representation) -> Result<Bytes, Status> {
+    match repr {
+        Representation::Object => Ok(bytes.clone()),
+        Representation::Table => {
+            let v: Value =
+                serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
+            let rv = v
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let mut table = cairn_api::table::table(r, &[v], chrono::Utc::now());
+            table["metadata"] = json!({"resourceVersion": rv});
+            to_bytes(&table)
+        }
+        Representation::PartialMetadata => {
+            let v: Value =
+                serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
+            to_bytes(&partial_metadata(&v))
+        }
+    }
+}
+
+pub fn to_bytes(v: &Value) -> Result<Bytes, Status> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| Status::internal(format!("encoding response: {e}")))
+}

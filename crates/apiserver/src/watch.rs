@@ -1,0 +1,175 @@
+//! Watch streams: newline-delimited `{"type": ..., "object": ...}` events over a chunked
+//! response, fed from the watch cache.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use cairn_api::registry::ResourceInfo;
+use cairn_api::status::Status;
+use cairn_store::cache::{CachedObject, WatchEventType};
+use cairn_store::{Revision, StoreError};
+use futures::Stream;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tracing::debug;
+
+use crate::render;
+use crate::request::Representation;
+use crate::selectors::Selectors;
+use crate::state::{store_status, ApiState};
+
+pub struct WatchRequest {
+    pub resource: &'static ResourceInfo,
+    pub prefix: String,
+    pub selectors: Selectors,
+    /// Revision to start after, and whether to first send the current objects as ADDED.
+    pub after: Revision,
+    pub initial_events: bool,
+    /// With `sendInitialEvents=true`: a BOOKMARK marking the end of the initial events.
+    pub initial_events_bookmark: bool,
+    pub bookmarks: bool,
+    pub timeout: Duration,
+    pub representation: Representation,
+}
+
+const BOOKMARK_INTERVAL: Duration = Duration::from_secs(30);
+
+fn frame(event_type: &str, object: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(object.len() + 32);
+    out.put_slice(b"{\"type\":\"");
+    out.put_slice(event_type.as_bytes());
+    out.put_slice(b"\",\"object\":");
+    out.put_slice(object);
+    out.put_slice(b"}\n");
+    out.freeze()
+}
+
+fn encode(
+    r: &ResourceInfo,
+    event_type: &str,
+    o: &CachedObject,
+    repr: Representation,
+) -> Option<Bytes> {
+    match render::object(r, &o.bytes, repr) {
+        Ok(b) => Some(frame(event_type, &b)),
+        Err(e) => {
+            debug!(key = %o.key, error = %e, "skipping undecodable object in watch");
+            None
+        }
+    }
+}
+
+fn bookmark(r: &ResourceInfo, rev: Revision, initial_end: bool) -> Bytes {
+    let mut meta = json!({"resourceVersion": rev.to_string()});
+    if initial_end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    let obj = json!({"kind": r.kind, "apiVersion": r.api_version(), "metadata": meta});
+    frame("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+fn error_event(status: &Status) -> Bytes {
+    frame(
+        "ERROR",
+        &serde_json::to_vec(&status.to_json()).unwrap_or_default(),
+    )
+}
+
+/// Starts the watch; errors that happen before the stream starts (410 for a compacted
+/// revision) come back as `Err` so they are answered with a plain Status.
+pub async fn start(
+    state: Arc<ApiState>,
+    req: WatchRequest,
+) -> Result<impl Stream<Item = Result<Bytes, Infallible>>, Status> {
+    let r = req.resource;
+    let mut initial: Vec<Arc<CachedObject>> = Vec::new();
+    let mut after = req.after;
+    if req.initial_events {
+        let (objects, rev) = state.cache.list(&req.prefix);
+        initial = objects
+            .into_iter()
+            .filter(|o| req.selectors.matches(o))
+            .collect();
+        after = rev;
+    }
+    let mut watcher = state
+        .cache
+        .watch(&req.prefix, after)
+        .await
+        .map_err(|e| store_status(e, r, ""))?;
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(async move {
+        let repr = req.representation;
+        let mut last_rev = after;
+        for o in &initial {
+            if let Some(b) = encode(r, "ADDED", o, repr) {
+                if tx.send(b).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if req.initial_events_bookmark && tx.send(bookmark(r, last_rev, true)).await.is_err() {
+            return;
+        }
+        let deadline = tokio::time::sleep(req.timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = tx.closed() => return,
+                _ = ticker.tick(), if req.bookmarks => {
+                    if tx.send(bookmark(r, last_rev.max(state.cache.revision()), false)).await.is_err() {
+                        return;
+                    }
+                }
+                next = watcher.next() => {
+                    let ev = match next {
+                        None => return,
+                        Some(Err(e)) => {
+                            let status = match e {
+                                StoreError::WatcherLagged => Status::gone("the watch fell behind and was closed; list again"),
+                                other => store_status(other, r, ""),
+                            };
+                            let _ = tx.send(error_event(&status)).await;
+                            return;
+                        }
+                        Some(Ok(ev)) => ev,
+                    };
+                    last_rev = ev.revision;
+                    let now = req.selectors.matches(&ev.object);
+                    let before = ev.prev.as_ref().map(|p| req.selectors.matches(p));
+                    let kind = match ev.kind {
+                        WatchEventType::Added => now.then_some("ADDED"),
+                        WatchEventType::Modified => match (before, now) {
+                            (Some(true), true) | (None, true) => Some("MODIFIED"),
+                            (Some(false), true) => Some("ADDED"),
+                            (Some(true), false) => Some("DELETED"),
+                            _ => None,
+                        },
+                        WatchEventType::Deleted => (before.unwrap_or(now) || now).then_some("DELETED"),
+                    };
+                    if let Some(kind) = kind {
+                        if let Some(b) = encode(r, kind, &ev.object, repr) {
+                            if tx.send(b).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok(futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok(b), rx))
+    }))
+}
+
+/// The object of a Status carried in an ERROR event, for tests and logs.
+pub fn status_of_error_event(line: &[u8]) -> Option<Value> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    (v.get("type")?.as_str()? == "ERROR").then(|| v["object"].clone())
+}
