@@ -1949,6 +1949,8 @@ fn validate_node_update(old: &Map<String, Value>, new: &Map<String, Value>, errs
     }
 }
 
+/// `legacyValidateEvent` for core/v1 Events: namespaces must agree; events with `eventTime`
+/// (the new style) must also say who reported them, which action and why.
 fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let ns = path(o, &["metadata", "namespace"])
         .and_then(Value::as_str)
@@ -1956,11 +1958,52 @@ fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let involved_ns = path(o, &["involvedObject", "namespace"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    if !involved_ns.is_empty() && involved_ns != ns {
-        errs.push(Cause::invalid(
+    let mismatch = || {
+        Cause::invalid(
             "involvedObject.namespace",
             involved_ns,
             "does not match event.namespace",
+        )
+    };
+    if field(o, "eventTime").is_none() {
+        let ok = if involved_ns.is_empty() {
+            ns.is_empty() || ns == "default"
+        } else {
+            ns == involved_ns
+        };
+        if !ok {
+            errs.push(mismatch());
+        }
+        return;
+    }
+    if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+        errs.push(mismatch());
+    }
+    let controller = s(o, "reportingComponent");
+    if controller.is_empty() {
+        errs.push(Cause::required("reportingComponent"));
+    }
+    for msg in is_qualified_name(controller) {
+        errs.push(Cause::invalid("reportingComponent", controller, &msg));
+    }
+    let limits = [("reportingInstance", 128), ("action", 128), ("reason", 128)];
+    for (key, max) in limits {
+        let v = s(o, key);
+        if v.is_empty() {
+            errs.push(Cause::required(key));
+        } else if v.len() > max {
+            errs.push(Cause::invalid(
+                key,
+                "",
+                &format!("can have at most {max} characters"),
+            ));
+        }
+    }
+    if s(o, "message").len() > 1024 {
+        errs.push(Cause::invalid(
+            "message",
+            "",
+            "can have at most 1024 characters",
         ));
     }
 }
@@ -2450,6 +2493,54 @@ mod tests {
             "data": {"tls.crt": "YQ=="}}),
         );
         assert_eq!(causes[0].describe(), "data[tls.key]: Required value");
+    }
+
+    #[test]
+    fn event_causes() {
+        let ev = |ns: &str, extra: Value| {
+            let mut e = json!({"metadata": {"name": "e.1", "namespace": ns},
+                "involvedObject": {"kind": "Node", "name": "node-1"}, "reason": "Ready"});
+            for (k, v) in extra.as_object().unwrap() {
+                e[k] = v.clone();
+            }
+            e
+        };
+        assert!(create("v1", "Event", ev("default", json!({}))).is_empty());
+        assert_eq!(
+            create("v1", "Event", ev("dev", json!({})))[0].describe(),
+            "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
+        );
+        let got: Vec<String> = create(
+            "v1",
+            "Event",
+            ev(
+                "default",
+                json!({"eventTime": "2024-01-02T03:04:05.000000Z"}),
+            ),
+        )
+        .iter()
+        .map(Cause::describe)
+        .collect();
+        // Kubernetes also reports the empty component as an invalid qualified name.
+        assert_eq!(got.len(), 5);
+        assert_eq!(got[0], "reportingComponent: Required value");
+        assert_eq!(
+            got[3..],
+            [
+                "reportingInstance: Required value",
+                "action: Required value"
+            ]
+        );
+        assert!(create(
+            "v1",
+            "Event",
+            ev(
+                "default",
+                json!({"eventTime": "2024-01-02T03:04:05.000000Z",
+            "reportingComponent": "cairn/agent", "reportingInstance": "node-1", "action": "Start"})
+            )
+        )
+        .is_empty());
     }
 
     #[test]
