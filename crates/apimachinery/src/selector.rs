@@ -9,7 +9,7 @@
 //!
 //! Nothing here panics, whatever the input.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -237,9 +237,10 @@ fn field_invalid_list(path: &str, values: &[String], detail: &str) -> String {
 
 /// Joins field errors like Kubernetes' `ErrorList.ToAggregate().Error()`.
 fn aggregate(errs: Vec<String>) -> Option<String> {
+    let mut seen = HashSet::new();
     let mut uniq: Vec<String> = Vec::new();
     for e in errs {
-        if !uniq.contains(&e) {
+        if seen.insert(e.clone()) {
             uniq.push(e);
         }
     }
@@ -711,6 +712,12 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Converts a `metav1.LabelSelector` JSON object; see
+/// [`LabelSelector::from_label_selector_json`] (`{}` matches everything, `null` nothing).
+pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, SelectorError> {
+    LabelSelector::from_label_selector_json(v)
+}
+
 // --- lexer, a byte-for-byte port of the Kubernetes one -------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1007,10 +1014,10 @@ impl<'a> Parser<'a> {
     /// A (possibly empty) list of comma-separated (possibly empty) identifiers,
     /// returned sorted and de-duplicated like a Go `sets.String`.
     fn parse_identifiers_list(&mut self) -> Result<Vec<String>, String> {
-        let mut set: Vec<String> = Vec::new();
-        fn insert(set: &mut Vec<String>, v: &str) {
-            if let Err(i) = set.binary_search_by(|x| x.as_str().cmp(v)) {
-                set.insert(i, v.to_string());
+        let mut set: BTreeSet<String> = BTreeSet::new();
+        fn insert(set: &mut BTreeSet<String>, v: &str) {
+            if !set.contains(v) {
+                set.insert(v.to_string());
             }
         }
         loop {
@@ -1021,7 +1028,7 @@ impl<'a> Parser<'a> {
                     let (tok2, lit2) = self.lookahead(Context::Values);
                     match tok2 {
                         Token::Comma => continue,
-                        Token::ClosedPar => return Ok(set),
+                        Token::ClosedPar => return Ok(set.into_iter().collect()),
                         _ => return Err(format!("found '{lit2}', expected: ',' or ')'")),
                     }
                 }
@@ -1032,7 +1039,7 @@ impl<'a> Parser<'a> {
                     let (tok2, _) = self.lookahead(Context::Values);
                     if tok2 == Token::ClosedPar {
                         insert(&mut set, "");
-                        return Ok(set);
+                        return Ok(set.into_iter().collect());
                     }
                     if tok2 == Token::Comma {
                         self.consume(Context::Values);
@@ -1747,6 +1754,22 @@ mod tests {
         // Escaped comma in the key side is kept verbatim in the key.
         let f = FieldSelector::parse(r"a\,b=c").expect("parse");
         assert_eq!(f.requirements().next(), Some((r"a\,b", Op::Equals, "c")));
+    }
+
+    #[test]
+    fn large_selectors_parse_in_linear_time() {
+        let values: Vec<String> = (0..50_000).map(|i| format!("v{i}")).collect();
+        let s = sel(&format!("k in ({})", values.join(",")));
+        assert_eq!(s.requirements()[0].values().len(), 50_000);
+        assert!(s.matches(&labels(&[("k", "v49999")])));
+        let bad: Vec<String> = (0..20_000).map(|i| format!("-{i}")).collect();
+        let err = LabelSelector::parse(&format!("k in ({})", bad.join(","))).expect_err("bad");
+        assert!(err.to_string().contains("values[19999][k]"));
+        let f = FieldSelector::parse(&vec!["a=b"; 50_000].join(",")).expect("field");
+        assert_eq!(f.requirements().count(), 50_000);
+        assert!(from_label_selector_json(&Value::Null)
+            .expect("null")
+            .is_nothing());
     }
 
     #[test]
