@@ -119,9 +119,13 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
-    /// A boolean parameter: present with `true`/`1`/empty value.
+    /// A boolean parameter, parsed like Go's strconv.ParseBool (clients send `true`,
+    /// `True`, `1`...); a bare key counts as true.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true") | Some("1") | Some(""))
+        matches!(
+            self.get(key),
+            Some("true" | "True" | "TRUE" | "t" | "T" | "1" | "")
+        )
     }
 
     pub fn int(&self, key: &str) -> Result<Option<i64>, Status> {
@@ -383,6 +387,8 @@ mod tests {
         ));
         assert_eq!(q.get("labelSelector"), Some("app=web"));
         assert!(q.flag("watch"));
+        assert!(Query::parse(Some("watch=True")).flag("watch"));
+        assert!(!Query::parse(Some("watch=false")).flag("watch"));
         assert_eq!(q.int("limit").unwrap(), Some(5));
         assert_eq!(q.int("labelSelector").unwrap_err().code, 400);
     }

@@ -594,6 +594,13 @@ impl ApiState {
 
     /// Mutations Kubernetes makes on admission that are not plain defaulting.
     fn admit_kind_specific(&self, r: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
+        // Clients do not create status for these kinds (their strategies reset it).
+        if old.is_none() && matches!(r.kind, "Deployment" | "ReplicaSet" | "DaemonSet" | "Pod") {
+            obj["status"] = json!({});
+        }
+        if old.is_none() && r.kind == "Service" {
+            obj["status"] = json!({"loadBalancer": {}});
+        }
         match r.kind {
             "Pod" => {
                 if old.is_none() {
