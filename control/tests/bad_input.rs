@@ -1,5 +1,8 @@
 //! Bad input gets a Status with the right code and reason, and loses nothing accepted.
 
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! Acceptance: what a new user does with stock kubectl against a fresh cairn-control,
 //! run with kubectl 1.33 and 1.27.
 
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{Kubectl, Server, Streaming};

@@ -1,6 +1,9 @@
 //! Durability: restarts keep objects and resourceVersions, resumed watches get exactly
 //! the missed events (or 410 once compacted), and SIGKILL never loses an acknowledged write.
 
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,5 +1,8 @@
 //! The official Python client (Debian's python3-kubernetes) against cairn-control.
 
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::Server;

@@ -1,6 +1,8 @@
 //! Test harness: runs the real `cairn-control` binary on a private data dir and port,
 //! and the real kubectl against it. Processes are killed by PID when dropped.
-#![allow(dead_code)]
+
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -128,12 +128,10 @@ pub fn go_repr(value: &Value) -> String {
     }
 }
 
-/// A Status error: HTTP code, reason and message, with optional details.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    pub code: u16,
-    pub reason: &'static str,
-    pub message: String,
+/// What a Status says about the object and the cause, boxed to keep `Status` (the error
+/// type of every handler) small.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatusDetails {
     /// `details.group`, `details.kind` (the resource plural, as Kubernetes does), `details.name`.
     pub group: Option<String>,
     pub kind: Option<String>,
@@ -142,25 +140,30 @@ pub struct Status {
     pub retry_after_seconds: Option<u32>,
 }
 
+/// A Status error: HTTP code, reason and message, with optional details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Box<StatusDetails>,
+}
+
 impl Status {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Status {
             code,
             reason,
             message: message.into(),
-            group: None,
-            kind: None,
-            name: None,
-            causes: Vec::new(),
-            retry_after_seconds: None,
+            details: Box::default(),
         }
     }
 
     /// Attach `details` naming the object: `group`, resource plural and name.
     pub fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
-        self.group = Some(group.to_string());
-        self.kind = Some(resource.to_string());
-        self.name = Some(name.to_string());
+        self.details.group = Some(group.to_string());
+        self.details.kind = Some(resource.to_string());
+        self.details.name = Some(name.to_string());
         self
     }
 
@@ -169,7 +172,11 @@ impl Status {
     }
 
     pub fn not_found(group_resource: &str, name: &str) -> Self {
-        Status::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
+        Status::new(
+            404,
+            "NotFound",
+            format!("{group_resource} \"{name}\" not found"),
+        )
     }
 
     pub fn already_exists(group_resource: &str, name: &str) -> Self {
@@ -226,7 +233,7 @@ impl Status {
 
     pub fn unavailable(message: impl Into<String>) -> Self {
         let mut s = Status::new(503, "ServiceUnavailable", message);
-        s.retry_after_seconds = Some(1);
+        s.details.retry_after_seconds = Some(1);
         s
     }
 
@@ -239,36 +246,37 @@ impl Status {
             format!("{kind} \"{name}\" is invalid: [{}]", joined.join(", "))
         };
         let mut s = Status::new(422, "Invalid", message);
-        s.group = Some(group.to_string());
-        s.kind = Some(kind.to_string());
-        s.name = Some(name.to_string());
-        s.causes = causes;
+        s.details.group = Some(group.to_string());
+        s.details.kind = Some(kind.to_string());
+        s.details.name = Some(name.to_string());
+        s.details.causes = causes;
         s
     }
 
     /// The Status object as JSON.
     pub fn to_json(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some(name) = &self.name {
+        if let Some(name) = &self.details.name {
             details.insert("name".into(), json!(name));
         }
-        if let Some(group) = &self.group {
+        if let Some(group) = &self.details.group {
             if !group.is_empty() {
                 details.insert("group".into(), json!(group));
             }
         }
-        if let Some(kind) = &self.kind {
+        if let Some(kind) = &self.details.kind {
             details.insert("kind".into(), json!(kind));
         }
-        if !self.causes.is_empty() {
+        if !self.details.causes.is_empty() {
             let causes: Vec<Value> = self
+                .details
                 .causes
                 .iter()
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
-        if let Some(secs) = self.retry_after_seconds {
+        if let Some(secs) = self.details.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(secs));
         }
         let mut out = json!({
@@ -316,12 +324,19 @@ mod tests {
             "Pod",
             "",
             "Bad_Name",
-            vec![Cause::invalid("metadata.name", "Bad_Name", "must be lowercase")],
+            vec![Cause::invalid(
+                "metadata.name",
+                "Bad_Name",
+                "must be lowercase",
+            )],
         );
         let v = s.to_json();
         assert_eq!(v["code"], 422);
         assert_eq!(v["reason"], "Invalid");
         assert_eq!(v["details"]["causes"][0]["field"], "metadata.name");
-        assert!(v["message"].as_str().unwrap().starts_with("Pod \"Bad_Name\" is invalid: metadata.name: Invalid value"));
+        assert!(v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pod \"Bad_Name\" is invalid: metadata.name: Invalid value"));
     }
 }

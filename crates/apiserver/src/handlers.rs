@@ -32,7 +32,7 @@ pub fn status_response(s: &Status) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    if let Some(secs) = s.retry_after_seconds {
+    if let Some(secs) = s.details.retry_after_seconds {
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
@@ -66,7 +66,7 @@ fn json_value_response(v: &Value) -> Response {
     }
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -489,7 +489,7 @@ async fn list(
                     "Timeout",
                     format!("Too large resource version: {wanted}, current: {have}"),
                 );
-                s.retry_after_seconds = Some(1);
+                s.details.retry_after_seconds = Some(1);
                 return Err(s);
             }
         }

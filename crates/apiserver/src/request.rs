@@ -217,7 +217,7 @@ pub fn aggregated_discovery_version(accept: Option<&str>) -> Option<&'static str
             && params.get("as").map(String::as_str) == Some("APIGroupDiscoveryList");
         if !is_discovery {
             // Plain JSON first in the list: the client prefers legacy discovery.
-            if params.get("as").is_none() {
+            if !params.contains_key("as") {
                 return None;
             }
             continue;

@@ -381,7 +381,7 @@ impl ApiState {
             let mut s = Status::forbidden(format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             ));
-            s.causes.push(Cause {
+            s.details.causes.push(Cause {
                 reason: "NamespaceTerminating",
                 field: "metadata.namespace".into(),
                 message: format!("namespace {ns} is being terminated"),
@@ -602,17 +602,8 @@ impl ApiState {
             obj["status"] = json!({"loadBalancer": {}});
         }
         match r.kind {
-            "Pod" => {
-                if old.is_none() {
-                    let qos = qos_class(obj);
-                    if obj.get("status").map(|s| !s.is_object()).unwrap_or(true) {
-                        obj["status"] = json!({});
-                    }
-                    obj["status"]["qosClass"] = json!(qos);
-                    if obj.pointer("/status/phase").is_none() {
-                        obj["status"]["phase"] = json!("Pending");
-                    }
-                }
+            "Pod" if old.is_none() => {
+                obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
             }
             "Namespace" => {
                 if old.is_none() {
@@ -715,6 +706,7 @@ impl ApiState {
 
     /// Writes `obj` as the new state of `old` (at `old_rev`), handling Service allocations
     /// and the removal of terminating objects whose finalizers are gone.
+    #[allow(clippy::too_many_arguments)]
     async fn commit_update(
         &self,
         r: &ResourceInfo,
