@@ -388,6 +388,7 @@ async fn plumb(
             &addrs,
             &conf.masq_exclude,
         )?;
+        test_hold("after-masq");
     }
 
     // The bridge's MAC can change when its first port arrives: read it now.
