@@ -1389,3 +1389,28 @@ fn kubernetes_retain_keys_cases() {
         );
     }
 }
+
+#[test]
+fn large_lists_merge_in_near_linear_time() {
+    let n = 5_000;
+    let original = json!({"spec":{"containers": (0..n).map(|i| json!({"name": format!("c{i}"), "image": "a"})).collect::<Vec<_>>()},
+                          "metadata":{"finalizers": (0..n).map(|i| format!("f{i}")).collect::<Vec<_>>()}});
+    let patch = json!({"spec":{
+        "$setElementOrder/containers": (0..n + 10).rev().map(|i| json!({"name": format!("c{i}")})).collect::<Vec<_>>(),
+        "containers": (0..n + 10).rev().step_by(2).map(|i| json!({"name": format!("c{i}"), "image": "b"})).collect::<Vec<_>>()},
+        "metadata":{"finalizers": (n / 2..n + 10).map(|i| format!("f{i}")).collect::<Vec<_>>()}});
+    let start = std::time::Instant::now();
+    let out = smp(original, patch, "Pod");
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let containers = out["spec"]["containers"].as_array().map_or(0, Vec::len);
+    assert_eq!(containers, n + 5);
+    assert_eq!(out["spec"]["containers"][0]["name"], format!("c{}", n + 9));
+    assert_eq!(
+        out["metadata"]["finalizers"].as_array().map_or(0, Vec::len),
+        n + 10
+    );
+}
