@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
-use cairn_netlink::{open_netns, Netlink, NetlinkError, VethSpec, EEXIST};
+use cairn_netlink::{disable_dad, open_netns, Netlink, NetlinkError, NetnsGuard, VethSpec, EEXIST};
 use ipnetwork::IpNetwork;
 use rscni_plugin::cni::Cni;
 use rscni_plugin::error::Error as CniError;
@@ -313,6 +313,9 @@ async fn plumb(
         .ensure_bridge(&conf.bridge, conf.mtu, conf.promisc)
         .await?;
     if conf.is_gateway {
+        if allocs.iter().any(|a| a.address.is_ipv6()) {
+            disable_dad(&conf.bridge)?;
+        }
         for a in allocs {
             if let Some(gw) = a.gateway {
                 let addr = IpNetwork::new(gw, a.address.prefix())
@@ -362,6 +365,12 @@ async fn plumb(
     let c = cont.link_by_name(&ctx.ifname).await?.ok_or_else(|| {
         NetlinkError::LinkNotFound(format!("{} in {}", ctx.ifname, netns.display()))
     })?;
+    if allocs.iter().any(|a| a.address.is_ipv6()) {
+        // As the reference plugin (enabledad defaults to false): no DAD in the pod, so
+        // its IPv6 addresses are usable when ADD returns.
+        let _guard = NetnsGuard::enter(netns).map_err(netns_err(netns))?;
+        disable_dad(&ctx.ifname)?;
+    }
     for a in allocs {
         cont.add_address(c.index, a.address).await?;
     }

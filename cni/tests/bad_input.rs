@@ -30,7 +30,8 @@ fn raw(stdin: &[u8], env: &[(&str, &str)]) -> (bool, Value) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // The plugin may exit before reading stdin (e.g. an unknown command): ignore EPIPE.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
     let out = child.wait_with_output().unwrap();
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout not JSON ({e}): {:?}", out.stdout));

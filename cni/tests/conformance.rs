@@ -285,3 +285,66 @@ fn add_with_prev_result_from_chain() {
     assert_eq!(out["cniVersion"], "1.1.0");
     assert_eq!(out["ips"][0]["address"], "10.244.9.2/24");
 }
+
+fn ip6(ns: &Netns, args: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ns
+        .sh(&[&["ip", "-6"][..], args].concat())
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| {
+                    !w.starts_with("fe80") && *w != "proto" && *w != "boot" && *w != "static"
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| !l.contains("valid_lft") && !l.contains("link-netns") && !l.is_empty())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Dual stack (two range sets): same result and the same IPv6 state (addresses usable at
+/// once, not tentative; default routes) as the reference.
+#[test]
+fn conformance_dual_stack() {
+    let mut states = Vec::new();
+    let mut results = Vec::new();
+    for (plugin, ty) in [(REF_BRIDGE, "bridge"), (CAIRN, "cairn-cni")] {
+        let host = Netns::new();
+        let pod = Netns::new();
+        let data = tempfile::tempdir().unwrap();
+        let conf = json!({
+            "cniVersion": "1.0.0", "name": "dual", "type": ty, "bridge": "cni0",
+            "isDefaultGateway": true,
+            "ipam": {"type": "host-local", "dataDir": data.path().display().to_string(),
+                     "ranges": [[{"subnet": "10.244.50.0/24"}], [{"subnet": "fd00:10:244:50::/64"}]]}
+        });
+        let (ok, result, err) = cni(&host, plugin, "ADD", "d", Some(&pod.path()), "eth0", &conf);
+        assert!(ok, "{plugin}: {result} {err}");
+        let r = Run {
+            host,
+            pod,
+            data,
+            result,
+            conf,
+        };
+        results.push(normalize_result(&r));
+        let addrs = ip6(&r.pod, &["addr", "show", "dev", "eth0"]);
+        assert!(
+            addrs
+                .iter()
+                .any(|a| a.contains("fd00:10:244:50::2/64") && !a.contains("tentative")),
+            "{plugin}: {addrs:?}"
+        );
+        states.push(json!({
+            "pod_addrs": addrs,
+            "pod_routes": ip6(&r.pod, &["route", "show"]),
+            "bridge_addrs": ip6(&r.host, &["addr", "show", "dev", "cni0"]).into_iter()
+                .map(|l| l.replace(" tentative", "")).collect::<Vec<_>>(),
+            "forwarding": r.host.sh(&["cat", "/proc/sys/net/ipv6/conf/all/forwarding"]),
+        }));
+    }
+    assert_eq!(results[0], results[1], "dual-stack result differs");
+    assert_eq!(states[0], states[1], "dual-stack IPv6 state differs");
+}

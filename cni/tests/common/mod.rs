@@ -156,12 +156,8 @@ pub fn spawn_in(host: &Netns, call: &Call<'_>) -> std::process::Child {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn plugin");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(&stdin)
-            .expect("write config");
+        // The plugin may exit before reading stdin (it failed early): ignore EPIPE.
+        let _ = child.stdin.take().expect("stdin").write_all(&stdin);
         child
     })
     .join()

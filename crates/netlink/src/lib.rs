@@ -44,6 +44,11 @@ pub enum NetlinkError {
         object: String,
         source: Box<rtnetlink::Error>,
     },
+    #[error("write {path}: {source}")]
+    Sysctl {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("link {0} not found")]
     LinkNotFound(String),
     #[error("link {name} exists but is a {kind}, not a {want}")]
@@ -119,6 +124,21 @@ impl Drop for NetnsGuard {
         // from drop; the process is a short-lived plugin or a dedicated thread.
         let _ = setns(&self.orig, CloneFlags::CLONE_NEWNET);
     }
+}
+
+/// Turns IPv6 duplicate address detection off for `ifname` in the calling thread's
+/// namespace (`accept_dad` and `enhanced_dad` = 0), so its addresses are usable at once.
+/// A kernel without IPv6 (no such files) is fine.
+pub fn disable_dad(ifname: &str) -> Result<(), NetlinkError> {
+    for key in ["accept_dad", "enhanced_dad"] {
+        let path = PathBuf::from(format!("/proc/sys/net/ipv6/conf/{ifname}/{key}"));
+        match std::fs::write(&path, "0") {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(NetlinkError::Sysctl { path, source }),
+        }
+    }
+    Ok(())
 }
 
 /// Opens a network namespace file (checks that it exists; `setns` checks the type).
