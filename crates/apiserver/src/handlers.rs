@@ -85,9 +85,17 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
 }
 
 async fn route(state: AppState, req: Request) -> Response {
-    let path = req.uri().path().trim_end_matches('/').to_string();
-    let accept = header_str(req.headers(), header::ACCEPT).map(str::to_string);
-    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+    let (parts, body) = req.into_parts();
+    let is_get = parts.method == Method::GET || parts.method == Method::HEAD;
+    // Bodies are read before anything can fail: an answer sent over an unread body makes
+    // the connection unusable for the client's next request.
+    let body = if is_get {
+        Ok(Bytes::new())
+    } else {
+        read_body(body).await
+    };
+    let path = parts.uri.path().trim_end_matches('/').to_string();
+    let accept = header_str(&parts.headers, header::ACCEPT).map(str::to_string);
     match path.as_str() {
         "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => {
             return (
@@ -163,7 +171,7 @@ async fn route(state: AppState, req: Request) -> Response {
         }
     }
     match request::parse_resource_path(&path) {
-        Ok(Some(rp)) => match resource(state, rp, req).await {
+        Ok(Some(rp)) => match resource(state, rp, parts, body).await {
             Ok(resp) => resp,
             Err(s) => status_response(&s),
         },
@@ -188,26 +196,29 @@ fn aggregated_response(core: bool, version: &str) -> Response {
     }
 }
 
-async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Status> {
-    let (parts, body) = req.into_parts();
-    if let Some(len) =
-        header_str(&parts.headers, header::CONTENT_LENGTH).and_then(|l| l.parse::<usize>().ok())
-    {
-        if len > MAX_BODY_BYTES {
-            return Err(Status::too_large(MAX_BODY_BYTES));
+/// Oversize bodies up to this size are read and discarded before answering 413, so the
+/// client sees the Status instead of a connection reset mid-upload.
+const MAX_DRAINED_BYTES: usize = 64 * 1024 * 1024;
+
+async fn read_body(mut body: Body) -> Result<Bytes, Status> {
+    let mut collected = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| Status::bad_request(format!("reading request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            seen = seen.saturating_add(data.len());
+            if seen > MAX_DRAINED_BYTES {
+                break;
+            }
+            if seen <= MAX_BODY_BYTES {
+                collected.extend_from_slice(&data);
+            }
         }
     }
-    let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
-    let collected = limited.collect().await.map_err(|e| {
-        if e.downcast_ref::<http_body_util::LengthLimitError>()
-            .is_some()
-        {
-            Status::too_large(MAX_BODY_BYTES)
-        } else {
-            Status::bad_request(format!("reading request body: {e}"))
-        }
-    })?;
-    Ok((parts.headers, collected.to_bytes()))
+    if seen > MAX_BODY_BYTES {
+        return Err(Status::too_large(MAX_BODY_BYTES));
+    }
+    Ok(collected.freeze())
 }
 
 fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, Status> {
@@ -249,10 +260,16 @@ fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, Status>
     })
 }
 
-async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Response, Status> {
-    let q = Query::parse(req.uri().query());
-    let accept = header_str(req.headers(), header::ACCEPT).map(str::to_string);
-    let method = req.method().clone();
+async fn resource(
+    state: AppState,
+    rp: ResourcePath,
+    parts: http::request::Parts,
+    body: Result<Bytes, Status>,
+) -> Result<Response, Status> {
+    let q = Query::parse(parts.uri.query());
+    let accept = header_str(&parts.headers, header::ACCEPT).map(str::to_string);
+    let method = parts.method.clone();
+    let headers = parts.headers;
     let r = rp.resource;
     let ns = rp.namespace.clone();
     let span = info_span!(
@@ -277,14 +294,14 @@ async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Res
             }
             (Method::POST, None, None) => {
                 let repr = request::negotiate(accept.as_deref())?;
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let opts = write_options(&q, &headers)?;
                 let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
                 let written = state.create(r, ns.as_deref(), obj, &opts).await?;
                 respond_written(r, StatusCode::CREATED, &written, repr)
             }
             (Method::POST, Some(name), Some("binding")) => {
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
                 let node = obj
                     .pointer("/target/name")
@@ -299,7 +316,7 @@ async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Res
             }
             (Method::PUT, Some(name), sub) => {
                 let repr = request::negotiate(accept.as_deref())?;
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let opts = write_options(&q, &headers)?;
                 let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
                 if sub == Some("scale") {
@@ -311,7 +328,7 @@ async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Res
             }
             (Method::PATCH, Some(name), sub) => {
                 let repr = request::negotiate(accept.as_deref())?;
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let content_type = header_str(&headers, header::CONTENT_TYPE)
                     .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
                     .unwrap_or_default();
@@ -319,14 +336,14 @@ async fn resource(state: AppState, rp: ResourcePath, req: Request) -> Result<Res
                 patch(&state, r, ns.as_deref(), name, sub, &content_type, &body, &q, &mut opts, repr).await
             }
             (Method::DELETE, Some(name), None) => {
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let opts = delete_options(&q, &headers, &body)?;
                 let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
                 let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
                 Ok(json_response(code, written.bytes, "application/json", &[]))
             }
             (Method::DELETE, None, None) => {
-                let (headers, body) = read_body(req).await?;
+                let body = body?;
                 let opts = delete_options(&q, &headers, &body)?;
                 delete_collection(&state, r, ns.as_deref(), &q, &opts).await
             }
