@@ -35,6 +35,10 @@ pub enum IpamError {
     },
     #[error("no IP addresses available in range set {0}")]
     Exhausted(String),
+    #[error("requested IP address {ip} is not available in range set {set}")]
+    RequestedUnavailable { ip: IpAddr, set: String },
+    #[error("requested IP address {0} is in no configured range")]
+    RequestedOutOfRange(IpAddr),
     #[error(
         "{id}/{ifname} already has address {ip} allocated; duplicate allocation is not allowed"
     )]
@@ -282,6 +286,23 @@ impl Store {
         ifname: &str,
         sets: &[RangeSet],
     ) -> Result<Vec<Allocation>, IpamError> {
+        self.allocate_requested(id, ifname, sets, &[])
+    }
+
+    /// As [`Store::allocate`], but a range set containing one of `requested` (host-local's
+    /// `IP=` in CNI_ARGS, `args.cni.ips`, runtimeConfig `ips`) hands out exactly that one.
+    pub fn allocate_requested(
+        &self,
+        id: &str,
+        ifname: &str,
+        sets: &[RangeSet],
+        requested: &[IpAddr],
+    ) -> Result<Vec<Allocation>, IpamError> {
+        for ip in requested {
+            if !sets.iter().flatten().any(|r| r.contains(*ip)) {
+                return Err(IpamError::RequestedOutOfRange(*ip));
+            }
+        }
         let existing = self.records()?;
         if let Some(r) = existing
             .iter()
@@ -295,7 +316,14 @@ impl Store {
         }
         let mut out = Vec::new();
         for (i, set) in sets.iter().enumerate() {
-            match self.allocate_from_set(id, ifname, i, set) {
+            let wanted = requested
+                .iter()
+                .find(|ip| set.iter().any(|r| r.contains(**ip)));
+            let got = match wanted {
+                Some(ip) => self.allocate_exact(id, ifname, i, set, *ip),
+                None => self.allocate_from_set(id, ifname, i, set),
+            };
+            match got {
                 Ok(a) => out.push(a),
                 Err(e) => {
                     for a in &out {
@@ -306,6 +334,37 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    fn allocate_exact(
+        &self,
+        id: &str,
+        ifname: &str,
+        set_index: usize,
+        set: &RangeSet,
+        ip: IpAddr,
+    ) -> Result<Allocation, IpamError> {
+        let unavailable = || IpamError::RequestedUnavailable {
+            ip,
+            set: set
+                .iter()
+                .map(|r| format!("{}-{}", r.start, r.end))
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        let r = set
+            .iter()
+            .find(|r| r.contains(ip))
+            .ok_or_else(unavailable)?;
+        if Some(ip) == r.gateway || !self.reserve(ip, id, ifname, set_index)? {
+            return Err(unavailable());
+        }
+        let address = IpNetwork::new(ip, r.subnet.prefix())
+            .map_err(|e| IpamError::Exhausted(format!("{}: {e}", r.subnet)))?;
+        Ok(Allocation {
+            address,
+            gateway: r.gateway,
+        })
     }
 
     fn allocate_from_set(
@@ -498,6 +557,30 @@ mod tests {
         let removed = store.gc(&valid).unwrap();
         assert_eq!(removed.len(), 1);
         assert_eq!(removed[0].id, "a");
+        assert_eq!(store.records().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn requested_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("net")).unwrap();
+        let sets = vec![vec![range("10.244.2.0/24", None, None)]];
+        let want: IpAddr = "10.244.2.77".parse().unwrap();
+        let a = store
+            .allocate_requested("a", "eth0", &sets, &[want])
+            .unwrap();
+        assert_eq!(a[0].address.to_string(), "10.244.2.77/24");
+        assert!(matches!(
+            store.allocate_requested("b", "eth0", &sets, &[want]),
+            Err(IpamError::RequestedUnavailable { .. })
+        ));
+        let gw: IpAddr = "10.244.2.1".parse().unwrap();
+        assert!(store.allocate_requested("c", "eth0", &sets, &[gw]).is_err());
+        let out: IpAddr = "10.9.9.9".parse().unwrap();
+        assert!(matches!(
+            store.allocate_requested("d", "eth0", &sets, &[out]),
+            Err(IpamError::RequestedOutOfRange(_))
+        ));
         assert_eq!(store.records().unwrap().len(), 1);
     }
 

@@ -27,6 +27,7 @@ pub const CODE_MASQ: u32 = 101;
 pub const CODE_CHECK: u32 = 102;
 pub const CODE_DUPLICATE: u32 = 103;
 pub const CODE_INTERNAL: u32 = 104;
+pub const CODE_REQUESTED_UNAVAILABLE: u32 = 105;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -71,6 +72,14 @@ impl From<PluginError> for CniError {
                 CniError::InvalidNetworkConfig(details)
             }
             PluginError::Ipam(IpamError::Exhausted(_)) => CniError::TryAgainLater(details),
+            PluginError::Ipam(IpamError::RequestedOutOfRange(_)) => {
+                CniError::InvalidNetworkConfig(details)
+            }
+            PluginError::Ipam(IpamError::RequestedUnavailable { .. }) => CniError::Custom(
+                CODE_REQUESTED_UNAVAILABLE,
+                "requested IP address unavailable".into(),
+                details,
+            ),
             PluginError::Ipam(IpamError::Duplicate { .. }) => {
                 CniError::Custom(CODE_DUPLICATE, "duplicate allocation".into(), details)
             }
@@ -100,6 +109,8 @@ pub struct Ctx {
     pub ifname: String,
     pub netns: Option<PathBuf>,
     pub conf: NetConf,
+    /// Addresses asked for: `IP=` in CNI_ARGS, `args.cni.ips`, runtimeConfig `ips`.
+    pub requested: Vec<IpAddr>,
 }
 
 impl Ctx {
@@ -138,7 +149,64 @@ fn ctx_from_args(args: &Args, strict: Strictness) -> Result<Ctx, PluginError> {
             .ok_or(PluginError::MissingEnv("CNI_IFNAME"))?,
         netns: args.netns().cloned().filter(|p| !p.as_os_str().is_empty()),
         conf: conf_from_args(args, strict)?,
+        requested: requested_ips(args)?,
     })
+}
+
+/// Parses one requested address (`10.0.0.5` or `10.0.0.5/24`).
+fn parse_requested(field: &str, s: &str) -> Result<IpAddr, PluginError> {
+    let ip = s.split('/').next().unwrap_or(s).trim();
+    ip.parse().map_err(|e| {
+        PluginError::InvalidConfig(format!("{field}: {s:?} is not an IP address: {e}"))
+    })
+}
+
+fn requested_from_list(
+    field: &str,
+    v: Option<&serde_json::Value>,
+) -> Result<Vec<IpAddr>, PluginError> {
+    let mut out = Vec::new();
+    for item in v.and_then(|v| v.as_array()).into_iter().flatten() {
+        let s = item.as_str().ok_or_else(|| {
+            PluginError::InvalidConfig(format!("{field}: {item} is not a string"))
+        })?;
+        out.push(parse_requested(field, s)?);
+    }
+    Ok(out)
+}
+
+/// host-local's static address requests, in its order of precedence: runtimeConfig
+/// `ips`, then `args.cni.ips`, then `IP=` (comma-separated) in CNI_ARGS.
+fn requested_ips(args: &Args) -> Result<Vec<IpAddr>, PluginError> {
+    let conf = args.config();
+    let rt = requested_from_list(
+        "runtimeConfig.ips",
+        conf.runtime_config
+            .as_ref()
+            .and_then(|r| r.custom.get("ips")),
+    )?;
+    if !rt.is_empty() {
+        return Ok(rt);
+    }
+    let cni_args = requested_from_list(
+        "args.cni.ips",
+        conf.args
+            .as_ref()
+            .and_then(|a| a.get("cni"))
+            .and_then(|c| c.get("ips")),
+    )?;
+    if !cni_args.is_empty() {
+        return Ok(cni_args);
+    }
+    let mut out = Vec::new();
+    for kv in args.args().unwrap_or_default().split(';') {
+        if let Some(("IP", v)) = kv.split_once('=') {
+            for ip in v.split(',').filter(|s| !s.is_empty()) {
+                out.push(parse_requested("CNI_ARGS IP", ip)?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, PluginError> {
@@ -211,7 +279,7 @@ pub async fn add(ctx: &Ctx) -> Result<CNIResult, PluginError> {
     let netns_file = open_netns(&netns).map_err(netns_err(&netns))?;
     let allocs = {
         let store = Store::open(&ctx.conf.network_dir())?;
-        store.allocate(&ctx.id, &ctx.ifname, &ctx.conf.range_sets)?
+        store.allocate_requested(&ctx.id, &ctx.ifname, &ctx.conf.range_sets, &ctx.requested)?
     };
     test_hold("after-ipam");
     match plumb(ctx, &netns, &netns_file, &allocs).await {

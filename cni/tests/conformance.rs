@@ -348,3 +348,76 @@ fn conformance_dual_stack() {
     assert_eq!(results[0], results[1], "dual-stack result differs");
     assert_eq!(states[0], states[1], "dual-stack IPv6 state differs");
 }
+
+/// Static address requests as host-local takes them: `IP=` in CNI_ARGS and
+/// runtimeConfig `ips` (capability "ips").
+#[test]
+fn static_ip_requests_like_reference() {
+    for (plugin, ty) in [(REF_BRIDGE, "bridge"), (CAIRN, "cairn-cni")] {
+        let host = Netns::new();
+        let pod1 = Netns::new();
+        let pod2 = Netns::new();
+        let data = tempfile::tempdir().unwrap();
+        let conf = bridge_conf("1.0.0", ty, data.path(), "10.244.8.0/24");
+        let path1 = pod1.path();
+        let out = run_in(
+            &host,
+            &Call {
+                plugin,
+                command: "ADD",
+                container_id: "s1",
+                netns: Some(&path1),
+                ifname: "eth0",
+                config: &conf,
+                extra_env: vec![(
+                    "CNI_ARGS",
+                    "IgnoreUnknown=1;K8S_POD_NAME=p;IP=10.244.8.50".into(),
+                )],
+            },
+        );
+        assert!(
+            out.status.success(),
+            "{plugin}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["ips"][0]["address"], "10.244.8.50/24", "{plugin}");
+        let mut conf2 = conf.clone();
+        conf2["capabilities"] = json!({"ips": true});
+        conf2["runtimeConfig"] = json!({"ips": ["10.244.8.60/24"]});
+        let (ok, v, err) = cni(
+            &host,
+            plugin,
+            "ADD",
+            "s2",
+            Some(&pod2.path()),
+            "eth0",
+            &conf2,
+        );
+        assert!(ok, "{plugin}: {v} {err}");
+        assert_eq!(v["ips"][0]["address"], "10.244.8.60/24", "{plugin}");
+        // The same address again is refused, and nothing is left of the attempt.
+        let pod3 = Netns::new();
+        let (ok, v, _) = cni(
+            &host,
+            plugin,
+            "ADD",
+            "s3",
+            Some(&pod3.path()),
+            "eth0",
+            &conf2,
+        );
+        assert!(!ok, "{plugin}: {v}");
+        assert!(v["code"].as_u64().is_some(), "{plugin}: {v}");
+        // The reference (1.1.1) leaves its veth in the pod when IPAM fails after the
+        // interface was created; cairn-cni allocates first and leaves nothing.
+        if plugin == CAIRN {
+            assert!(veths(&pod3).is_empty(), "{plugin}");
+        }
+        assert_eq!(
+            ip_files(data.path(), "cairn-test"),
+            vec!["10.244.8.50".to_string(), "10.244.8.60".to_string()],
+            "{plugin}"
+        );
+    }
+}
