@@ -58,8 +58,7 @@ pub struct RawConf {
     pub bridge: Option<String>,
     pub is_gateway: Option<bool>,
     pub is_default_gateway: Option<bool>,
-    #[serde(default)]
-    pub force_address: bool,
+    pub force_address: Option<bool>,
     pub ip_masq: Option<bool>,
     pub ip_masq_backend: Option<String>,
     pub mtu: Option<u32>,
@@ -252,7 +251,8 @@ pub fn resolve(raw: &RawConf, strict: Strictness) -> Result<NetConf, ConfigError
             .unwrap_or_else(|| DEFAULT_BRIDGE.to_string()),
         is_gateway,
         is_default_gateway,
-        force_address: raw.force_address,
+        // In cairn mode the controller owns the node subnet: follow it when it changes.
+        force_address: raw.force_address.unwrap_or(cairn_mode),
         ip_masq: raw.ip_masq.unwrap_or(false),
         masq_backend: backend,
         mtu,

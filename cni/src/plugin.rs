@@ -252,11 +252,12 @@ impl Cni for Bridge {
 
     fn gc(&self, args: Args) -> Result<(), CniError> {
         let conf = conf_from_args(&args, Strictness::Lenient)?;
-        let valid: HashSet<(String, String)> = args
-            .config()
-            .valid_attachments
+        // Without the list every attachment would look stale: refuse rather than wipe.
+        let list = args.config().valid_attachments.as_ref().ok_or_else(|| {
+            PluginError::InvalidConfig("GC requires cni.dev/valid-attachments".into())
+        })?;
+        let valid: HashSet<(String, String)> = list
             .iter()
-            .flatten()
             .map(|a| (a.container_id.clone(), a.ifname.clone()))
             .collect();
         Ok(block_on(gc(&conf, &valid))??)
@@ -317,6 +318,22 @@ async fn rollback(ctx: &Ctx) {
     }
     if let Ok(store) = Store::open(&ctx.conf.network_dir()) {
         let _ = store.release(&ctx.id, &ctx.ifname);
+    }
+}
+
+/// Whether bridge address `old` stands in the way of gateway address `new`: any other
+/// IPv4 address, or an IPv6 one whose subnet overlaps (link-local ones never).
+fn conflicts(old: IpNetwork, new: IpNetwork) -> bool {
+    if old.ip() == new.ip() || old.is_ipv6() != new.is_ipv6() || is_link_local(old.ip()) {
+        return false;
+    }
+    old.is_ipv4() || old.contains(new.ip()) || new.contains(old.ip())
+}
+
+fn is_link_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
     }
 }
 
@@ -384,10 +401,24 @@ async fn plumb(
         if allocs.iter().any(|a| a.address.is_ipv6()) {
             disable_dad(&conf.bridge)?;
         }
+        let existing = host.addresses(br.index).await?;
         for a in allocs {
             if let Some(gw) = a.gateway {
                 let addr = IpNetwork::new(gw, a.address.prefix())
                     .map_err(|e| PluginError::InvalidConfig(format!("gateway {gw}: {e}")))?;
+                // As the reference: one IPv4 address per bridge, IPv6 ones only if their
+                // subnets do not overlap; a different one is replaced with forceAddress,
+                // an error otherwise.
+                for old in existing.iter().filter(|o| conflicts(**o, addr)) {
+                    if !conf.force_address {
+                        return Err(PluginError::InvalidConfig(format!(
+                            "bridge {} already has an IP address ({old}) different from {addr}; \
+                             set forceAddress to replace it",
+                            conf.bridge
+                        )));
+                    }
+                    host.delete_address(br.index, *old).await?;
+                }
                 host.add_address(br.index, addr).await?;
                 enable_forwarding(gw.is_ipv6())?;
             }

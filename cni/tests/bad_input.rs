@@ -208,3 +208,17 @@ fn duplicate_add_is_refused_without_touching_the_first() {
         .sh(&["ip", "addr", "show", "eth0"])
         .contains("10.244.35.2/24"));
 }
+
+#[test]
+fn gc_without_valid_attachments_is_refused_and_keeps_everything() {
+    let host = Netns::new();
+    let pod = Netns::new();
+    let data = tempfile::tempdir().unwrap();
+    let c = bridge_conf("1.1.0", "cairn-cni", data.path(), "10.244.36.0/24");
+    let (ok, out, _) = cni(&host, CAIRN, "ADD", "g", Some(&pod.path()), "eth0", &c);
+    assert!(ok, "{out}");
+    let (ok, out, _) = cni(&host, CAIRN, "GC", "", None, "", &c);
+    assert_error(ok, &out, 7);
+    assert_eq!(ip_files(data.path(), "cairn-test"), vec!["10.244.36.2"]);
+    assert_eq!(veths(&host).len(), 1);
+}

@@ -421,3 +421,34 @@ fn static_ip_requests_like_reference() {
         );
     }
 }
+
+/// A bridge that already has another gateway address: an error without forceAddress
+/// (and nothing left behind), replaced with it — for both plugins.
+#[test]
+fn force_address_like_reference() {
+    for (plugin, ty) in [(REF_BRIDGE, "bridge"), (CAIRN, "cairn-cni")] {
+        let host = Netns::new();
+        let pod = Netns::new();
+        let data = tempfile::tempdir().unwrap();
+        host.sh(&["ip", "link", "add", "cni0", "type", "bridge"]);
+        host.sh(&["ip", "addr", "add", "10.244.60.1/24", "dev", "cni0"]);
+        let mut conf = bridge_conf("1.0.0", ty, data.path(), "10.244.61.0/24");
+        let (ok, v, _) = cni(&host, plugin, "ADD", "f", Some(&pod.path()), "eth0", &conf);
+        assert!(!ok, "{plugin}: {v}");
+        assert!(v["code"].as_u64().is_some(), "{plugin}: {v}");
+        assert!(ip_files(data.path(), "cairn-test").is_empty(), "{plugin}");
+        // The reference leaves its veth in the pod after this failure; cairn-cni does not.
+        if plugin == CAIRN {
+            assert!(veths(&pod).is_empty());
+        }
+        let pod2 = Netns::new();
+        conf["forceAddress"] = json!(true);
+        let (ok, v, err) = cni(&host, plugin, "ADD", "f", Some(&pod2.path()), "eth0", &conf);
+        assert!(ok, "{plugin}: {v} {err}");
+        let a = host.sh(&["ip", "-4", "addr", "show", "cni0"]);
+        assert!(
+            a.contains("10.244.61.1/24") && !a.contains("10.244.60.1"),
+            "{plugin}: {a}"
+        );
+    }
+}

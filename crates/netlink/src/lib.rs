@@ -460,6 +460,36 @@ impl Netlink {
         }
     }
 
+    /// Removes `addr` from link `index`; `Ok(false)` when it was not there.
+    pub async fn delete_address(&self, index: u32, addr: IpNetwork) -> Result<bool, NetlinkError> {
+        let msgs: Vec<_> = self
+            .handle
+            .address()
+            .get()
+            .set_link_index_filter(index)
+            .execute()
+            .try_collect()
+            .await
+            .map_err(req("list addresses of", format!("link #{index}")))?;
+        for m in msgs {
+            let matches = m.header.index == index
+                && m.header.prefix_len == addr.prefix()
+                && m.attributes
+                    .iter()
+                    .any(|a| matches!(a, AddressAttribute::Address(ip) if *ip == addr.ip()));
+            if matches {
+                match self.handle.address().del(m).execute().await {
+                    Ok(()) => return Ok(true),
+                    Err(e) if errno(&e) == Some(EADDRNOTAVAIL) => return Ok(false),
+                    Err(e) => {
+                        return Err(req("delete address", format!("{addr} on link #{index}"))(e))
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// The addresses on link `index`.
     pub async fn addresses(&self, index: u32) -> Result<Vec<IpNetwork>, NetlinkError> {
         let msgs: Vec<_> = self
