@@ -544,6 +544,15 @@ async fn list(
             None
         },
     };
+    if repr == Representation::Object {
+        let stream = render::list_stream(r, page, &meta)?;
+        let mut resp = Response::new(Body::from_stream(stream));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return Ok(resp);
+    }
     let body = render::list(r, &page, &meta, repr)?;
     Ok(json_response(StatusCode::OK, body, "application/json", &[]))
 }

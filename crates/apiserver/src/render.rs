@@ -43,6 +43,61 @@ impl ListMeta {
     }
 }
 
+/// A plain list as a stream of chunks that share the cached objects' bytes: a list of
+/// 10k pods costs no copy of them and no 25 MB buffer per request.
+pub fn list_stream(
+    r: &ResourceInfo,
+    items: Vec<Arc<CachedObject>>,
+    meta: &ListMeta,
+) -> Result<impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>>, Status> {
+    let head =
+        json!({"kind": r.list_kind(), "apiVersion": r.api_version(), "metadata": meta.to_json()});
+    let head = serde_json::to_vec(&head).map_err(|e| Status::internal(e.to_string()))?;
+    let mut opening = BytesMut::with_capacity(head.len() + 16);
+    opening.put_slice(&head[..head.len().saturating_sub(1)]);
+    opening.put_slice(b",\"items\":[");
+    let opening = opening.freeze();
+    let pieces = items.into_iter().enumerate().flat_map(|(i, o)| {
+        let sep = (i > 0).then(|| Bytes::from_static(b","));
+        sep.into_iter().chain(std::iter::once(o.bytes.clone()))
+    });
+    let all = std::iter::once(opening)
+        .chain(pieces)
+        .chain(std::iter::once(Bytes::from_static(b"]}")));
+    Ok(futures::stream::iter(Chunker { pieces: all }.map(Ok)))
+}
+
+/// Groups pieces into chunks of at least 64 KiB, lazily: only one chunk is in memory.
+struct Chunker<I> {
+    pieces: I,
+}
+
+impl<I: Iterator<Item = Bytes>> Iterator for Chunker<I> {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        let mut group: Vec<Bytes> = Vec::new();
+        let mut len = 0;
+        for piece in self.pieces.by_ref() {
+            len += piece.len();
+            group.push(piece);
+            if len >= 64 * 1024 {
+                break;
+            }
+        }
+        (!group.is_empty()).then(|| concat(&group))
+    }
+}
+
+fn concat(pieces: &[Bytes]) -> Bytes {
+    if pieces.len() == 1 {
+        return pieces[0].clone();
+    }
+    let mut buf = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+    pieces.iter().for_each(|p| buf.put_slice(p));
+    buf.freeze()
+}
+
 /// A list answer in the asked representation. Plain lists are spliced from the stored
 /// bytes without decoding them.
 pub fn list(

@@ -163,8 +163,21 @@ pub async fn start(
             }
         }
     });
+    // Frames that are already queued go out as one chunk: under load this turns one
+    // write per event per watcher into one write per batch.
     Ok(futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok(b), rx))
+        let mut frames = Vec::with_capacity(64);
+        if rx.recv_many(&mut frames, 64).await == 0 {
+            return None;
+        }
+        let chunk = if frames.len() == 1 {
+            frames.pop().unwrap_or_default()
+        } else {
+            let mut buf = BytesMut::with_capacity(frames.iter().map(Bytes::len).sum());
+            frames.iter().for_each(|f| buf.put_slice(f));
+            buf.freeze()
+        };
+        Some((Ok(chunk), rx))
     }))
 }
 
