@@ -9,7 +9,7 @@
 # compiler (libfuzzer-sys builds libFuzzer). Environment:
 #   SANITIZER=none|address   (default none: the code is safe Rust, so speed wins;
 #                             address also works on stable)
-#   TARGETS="a b"            (default: all four targets)
+#   TARGETS="a b"            (default: all five targets)
 set -uo pipefail
 
 secs="${1:-60}"
@@ -26,7 +26,7 @@ fi
 
 export RUSTC_BOOTSTRAP=1
 sanitizer="${SANITIZER:-none}"
-read -r -a targets <<< "${TARGETS:-label_selector field_selector strategic_merge_patch json_patch}"
+read -r -a targets <<< "${TARGETS:-label_selector field_selector strategic_merge_patch json_patch request_body}"
 logs="$here/target/fuzz-logs"
 mkdir -p "$logs"
 
