@@ -131,7 +131,9 @@ pub static RESOURCES: &[ResourceInfo] = &[
         namespaced: false,
         short_names: &["ns"],
         categories: &[],
-        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         subresources: &[status("Namespace")],
         field_selectors: &["status.phase"],
     },
@@ -368,10 +370,16 @@ mod tests {
     #[test]
     fn keys_and_prefixes() {
         let pods = find("", "v1", "pods").unwrap();
-        assert_eq!(pods.key(Some("default"), "a"), "/registry/core/pods/default/a");
+        assert_eq!(
+            pods.key(Some("default"), "a"),
+            "/registry/core/pods/default/a"
+        );
         assert_eq!(pods.list_prefix(None), "/registry/core/pods/");
         let ns = find("", "v1", "namespaces").unwrap();
-        assert_eq!(ns.key(Some("ignored"), "kube-system"), "/registry/core/namespaces/kube-system");
+        assert_eq!(
+            ns.key(Some("ignored"), "kube-system"),
+            "/registry/core/namespaces/kube-system"
+        );
         let deploy = find_by_kind("apps/v1", "Deployment").unwrap();
         assert_eq!(deploy.group_resource(), "deployments.apps");
         assert!(pods.supports_field_selector("spec.nodeName"));
