@@ -152,7 +152,18 @@ pub async fn start(
                         },
                         WatchEventType::Deleted => (before.unwrap_or(now) || now).then_some("DELETED"),
                     };
-                    if let Some(kind) = kind {
+                    let natural = match ev.kind {
+                        WatchEventType::Added => "ADDED",
+                        WatchEventType::Modified => "MODIFIED",
+                        WatchEventType::Deleted => "DELETED",
+                    };
+                    if kind == Some(natural) && repr == Representation::Object {
+                        // The common case: every watcher sends the same frame; build it once.
+                        let b = ev.encoded.get_or_init(|| frame(natural, &ev.object.bytes)).clone();
+                        if tx.send(b).await.is_err() {
+                            return;
+                        }
+                    } else if let Some(kind) = kind {
                         if let Some(b) = encode(r, kind, &ev.object, repr) {
                             if tx.send(b).await.is_err() {
                                 return;

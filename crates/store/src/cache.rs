@@ -89,6 +89,9 @@ pub struct WatchEvent {
     /// The state before this event, for `Modified` and `Deleted`, when known (it may be
     /// unknown for events replayed from the backend log).
     pub prev: Option<Arc<CachedObject>>,
+    /// A slot where the consumer caches the event's wire encoding, so it is computed once
+    /// per event rather than once per watcher (the API server keeps the watch frame here).
+    pub encoded: std::sync::OnceLock<Bytes>,
 }
 
 /// Tuning knobs for [`WatchCache::start_with`].
@@ -423,6 +426,7 @@ fn decorate_events(
                     revision: ev.revision,
                     object,
                     prev: prev.filter(|_| kind == WatchEventType::Modified),
+                    encoded: std::sync::OnceLock::new(),
                 }
             }
             EventType::Delete => WatchEvent {
@@ -436,6 +440,7 @@ fn decorate_events(
                     ev.revision,
                 )),
                 prev: last.remove(&ev.key),
+                encoded: std::sync::OnceLock::new(),
             },
         };
         out.push(Arc::new(watch_event));
@@ -557,6 +562,7 @@ impl Shared {
                         revision: ev.revision,
                         object,
                         prev: prev.filter(|_| kind == WatchEventType::Modified),
+                        encoded: std::sync::OnceLock::new(),
                     }
                 }
                 EventType::Delete => WatchEvent {
@@ -564,6 +570,7 @@ impl Shared {
                     revision: ev.revision,
                     prev: inner.objects.remove(&ev.key),
                     object,
+                    encoded: std::sync::OnceLock::new(),
                 },
             };
             let watch_event = Arc::new(watch_event);
