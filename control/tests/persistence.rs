@@ -52,6 +52,24 @@ async fn watch_events(c: &reqwest::Client, url: &str, rv: &str) -> (u16, Vec<Val
     )
 }
 
+/// Names of the ConfigMaps in `default`.
+async fn configmap_names(c: &reqwest::Client, url: &str) -> BTreeSet<String> {
+    let list: Value = c
+        .get(format!("{url}/api/v1/namespaces/default/configmaps"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_objects_and_resumes_watches() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,20 +201,7 @@ async fn sigkill_loses_no_acknowledged_write() {
         let mut server = Server::start(dir.path());
         let url = server.url.clone();
         // Everything acknowledged so far survived the previous kill.
-        let list: Value = c
-            .get(format!("{url}/api/v1/namespaces/default/configmaps"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let present: BTreeSet<String> = list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-            .collect();
+        let present = configmap_names(&c, &url).await;
         let missing: Vec<String> = acked
             .lock()
             .unwrap()
@@ -234,23 +239,7 @@ async fn sigkill_loses_no_acknowledged_write() {
         }
     }
     let server = Server::start(dir.path());
-    let list: Value = c
-        .get(format!(
-            "{}/api/v1/namespaces/default/configmaps",
-            server.url
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let present: BTreeSet<String> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
+    let present = configmap_names(&c, &server.url).await;
     let acked = acked.lock().unwrap();
     assert!(
         acked.len() > 100,

@@ -998,16 +998,9 @@ impl ApiState {
             set_meta(&mut obj, "deletionTimestamp", json!(now_rfc3339()));
             set_meta(&mut obj, "deletionGracePeriodSeconds", json!(0));
             obj["status"] = json!({"phase": "Terminating"});
-            remove_meta(&mut obj, "resourceVersion");
-            let bytes =
-                Bytes::from(serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?);
-            let rev = self
-                .cache
-                .backend()
-                .update(key, bytes, current.mod_revision)
-                .await
-                .map_err(|e| store_status(e, r, name))?;
-            let written = self.written(key, rev, Vec::new()).await?;
+            let written = self
+                .store_unadmitted(r, key, obj, current.mod_revision)
+                .await?;
             info!(namespace = name, "namespace terminating");
             return Ok((written, false));
         }
@@ -1052,22 +1045,37 @@ impl ApiState {
             let deadline = chrono::Utc::now() + chrono::Duration::seconds(grace);
             set_meta(&mut obj, "deletionTimestamp", json!(rfc3339_at(deadline)));
             set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
-            remove_meta(&mut obj, "resourceVersion");
-            let bytes =
-                Bytes::from(serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?);
-            let rev = self
-                .cache
-                .backend()
-                .update(key, bytes, current.mod_revision)
-                .await
-                .map_err(|e| store_status(e, r, name))?;
-            return Ok((self.written(key, rev, Vec::new()).await?, false));
+            let written = self
+                .store_unadmitted(r, key, obj, current.mod_revision)
+                .await?;
+            return Ok((written, false));
         }
         self.remove_now(r, key, &obj, current.mod_revision).await?;
         if propagation == "Background" && !uid.is_empty() {
             self.spawn_collect_orphans(uid);
         }
         Ok((unchanged, true))
+    }
+
+    /// Writes `obj` over `key` at `expected` revision, bypassing admission: for changes the
+    /// server itself makes (deletion marks), which update validation would refuse.
+    async fn store_unadmitted(
+        &self,
+        r: &ResourceInfo,
+        key: &str,
+        mut obj: Value,
+        expected: Revision,
+    ) -> Result<Written, Status> {
+        remove_meta(&mut obj, "resourceVersion");
+        let bytes =
+            Bytes::from(serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?);
+        let rev = self
+            .cache
+            .backend()
+            .update(key, bytes, expected)
+            .await
+            .map_err(|e| store_status(e, r, name_of(&obj)))?;
+        self.written(key, rev, Vec::new()).await
     }
 
     /// Every live object (of any resource) that names `owner_uid` among its owners.
