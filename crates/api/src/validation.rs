@@ -27,6 +27,16 @@ const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
 const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
 const MAX_SECRET_SIZE: usize = 1024 * 1024;
 
+/// A required enum field: `Required value` when empty, `Unsupported value` when not one of
+/// `supported` (listed in the order Kubernetes prints them).
+fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
+    if value.is_empty() {
+        errs.push(Cause::required(path));
+    } else if !supported.contains(&value) {
+        errs.push(Cause::not_supported(path, value, supported));
+    }
+}
+
 /// Validate a new object of `resource`.
 pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut errs = Vec::new();
@@ -647,15 +657,12 @@ fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) 
         validate_container(c, &cp, &volumes, &mut names, errs);
     }
 
-    match s(spec, "restartPolicy") {
-        "" => errs.push(Cause::required(format!("{p}.restartPolicy"))),
-        "Always" | "OnFailure" | "Never" => {}
-        other => errs.push(Cause::not_supported(
-            format!("{p}.restartPolicy"),
-            other,
-            &["Always", "OnFailure", "Never"],
-        )),
-    }
+    require_one_of(
+        errs,
+        format!("{p}.restartPolicy"),
+        s(spec, "restartPolicy"),
+        &["Always", "OnFailure", "Never"],
+    );
     match s(spec, "dnsPolicy") {
         "" => errs.push(Cause::required(format!("{p}.dnsPolicy"))),
         "ClusterFirst" | "ClusterFirstWithHostNet" | "Default" => {}
@@ -809,24 +816,18 @@ fn validate_container(
             "must not have leading or trailing whitespace",
         ));
     }
-    match s(c, "imagePullPolicy") {
-        "" => errs.push(Cause::required(format!("{p}.imagePullPolicy"))),
-        "Always" | "IfNotPresent" | "Never" => {}
-        other => errs.push(Cause::not_supported(
-            format!("{p}.imagePullPolicy"),
-            other,
-            &["Always", "IfNotPresent", "Never"],
-        )),
-    }
-    match s(c, "terminationMessagePolicy") {
-        "" => errs.push(Cause::required(format!("{p}.terminationMessagePolicy"))),
-        "File" | "FallbackToLogsOnError" => {}
-        other => errs.push(Cause::not_supported(
-            format!("{p}.terminationMessagePolicy"),
-            other,
-            &["FallbackToLogsOnError", "File"],
-        )),
-    }
+    require_one_of(
+        errs,
+        format!("{p}.imagePullPolicy"),
+        s(c, "imagePullPolicy"),
+        &["Always", "IfNotPresent", "Never"],
+    );
+    require_one_of(
+        errs,
+        format!("{p}.terminationMessagePolicy"),
+        s(c, "terminationMessagePolicy"),
+        &["FallbackToLogsOnError", "File"],
+    );
 
     let mut port_names = HashSet::new();
     for (i, port) in objs(c, "ports") {
@@ -963,15 +964,12 @@ fn validate_container(
 }
 
 fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
-    match s(port, "protocol") {
-        "" => errs.push(Cause::required(format!("{pp}.protocol"))),
-        "TCP" | "UDP" | "SCTP" => {}
-        other => errs.push(Cause::not_supported(
-            format!("{pp}.protocol"),
-            other,
-            &["SCTP", "TCP", "UDP"],
-        )),
-    }
+    require_one_of(
+        errs,
+        format!("{pp}.protocol"),
+        s(port, "protocol"),
+        &["SCTP", "TCP", "UDP"],
+    );
 }
 
 fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Cause>) {
