@@ -1,0 +1,1 @@
+//! Image references, registry pulls and imports into containerd.

@@ -1,0 +1,1 @@
+//! CRI-format container log files: writer with rotation, reader with tail/follow.

@@ -1,0 +1,1 @@
+//! CRI-shaped runtime trait and its containerd implementation.

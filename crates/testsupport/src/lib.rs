@@ -1,0 +1,1 @@
+//! Test harnesses: private containerd, local registry, test images.
