@@ -43,6 +43,15 @@ enum Command {
         /// Address published in the `kubernetes` Endpoints.
         #[arg(long)]
         advertise_address: Option<Ipv4Addr>,
+        /// Give every Node a pod CIDR (`spec.podCIDR`) from --cluster-cidr.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+        allocate_node_cidrs: bool,
+        /// Range the Nodes' pod CIDRs are carved from.
+        #[arg(long, default_value = "10.244.0.0/16")]
+        cluster_cidr: ipnetwork::Ipv4Network,
+        /// Prefix length of each Node's pod CIDR.
+        #[arg(long, default_value_t = 24)]
+        node_cidr_mask_size: u8,
     },
     /// Print a kubeconfig for this server.
     Kubeconfig {
@@ -79,6 +88,9 @@ async fn main() -> anyhow::Result<()> {
             compaction_interval_seconds,
             watch_history,
             advertise_address,
+            allocate_node_cidrs,
+            cluster_cidr,
+            node_cidr_mask_size,
         } => {
             let mut config = cairn_apiserver::ServerConfig::new(data_dir);
             config.bind = bind;
@@ -87,6 +99,14 @@ async fn main() -> anyhow::Result<()> {
             config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
             config.watch_history = watch_history;
             config.advertise_address = advertise_address;
+            config.node_ipam = if allocate_node_cidrs {
+                Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
+                    cluster_cidr,
+                    node_cidr_mask_size,
+                )?)
+            } else {
+                None
+            };
             let server = cairn_apiserver::start(config).await?;
             tokio::select! {
                 r = server.wait() => r?,

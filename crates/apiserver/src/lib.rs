@@ -9,6 +9,7 @@ pub mod allocator;
 pub mod decorate;
 pub mod discovery;
 pub mod handlers;
+pub mod nodeipam;
 pub mod objects;
 pub mod render;
 pub mod request;
@@ -47,6 +48,8 @@ pub struct ServerConfig {
     /// Address published in the `kubernetes` Endpoints (defaults to the bind address,
     /// or 127.0.0.1 when bound to all addresses).
     pub advertise_address: Option<Ipv4Addr>,
+    /// Pod CIDR allocation to Nodes (`--allocate-node-cidrs`); None turns it off.
+    pub node_ipam: Option<nodeipam::NodeIpamConfig>,
 }
 
 impl ServerConfig {
@@ -60,6 +63,7 @@ impl ServerConfig {
             watch_history: 100_000,
             compaction_interval: Duration::from_secs(300),
             advertise_address: None,
+            node_ipam: Some(nodeipam::NodeIpamConfig::kubernetes_default()),
         }
     }
 }
@@ -176,10 +180,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
     write_server_url(&config.data_dir, &format!("http://{addr}"))?;
 
-    let background = vec![
+    let mut background = vec![
         tokio::spawn(Arc::clone(&state).namespace_loop()),
         tokio::spawn(compaction_loop(backend, config.compaction_interval)),
     ];
+    if let Some(ipam) = config.node_ipam {
+        background.push(tokio::spawn(nodeipam::node_ipam_loop(
+            Arc::clone(&state),
+            ipam,
+        )));
+    }
     let app = axum::Router::new()
         .fallback(handlers::handle)
         .with_state(Arc::clone(&state));
