@@ -1,0 +1,966 @@
+//! [`Runtime`] over containerd's gRPC API (works with containerd 1.6's services: containers,
+//! tasks, snapshots, leases, version — no Sandbox or Transfer API needed).
+//!
+//! A pod sandbox is a containerd container record without a task: its labels carry the
+//! pinned namespace paths and the pod IP. Containers carry pod identity, attempt, spec hash,
+//! start/finish times and exit reason as labels, so a restarted agent rebuilds everything
+//! from containerd.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use containerd_client::services::v1::container::Runtime as ContainerRuntime;
+use containerd_client::services::v1::containers_client::ContainersClient;
+use containerd_client::services::v1::leases_client::LeasesClient;
+use containerd_client::services::v1::snapshots::snapshots_client::SnapshotsClient;
+use containerd_client::services::v1::snapshots::{
+    MountsRequest, PrepareSnapshotRequest, RemoveSnapshotRequest,
+};
+use containerd_client::services::v1::tasks_client::TasksClient;
+use containerd_client::services::v1::version_client::VersionClient;
+use containerd_client::services::v1::{
+    Container, CreateContainerRequest, CreateRequest as CreateLeaseRequest, CreateTaskRequest,
+    DeleteContainerRequest, DeleteProcessRequest, DeleteRequest as DeleteLeaseRequest,
+    DeleteTaskRequest, ExecProcessRequest, GetContainerRequest, GetRequest, KillRequest,
+    ListContainersRequest, ListTasksRequest, StartRequest, UpdateContainerRequest, WaitRequest,
+};
+use containerd_client::types::v1::Status as TaskStatus;
+use containerd_client::types::Mount as ContainerdMount;
+use prost_types::{Any, FieldMask, Timestamp};
+use tokio::sync::broadcast;
+use tonic::transport::Channel;
+use tonic::Request;
+
+use crate::cgroups::CgroupManager;
+use crate::cni::{Attachment, CniConfig};
+use crate::netns::{self, PodNamespaces};
+use crate::{
+    labels, spec, ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult,
+    PodSandbox, PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
+};
+
+const SPEC_TYPE_URL: &str = "types.containerd.io/opencontainers/runtime-spec/1/Spec";
+const PROCESS_TYPE_URL: &str = "types.containerd.io/opencontainers/runtime-spec/1/Process";
+const RUNC_RUNTIME: &str = "io.containerd.runc.v2";
+
+#[derive(Debug, Clone)]
+pub struct ContainerdRuntimeConfig {
+    pub socket: PathBuf,
+    /// containerd namespace of this agent's objects (not `k8s.io`, which belongs to CRI).
+    pub namespace: String,
+    pub snapshotter: String,
+    /// Where pinned namespaces live (`<dir>/netns/<id>` …).
+    pub state_dir: PathBuf,
+    pub cni: CniConfig,
+    pub cgroup_root: PathBuf,
+}
+
+#[derive(Clone)]
+pub struct ContainerdRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ContainerdRuntimeConfig,
+    channel: Channel,
+    exits: broadcast::Sender<ContainerExit>,
+    cgroups: CgroupManager,
+    watched: parking_lot::Mutex<std::collections::HashSet<String>>,
+}
+
+fn grpc(call: &'static str, object: &str) -> impl FnOnce(tonic::Status) -> RuntimeError {
+    let object = object.to_string();
+    move |status| {
+        if status.code() == tonic::Code::NotFound {
+            RuntimeError::NotFound(format!("{object} ({call})"))
+        } else {
+            RuntimeError::Grpc {
+                call,
+                object: object.to_string(),
+                status: Box::new(status),
+            }
+        }
+    }
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+fn from_timestamp(ts: &Option<Timestamp>) -> Option<DateTime<Utc>> {
+    let ts = ts.as_ref()?;
+    let t = DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or(0))?;
+    // containerd reports the zero time for "not yet".
+    (t.timestamp() > 0).then_some(t)
+}
+
+fn parse_time(s: Option<&String>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s?).ok().map(|t| t.with_timezone(&Utc))
+}
+
+impl ContainerdRuntime {
+    pub async fn connect(config: ContainerdRuntimeConfig) -> Result<Self, RuntimeError> {
+        let channel = containerd_client::connect(&config.socket)
+            .await
+            .map_err(|source| RuntimeError::Connect {
+                path: config.socket.clone(),
+                source,
+            })?;
+        let (exits, _) = broadcast::channel(1024);
+        let cgroups = CgroupManager::detect(&config.cgroup_root);
+        Ok(ContainerdRuntime {
+            inner: Arc::new(Inner {
+                config,
+                channel,
+                exits,
+                cgroups,
+                watched: parking_lot::Mutex::new(Default::default()),
+            }),
+        })
+    }
+
+    pub fn channel(&self) -> Channel {
+        self.inner.channel.clone()
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.inner.config.namespace
+    }
+
+    pub fn cgroups(&self) -> &CgroupManager {
+        &self.inner.cgroups
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut req = Request::new(message);
+        if let Ok(ns) = self.inner.config.namespace.parse() {
+            req.metadata_mut().insert("containerd-namespace", ns);
+        }
+        req
+    }
+
+    fn leased<T>(&self, message: T, lease: &str) -> Request<T> {
+        let mut req = self.request(message);
+        if let Ok(l) = lease.parse() {
+            req.metadata_mut().insert("containerd-lease", l);
+        }
+        req
+    }
+
+    fn containers(&self) -> ContainersClient<Channel> {
+        ContainersClient::new(self.inner.channel.clone())
+    }
+
+    fn tasks(&self) -> TasksClient<Channel> {
+        TasksClient::new(self.inner.channel.clone())
+    }
+
+    fn snapshots(&self) -> SnapshotsClient<Channel> {
+        SnapshotsClient::new(self.inner.channel.clone())
+    }
+
+    async fn get_container(&self, id: &str) -> Result<Container, RuntimeError> {
+        self.containers()
+            .get(self.request(GetContainerRequest { id: id.to_string() }))
+            .await
+            .map_err(grpc("containers.Get", id))?
+            .into_inner()
+            .container
+            .ok_or_else(|| RuntimeError::NotFound(id.to_string()))
+    }
+
+    async fn list_kind(&self, kind: &str) -> Result<Vec<Container>, RuntimeError> {
+        let filter = format!("labels.\"{}\"=={kind}", labels::KIND);
+        Ok(self
+            .containers()
+            .list(self.request(ListContainersRequest {
+                filters: vec![filter],
+            }))
+            .await
+            .map_err(grpc("containers.List", kind))?
+            .into_inner()
+            .containers)
+    }
+
+    async fn set_labels(&self, id: &str, set: &[(&str, String)]) -> Result<(), RuntimeError> {
+        let container = Container {
+            id: id.to_string(),
+            labels: set
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        let paths = set.iter().map(|(k, _)| format!("labels.{k}")).collect();
+        self.containers()
+            .update(self.request(UpdateContainerRequest {
+                container: Some(container),
+                update_mask: Some(FieldMask { paths }),
+            }))
+            .await
+            .map_err(grpc("containers.Update", id))?;
+        Ok(())
+    }
+
+    async fn with_lease<T, F, Fut>(&self, what: &str, f: F) -> Result<T, RuntimeError>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RuntimeError>>,
+    {
+        let id = format!("cairn-{}", new_id());
+        let mut leases = LeasesClient::new(self.inner.channel.clone());
+        leases
+            .create(self.request(CreateLeaseRequest {
+                id: id.clone(),
+                labels: HashMap::from([("containerd.io/gc.expire".to_string(), {
+                    rfc3339(Utc::now() + chrono::Duration::hours(1))
+                })]),
+            }))
+            .await
+            .map_err(grpc("leases.Create", what))?;
+        let result = f(id.clone()).await;
+        if let Err(e) = leases
+            .delete(self.request(DeleteLeaseRequest {
+                id: id.clone(),
+                sync: false,
+            }))
+            .await
+        {
+            tracing::warn!(lease = %id, error = %e, "deleting lease");
+        }
+        result
+    }
+
+    fn sandbox_from(&self, c: &Container) -> PodSandbox {
+        let l = &c.labels;
+        let path = |k: &str| l.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        PodSandbox {
+            id: c.id.clone(),
+            uid: l.get(labels::POD_UID).cloned().unwrap_or_default(),
+            namespace: l.get(labels::POD_NAMESPACE).cloned().unwrap_or_default(),
+            name: l.get(labels::POD_NAME).cloned().unwrap_or_default(),
+            attempt: l
+                .get(labels::ATTEMPT)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(0),
+            netns: path(labels::NETNS),
+            utsns: path(labels::UTSNS),
+            ipcns: path(labels::IPCNS),
+            ip: l.get(labels::POD_IP).filter(|v| !v.is_empty()).cloned(),
+            cgroup_parent: l.get(labels::CGROUP).cloned().unwrap_or_default(),
+            state: if l.get(labels::SANDBOX_STATE).map(String::as_str) == Some("ready") {
+                SandboxState::Ready
+            } else {
+                SandboxState::NotReady
+            },
+            created_at: from_timestamp(&c.created_at),
+        }
+    }
+
+    fn status_from(&self, c: &Container, task: Option<&containerd_client::types::v1::Process>) -> ContainerStatus {
+        let l = &c.labels;
+        let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+        let started_at = parse_time(l.get(labels::STARTED_AT));
+        let finished_at = parse_time(l.get(labels::FINISHED_AT));
+        let (state, pid) = match task.map(|t| TaskStatus::try_from(t.status)) {
+            Some(Ok(TaskStatus::Running)) | Some(Ok(TaskStatus::Paused)) | Some(Ok(TaskStatus::Pausing)) => {
+                (ContainerState::Running, task.map(|t| t.pid))
+            }
+            Some(Ok(TaskStatus::Created)) => (ContainerState::Created, None),
+            Some(Ok(TaskStatus::Stopped)) => (ContainerState::Exited, None),
+            _ if finished_at.is_some() => (ContainerState::Exited, None),
+            _ if started_at.is_some() => (ContainerState::Exited, None),
+            _ => (ContainerState::Created, None),
+        };
+        let mut exit_code = l.get(labels::EXIT_CODE).and_then(|c| c.parse().ok());
+        let mut reason = l.get(labels::REASON).cloned();
+        if state == ContainerState::Exited && exit_code.is_none() {
+            // Started but neither a task nor a recorded exit: the task vanished (containerd
+            // or host restart). Report it like the kubelet does for lost containers.
+            exit_code = Some(255);
+            reason = Some("Unknown".into());
+        }
+        ContainerStatus {
+            id: c.id.clone(),
+            sandbox_id: get(labels::SANDBOX_ID),
+            pod_uid: get(labels::POD_UID),
+            pod_namespace: get(labels::POD_NAMESPACE),
+            pod_name: get(labels::POD_NAME),
+            name: get(labels::CONTAINER_NAME),
+            attempt: l.get(labels::ATTEMPT).and_then(|a| a.parse().ok()).unwrap_or(0),
+            spec_hash: get(labels::SPEC_HASH),
+            init: l.get(labels::INIT).map(String::as_str) == Some("true"),
+            state,
+            image_ref: get(labels::IMAGE_REF),
+            image_id: get(labels::IMAGE_ID),
+            pid,
+            created_at: from_timestamp(&c.created_at),
+            started_at,
+            finished_at,
+            exit_code,
+            reason,
+            log_path: get(labels::LOG_PATH),
+            cgroup: get(labels::CGROUP),
+            termination_message_path: l.get(labels::MESSAGE_PATH).cloned(),
+            labels: l.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<containerd_client::types::v1::Process>, RuntimeError> {
+        match self
+            .tasks()
+            .get(self.request(GetRequest {
+                container_id: id.to_string(),
+                exec_id: String::new(),
+            }))
+            .await
+        {
+            Ok(r) => Ok(r.into_inner().process),
+            Err(s) if s.code() == tonic::Code::NotFound => Ok(None),
+            Err(s) => Err(grpc("tasks.Get", id)(s)),
+        }
+    }
+
+    /// Records the exit of a stopped task in labels and deletes the task (which ends the shim
+    /// and the logger). Idempotent: no task, nothing to do.
+    async fn finalize_exit(&self, id: &str) -> Result<bool, RuntimeError> {
+        let Some(task) = self.task(id).await? else {
+            return Ok(false);
+        };
+        if TaskStatus::try_from(task.status) != Ok(TaskStatus::Stopped) {
+            return Ok(false);
+        }
+        let container = self.get_container(id).await?;
+        let cgroup = container.labels.get(labels::CGROUP).cloned().unwrap_or_default();
+        let oom = self
+            .inner
+            .cgroups
+            .stats(&cgroup)
+            .oom_kills
+            .is_some_and(|n| n > 0);
+        let code = i32::try_from(task.exit_status).unwrap_or(255);
+        let reason = if oom {
+            "OOMKilled"
+        } else if code == 0 {
+            "Completed"
+        } else {
+            "Error"
+        };
+        let finished = from_timestamp(&task.exited_at).unwrap_or_else(Utc::now);
+        self.set_labels(
+            id,
+            &[
+                (labels::EXIT_CODE, code.to_string()),
+                (labels::REASON, reason.to_string()),
+                (labels::FINISHED_AT, rfc3339(finished)),
+            ],
+        )
+        .await?;
+        match self
+            .tasks()
+            .delete(self.request(DeleteTaskRequest {
+                container_id: id.to_string(),
+            }))
+            .await
+        {
+            Ok(_) => {}
+            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(s) => return Err(grpc("tasks.Delete", id)(s)),
+        }
+        self.inner.cgroups.remove(&cgroup);
+        Ok(true)
+    }
+
+    /// Waits for the task's exit in the background and reports it once.
+    fn watch_exit(&self, id: &str, pod_uid: &str) {
+        if !self.inner.watched.lock().insert(id.to_string()) {
+            return;
+        }
+        let this = self.clone();
+        let id = id.to_string();
+        let pod_uid = pod_uid.to_string();
+        tokio::spawn(async move {
+            let result = this
+                .tasks()
+                .wait(this.request(WaitRequest {
+                    container_id: id.clone(),
+                    exec_id: String::new(),
+                }))
+                .await;
+            this.inner.watched.lock().remove(&id);
+            match result {
+                Ok(_) => {
+                    if let Err(e) = this.finalize_exit(&id).await {
+                        tracing::warn!(container = %id, error = %e, "recording container exit");
+                    }
+                    let _ = this.inner.exits.send(ContainerExit { id, pod_uid });
+                }
+                Err(s) if s.code() == tonic::Code::NotFound => {}
+                Err(s) => {
+                    tracing::warn!(container = %id, error = %s, "waiting for container exit");
+                    // Let the pod worker look at it again.
+                    let _ = this.inner.exits.send(ContainerExit { id, pod_uid });
+                }
+            }
+        });
+    }
+
+    async fn rootfs_mounts(&self, id: &str) -> Result<Vec<ContainerdMount>, RuntimeError> {
+        Ok(self
+            .snapshots()
+            .mounts(self.request(MountsRequest {
+                snapshotter: self.inner.config.snapshotter.clone(),
+                key: id.to_string(),
+            }))
+            .await
+            .map_err(grpc("snapshots.Mounts", id))?
+            .into_inner()
+            .mounts)
+    }
+
+    /// Resolves a named image user against the rootfs' /etc/passwd, by mounting the snapshot
+    /// read-only for a moment (as containerd's WithUser does).
+    async fn resolve_user(
+        &self,
+        config: &ContainerConfig,
+        mounts: &[ContainerdMount],
+    ) -> Result<(u32, u32, Vec<u32>), RuntimeError> {
+        let user = config.image.config.user.trim();
+        let needs_rootfs = config.security.run_as_user.is_some()
+            || (!user.is_empty() && !user.split(':').all(|p| p.parse::<u32>().is_ok()));
+        if !needs_rootfs {
+            return Ok(spec::resolve_user(config, None)?);
+        }
+        let dir = tempfile::tempdir().map_err(|source| RuntimeError::Io {
+            what: "creating a temporary rootfs mount point".into(),
+            source,
+        })?;
+        let mounted = mount_readonly(mounts, dir.path());
+        let result = spec::resolve_user(config, mounted.then_some(dir.path()));
+        if mounted {
+            let _ = nix::mount::umount2(dir.path(), nix::mount::MntFlags::MNT_DETACH);
+        }
+        Ok(result?)
+    }
+}
+
+fn mount_readonly(mounts: &[ContainerdMount], target: &Path) -> bool {
+    let Some(m) = mounts.first() else {
+        return false;
+    };
+    let mut flags = nix::mount::MsFlags::MS_RDONLY;
+    let mut data = Vec::new();
+    for o in &m.options {
+        match o.as_str() {
+            "rbind" => flags |= nix::mount::MsFlags::MS_BIND | nix::mount::MsFlags::MS_REC,
+            "bind" => flags |= nix::mount::MsFlags::MS_BIND,
+            "ro" | "rw" => {}
+            other => data.push(other.to_string()),
+        }
+    }
+    let data = data.join(",");
+    nix::mount::mount(
+        Some(m.source.as_str()),
+        target,
+        Some(m.r#type.as_str()),
+        flags,
+        Some(data.as_str()).filter(|d| !d.is_empty()),
+    )
+    .is_ok()
+}
+
+#[async_trait]
+impl Runtime for ContainerdRuntime {
+    async fn version(&self) -> Result<RuntimeVersion, RuntimeError> {
+        let v = VersionClient::new(self.inner.channel.clone())
+            .version(Request::new(()))
+            .await
+            .map_err(grpc("version.Version", "containerd"))?
+            .into_inner();
+        Ok(RuntimeVersion {
+            runtime_name: "containerd".into(),
+            runtime_version: v.version,
+        })
+    }
+
+    async fn run_pod_sandbox(&self, config: &PodSandboxConfig) -> Result<PodSandbox, RuntimeError> {
+        let id = new_id();
+        let span = tracing::info_span!("sandbox", pod = %format!("{}/{}", config.namespace, config.name), id = %id);
+        let _guard = span.enter();
+        let mut l: HashMap<String, String> = HashMap::from([
+            (labels::KIND.into(), labels::KIND_SANDBOX.into()),
+            (labels::POD_UID.into(), config.uid.clone()),
+            (labels::POD_NAME.into(), config.name.clone()),
+            (labels::POD_NAMESPACE.into(), config.namespace.clone()),
+            (labels::ATTEMPT.into(), config.attempt.to_string()),
+            (labels::CGROUP.into(), config.cgroup_parent.clone()),
+            (labels::SANDBOX_STATE.into(), "ready".into()),
+        ]);
+        // Record the sandbox before creating anything, so a crash in between leaves an
+        // object the cleanup finds.
+        let namespaces = (!config.host_network)
+            .then(|| PodNamespaces::under(&self.inner.config.state_dir, &id));
+        if let Some(ns) = &namespaces {
+            l.insert(labels::NETNS.into(), ns.net.display().to_string());
+            l.insert(labels::UTSNS.into(), ns.uts.display().to_string());
+            l.insert(labels::IPCNS.into(), ns.ipc.display().to_string());
+        }
+        let record = Container {
+            id: id.clone(),
+            labels: l,
+            runtime: Some(ContainerRuntime {
+                name: RUNC_RUNTIME.into(),
+                options: None,
+            }),
+            spec: Some(Any {
+                type_url: SPEC_TYPE_URL.into(),
+                value: br#"{"ociVersion":"1.0.2-dev"}"#.to_vec(),
+            }),
+            ..Default::default()
+        };
+        self.containers()
+            .create(self.request(CreateContainerRequest {
+                container: Some(record),
+            }))
+            .await
+            .map_err(grpc("containers.Create", &id))?;
+
+        let mut ip = None;
+        if let Some(ns) = &namespaces {
+            let ns_clone = ns.clone();
+            let hostname = config.hostname.clone();
+            let created = tokio::task::spawn_blocking(move || netns::create(&ns_clone, &hostname))
+                .await
+                .map_err(|e| RuntimeError::Io {
+                    what: format!("namespace setup task for sandbox {id}"),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            if let Err(e) = created {
+                let _ = self.remove_pod_sandbox(&id).await;
+                return Err(e.into());
+            }
+            let netns_path = ns.net.display().to_string();
+            let attachment = Attachment {
+                container_id: &id,
+                netns: &netns_path,
+                pod_namespace: &config.namespace,
+                pod_name: &config.name,
+                pod_uid: &config.uid,
+            };
+            match self.inner.config.cni.add(&attachment).await {
+                Ok(addr) => ip = Some(addr),
+                Err(e) => {
+                    let _ = self.remove_pod_sandbox(&id).await;
+                    return Err(e.into());
+                }
+            }
+            if let Some(addr) = &ip {
+                self.set_labels(&id, &[(labels::POD_IP, addr.clone())]).await?;
+            }
+        }
+        let record = self.get_container(&id).await?;
+        let mut sandbox = self.sandbox_from(&record);
+        sandbox.ip = ip;
+        Ok(sandbox)
+    }
+
+    async fn stop_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
+        let record = self.get_container(id).await?;
+        let sandbox = self.sandbox_from(&record);
+        if let Some(netns_path) = &sandbox.netns {
+            let path = netns_path.display().to_string();
+            // CNI DEL must run even when the netns is gone (plugins clean host-side state).
+            let attachment = Attachment {
+                container_id: id,
+                netns: if netns::is_pinned(netns_path) { &path } else { "" },
+                pod_namespace: &sandbox.namespace,
+                pod_name: &sandbox.name,
+                pod_uid: &sandbox.uid,
+            };
+            if record.labels.get(labels::SANDBOX_STATE).map(String::as_str) == Some("ready") {
+                if let Err(e) = self.inner.config.cni.del(&attachment).await {
+                    tracing::warn!(sandbox = %id, error = %e, "CNI DEL failed; continuing teardown");
+                }
+            }
+            netns::remove(&PodNamespaces::under(&self.inner.config.state_dir, id));
+        }
+        self.set_labels(id, &[(labels::SANDBOX_STATE, "notready".into())])
+            .await
+    }
+
+    async fn remove_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
+        match self.stop_pod_sandbox(id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => tracing::warn!(sandbox = %id, error = %e, "stopping sandbox before removal"),
+        }
+        match self
+            .containers()
+            .delete(self.request(DeleteContainerRequest { id: id.to_string() }))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
+            Err(s) => Err(grpc("containers.Delete", id)(s)),
+        }
+    }
+
+    async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError> {
+        Ok(self
+            .list_kind(labels::KIND_SANDBOX)
+            .await?
+            .iter()
+            .map(|c| self.sandbox_from(c))
+            .collect())
+    }
+
+    async fn create_container(
+        &self,
+        sandbox: &PodSandbox,
+        config: &ContainerConfig,
+    ) -> Result<String, RuntimeError> {
+        let id = new_id();
+        let cgroup = format!("{}/{}", sandbox.cgroup_parent.trim_end_matches('/'), id);
+        let snapshotter = self.inner.config.snapshotter.clone();
+        let this = self.clone();
+        let sandbox = sandbox.clone();
+        let config = config.clone();
+        let cid = id.clone();
+        self.with_lease(&id, |lease| async move {
+            let mounts = this
+                .snapshots()
+                .prepare(this.leased(
+                    PrepareSnapshotRequest {
+                        snapshotter: snapshotter.clone(),
+                        key: cid.clone(),
+                        parent: config.image.chain_id.clone(),
+                        labels: HashMap::new(),
+                    },
+                    &lease,
+                ))
+                .await
+                .map_err(grpc("snapshots.Prepare", &cid))?
+                .into_inner()
+                .mounts;
+            let built = async {
+                let user = this.resolve_user(&config, &mounts).await?;
+                let spec = spec::build(&config, &sandbox, &cgroup, user)?;
+                let mut l: HashMap<String, String> = HashMap::from([
+                    (labels::KIND.into(), labels::KIND_CONTAINER.into()),
+                    (labels::POD_UID.into(), sandbox.uid.clone()),
+                    (labels::POD_NAME.into(), sandbox.name.clone()),
+                    (labels::POD_NAMESPACE.into(), sandbox.namespace.clone()),
+                    (labels::SANDBOX_ID.into(), sandbox.id.clone()),
+                    (labels::CONTAINER_NAME.into(), config.name.clone()),
+                    (labels::ATTEMPT.into(), config.attempt.to_string()),
+                    (labels::SPEC_HASH.into(), config.spec_hash.clone()),
+                    (labels::CGROUP.into(), cgroup.clone()),
+                    (labels::LOG_PATH.into(), config.log_path.display().to_string()),
+                    (labels::IMAGE_REF.into(), config.image.name.clone()),
+                    (labels::IMAGE_ID.into(), config.image.id.clone()),
+                    (labels::INIT.into(), config.init.to_string()),
+                    (labels::LOG_URI.into(), config.log_uri.clone()),
+                ]);
+                if let Some(p) = &config.termination_message_path {
+                    l.insert(labels::MESSAGE_PATH.into(), p.display().to_string());
+                }
+                let record = Container {
+                    id: cid.clone(),
+                    labels: l,
+                    image: config.image.name.clone(),
+                    runtime: Some(ContainerRuntime {
+                        name: RUNC_RUNTIME.into(),
+                        options: None,
+                    }),
+                    spec: Some(Any {
+                        type_url: SPEC_TYPE_URL.into(),
+                        value: serde_json::to_vec(&spec).unwrap_or_default(),
+                    }),
+                    snapshotter: snapshotter.clone(),
+                    snapshot_key: cid.clone(),
+                    ..Default::default()
+                };
+                this.containers()
+                    .create(this.leased(
+                        CreateContainerRequest {
+                            container: Some(record),
+                        },
+                        &lease,
+                    ))
+                    .await
+                    .map_err(grpc("containers.Create", &cid))?;
+                Ok::<(), RuntimeError>(())
+            }
+            .await;
+            if let Err(e) = built {
+                let _ = this
+                    .snapshots()
+                    .remove(this.request(RemoveSnapshotRequest {
+                        snapshotter: snapshotter.clone(),
+                        key: cid.clone(),
+                    }))
+                    .await;
+                return Err(e);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        let container = self.get_container(id).await?;
+        let rootfs = self.rootfs_mounts(id).await?;
+        let stdio = container
+            .labels
+            .get(labels::LOG_URI)
+            .cloned()
+            .unwrap_or_default();
+        self.tasks()
+            .create(self.request(CreateTaskRequest {
+                container_id: id.to_string(),
+                rootfs,
+                stdout: stdio.clone(),
+                stderr: stdio,
+                ..Default::default()
+            }))
+            .await
+            .map_err(grpc("tasks.Create", id))?;
+        let pod_uid = container.labels.get(labels::POD_UID).cloned().unwrap_or_default();
+        self.watch_exit(id, &pod_uid);
+        let started = Utc::now();
+        self.tasks()
+            .start(self.request(StartRequest {
+                container_id: id.to_string(),
+                exec_id: String::new(),
+            }))
+            .await
+            .map_err(grpc("tasks.Start", id))?;
+        self.set_labels(id, &[(labels::STARTED_AT, rfc3339(started))])
+            .await
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
+        let Some(task) = self.task(id).await? else {
+            return Ok(());
+        };
+        if TaskStatus::try_from(task.status) == Ok(TaskStatus::Running) {
+            let kill = |signal: u32, all: bool| {
+                let mut tasks = self.tasks();
+                let req = self.request(KillRequest {
+                    container_id: id.to_string(),
+                    exec_id: String::new(),
+                    signal,
+                    all,
+                });
+                async move { tasks.kill(req).await }
+            };
+            let wait = || {
+                let mut tasks = self.tasks();
+                let req = self.request(WaitRequest {
+                    container_id: id.to_string(),
+                    exec_id: String::new(),
+                });
+                async move { tasks.wait(req).await }
+            };
+            let mut exited = false;
+            if !grace.is_zero() {
+                if let Err(s) = kill(15, false).await {
+                    if s.code() != tonic::Code::NotFound {
+                        tracing::warn!(container = %id, error = %s, "SIGTERM");
+                    }
+                }
+                exited = tokio::time::timeout(grace, wait()).await.is_ok();
+            }
+            if !exited {
+                if let Err(s) = kill(9, true).await {
+                    if s.code() != tonic::Code::NotFound {
+                        return Err(grpc("tasks.Kill", id)(s));
+                    }
+                }
+                let _ = tokio::time::timeout(Duration::from_secs(10), wait()).await;
+            }
+        }
+        self.finalize_exit(id).await?;
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        if self.task(id).await?.is_some() {
+            self.stop_container(id, Duration::ZERO).await?;
+            // A task that never started (Created) is deleted here.
+            let _ = self
+                .tasks()
+                .delete(self.request(DeleteTaskRequest {
+                    container_id: id.to_string(),
+                }))
+                .await;
+        }
+        let cgroup = self
+            .get_container(id)
+            .await
+            .ok()
+            .and_then(|c| c.labels.get(labels::CGROUP).cloned());
+        match self
+            .containers()
+            .delete(self.request(DeleteContainerRequest { id: id.to_string() }))
+            .await
+        {
+            Ok(_) => {}
+            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(s) => return Err(grpc("containers.Delete", id)(s)),
+        }
+        match self
+            .snapshots()
+            .remove(self.request(RemoveSnapshotRequest {
+                snapshotter: self.inner.config.snapshotter.clone(),
+                key: id.to_string(),
+            }))
+            .await
+        {
+            Ok(_) => {}
+            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(s) => return Err(grpc("snapshots.Remove", id)(s)),
+        }
+        if let Some(cg) = cgroup {
+            self.inner.cgroups.remove(&cg);
+        }
+        Ok(())
+    }
+
+    async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError> {
+        let containers = self.list_kind(labels::KIND_CONTAINER).await?;
+        let tasks = self
+            .tasks()
+            .list(self.request(ListTasksRequest {
+                filter: String::new(),
+            }))
+            .await
+            .map_err(grpc("tasks.List", "all"))?
+            .into_inner()
+            .tasks;
+        let by_id: HashMap<&str, &containerd_client::types::v1::Process> =
+            tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+        let mut out = Vec::with_capacity(containers.len());
+        for c in &containers {
+            let task = by_id.get(c.id.as_str()).copied();
+            if task.map(|t| TaskStatus::try_from(t.status)) == Some(Ok(TaskStatus::Stopped)) {
+                // Exited while nobody watched (agent restart): record it now.
+                if self.finalize_exit(&c.id).await.unwrap_or(false) {
+                    out.push(self.container_status(&c.id).await?);
+                    continue;
+                }
+            }
+            let status = self.status_from(c, task);
+            if status.state == ContainerState::Running {
+                self.watch_exit(&c.id, &status.pod_uid);
+            }
+            out.push(status);
+        }
+        Ok(out)
+    }
+
+    async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError> {
+        let mut task = self.task(id).await?;
+        if task
+            .as_ref()
+            .is_some_and(|t| TaskStatus::try_from(t.status) == Ok(TaskStatus::Stopped))
+            && self.finalize_exit(id).await?
+        {
+            task = None;
+        }
+        let c = self.get_container(id).await?;
+        Ok(self.status_from(&c, task.as_ref()))
+    }
+
+    async fn exec_sync(
+        &self,
+        id: &str,
+        command: &[String],
+        timeout: Duration,
+    ) -> Result<ExecResult, RuntimeError> {
+        let container = self.get_container(id).await?;
+        let spec: serde_json::Value = container
+            .spec
+            .as_ref()
+            .and_then(|s| serde_json::from_slice(&s.value).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let process = spec::exec_process(&spec, command);
+        let exec_id = format!("exec-{}", &new_id()[..12]);
+        self.tasks()
+            .exec(self.request(ExecProcessRequest {
+                container_id: id.to_string(),
+                exec_id: exec_id.clone(),
+                spec: Some(Any {
+                    type_url: PROCESS_TYPE_URL.into(),
+                    value: serde_json::to_vec(&process).unwrap_or_default(),
+                }),
+                ..Default::default()
+            }))
+            .await
+            .map_err(grpc("tasks.Exec", id))?;
+        let wait = {
+            let mut tasks = self.tasks();
+            let req = self.request(WaitRequest {
+                container_id: id.to_string(),
+                exec_id: exec_id.clone(),
+            });
+            tokio::spawn(async move { tasks.wait(req).await })
+        };
+        let started = self
+            .tasks()
+            .start(self.request(StartRequest {
+                container_id: id.to_string(),
+                exec_id: exec_id.clone(),
+            }))
+            .await;
+        let result = match started {
+            Err(s) => Err(grpc("tasks.Start(exec)", id)(s)),
+            Ok(_) => match tokio::time::timeout(timeout, wait).await {
+                Ok(Ok(Ok(r))) => Ok(ExecResult {
+                    exit_code: i32::try_from(r.into_inner().exit_status).unwrap_or(255),
+                }),
+                Ok(Ok(Err(s))) => Err(grpc("tasks.Wait(exec)", id)(s)),
+                Ok(Err(e)) => Err(RuntimeError::Io {
+                    what: format!("exec wait in {id}"),
+                    source: std::io::Error::other(e.to_string()),
+                }),
+                Err(_) => {
+                    let _ = self
+                        .tasks()
+                        .kill(self.request(KillRequest {
+                            container_id: id.to_string(),
+                            exec_id: exec_id.clone(),
+                            signal: 9,
+                            all: false,
+                        }))
+                        .await;
+                    Err(RuntimeError::ExecTimeout {
+                        id: id.to_string(),
+                        seconds: timeout.as_secs(),
+                    })
+                }
+            },
+        };
+        let _ = self
+            .tasks()
+            .delete_process(self.request(DeleteProcessRequest {
+                container_id: id.to_string(),
+                exec_id,
+            }))
+            .await;
+        result
+    }
+
+    fn subscribe_exits(&self) -> broadcast::Receiver<ContainerExit> {
+        self.inner.exits.subscribe()
+    }
+}
