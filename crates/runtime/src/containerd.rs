@@ -355,12 +355,23 @@ impl ContainerdRuntime {
             "Error"
         };
         let finished = from_timestamp(&task.exited_at).unwrap_or_else(Utc::now);
+        // terminationMessagePath: the kubelet reads at most 4 KiB of it.
+        let message = container
+            .labels
+            .get(labels::MESSAGE_PATH)
+            .and_then(|p| std::fs::read(p).ok())
+            .map(|mut b| {
+                b.truncate(4096);
+                String::from_utf8_lossy(&b).into_owned()
+            })
+            .unwrap_or_default();
         self.set_labels(
             id,
             &[
                 (labels::EXIT_CODE, code.to_string()),
                 (labels::REASON, reason.to_string()),
                 (labels::FINISHED_AT, rfc3339(finished)),
+                (labels::MESSAGE, message),
             ],
         )
         .await?;
@@ -377,6 +388,25 @@ impl ContainerdRuntime {
         }
         self.inner.cgroups.remove(&cgroup);
         Ok(true)
+    }
+
+    async fn record_start_error(
+        &self,
+        id: &str,
+        at: DateTime<Utc>,
+        message: &str,
+    ) -> Result<(), RuntimeError> {
+        self.set_labels(
+            id,
+            &[
+                (labels::STARTED_AT, rfc3339(at)),
+                (labels::FINISHED_AT, rfc3339(Utc::now())),
+                (labels::EXIT_CODE, "128".into()),
+                (labels::REASON, "StartError".into()),
+                (labels::MESSAGE, message.to_string()),
+            ],
+        )
+        .await
     }
 
     /// Waits for the task's exit in the background and reports it once.
@@ -724,7 +754,9 @@ impl Runtime for ContainerdRuntime {
             .get(labels::LOG_URI)
             .cloned()
             .unwrap_or_default();
-        self.tasks()
+        let started = Utc::now();
+        let created = self
+            .tasks()
             .create(self.request(CreateTaskRequest {
                 container_id: id.to_string(),
                 rootfs,
@@ -732,18 +764,34 @@ impl Runtime for ContainerdRuntime {
                 stderr: stdio,
                 ..Default::default()
             }))
-            .await
-            .map_err(grpc("tasks.Create", id))?;
+            .await;
+        if let Err(status) = created {
+            // runc refused (bad command, missing mount source…): the container ends as
+            // "StartError" with exit code 128, as containerd's CRI reports it.
+            self.record_start_error(id, started, &format!("failed to create containerd task: {}", status.message()))
+                .await?;
+            return Err(grpc("tasks.Create", id)(status));
+        }
         let pod_uid = container.labels.get(labels::POD_UID).cloned().unwrap_or_default();
         self.watch_exit(id, &pod_uid);
-        let started = Utc::now();
-        self.tasks()
+        let start = self
+            .tasks()
             .start(self.request(StartRequest {
                 container_id: id.to_string(),
                 exec_id: String::new(),
             }))
-            .await
-            .map_err(grpc("tasks.Start", id))?;
+            .await;
+        if let Err(status) = start {
+            let _ = self
+                .tasks()
+                .delete(self.request(DeleteTaskRequest {
+                    container_id: id.to_string(),
+                }))
+                .await;
+            self.record_start_error(id, started, &format!("failed to start containerd task: {}", status.message()))
+                .await?;
+            return Err(grpc("tasks.Start", id)(status));
+        }
         self.set_labels(id, &[(labels::STARTED_AT, rfc3339(started))])
             .await
     }

@@ -48,6 +48,7 @@ pub mod labels {
     pub const FINISHED_AT: &str = "io.cairn.finished-at";
     pub const EXIT_CODE: &str = "io.cairn.exit-code";
     pub const REASON: &str = "io.cairn.reason";
+    pub const MESSAGE: &str = "io.cairn.message";
     pub const MESSAGE_PATH: &str = "io.cairn.termination-message-path";
     pub const INIT: &str = "io.cairn.init";
 }

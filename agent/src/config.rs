@@ -1,0 +1,284 @@
+//! Command line and config file. Every flag has the same key in the `--config` TOML file
+//! (kebab-case); the command line wins over the file, the file over the defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid {key}: {message}")]
+    Invalid { key: &'static str, message: String },
+}
+
+/// Flags of `cairn-agent run` (all optional here; defaults applied in [`AgentConfig::resolve`]).
+#[derive(Debug, Default, Clone, clap::Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AgentFlags {
+    /// kubeconfig used to reach cairn-control.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Node name (default: the host name).
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// The node's InternalIP (default: the first global IPv4 address).
+    #[arg(long)]
+    pub node_ip: Option<String>,
+    #[arg(long)]
+    pub containerd_socket: Option<PathBuf>,
+    /// containerd namespace for this agent's containers.
+    #[arg(long)]
+    pub containerd_namespace: Option<String>,
+    #[arg(long)]
+    pub root_dir: Option<PathBuf>,
+    /// Runtime state (pinned namespaces); must be shared with containerd's mount namespace.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub cni_conf_dir: Option<PathBuf>,
+    /// CNI plugin directories, comma separated.
+    #[arg(long)]
+    pub cni_bin_dir: Option<String>,
+    #[arg(long)]
+    pub pod_log_dir: Option<PathBuf>,
+    /// cgroup under which the pods' `kubepods` hierarchy lives.
+    #[arg(long)]
+    pub cgroup_root: Option<String>,
+    /// Where cgroupfs is mounted.
+    #[arg(long)]
+    pub cgroupfs_mount: Option<PathBuf>,
+    /// Address of the agent's HTTP server (logs, /pods, /healthz).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Static pod manifests.
+    #[arg(long)]
+    pub static_pod_dir: Option<PathBuf>,
+    /// containerd-style registry hosts dir (`<dir>/<host>/hosts.toml`).
+    #[arg(long)]
+    pub registry_config_dir: Option<PathBuf>,
+    /// The `cairn-logger` binary the shim runs for container stdout/stderr.
+    #[arg(long)]
+    pub logger_path: Option<PathBuf>,
+    #[arg(long)]
+    pub max_pods: Option<u32>,
+    /// Reserved for the system: CPU millicores.
+    #[arg(long)]
+    pub reserved_cpu_millis: Option<u64>,
+    /// Reserved for the system: memory in MiB.
+    #[arg(long)]
+    pub reserved_memory_mib: Option<u64>,
+    #[arg(long)]
+    pub cluster_dns: Option<String>,
+    #[arg(long)]
+    pub cluster_domain: Option<String>,
+    #[arg(long)]
+    pub container_log_max_size_mib: Option<u64>,
+    #[arg(long)]
+    pub container_log_max_files: Option<u32>,
+    /// Pod network controller to run inside the agent: none, host-gw or vxlan.
+    #[arg(long)]
+    pub network_backend: Option<String>,
+    #[arg(long)]
+    pub cluster_cidr: Option<String>,
+    /// Seconds between node status checks (the status is written on change or every 5 min).
+    #[arg(long)]
+    pub node_status_update_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub kubeconfig: Option<PathBuf>,
+    pub node_name: String,
+    pub node_ip: Option<String>,
+    pub containerd_socket: PathBuf,
+    pub containerd_namespace: String,
+    pub root_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub cni_conf_dir: PathBuf,
+    pub cni_bin_dirs: Vec<PathBuf>,
+    pub pod_log_dir: PathBuf,
+    pub cgroup_root: String,
+    pub cgroupfs_mount: PathBuf,
+    pub listen: SocketAddr,
+    pub static_pod_dir: PathBuf,
+    pub registry_config_dir: PathBuf,
+    pub logger_path: PathBuf,
+    pub max_pods: u32,
+    pub reserved_cpu_millis: u64,
+    pub reserved_memory_bytes: u64,
+    pub cluster_dns: Vec<String>,
+    pub cluster_domain: String,
+    pub container_log_max_bytes: u64,
+    pub container_log_max_files: u32,
+    pub network_backend: Option<String>,
+    pub cluster_cidr: String,
+    pub node_status_update_seconds: u64,
+}
+
+impl AgentFlags {
+    fn merge(self, file: AgentFlags) -> AgentFlags {
+        macro_rules! pick {
+            ($($f:ident),*) => { AgentFlags { $($f: self.$f.or(file.$f)),* } };
+        }
+        pick!(
+            kubeconfig, node_name, node_ip, containerd_socket, containerd_namespace, root_dir,
+            state_dir, cni_conf_dir, cni_bin_dir, pod_log_dir, cgroup_root, cgroupfs_mount, listen,
+            static_pod_dir, registry_config_dir, logger_path, max_pods, reserved_cpu_millis,
+            reserved_memory_mib, cluster_dns, cluster_domain, container_log_max_size_mib,
+            container_log_max_files, network_backend, cluster_cidr, node_status_update_seconds
+        )
+    }
+}
+
+fn default_logger() -> PathBuf {
+    // Next to the agent binary (cargo target dir, /usr/bin), else the packaged location.
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("cairn-logger")))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/cairn/cairn-logger"))
+}
+
+impl AgentConfig {
+    pub fn resolve(flags: AgentFlags, config_file: Option<&Path>) -> Result<Self, ConfigError> {
+        let file = match config_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                toml::from_str::<AgentFlags>(&text).map_err(|e| ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })?
+            }
+            None => AgentFlags::default(),
+        };
+        let f = flags.merge(file);
+        let node_name = match f.node_name {
+            Some(n) => n,
+            None => nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_else(|| "localhost".into()),
+        }
+        .to_ascii_lowercase();
+        if node_name.is_empty()
+            || node_name.len() > 253
+            || !node_name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        {
+            return Err(ConfigError::Invalid {
+                key: "node-name",
+                message: format!("{node_name:?} is not a valid DNS subdomain"),
+            });
+        }
+        let backend = f.network_backend.filter(|b| b != "none");
+        if let Some(b) = &backend {
+            if b != "host-gw" && b != "vxlan" {
+                return Err(ConfigError::Invalid {
+                    key: "network-backend",
+                    message: format!("{b:?} is not one of none, host-gw, vxlan"),
+                });
+            }
+        }
+        Ok(AgentConfig {
+            kubeconfig: f.kubeconfig,
+            node_name,
+            node_ip: f.node_ip,
+            containerd_socket: f
+                .containerd_socket
+                .unwrap_or_else(|| "/run/containerd/containerd.sock".into()),
+            containerd_namespace: f.containerd_namespace.unwrap_or_else(|| "cairn".into()),
+            root_dir: f.root_dir.unwrap_or_else(|| "/var/lib/cairn-agent".into()),
+            state_dir: f.state_dir.unwrap_or_else(|| "/run/cairn-agent".into()),
+            cni_conf_dir: f.cni_conf_dir.unwrap_or_else(|| "/etc/cni/net.d".into()),
+            cni_bin_dirs: f
+                .cni_bin_dir
+                .unwrap_or_else(|| "/opt/cni/bin".into())
+                .split([',', ':'])
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .collect(),
+            pod_log_dir: f.pod_log_dir.unwrap_or_else(|| "/var/log/pods".into()),
+            cgroup_root: f.cgroup_root.unwrap_or_else(|| "/cairn".into()),
+            cgroupfs_mount: f.cgroupfs_mount.unwrap_or_else(|| "/sys/fs/cgroup".into()),
+            listen: f
+                .listen
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 10250))),
+            static_pod_dir: f
+                .static_pod_dir
+                .unwrap_or_else(|| "/etc/cairn/manifests".into()),
+            registry_config_dir: f
+                .registry_config_dir
+                .unwrap_or_else(|| "/etc/cairn/certs.d".into()),
+            logger_path: f.logger_path.unwrap_or_else(default_logger),
+            max_pods: f.max_pods.unwrap_or(110),
+            reserved_cpu_millis: f.reserved_cpu_millis.unwrap_or(0),
+            reserved_memory_bytes: f.reserved_memory_mib.unwrap_or(0) << 20,
+            cluster_dns: f
+                .cluster_dns
+                .map(|d| d.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+            cluster_domain: f.cluster_domain.unwrap_or_else(|| "cluster.local".into()),
+            container_log_max_bytes: f.container_log_max_size_mib.unwrap_or(10) << 20,
+            container_log_max_files: f.container_log_max_files.unwrap_or(5),
+            network_backend: backend,
+            cluster_cidr: f.cluster_cidr.unwrap_or_else(|| "10.244.0.0/16".into()),
+            node_status_update_seconds: f.node_status_update_seconds.unwrap_or(10),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_wins_over_file_over_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agent.toml");
+        std::fs::write(&file, "node-name = \"from-file\"\nmax-pods = 7\nlisten = \"127.0.0.1:1\"\n")
+            .unwrap();
+        let flags = AgentFlags {
+            node_name: Some("from-flag".into()),
+            ..Default::default()
+        };
+        let c = AgentConfig::resolve(flags, Some(&file)).unwrap();
+        assert_eq!(c.node_name, "from-flag");
+        assert_eq!(c.max_pods, 7);
+        assert_eq!(c.listen.port(), 1);
+        assert_eq!(c.pod_log_dir, PathBuf::from("/var/log/pods"));
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agent.toml");
+        std::fs::write(&file, "no-such-key = 1\n").unwrap();
+        assert!(matches!(
+            AgentConfig::resolve(AgentFlags::default(), Some(&file)),
+            Err(ConfigError::Parse { .. })
+        ));
+        let flags = AgentFlags {
+            node_name: Some("Bad_Name".into()),
+            ..Default::default()
+        };
+        assert!(AgentConfig::resolve(flags, None).is_err());
+        let flags = AgentFlags {
+            node_name: Some("n".into()),
+            network_backend: Some("udp".into()),
+            ..Default::default()
+        };
+        assert!(AgentConfig::resolve(flags, None).is_err());
+    }
+}

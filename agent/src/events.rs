@@ -1,0 +1,99 @@
+//! Kubernetes Events about pods (Pulling, Pulled, Created, Started, Killing, BackOff,
+//! Failed …), de-duplicated so a level-triggered loop does not repeat itself.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+const REPEAT_AFTER: Duration = Duration::from_secs(300);
+
+pub struct EventRecorder {
+    client: kube::Client,
+    node: String,
+    recent: parking_lot::Mutex<HashMap<String, Instant>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventRecorder {
+    pub fn new(client: kube::Client, node: &str) -> Self {
+        EventRecorder {
+            client,
+            node: node.to_string(),
+            recent: Default::default(),
+        }
+    }
+
+    /// Records an event about `pod` (and optionally one of its containers). The same
+    /// reason+message for the same object is posted at most once per 5 minutes.
+    pub fn pod(&self, pod: &Pod, container: Option<&str>, kind: EventType, reason: &str, message: &str) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let key = format!("{uid}/{}/{reason}/{message}", container.unwrap_or(""));
+        {
+            let mut recent = self.recent.lock();
+            if recent.get(&key).is_some_and(|t| t.elapsed() < REPEAT_AFTER) {
+                return;
+            }
+            recent.retain(|_, t| t.elapsed() < REPEAT_AFTER);
+            recent.insert(key, Instant::now());
+        }
+        let field_path = container.map(|c| {
+            let init = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.init_containers.as_ref())
+                .is_some_and(|ics| ics.iter().any(|ic| ic.name == c));
+            if init {
+                format!("spec.initContainers{{{c}}}")
+            } else {
+                format!("spec.containers{{{c}}}")
+            }
+        });
+        let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let event = json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": format!("{name}."),
+                "namespace": ns,
+            },
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "namespace": ns,
+                "uid": uid,
+                "fieldPath": field_path,
+            },
+            "reason": reason,
+            "message": message,
+            "type": match kind { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+            "source": {"component": "kubelet", "host": self.node},
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.node,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        });
+        let Ok(event) = serde_json::from_value::<Event>(event) else {
+            return;
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        tracing::info!(pod = %format!("{ns}/{name}"), reason, message, "event");
+        tokio::spawn(async move {
+            if let Err(e) = api.create(&PostParams::default(), &event).await {
+                tracing::debug!(error = %e, "posting event");
+            }
+        });
+    }
+}

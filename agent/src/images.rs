@@ -1,0 +1,194 @@
+//! imagePullPolicy, imagePullSecrets and pull back-off over `cairn_image`, with the
+//! kubelet's waiting reasons (ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
+//! InvalidImageName).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cairn_runtime::{ImageConfig, ImageSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+use kube::api::Api;
+use tonic::transport::Channel;
+
+const BACKOFF_START: Duration = Duration::from_secs(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// Why an image is not available, as the kubelet words it in the container's waiting state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageFailure {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub struct ImageManager {
+    channel: Channel,
+    namespace: String,
+    hosts_dir: PathBuf,
+    snapshotter: String,
+    /// image → (consecutive failures, last failure, last message).
+    backoff: parking_lot::Mutex<HashMap<String, (u32, Instant, String)>>,
+    /// One pull per image at a time.
+    pulling: tokio::sync::Mutex<()>,
+}
+
+pub enum Outcome {
+    /// Present (`pulled` says whether we fetched it now).
+    Ready { image: ImageSpec, pulled: bool, took: Duration },
+    Failed(ImageFailure),
+}
+
+fn to_spec(info: cairn_image::ImageInfo) -> ImageSpec {
+    ImageSpec {
+        name: info.name,
+        id: info.repo_digest,
+        chain_id: info.chain_id,
+        config: ImageConfig {
+            entrypoint: info.config.entrypoint,
+            cmd: info.config.cmd,
+            env: info.config.env,
+            working_dir: info.config.working_dir,
+            user: info.config.user,
+        },
+    }
+}
+
+impl ImageManager {
+    pub fn new(channel: Channel, namespace: &str, hosts_dir: PathBuf) -> Self {
+        ImageManager {
+            channel,
+            namespace: namespace.into(),
+            hosts_dir,
+            snapshotter: "overlayfs".into(),
+            backoff: Default::default(),
+            pulling: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Credentials from the pod's imagePullSecrets for `image`.
+    async fn credentials(&self, client: &kube::Client, pod: &Pod, image: &str) -> Vec<cairn_image::Credentials> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
+        let mut out = Vec::new();
+        for r in pod.spec.as_ref().and_then(|s| s.image_pull_secrets.clone()).unwrap_or_default() {
+            let Ok(Some(secret)) = api.get_opt(&r.name).await else {
+                tracing::warn!(secret = %format!("{ns}/{}", r.name), "imagePullSecret not found");
+                continue;
+            };
+            let data = secret.data.unwrap_or_default();
+            for key in [".dockerconfigjson", ".dockercfg"] {
+                if let Some(bytes) = data.get(key) {
+                    if let Some(c) = cairn_image::credentials_from_docker_config(&bytes.0, image) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Makes the container's image available according to its pull policy.
+    pub async fn ensure(&self, client: &kube::Client, pod: &Pod, container: &Container) -> Outcome {
+        let image = container.image.clone().unwrap_or_default();
+        let reference = match cairn_image::normalize(&image) {
+            Ok(r) => r.to_string(),
+            Err(e) => {
+                return Outcome::Failed(ImageFailure {
+                    reason: "InvalidImageName",
+                    message: format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: {e}"),
+                })
+            }
+        };
+        let policy = container.image_pull_policy.clone().unwrap_or_else(|| {
+            if reference.ends_with(":latest") || !image.contains(':') {
+                "Always".into()
+            } else {
+                "IfNotPresent".into()
+            }
+        });
+        if policy != "Always" {
+            match cairn_image::get(self.channel.clone(), &self.namespace, &reference).await {
+                Ok(Some(info)) => {
+                    return Outcome::Ready {
+                        image: to_spec(info),
+                        pulled: false,
+                        took: Duration::ZERO,
+                    }
+                }
+                Ok(None) if policy == "Never" => {
+                    return Outcome::Failed(ImageFailure {
+                        reason: "ErrImageNeverPull",
+                        message: format!("Container image {image:?} is not present with pull policy of Never"),
+                    })
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(image = %reference, error = %e, "looking up image"),
+            }
+        }
+        if let Some((failures, at, message)) = self.backoff.lock().get(&reference).cloned() {
+            let wait = backoff_delay(failures);
+            if at.elapsed() < wait {
+                return Outcome::Failed(ImageFailure {
+                    reason: "ImagePullBackOff",
+                    message: format!("Back-off pulling image {image:?}: {message}"),
+                });
+            }
+        }
+        let creds = self.credentials(client, pod, &reference).await;
+        let _one_at_a_time = self.pulling.lock().await;
+        // Someone else may have pulled it while we waited.
+        if policy != "Always" {
+            if let Ok(Some(info)) = cairn_image::get(self.channel.clone(), &self.namespace, &reference).await {
+                return Outcome::Ready { image: to_spec(info), pulled: false, took: Duration::ZERO };
+            }
+        }
+        let opts = cairn_image::PullOptions {
+            credentials: creds,
+            hosts_dir: Some(self.hosts_dir.clone()),
+            snapshotter: self.snapshotter.clone(),
+            ..Default::default()
+        };
+        let started = Instant::now();
+        match cairn_image::pull(self.channel.clone(), &self.namespace, &reference, &opts).await {
+            Ok(info) => {
+                self.backoff.lock().remove(&reference);
+                Outcome::Ready {
+                    image: to_spec(info),
+                    pulled: true,
+                    took: started.elapsed(),
+                }
+            }
+            Err(e) => {
+                let message = cairn_image::pull_error_message(&reference, &e);
+                let mut b = self.backoff.lock();
+                let entry = b.entry(reference).or_insert((0, Instant::now(), String::new()));
+                entry.0 += 1;
+                entry.1 = Instant::now();
+                entry.2 = message.clone();
+                Outcome::Failed(ImageFailure {
+                    reason: "ErrImagePull",
+                    message,
+                })
+            }
+        }
+    }
+}
+
+/// 10 s doubling to 5 min, like the kubelet's image back-off.
+pub fn backoff_delay(failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(10);
+    (BACKOFF_START * 2u32.pow(exp)).min(BACKOFF_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        assert_eq!(backoff_delay(1), Duration::from_secs(10));
+        assert_eq!(backoff_delay(2), Duration::from_secs(20));
+        assert_eq!(backoff_delay(6), Duration::from_secs(300));
+        assert_eq!(backoff_delay(60), Duration::from_secs(300));
+    }
+}

@@ -1,0 +1,56 @@
+//! cairn-agent: the kubelet. Registers the node, watches the pods bound to it and drives
+//! containerd (through `cairn_runtime::Runtime`) to run them, reporting status back.
+//!
+//! - [`node`]: Node registration, status and heartbeat Lease.
+//! - [`pods`]: the pod watcher and one level-triggered worker per pod.
+//! - [`status`]: PodStatus from what containerd holds.
+//! - [`env`], [`volumes`]: container environment and volumes.
+//! - [`images`]: pull policy and back-off over `cairn_image`.
+//! - [`probes`]: liveness/readiness/startup probes.
+//! - [`server`]: the HTTP server on :10250 (logs, /pods, /healthz).
+//! - [`static_pods`]: pods from a manifest directory, mirrored into the API.
+
+pub mod config;
+pub mod env;
+pub mod events;
+pub mod images;
+pub mod node;
+pub mod pods;
+pub mod probes;
+pub mod quantity;
+pub mod server;
+pub mod static_pods;
+pub mod status;
+pub mod sysinfo;
+pub mod volumes;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cairn_runtime::{CgroupManager, CniConfig, ContainerdRuntime, Runtime};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::runtime::reflector::Store;
+use parking_lot::RwLock;
+
+use crate::config::AgentConfig;
+
+/// What every part of the agent shares.
+pub struct Agent {
+    pub config: AgentConfig,
+    pub client: kube::Client,
+    pub runtime: Arc<dyn Runtime>,
+    pub containerd: ContainerdRuntime,
+    pub cni: CniConfig,
+    pub host: sysinfo::HostRoot,
+    pub node_ip: Option<String>,
+    pub cgroups: CgroupManager,
+    pub images: images::ImageManager,
+    pub events: events::EventRecorder,
+    pub services: Store<Service>,
+    /// Pods this agent runs (API pods and static pods), by UID, for /pods and logs.
+    pub pods: RwLock<HashMap<String, Pod>>,
+    /// Requests of admitted pods (cpu millicores, memory bytes) for admission checks.
+    pub admitted: parking_lot::Mutex<HashMap<String, (u64, i64)>>,
+    /// Log files of running container instances (followers stop when theirs leaves).
+    pub running_logs: Arc<RwLock<std::collections::HashSet<std::path::PathBuf>>>,
+}

@@ -1,0 +1,100 @@
+//! The agent's HTTP server (kubelet port 10250, plain HTTP): `/healthz`, `/pods` and
+//! `/containerLogs/{ns}/{pod}/{container}` (served by `cairn_podlogs`).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::Router;
+use cairn_podlogs::{LocateError, LogLocation, LogSource};
+use parking_lot::RwLock;
+
+use crate::Agent;
+
+/// Log locations from the pod log directory: `<attempt>.log` per instance, the highest is
+/// current. Running instances are those the workers last saw running.
+pub struct AgentLogs {
+    pub agent: Arc<Agent>,
+    pub running: Arc<RwLock<HashSet<PathBuf>>>,
+}
+
+impl LogSource for AgentLogs {
+    fn locate(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<LogLocation, LocateError> {
+        let key = format!("{namespace}/{pod}");
+        let found = self
+            .agent
+            .pods
+            .read()
+            .values()
+            .find(|p| {
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                    crate::static_pods::api_name(p)
+                ) == key
+            })
+            .cloned();
+        let Some(p) = found else {
+            return Err(LocateError::PodNotFound(pod.to_string()));
+        };
+        let spec = p.spec.clone().unwrap_or_default();
+        if !spec.containers.iter().chain(spec.init_containers.iter().flatten()).any(|c| c.name == container) {
+            return Err(LocateError::ContainerNotFound { pod: pod.into(), container: container.into() });
+        }
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let dir = cairn_podlogs::pod_log_dir(&self.agent.config.pod_log_dir, namespace, &name, &uid).join(container);
+        let mut attempts: Vec<u32> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.strip_suffix(".log")?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        attempts.sort_unstable_by(|a, b| b.cmp(a));
+        let pick = if previous { attempts.get(1) } else { attempts.first() };
+        let Some(attempt) = pick else {
+            if previous {
+                return Err(LocateError::NoPreviousInstance { pod: pod.into(), container: container.into() });
+            }
+            return Err(LocateError::Unavailable(format!(
+                "container {container:?} in pod {pod:?} is waiting to start: ContainerCreating"
+            )));
+        };
+        let path = dir.join(format!("{attempt}.log"));
+        if previous {
+            return Ok(LogLocation::exited(path));
+        }
+        let running = self.running.clone();
+        let probe_path = path.clone();
+        Ok(LogLocation {
+            path,
+            running: Arc::new(move || running.read().contains(&probe_path)),
+        })
+    }
+}
+
+pub fn router(agent: Arc<Agent>) -> Router {
+    let pods_agent = agent.clone();
+    let running = agent.running_logs.clone();
+    let logs = Arc::new(AgentLogs { agent, running });
+    cairn_podlogs::router(logs)
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/pods",
+            get(move || {
+                let agent = pods_agent.clone();
+                async move {
+                    let items: Vec<serde_json::Value> = agent
+                        .pods
+                        .read()
+                        .values()
+                        .filter_map(|p| serde_json::to_value(p).ok())
+                        .collect();
+                    let body = serde_json::json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items});
+                    ([(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string())
+                }
+            }),
+        )
+}

@@ -1,0 +1,306 @@
+//! A one-node cluster inside a private network namespace: cairn-control, a private
+//! containerd, a local registry with the busybox test image, the cairn-cni bridge and
+//! cairn-agent. The test thread itself enters the namespace (setns on this thread only),
+//! so the daemons it spawns, its kube client and kubectl all live there while keeping the
+//! host's mounts and cgroups (see host-facts.md).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cairn_testsupport::{Containerd, NetNs, Registry};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::Value;
+
+pub const NODE: &str = "node-a";
+pub const NODE_IP: &str = "198.18.7.10";
+
+/// target/debug (or release) where cargo put this workspace's binaries.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/<test> → target/debug
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace binaries first (cargo test --workspace does)",
+        p.display()
+    );
+    p
+}
+
+fn sh(cmd: &str) {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub netns: NetNs,
+    pub control: Child,
+    pub kubeconfig: PathBuf,
+    pub containerd: Containerd,
+    pub registry: Registry,
+    pub image: String,
+    pub agent: Option<Child>,
+    pub cgroup_root: String,
+    pub client: kube::Client,
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let netns = NetNs::new("cairn-agt").unwrap();
+        let f = std::fs::File::open(netns.path()).unwrap();
+        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        sh(&format!("ip link add node0 type veth peer name node0p && ip addr add {NODE_IP}/24 dev node0 && ip link set node0p up && ip link set node0 up"));
+
+        let dir = tempfile::Builder::new().prefix("cairn-agent-test-").tempdir().unwrap();
+        let data = dir.path().join("control");
+        std::fs::create_dir_all(&data).unwrap();
+        let log = std::fs::File::create(dir.path().join("control.log")).unwrap();
+        let control = Command::new(bin("cairn-control"))
+            .args(["serve", "--data-dir"])
+            .arg(&data)
+            .args(["--bind", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !data.join("server-url").exists() {
+            assert!(Instant::now() < deadline, "cairn-control did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = Command::new(bin("cairn-control")).args(["kubeconfig", "--data-dir"]).arg(&data).output().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, &out.stdout).unwrap();
+
+        let containerd = Containerd::start().unwrap();
+        let registry = Registry::start().unwrap();
+        let (image, _) = registry.push_busybox().await.unwrap();
+
+        let conf_dir = dir.path().join("net.d");
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        std::fs::write(
+            conf_dir.join("10-test.conflist"),
+            format!(
+                r#"{{"cniVersion":"1.0.0","name":"podnet","plugins":[{{"type":"cairn-cni","bridge":"cni0","isGateway":true,"ipMasq":false,"ipam":{{"type":"host-local","ranges":[[{{"subnet":"10.244.7.0/24"}}]],"dataDir":"{}"}}}}]}}"#,
+                dir.path().join("ipam").display()
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
+
+        let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let cgroup_root = format!("/cairn-test-{}", std::process::id());
+        let mut c = Cluster {
+            dir,
+            netns,
+            control,
+            kubeconfig,
+            containerd,
+            registry,
+            image,
+            agent: None,
+            cgroup_root,
+            client,
+        };
+        c.start_agent();
+        c.wait_node_ready().await;
+        c
+    }
+
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    pub fn start_agent(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.path("agent.log")).unwrap();
+        let child = Command::new(bin("cairn-agent"))
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--node-name", NODE, "--node-ip", NODE_IP])
+            .arg("--containerd-socket")
+            .arg(&self.containerd.socket)
+            .args(["--containerd-namespace", "cairn-test"])
+            .arg("--root-dir")
+            .arg(self.path("root"))
+            .arg("--state-dir")
+            .arg(self.path("run"))
+            .arg("--cni-conf-dir")
+            .arg(self.path("net.d"))
+            .arg("--cni-bin-dir")
+            .arg(bin_dir())
+            .arg("--pod-log-dir")
+            .arg(self.path("logs"))
+            .args(["--cgroup-root", &self.cgroup_root])
+            .args(["--listen", &format!("{NODE_IP}:10250")])
+            .arg("--static-pod-dir")
+            .arg(self.path("manifests"))
+            .arg("--registry-config-dir")
+            .arg(self.path("certs.d"))
+            .arg("--logger-path")
+            .arg(bin("cairn-logger"))
+            .args(["--node-status-update-seconds", "1"])
+            .env("RUST_LOG", "info,cairn_agent=debug,kube=warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.agent = Some(child);
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill_agent(&mut self) {
+        if let Some(mut a) = self.agent.take() {
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+    }
+
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(self.path("agent.log")).unwrap_or_default()
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub async fn wait_node_ready(&self) {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(n) = nodes.get(NODE).await {
+                let ready = n
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                if ready {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "node never became Ready; agent log:\n{}", self.agent_log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub async fn create(&self, pod: Value) -> Pod {
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        self.pods().create(&PostParams::default(), &pod).await.unwrap()
+    }
+
+    /// Polls the pod until `check` holds (returns the pod), failing with the agent log.
+    pub async fn wait_for(&self, name: &str, what: &str, secs: u64, check: impl Fn(&Pod) -> bool) -> Pod {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let last = self.pods().get_opt(name).await.unwrap();
+            if let Some(p) = &last {
+                if check(p) {
+                    return p.clone();
+                }
+            }
+            if Instant::now() > deadline {
+                let log = self.agent_log();
+                let tail: String = log.lines().rev().take(60).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+                panic!(
+                    "pod {name}: {what} not reached; pod: {}\nagent log tail:\n{tail}",
+                    serde_json::to_string_pretty(&last).unwrap()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap()
+    }
+
+    pub fn ctr(&self, args: &[&str]) -> String {
+        let out = Command::new("ctr")
+            .arg("-a")
+            .arg(&self.containerd.socket)
+            .args(["-n", "cairn-test"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs a command inside a container of a pod via the runtime's exec (ctr task exec).
+    pub fn exec(&self, container_id: &str, cmd: &[&str]) -> Output {
+        Command::new("ctr")
+            .arg("-a")
+            .arg(&self.containerd.socket)
+            .args(["-n", "cairn-test", "task", "exec", "--exec-id"])
+            .arg(format!("t{}", rand_suffix()))
+            .arg(container_id)
+            .args(cmd)
+            .output()
+            .unwrap()
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_007
+}
+
+pub fn phase(p: &Pod) -> String {
+    p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()
+}
+
+pub fn container_status(p: &Pod, name: &str) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == name)
+        .cloned()
+}
+
+pub fn container_id(p: &Pod, name: &str) -> String {
+    container_status(p, name)
+        .and_then(|c| c.container_id)
+        .unwrap_or_default()
+        .trim_start_matches("containerd://")
+        .to_string()
+}
+
+pub fn is_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_agent();
+        let _ = self.control.kill();
+        let _ = self.control.wait();
+        // Containerd's Drop kills shims and unmounts its dirs; then our pinned namespaces.
+        cairn_testsupport::unmount_under(&self.path("run"));
+        cairn_testsupport::unmount_under(&self.path("root"));
+        let _ = Path::new("/");
+    }
+}
+
+/// Cgroups of the test's pods, removed after containerd is gone.
+pub struct CgroupCleanup(pub String);
+
+impl Drop for CgroupCleanup {
+    fn drop(&mut self) {
+        let _ = cairn_testsupport::remove_cgroup(self.0.trim_start_matches('/'));
+    }
+}

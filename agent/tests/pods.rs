@@ -1,0 +1,177 @@
+//! cairn-agent against real containerd + runc, cairn-cni and cairn-control in a private
+//! network namespace (root only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+
+fn busybox_pod(name: &str, image: &str, containers: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
+    let mut spec = json!({"nodeName": NODE, "containers": containers, "terminationGracePeriodSeconds": 2});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    let _ = image;
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+async fn events_for(cluster: &Cluster, pod: &str) -> Vec<(String, String)> {
+    let api: Api<Event> = Api::namespaced(cluster.client.clone(), "default");
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test]
+async fn pods_run_crash_finish_and_terminate() {
+    let _cgroups;
+    let cluster = Cluster::start().await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+
+    // ConfigMap and Secret for env and volumes.
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), "default");
+    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "cfg"}, "data": {"greeting": "hi-from-cm"}})).unwrap()).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), "default");
+    secrets.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "sec"}, "stringData": {"password": "hunter2"}})).unwrap()).await.unwrap();
+
+    // 1. Two containers, env from every source, volumes of every kind.
+    cluster
+        .create(busybox_pod(
+            "web",
+            &img,
+            json!([
+                {"name": "main", "image": img, "command": ["sh", "-c", "echo hello-$POD_NAME; exec sleep 3600"],
+                 "env": [
+                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    {"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "greeting"}}},
+                    {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "password"}}},
+                    {"name": "COMBINED", "value": "$(GREETING)!"}
+                 ],
+                 "volumeMounts": [
+                    {"name": "cfg", "mountPath": "/cfg"}, {"name": "sec", "mountPath": "/sec"},
+                    {"name": "scratch", "mountPath": "/scratch"}, {"name": "info", "mountPath": "/info"}
+                 ],
+                 "readinessProbe": {"exec": {"command": ["cat", "/cfg/greeting"]}, "periodSeconds": 1}},
+                {"name": "side", "image": img, "command": ["sh", "-c", "echo side > /scratch/side; exec sleep 3600"],
+                 "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
+            ]),
+            json!({"volumes": [
+                {"name": "cfg", "configMap": {"name": "cfg"}},
+                {"name": "sec", "secret": {"secretName": "sec"}},
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}, {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}}
+            ]}),
+        ))
+        .await;
+    let web = cluster.wait_for("web", "Running and Ready", 90, |p| phase(p) == "Running" && is_ready(p)).await;
+    let ip = web.status.as_ref().unwrap().pod_ip.clone().unwrap();
+    assert!(ip.starts_with("10.244.7."), "pod IP {ip}");
+    assert_eq!(web.status.as_ref().unwrap().host_ip.as_deref(), Some(NODE_IP));
+    let main_id = container_id(&web, "main");
+    let env = cluster.exec(&main_id, &["env"]);
+    let env = String::from_utf8_lossy(&env.stdout).to_string();
+    for want in ["POD_NAME=web", &format!("POD_IP={ip}"), "GREETING=hi-from-cm", "PASSWORD=hunter2", "COMBINED=hi-from-cm!", "KUBERNETES_SERVICE_HOST="] {
+        assert!(env.contains(want), "{want} missing from env:\n{env}");
+    }
+    let files = cluster.exec(&main_id, &["sh", "-c", "cat /cfg/greeting /sec/password /info/name; echo; cat /scratch/side; hostname; cat /etc/hosts"]);
+    let files = String::from_utf8_lossy(&files.stdout).to_string();
+    assert!(files.starts_with("hi-from-cmhunter2web\nside\nweb\n"), "{files}");
+    assert!(files.contains(&format!("{ip}\tweb")), "{files}");
+    // Pod network: the pod reaches its gateway and the agent's netns reaches the pod.
+    let ping = std::process::Command::new("ping").args(["-c1", "-W2", &ip]).output().unwrap();
+    assert!(ping.status.success(), "ping {ip}: {}", String::from_utf8_lossy(&ping.stdout));
+    // CRI log file with the kubelet layout.
+    let uid = web.metadata.uid.clone().unwrap();
+    let log = cluster.path("logs").join(format!("default_web_{uid}/main/0.log"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("stdout F hello-web") {
+        assert!(Instant::now() < deadline, "log {} lacks the line: {:?}", log.display(), std::fs::read_to_string(&log));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // 2. Crash loop with growing back-off.
+    cluster
+        .create(busybox_pod("crash", &img, json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo boom; exit 3"]}]), json!({})))
+        .await;
+    let crashed = cluster
+        .wait_for("crash", "CrashLoopBackOff after 2 restarts", 120, |p| {
+            container_status(p, "c").is_some_and(|c| {
+                c.restart_count >= 2
+                    && c.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.as_deref()) == Some("CrashLoopBackOff")
+            })
+        })
+        .await;
+    let c = container_status(&crashed, "c").unwrap();
+    let last = c.last_state.unwrap().terminated.unwrap();
+    assert_eq!(last.exit_code, 3);
+    assert_eq!(last.reason.as_deref(), Some("Error"));
+    let msg = c.state.unwrap().waiting.unwrap().message.unwrap();
+    assert!(msg.starts_with("back-off 40s") || msg.starts_with("back-off 80s"), "back-off grows: {msg}");
+    assert_eq!(phase(&crashed), "Running");
+    assert!(events_for(&cluster, "crash").await.iter().any(|(r, _)| r == "BackOff"));
+
+    // 3. restartPolicy Never: success and failure.
+    cluster.create(busybox_pod("once-ok", &img, json!([{"name": "c", "image": img, "command": ["true"]}]), json!({"restartPolicy": "Never"}))).await;
+    cluster.create(busybox_pod("once-fail", &img, json!([{"name": "c", "image": img, "command": ["sh", "-c", "exit 7"]}]), json!({"restartPolicy": "Never"}))).await;
+    cluster.wait_for("once-ok", "Succeeded", 60, |p| phase(p) == "Succeeded").await;
+    let failed = cluster.wait_for("once-fail", "Failed", 60, |p| phase(p) == "Failed").await;
+    let t = container_status(&failed, "c").unwrap().state.unwrap().terminated.unwrap();
+    assert_eq!(t.exit_code, 7);
+
+    // 4. Memory limit enforced: OOMKilled.
+    cluster
+        .create(busybox_pod(
+            "oom",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "dd if=/dev/zero of=/dev/null bs=128M count=1"],
+                    "resources": {"limits": {"memory": "16Mi"}}}]),
+            json!({"restartPolicy": "Never"}),
+        ))
+        .await;
+    let oom = cluster.wait_for("oom", "Failed", 60, |p| phase(p) == "Failed").await;
+    let t = container_status(&oom, "c").unwrap().state.unwrap().terminated.unwrap();
+    assert_eq!(t.reason.as_deref(), Some("OOMKilled"), "{t:?}");
+    assert_eq!(t.exit_code, 137);
+
+    // 5. Graceful deletion: a SIGTERM-ignoring container dies at the deadline, not before.
+    cluster
+        .create(busybox_pod(
+            "stubborn",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]}]),
+            json!({"terminationGracePeriodSeconds": 3}),
+        ))
+        .await;
+    let stubborn = cluster.wait_for("stubborn", "Running", 60, |p| phase(p) == "Running").await;
+    let stubborn_id = container_id(&stubborn, "c");
+    let started = Instant::now();
+    cluster.pods().delete("stubborn", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while cluster.pods().get_opt("stubborn").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "pod never went away:\n{}", cluster.agent_log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(started.elapsed() >= Duration::from_millis(2500), "killed before its grace period: {:?}", started.elapsed());
+    assert!(!cluster.ctr(&["containers", "ls", "-q"]).contains(&stubborn_id), "container left behind");
+    assert!(events_for(&cluster, "stubborn").await.iter().any(|(r, _)| r == "Killing"));
+
+    // Events of a normal start.
+    let reasons: Vec<String> = events_for(&cluster, "web").await.into_iter().map(|(r, _)| r).collect();
+    for want in ["Pulled", "Created", "Started"] {
+        assert!(reasons.iter().any(|r| r == want), "{want} event missing: {reasons:?}");
+    }
+}
