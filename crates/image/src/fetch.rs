@@ -1,4 +1,4 @@
-//! The registry side of a pull (distribution v2 API over reqwest): resolve a tag or digest
+//! The registry side of a pull (distribution v2 API over [`crate::http`]): resolve a tag or digest
 //! on the hosts allowed to resolve, fetch manifests and blobs from the hosts allowed to pull,
 //! and answer auth challenges (anonymous or credentialed Bearer tokens, Basic).
 
@@ -6,12 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
-use reqwest::{Response, StatusCode};
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
 use url::Url;
 
 use crate::credentials::Credentials;
 use crate::hosts::{registry_hosts, RegistryHost};
+use crate::http::{HttpClient, HttpResponse};
 use crate::media::{self, Desc, MANIFEST_ACCEPT, MAX_MANIFEST_BYTES};
 use crate::reference::ImageRef;
 use crate::{ImageError, PullOptions};
@@ -21,7 +23,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct HostClient {
     host: RegistryHost,
-    http: reqwest::Client,
+    http: HttpClient,
 }
 
 /// One image's registry endpoints and authorization state.
@@ -146,7 +148,7 @@ impl Remote {
     }
 
     /// The response streaming a blob from the first pull host that has it.
-    pub async fn blob_response(&self, desc: &Desc) -> Result<(Response, String), ImageError> {
+    pub async fn blob_response(&self, desc: &Desc) -> Result<(HttpResponse, String), ImageError> {
         let mut first_err = None;
         for hc in self.hosts.iter().filter(|h| h.host.pull) {
             let url = self.url(hc, "blobs", &desc.digest)?;
@@ -208,9 +210,9 @@ impl Remote {
         Ok(Some((body, content_type, digest)))
     }
 
-    async fn status_error(&self, url: &str, resp: Response) -> ImageError {
+    async fn status_error(&self, url: &str, resp: HttpResponse) -> ImageError {
         let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap_or_default();
+        let body = resp.text().await;
         ImageError::Registry {
             reference: self.display.clone(),
             url: url.to_owned(),
@@ -225,7 +227,7 @@ impl Remote {
         hc: &HostClient,
         url: Url,
         accept: Option<&str>,
-    ) -> Result<Response, ImageError> {
+    ) -> Result<HttpResponse, ImageError> {
         let origin = hc.host.origin();
         let cached = self.auth.lock().ok().and_then(|m| m.get(&origin).cloned());
         let resp = self.get(hc, url.clone(), accept, cached.as_ref()).await?;
@@ -280,24 +282,27 @@ impl Remote {
         url: Url,
         accept: Option<&str>,
         auth: Option<&HeaderValue>,
-    ) -> Result<Response, ImageError> {
-        let mut req = hc.http.get(url.clone());
-        if let Some(a) = accept {
-            req = req.header(ACCEPT, a);
+    ) -> Result<HttpResponse, ImageError> {
+        let mut headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
+        if let Some(a) = accept.and_then(|a| HeaderValue::from_str(a).ok()) {
+            headers.push((ACCEPT, a));
         }
         if let Some(a) = auth {
-            req = req.header(AUTHORIZATION, a.clone());
+            headers.push((AUTHORIZATION, a.clone()));
         }
-        req.send().await.map_err(|e| ImageError::Unreachable {
-            reference: self.display.clone(),
-            host: hc.host.origin(),
-            detail: format!("GET {url}: {}", error_chain(&e)),
-        })
+        hc.http
+            .get(&url, &headers)
+            .await
+            .map_err(|e| ImageError::Unreachable {
+                reference: self.display.clone(),
+                host: hc.host.origin(),
+                detail: format!("GET {url}: {e}"),
+            })
     }
 
-    async fn unauthorized(&self, origin: &str, resp: Response) -> ImageError {
+    async fn unauthorized(&self, origin: &str, resp: HttpResponse) -> ImageError {
         let status = resp.status();
-        let body = resp.text().await.unwrap_or_default();
+        let body = resp.text().await;
         ImageError::Unauthorized {
             reference: self.display.clone(),
             host: origin.to_owned(),
@@ -323,10 +328,7 @@ impl Remote {
         match challenge.scheme.as_str() {
             "basic" => match cred {
                 Some(Credentials::Basic { username, password }) => {
-                    use base64::Engine as _;
-                    let raw = format!("{username}:{password}");
-                    let enc = base64::engine::general_purpose::STANDARD.encode(raw);
-                    Ok(Some(header(format!("Basic {enc}"))?))
+                    Ok(Some(basic_header(username, password)?))
                 }
                 Some(Credentials::RegistryToken(t)) => Ok(Some(header(format!("Bearer {t}"))?)),
                 _ => Ok(None),
@@ -379,11 +381,12 @@ impl Remote {
                     .append_pair("scope", &scopes.join(" "))
                     .append_pair("client_id", "cairn")
                     .finish();
+                let headers = [(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-www-form-urlencoded"),
+                )];
                 hc.http
-                    .post(realm_url.clone())
-                    .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-                    .body(body)
-                    .send()
+                    .send(Method::POST, &realm_url, &headers, Bytes::from(body))
                     .await
             }
             _ => {
@@ -396,17 +399,17 @@ impl Remote {
                         q.append_pair("scope", s);
                     }
                 }
-                let mut req = hc.http.get(realm_url.clone());
+                let mut headers = Vec::new();
                 if let Some(Credentials::Basic { username, password }) = cred {
-                    req = req.basic_auth(username, Some(password));
+                    headers.push((AUTHORIZATION, basic_header(username, password)?));
                 }
-                req.send().await
+                hc.http.get(&realm_url, &headers).await
             }
         };
         let resp = resp.map_err(|e| ImageError::Unreachable {
             reference: self.display.clone(),
             host: realm_url.origin().ascii_serialization(),
-            detail: format!("fetching token: {}", error_chain(&e)),
+            detail: format!("fetching token: {e}"),
         })?;
         let status = resp.status();
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -424,9 +427,11 @@ impl Remote {
                 "failed to fetch token: unexpected status: {status}"
             )));
         }
-        let body: serde_json::Value = resp
-            .json()
+        let raw = resp
+            .bytes_limited(1 << 20)
             .await
+            .map_err(|e| token_err(format!("reading token response: {e}")))?;
+        let body: serde_json::Value = serde_json::from_slice(&raw)
             .map_err(|e| token_err(format!("token response is not JSON: {e}")))?;
         let token = body
             .get("token")
@@ -439,46 +444,28 @@ impl Remote {
 }
 
 async fn read_limited(
-    mut resp: Response,
+    resp: HttpResponse,
     limit: usize,
     reference: &str,
     origin: &str,
 ) -> Result<Vec<u8>, ImageError> {
-    let mut out = Vec::new();
-    loop {
-        match resp.chunk().await {
-            Ok(Some(c)) => {
-                out.extend_from_slice(&c);
-                if out.len() > limit {
-                    return Err(ImageError::BadManifest {
-                        reference: reference.to_owned(),
-                        digest: String::new(),
-                        detail: format!("body from {origin} larger than {limit} bytes"),
-                    });
-                }
-            }
-            Ok(None) => return Ok(out),
-            Err(e) => {
-                return Err(ImageError::Unreachable {
-                    reference: reference.to_owned(),
-                    host: origin.to_owned(),
-                    detail: format!("reading body: {}", error_chain(&e)),
-                })
-            }
-        }
-    }
+    resp.bytes_limited(limit)
+        .await
+        .map_err(|e| ImageError::Unreachable {
+            reference: reference.to_owned(),
+            host: origin.to_owned(),
+            detail: format!("reading body: {e}"),
+        })
 }
 
-/// `error: source: source` for reqwest errors, whose Display hides the cause.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
+fn basic_header(username: &str, password: &str) -> Result<HeaderValue, ImageError> {
+    use base64::Engine as _;
+    let enc = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+    HeaderValue::from_str(&format!("Basic {enc}")).map_err(|_| ImageError::Unauthorized {
+        reference: String::new(),
+        host: String::new(),
+        detail: "credentials are not a valid header value".to_owned(),
+    })
 }
 
 /// The first `errors[].code: message` of a distribution error body, else the body.
@@ -555,14 +542,14 @@ fn parse_challenge(header: &str) -> Challenge {
     }
 }
 
-/// A reqwest client for one host: rustls with the ring provider and webpki roots (plus
+/// An HTTP client for one host: rustls with the ring provider and webpki roots (plus
 /// the host's `ca` files), or no verification at all for `skip_verify`.
-fn http_client(host: &RegistryHost) -> Result<reqwest::Client, ImageError> {
+fn http_client(host: &RegistryHost) -> Result<HttpClient, ImageError> {
     let tls_err = |detail: String| ImageError::Tls {
         host: host.origin(),
         detail,
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = crate::http::provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| tls_err(e.to_string()))?;
@@ -588,14 +575,7 @@ fn http_client(host: &RegistryHost) -> Result<reqwest::Client, ImageError> {
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(config)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .no_proxy()
-        .user_agent(concat!("cairn/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| tls_err(error_chain(&e)))
+    Ok(HttpClient::new(config, CONNECT_TIMEOUT, READ_TIMEOUT))
 }
 
 /// `skip_verify = true`: accepts any server certificate (signatures are still checked).

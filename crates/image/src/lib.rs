@@ -12,6 +12,7 @@ mod archive;
 pub mod credentials;
 mod fetch;
 pub mod hosts;
+mod http;
 mod media;
 pub mod reference;
 mod store;

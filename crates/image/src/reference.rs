@@ -337,7 +337,10 @@ mod tests {
                 "lowercase:Uppercase".into(),
                 "docker.io/library/lowercase:Uppercase".into(),
             ),
-            ("a.b-c.d/e_f--g__h.i:1".into(), "a.b-c.d/e_f--g__h.i:1".into()),
+            (
+                "a.b-c.d/e_f--g__h.i:1".into(),
+                "a.b-c.d/e_f--g__h.i:1".into(),
+            ),
             ("[::1]:5000/img".into(), "[::1]:5000/img:latest".into()),
             (format!("busybox@{D}"), digest_ref.clone()),
             (format!("busybox:1.0@{D}"), digest_ref.clone()),

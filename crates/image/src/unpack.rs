@@ -174,11 +174,7 @@ async fn fetch_layer(store: &Store, remote: &Remote, layer: &Desc) -> Result<(),
                 return Err(ImageError::Unreachable {
                     reference: remote.display().to_owned(),
                     host: origin,
-                    detail: format!(
-                        "reading blob {}: {}",
-                        layer.digest,
-                        crate::fetch::error_chain(&e)
-                    ),
+                    detail: format!("reading blob {}: {e}", layer.digest),
                 });
             }
         };
