@@ -8,6 +8,7 @@
 pub mod config;
 pub mod ipam;
 pub mod masq;
+pub mod netctl;
 pub mod plugin;
 
 use std::process::ExitCode;

@@ -50,7 +50,7 @@ pub fn chain_name(network: &str, id: &str, ifname: &str) -> String {
     format!("CAIRN-{:016X}", crate::fnv64(&[network, id, ifname]))
 }
 
-fn find_binary(name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn find_binary(name: &str) -> Option<std::path::PathBuf> {
     ["/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin"]
         .iter()
         .map(|d| Path::new(d).join(name))
@@ -69,7 +69,7 @@ pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
     })
 }
 
-fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, MasqError> {
+pub(crate) fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, MasqError> {
     let cmd_desc = format!("{prog} {}", args.join(" "));
     let path = find_binary(prog).unwrap_or_else(|| prog.into());
     let mut child = Command::new(path)

@@ -21,6 +21,8 @@ use netlink_packet_route::link::{
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteProtocol};
 use netlink_packet_route::AddressFamily;
 use nix::sched::{setns, CloneFlags};
+pub mod overlay;
+
 use rtnetlink::{
     Handle, LinkBridge, LinkBridgePort, LinkMessageBuilder, LinkUnspec, LinkVeth,
     RouteMessageBuilder,
@@ -166,7 +168,7 @@ pub struct Link {
 }
 
 impl Link {
-    fn from_message(msg: &LinkMessage) -> Self {
+    pub(crate) fn from_message(msg: &LinkMessage) -> Self {
         let mut link = Link {
             index: msg.header.index,
             up: msg.header.flags.contains(LinkFlags::Up),

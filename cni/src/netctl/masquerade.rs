@@ -1,0 +1,164 @@
+//! The node's masquerade rules (flannel's set): pod → pod is left alone, pod → outside
+//! the cluster CIDR is masqueraded, host → remote pods is masqueraded so replies come back
+//! through the pod network. iptables: chain `CAIRN-POSTRTG` in `nat`, jumped to from
+//! POSTROUTING; nftables: table `ip cairn-netctl`. Every rule carries a fingerprint of the
+//! whole set in its comment, so "already right" is one listing and a change is one atomic
+//! rewrite (no window without rules).
+
+use ipnetwork::Ipv4Network;
+
+use crate::config::MasqBackend;
+use crate::masq::{find_binary, run, MasqError};
+
+pub const IPTABLES_CHAIN: &str = "CAIRN-POSTRTG";
+pub const NFT_TABLE: &str = "cairn-netctl";
+const JUMP_COMMENT: &str = "cairn-netctl:jump";
+
+/// One rule: (iptables match + target, nftables match + verdict).
+fn rules(cluster: Ipv4Network, subnet: Ipv4Network) -> Vec<(String, String)> {
+    vec![
+        (
+            format!("-s {cluster} -d {cluster} -j RETURN"),
+            format!("ip saddr {cluster} ip daddr {cluster} return"),
+        ),
+        (
+            format!("-s {subnet} ! -d 224.0.0.0/4 -j MASQUERADE --random-fully"),
+            format!("ip saddr {subnet} ip daddr != 224.0.0.0/4 masquerade fully-random"),
+        ),
+        (
+            format!("! -s {cluster} -d {subnet} -j RETURN"),
+            format!("ip saddr != {cluster} ip daddr {subnet} return"),
+        ),
+        (
+            format!("! -s {cluster} -d {cluster} -j MASQUERADE --random-fully"),
+            format!("ip saddr != {cluster} ip daddr {cluster} masquerade fully-random"),
+        ),
+    ]
+}
+
+fn fingerprint(cluster: Ipv4Network, subnet: Ipv4Network) -> String {
+    let text: Vec<String> = rules(cluster, subnet).into_iter().map(|r| r.0).collect();
+    format!("cairn-netctl:{:016x}", crate::fnv64(&[&text.join("\n")]))
+}
+
+/// The backend to use: the configured one, else the plugin's detection.
+pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
+    crate::masq::backend(configured)
+}
+
+/// Makes the rules match `cluster`/`subnet`; returns whether anything was rewritten.
+pub fn ensure(
+    backend: MasqBackend,
+    cluster: Ipv4Network,
+    subnet: Ipv4Network,
+) -> Result<bool, MasqError> {
+    let fp = fingerprint(cluster, subnet);
+    let expected = rules(cluster, subnet).len();
+    match backend {
+        MasqBackend::Iptables => {
+            let dump = run("iptables-save", &["-t", "nat"], None)?;
+            let chain_rules: Vec<&str> = dump
+                .lines()
+                .filter(|l| l.starts_with(&format!("-A {IPTABLES_CHAIN} ")))
+                .collect();
+            let jump = dump.lines().any(|l| {
+                l.starts_with("-A POSTROUTING ")
+                    && l.contains(JUMP_COMMENT)
+                    && l.ends_with(&format!("-j {IPTABLES_CHAIN}"))
+            });
+            if jump && chain_rules.len() == expected && chain_rules.iter().all(|l| l.contains(&fp))
+            {
+                return Ok(false);
+            }
+            // Declaring the chain under --noflush flushes it: the new set replaces the old
+            // in one commit.
+            let mut s = format!("*nat\n:{IPTABLES_CHAIN} - [0:0]\n");
+            for (rule, _) in rules(cluster, subnet) {
+                let (matches, target) = rule.split_once(" -j ").unwrap_or((&rule, "RETURN"));
+                s += &format!(
+                    "-A {IPTABLES_CHAIN} {matches} -m comment --comment {fp} -j {target}\n"
+                );
+            }
+            if !jump {
+                s += &format!(
+                    "-A POSTROUTING -m comment --comment {JUMP_COMMENT} -j {IPTABLES_CHAIN}\n"
+                );
+            }
+            s += "COMMIT\n";
+            run("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+            Ok(true)
+        }
+        MasqBackend::Nftables => {
+            let current = run("nft", &["list", "table", "ip", NFT_TABLE], None).unwrap_or_default();
+            if current.matches(&fp).count() == expected {
+                return Ok(false);
+            }
+            let mut s = format!(
+                "table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\ntable ip {NFT_TABLE} {{\n chain postrouting {{\n  type nat hook postrouting priority srcnat; policy accept;\n"
+            );
+            for (_, rule) in rules(cluster, subnet) {
+                s += &format!("  {rule} comment \"{fp}\"\n");
+            }
+            s += " }\n}\n";
+            run("nft", &["-f", "-"], Some(&s))?;
+            Ok(true)
+        }
+    }
+}
+
+/// Removes the rules (masquerade turned off); absent rules are fine.
+pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
+    match backend {
+        MasqBackend::Iptables => {
+            if find_binary("iptables-save").is_none() {
+                return Ok(());
+            }
+            let dump = run("iptables-save", &["-t", "nat"], None)?;
+            let mut s = String::from("*nat\n");
+            let mut any = false;
+            for l in dump.lines() {
+                if let Some(rest) = l.strip_prefix("-A POSTROUTING ") {
+                    if rest.contains(JUMP_COMMENT) {
+                        s += &format!("-D POSTROUTING {rest}\n");
+                        any = true;
+                    }
+                }
+            }
+            if dump
+                .lines()
+                .any(|l| l.starts_with(&format!(":{IPTABLES_CHAIN} ")))
+            {
+                s += &format!("-F {IPTABLES_CHAIN}\n-X {IPTABLES_CHAIN}\n");
+                any = true;
+            }
+            if any {
+                s += "COMMIT\n";
+                run("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+            }
+            Ok(())
+        }
+        MasqBackend::Nftables => {
+            let s = format!("table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\n");
+            run("nft", &["-f", "-"], Some(&s)).map(|_| ())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_follows_the_rule_set() {
+        let c: Ipv4Network = "10.244.0.0/16".parse().unwrap();
+        let a = fingerprint(c, "10.244.1.0/24".parse().unwrap());
+        let b = fingerprint(c, "10.244.2.0/24".parse().unwrap());
+        assert_ne!(a, b);
+        assert!(a.len() < 256 && !a.contains(' '));
+        let r = rules(c, "10.244.1.0/24".parse().unwrap());
+        assert!(r[1]
+            .0
+            .contains("-s 10.244.1.0/24 ! -d 224.0.0.0/4 -j MASQUERADE"));
+        assert!(r[0].1.contains("return"));
+    }
+}
