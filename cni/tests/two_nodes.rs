@@ -788,6 +788,38 @@ fn two_nodes(backend: &str) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let monitor_out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let sink = std::sync::Arc::clone(&monitor_out);
+        let mut stdout = monitor.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    // Make sure the monitor listens before the controller starts.
+    // A route of someone else's, which the controller must leave alone; (re)added until
+    // the monitor reports it, so the monitor is known to listen before the restart.
+    eventually("ip monitor to listen", || {
+        let _ = Command::new("ip")
+            .args(["-n", &n1.name, "route", "del", "192.0.2.0/24"])
+            .stderr(Stdio::null())
+            .status();
+        ip(&n1, &["route", "add", "192.0.2.0/24", "via", SWITCH_IP]);
+        std::thread::sleep(Duration::from_millis(100));
+        monitor_out
+            .lock()
+            .unwrap()
+            .contains("192.0.2.0/24 via")
+            .then_some(())
+    });
     let _c1 = ControllerProc::start(&cluster, &n1, "node-1", backend);
     eventually("node-1 to forget ghost-2 after its restart", || {
         let converged = owned_routes(&n1) == before_routes
@@ -806,20 +838,24 @@ fn two_nodes(backend: &str) {
     }
     // The restart must not have removed and re-added the route to node-2.
     let _ = monitor.kill();
-    let mut events = String::new();
-    monitor
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut events)
-        .unwrap();
     let _ = monitor.wait();
+    reader.join().unwrap();
+    let events = monitor_out.lock().unwrap().clone();
     assert!(
         !events
             .lines()
             .any(|l| l.starts_with("Deleted") && l.contains(&cidr2)),
         "route to node-2 flapped during the restart:\n{events}"
     );
+    assert!(
+        !events
+            .lines()
+            .any(|l| l.starts_with(&format!("Deleted {gw2} "))),
+        "neighbour of node-2 flapped during the restart:\n{events}"
+    );
+    assert!(n1
+        .sh(&["ip", "route", "show", "192.0.2.0/24"])
+        .contains(&format!("via {SWITCH_IP}")));
     assert!(
         events
             .lines()
