@@ -450,3 +450,46 @@ async fn concurrent_pulls_of_one_image_both_succeed() {
     pull(ch.clone(), NS, &reference, &o).await.unwrap();
     eprintln!("re-pull of a present image took {:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn https_registry_with_hosts_toml_ca_or_skip_verify() {
+    let containerd = Containerd::start().unwrap();
+    let registry = Registry::start().unwrap();
+    let (_, image) = registry.push_busybox().await.unwrap();
+    let tls = registry.start_tls_view().unwrap();
+    let cert = tls.tls_ca.clone().unwrap();
+    // A loopback registry is plain HTTP by default; hosts.toml makes it HTTPS.
+    let reference = format!("{}/cairn/busybox:latest", tls.addr());
+    let hosts = tempfile::tempdir().unwrap();
+    let host_dir = hosts.path().join(tls.addr());
+    std::fs::create_dir_all(&host_dir).unwrap();
+    let write_hosts = |extra: &str| {
+        std::fs::write(
+            host_dir.join("hosts.toml"),
+            format!("server = \"https://{}\"\n{extra}", tls.addr()),
+        )
+        .unwrap();
+    };
+    let ch = containerd.channel().await.unwrap();
+    let with_hosts = PullOptions {
+        hosts_dir: Some(hosts.path().to_path_buf()),
+        ..opts()
+    };
+
+    // Unknown CA: the TLS handshake fails, reported as unreachable.
+    write_hosts("");
+    let err = pull(ch.clone(), "tls-a", &reference, &with_hosts)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unreachable, "{err}");
+
+    write_hosts(&format!("ca = \"{}\"\n", cert.display()));
+    let info = pull(ch.clone(), "tls-b", &reference, &with_hosts)
+        .await
+        .unwrap();
+    assert_eq!(info.id, image.config_digest());
+
+    write_hosts("skip_verify = true\n");
+    let info = pull(ch, "tls-c", &reference, &with_hosts).await.unwrap();
+    assert_eq!(info.id, image.config_digest());
+}

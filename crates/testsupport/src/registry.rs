@@ -25,6 +25,8 @@ pub struct Registry {
     pub storage: PathBuf,
     /// Registry log.
     pub log: PathBuf,
+    /// The CA that signed the server certificate (for `127.0.0.1`) when serving HTTPS.
+    pub tls_ca: Option<PathBuf>,
     child: Child,
     dir: tempfile::TempDir,
 }
@@ -32,20 +34,30 @@ pub struct Registry {
 impl Registry {
     /// An anonymous (open) registry.
     pub fn start() -> Result<Self> {
-        Self::start_inner(None)
+        Self::start_inner(None, None, false)
+    }
+
+    /// Another registry process serving this one's storage over HTTPS with a certificate
+    /// for `127.0.0.1` from a throwaway CA ([`Registry::tls_ca`]); push through `self`.
+    pub fn start_tls_view(&self) -> Result<Self> {
+        Self::start_inner(None, Some(self.storage.clone()), true)
     }
 
     /// A registry that requires basic auth with `user`/`pass` (htpasswd, bcrypt).
     pub fn start_with_htpasswd(user: &str, pass: &str) -> Result<Self> {
-        Self::start_inner(Some((user.to_owned(), pass.to_owned())))
+        Self::start_inner(Some((user.to_owned(), pass.to_owned())), None, false)
     }
 
-    fn start_inner(credentials: Option<(String, String)>) -> Result<Self> {
+    fn start_inner(
+        credentials: Option<(String, String)>,
+        shared_storage: Option<PathBuf>,
+        tls: bool,
+    ) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("cairn-registry-")
             .tempdir()
             .context("creating registry temp dir")?;
-        let storage = dir.path().join("storage");
+        let storage = shared_storage.unwrap_or_else(|| dir.path().join("storage"));
         std::fs::create_dir_all(&storage)
             .with_context(|| format!("creating {}", storage.display()))?;
         let port = free_port()?;
@@ -62,9 +74,21 @@ impl Registry {
             }
             None => None,
         };
+        let tls_files = if tls {
+            Some(test_certificates(dir.path())?)
+        } else {
+            None
+        };
         let config = dir.path().join("config.yml");
-        std::fs::write(&config, config_yml(&storage, &addr, htpasswd.as_deref())?)
-            .with_context(|| format!("writing {}", config.display()))?;
+        let mut yml = config_yml(&storage, &addr, htpasswd.as_deref())?;
+        if let Some((cert, key, _)) = &tls_files {
+            yml.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert.display(),
+                key.display()
+            ));
+        }
+        std::fs::write(&config, yml).with_context(|| format!("writing {}", config.display()))?;
         let log = dir.path().join("registry.log");
         let log_file =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
@@ -84,6 +108,7 @@ impl Registry {
             credentials,
             storage,
             log,
+            tls_ca: tls_files.map(|(_, _, ca)| ca),
             child,
             dir,
         };
@@ -101,7 +126,8 @@ impl Registry {
                 );
             }
             if let Ok(status) = http_status(&self.addr, "/v2/") {
-                if status == 200 || status == 401 {
+                // A TLS listener answers plain HTTP with 400: it is up.
+                if status == 200 || status == 401 || (self.tls_ca.is_some() && status == 400) {
                     return Ok(());
                 }
             }
@@ -158,6 +184,67 @@ impl Drop for Registry {
     }
 }
 
+/// A throwaway CA and a server certificate it signed for `127.0.0.1`/`localhost`
+/// (openssl CLI). Returns (server cert, server key, CA cert).
+fn test_certificates(dir: &Path) -> Result<(PathBuf, PathBuf, PathBuf)> {
+    let p = |n: &str| dir.join(n);
+    std::fs::write(
+        p("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    )
+    .context("writing leaf.ext")?;
+    let openssl = |args: &[&str], paths: &[(&str, &str)]| -> Result<()> {
+        let mut cmd = Command::new("openssl");
+        cmd.args(args);
+        for (flag, file) in paths {
+            cmd.arg(flag).arg(p(file));
+        }
+        let out = cmd
+            .output()
+            .context("running openssl (install the openssl package)")?;
+        if !out.status.success() {
+            bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    };
+    openssl(
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=cairn-test-ca",
+        ],
+        &[("-keyout", "ca.key"), ("-out", "ca.pem")],
+    )?;
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        &[("-keyout", "key.pem"), ("-out", "leaf.csr")],
+    )?;
+    openssl(
+        &["x509", "-req", "-days", "2", "-CAcreateserial"],
+        &[
+            ("-in", "leaf.csr"),
+            ("-CA", "ca.pem"),
+            ("-CAkey", "ca.key"),
+            ("-extfile", "leaf.ext"),
+            ("-out", "cert.pem"),
+        ],
+    )?;
+    Ok((p("cert.pem"), p("key.pem"), p("ca.pem")))
+}
+
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
@@ -197,9 +284,7 @@ storage:
   maintenance:
     uploadpurging:
       enabled: false
-http:
-  addr: {addr}
-  secret: cairn-test-secret",
+",
         storage = storage.display()
     )?;
     if let Some(path) = htpasswd {
@@ -212,5 +297,7 @@ http:
             path.display()
         )?;
     }
+    // Last, so a `tls:` block can be appended under it.
+    writeln!(s, "http:\n  addr: {addr}\n  secret: cairn-test-secret")?;
     Ok(s)
 }
