@@ -58,6 +58,10 @@ struct Input {
 }
 
 fn run() -> anyhow::Result<()> {
+    // First, before this process opens anything that could take their numbers.
+    let stdout_pipe = inherited_fd(3);
+    let stderr_pipe = inherited_fd(4);
+    let ready_pipe = inherited_fd(5);
     let args: Vec<_> = std::env::args_os()
         .skip(1)
         .filter(|a| !a.is_empty())
@@ -83,12 +87,12 @@ fn run() -> anyhow::Result<()> {
     let mut inputs = [
         Input {
             stream: Stream::Stdout,
-            file: inherited_fd(3),
+            file: stdout_pipe,
             splitter: LineSplitter::default(),
         },
         Input {
             stream: Stream::Stderr,
-            file: inherited_fd(4),
+            file: stderr_pipe,
             splitter: LineSplitter::default(),
         },
     ];
@@ -97,7 +101,7 @@ fn run() -> anyhow::Result<()> {
     }
     let mut writer = open_writer(&spec, &container);
     // Ready: the shim waits for a byte or end of file on fd 5 before starting the task.
-    if let Some(mut ready) = inherited_fd(5) {
+    if let Some(mut ready) = ready_pipe {
         let _ = ready.write_all(b"1");
     }
 
