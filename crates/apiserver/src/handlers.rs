@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info_span, Instrument};
 
 use crate::discovery;
+use crate::podlog;
 use crate::render::{self, ListMeta};
 use crate::request::{self, Query, Representation, ResourcePath, MAX_BODY_BYTES};
 use crate::selectors::Selectors;
@@ -168,6 +169,13 @@ async fn route(state: AppState, req: Request) -> Response {
                 }
             }
             _ => {}
+        }
+    }
+    if is_get {
+        if let Some((ns, name)) = podlog::match_path(&path) {
+            return podlog::pod_log(&state, ns, name, parts.uri.query())
+                .await
+                .unwrap_or_else(|s| status_response(&s));
         }
     }
     match request::parse_resource_path(&path) {

@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod handlers;
 pub mod nodeipam;
 pub mod objects;
+pub mod podlog;
 pub mod render;
 pub mod request;
 pub mod selectors;
