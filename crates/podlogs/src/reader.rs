@@ -26,7 +26,9 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use tokio::sync::{mpsc, oneshot};
 use tracing::debug;
 
-use crate::cri::{format_rfc3339_nano_fixed, parse_record, LineJoiner, LogLine};
+use crate::cri::{
+    format_rfc3339_nano_fixed, parse_record, LineJoiner, LogLine, Stream as OutputStream,
+};
 use crate::files::{inode, rotated_files};
 
 /// Answers whether the container whose log is read is still running; a follower stops at
@@ -242,6 +244,9 @@ fn tail_start(segments: &[Segment], n: u64) -> std::io::Result<Pos> {
     let mut boundary = None;
     let mut extended: Option<Pos> = None;
     let mut scanned = 0u64;
+    // Streams met so far (from the end): a stream's last record being partial is a line
+    // still unfinished, shown last and counted like any other.
+    let mut seen = [false; 2];
     for (index, segment) in segments.iter().enumerate().rev() {
         let len = segment.file.metadata()?.len();
         let mut back = BackLines::new(&segment.file, len);
@@ -249,11 +254,16 @@ fn tail_start(segments: &[Segment], n: u64) -> std::io::Result<Pos> {
             let Ok(record) = parse_record(&line) else {
                 continue;
             };
+            let slot = usize::from(record.stream == OutputStream::Stderr);
+            let unfinished = record.partial && !seen[slot];
+            seen[slot] = true;
             match boundary {
                 None => {
-                    if !record.partial {
+                    if unfinished {
                         count += 1;
-                        if count == want {
+                    } else if !record.partial {
+                        count += 1;
+                        if count >= want {
                             let pos = Pos {
                                 segment: index,
                                 offset: start + line.len() as u64 + 1,
@@ -390,6 +400,16 @@ impl Worker {
                 }
                 continue;
             }
+            let ending = !self.follow || final_pass;
+            if ending {
+                // A record cut short and unfinished lines end the log as they are, after
+                // everything else (and within tailLines).
+                let cut = std::mem::take(&mut record);
+                if let Flow::Stop = self.finish_lines(&cut) {
+                    self.send();
+                    return;
+                }
+            }
             if let Some((lines, _)) = self.ring.take() {
                 for line in lines {
                     if let Flow::Stop = self.output(line) {
@@ -398,8 +418,8 @@ impl Worker {
                     }
                 }
             }
-            if !self.follow || final_pass {
-                self.finish(&record);
+            if ending {
+                self.send();
                 return;
             }
             if !self.send() || self.tx.is_closed() {
@@ -487,20 +507,19 @@ impl Worker {
         self.tx.blocking_send(Ok(chunk)).is_ok()
     }
 
-    /// End of the log: a record cut short and unfinished lines are shown as they are.
-    fn finish(&mut self, cut_record: &[u8]) {
+    /// End of the log: the record cut short, then the lines left unfinished.
+    fn finish_lines(&mut self, cut_record: &[u8]) -> Flow {
         if !cut_record.is_empty() {
             if let Flow::Stop = self.record(cut_record) {
-                self.send();
-                return;
+                return Flow::Stop;
             }
         }
         for line in self.joiner.take_unfinished() {
-            if let Flow::Stop = self.output(line) {
-                break;
+            if let Flow::Stop = self.line(line) {
+                return Flow::Stop;
             }
         }
-        self.send();
+        Flow::Continue
     }
 
     /// Moves to the file written after the one being read, if it was rotated.
@@ -723,6 +742,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read_all(&path, LogOptions::default()).await, "a\nopen");
+        // The unfinished line is the newest one and counts for tailLines.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(rec(3, "stderr", "F", "b").as_bytes()).unwrap();
+        f.write_all(rec(4, "stdout", "P", "-more").as_bytes())
+            .unwrap();
+        let tail = |n| LogOptions {
+            tail_lines: Some(n),
+            ..Default::default()
+        };
+        assert_eq!(read_all(&path, tail(1)).await, "open-more");
+        assert_eq!(read_all(&path, tail(2)).await, "b\nopen-more");
+        assert_eq!(read_all(&path, tail(3)).await, "a\nb\nopen-more");
     }
 
     #[tokio::test]
