@@ -31,7 +31,7 @@ pub const DEFAULT_MAX_FILES: u32 = 5;
 pub struct RotateOptions {
     /// Rotate before a record would take the file past this many bytes; 0 never rotates.
     pub max_size: u64,
-    /// Files kept per instance, the current one included (at least 1).
+    /// Files kept per instance, the current one included (0 counts as 1).
     pub max_files: u32,
 }
 
@@ -155,12 +155,8 @@ impl LoggerSpec {
             };
             match key {
                 "max-size" => rotate.max_size = value.parse().map_err(|_| bad())?,
-                "max-files" => {
-                    rotate.max_files = value.parse().map_err(|_| bad())?;
-                    if rotate.max_files == 0 {
-                        return Err(bad());
-                    }
-                }
+                // 0 keeps only the current file, like 1.
+                "max-files" => rotate.max_files = value.parse().map_err(|_| bad())?,
                 other => {
                     return Err(SpecError::UnknownKey {
                         spec: lossy(),
@@ -427,7 +423,7 @@ mod tests {
             Err(SpecError::BadValue { .. })
         ));
         assert!(matches!(
-            LoggerSpec::parse(OsStr::new("max-files=0,path=/a")),
+            LoggerSpec::parse(OsStr::new("max-files=-1,path=/a")),
             Err(SpecError::BadValue { .. })
         ));
         assert!(matches!(
@@ -516,5 +512,33 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             format!("{ts} stdout F line-00008\n{ts} stderr P x\n")
         );
+    }
+
+    #[test]
+    fn one_file_or_none_keeps_only_the_current_file() {
+        for max_files in [0, 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("0.log");
+            let opts = RotateOptions {
+                max_size: 60,
+                max_files,
+            };
+            let mut w = RotatingWriter::open(&path, opts).unwrap();
+            for i in 0..5 {
+                w.push(
+                    "2024-01-01T00:00:00Z",
+                    Stream::Stdout,
+                    Tag::Full,
+                    format!("{i}").as_bytes(),
+                )
+                .unwrap();
+            }
+            w.flush().unwrap();
+            assert!(rotated_files(&path).unwrap().is_empty());
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                "2024-01-01T00:00:00Z stdout F 4\n"
+            );
+        }
     }
 }
