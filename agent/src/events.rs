@@ -64,7 +64,8 @@ impl EventRecorder {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "generateName": format!("{name}."),
+                // `<pod>.<unique hex>`, the kubelet's event naming.
+                "name": format!("{name}.{:x}", chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()),
                 "namespace": ns,
             },
             "involvedObject": {

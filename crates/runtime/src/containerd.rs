@@ -951,6 +951,9 @@ impl Runtime for ContainerdRuntime {
                     type_url: PROCESS_TYPE_URL.into(),
                     value: serde_json::to_vec(&process).unwrap_or_default(),
                 }),
+                // Without stdio the shim leaves fds 1/2 closed and writers fail: discard instead.
+                stdout: "file:///dev/null".into(),
+                stderr: "file:///dev/null".into(),
                 ..Default::default()
             }))
             .await

@@ -370,6 +370,11 @@ pub fn build(
     }
 
     let (uid, gid, additional) = user;
+    // Raising the hard limit needs CAP_SYS_RESOURCE, which some hosts withhold: never ask
+    // for more than this process has.
+    let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(_, hard)| hard.min(1_048_576))
+        .unwrap_or(1024);
     let mut process = json!({
         "terminal": config.tty,
         "user": {"uid": uid, "gid": gid},
@@ -377,7 +382,7 @@ pub fn build(
         "env": merged_env(config),
         "cwd": cwd,
         "capabilities": {"bounding": caps, "effective": caps, "permitted": caps},
-        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1_048_576u64, "soft": 1_048_576u64}],
+        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
         "noNewPrivileges": no_new_privs,
     });
     if !additional.is_empty() {
