@@ -45,6 +45,10 @@ trap finish EXIT
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
+# The host's own interfaces, addresses and routes, to compare after up.sh.
+host_net() { ip -o link show | awk -F': ' '{print $2}' | sort; ip -o addr show | awk '{print $2, $4}' | sort; ip route show table all | sort; }
+host_before=$(host_net)
+
 step "up.sh (netns $CAIRN_NETNS, API on 127.0.0.1:$CAIRN_PORT, binaries from $CAIRN_BIN_DIR)"
 t0=$(date +%s%N)
 ./scripts/up.sh >"$base/up.out" 2>&1 || { cat "$base/up.out" >&2; fail "up.sh failed"; }
@@ -52,6 +56,9 @@ up_ms=$(ms_since "$t0")
 grep -q "export KUBECONFIG=$KUBECONFIG_PATH" "$base/up.out" || fail "up.sh did not say how to use kubectl"
 grep -q "spec.nodeName: $CAIRN_NODE_NAME" "$base/up.out" || fail "up.sh did not mention nodeName"
 step "up.sh took ${up_ms} ms"
+host_after=$(host_net)
+[ "$host_before" = "$host_after" ] ||
+    fail "up.sh changed the host's network: $(diff <(echo "$host_before") <(echo "$host_after") || true)"
 
 [ "$(kubectl get node "$CAIRN_NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ] ||
     fail "node $CAIRN_NODE_NAME is not Ready after up.sh"

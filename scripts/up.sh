@@ -31,6 +31,8 @@ cd "$(dirname "$0")/.."
 . scripts/cluster-env.sh
 
 [ "$(id -u)" = 0 ] || die "run me as root (network namespaces, containerd, cgroups)"
+# Whatever started stays up on failure, for its logs; down.sh stops it.
+trap 'rc=$?; [ "$rc" = 0 ] || echo "up: failed; logs in $CAIRN_LOG_DIR, scripts/down.sh stops what was started" >&2' EXIT
 started_ns=$(date +%s%N)
 
 if [ -z "${CAIRN_SKIP_DEPS:-}" ]; then
