@@ -56,10 +56,11 @@ mkdir -p "$CAIRN_HOME"/{bin,control,containerd/opt,agent,cni/bin,cni/net.d,certs
     "$CAIRN_RUN_DIR"/{containerd,agent,cni/networks} "$CAIRN_LOG_DIR/pods"
 
 # Installed copies, so a later `cargo build` does not swap binaries under running daemons.
+install_bin() { [ "$1" -ef "$2" ] || install -m 0755 "$1" "$2"; }
 for b in cairn-control cairn-agent cairn-logger; do
-    install -m 0755 "$src_bin/$b" "$BIN/$b"
+    install_bin "$src_bin/$b" "$BIN/$b"
 done
-install -m 0755 "$src_bin/cairn-cni" "$CNI_BIN/cairn-cni"
+install_bin "$src_bin/cairn-cni" "$CNI_BIN/cairn-cni"
 
 echo "up: network namespace $CAIRN_NETNS (node address $CAIRN_NODE_IP/24)"
 ip netns add "$CAIRN_NETNS"
