@@ -129,11 +129,32 @@ impl AgentFlags {
             ($($f:ident),*) => { AgentFlags { $($f: self.$f.or(file.$f)),* } };
         }
         pick!(
-            kubeconfig, node_name, node_ip, containerd_socket, containerd_namespace, root_dir,
-            state_dir, cni_conf_dir, cni_bin_dir, pod_log_dir, cgroup_root, cgroupfs_mount, listen,
-            static_pod_dir, registry_config_dir, logger_path, max_pods, reserved_cpu_millis,
-            reserved_memory_mib, cluster_dns, cluster_domain, container_log_max_size_mib,
-            container_log_max_files, network_backend, cluster_cidr, node_status_update_seconds
+            kubeconfig,
+            node_name,
+            node_ip,
+            containerd_socket,
+            containerd_namespace,
+            root_dir,
+            state_dir,
+            cni_conf_dir,
+            cni_bin_dir,
+            pod_log_dir,
+            cgroup_root,
+            cgroupfs_mount,
+            listen,
+            static_pod_dir,
+            registry_config_dir,
+            logger_path,
+            max_pods,
+            reserved_cpu_millis,
+            reserved_memory_mib,
+            cluster_dns,
+            cluster_domain,
+            container_log_max_size_mib,
+            container_log_max_files,
+            network_backend,
+            cluster_cidr,
+            node_status_update_seconds
         )
     }
 }
@@ -247,8 +268,11 @@ mod tests {
     fn command_line_wins_over_file_over_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agent.toml");
-        std::fs::write(&file, "node-name = \"from-file\"\nmax-pods = 7\nlisten = \"127.0.0.1:1\"\n")
-            .unwrap();
+        std::fs::write(
+            &file,
+            "node-name = \"from-file\"\nmax-pods = 7\nlisten = \"127.0.0.1:1\"\n",
+        )
+        .unwrap();
         let flags = AgentFlags {
             node_name: Some("from-flag".into()),
             ..Default::default()

@@ -27,22 +27,34 @@ pub enum EnvError {
         kind: &'static str,
         namespace: String,
         name: String,
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
 }
 
 /// Reads ConfigMaps and Secrets of the pod's namespace (a seam for tests).
 #[async_trait::async_trait]
 pub trait ConfigSource: Send + Sync {
-    async fn config_map(&self, namespace: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
+    async fn config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
+    async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
 }
 
 pub struct ApiConfigSource(pub kube::Client);
 
 #[async_trait::async_trait]
 impl ConfigSource for ApiConfigSource {
-    async fn config_map(&self, namespace: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+    async fn config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
         let api: Api<ConfigMap> = Api::namespaced(self.0.clone(), namespace);
         match api.get_opt(name).await {
             Ok(Some(cm)) => {
@@ -62,12 +74,16 @@ impl ConfigSource for ApiConfigSource {
                 kind: "configmap",
                 namespace: namespace.into(),
                 name: name.into(),
-                source,
+                source: Box::new(source),
             }),
         }
     }
 
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+    async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
         let api: Api<Secret> = Api::namespaced(self.0.clone(), namespace);
         match api.get_opt(name).await {
             Ok(Some(s)) => {
@@ -87,7 +103,7 @@ impl ConfigSource for ApiConfigSource {
                 kind: "secret",
                 namespace: namespace.into(),
                 name: name.into(),
-                source,
+                source: Box::new(source),
             }),
         }
     }
@@ -105,7 +121,11 @@ pub fn service_env(pod: &Pod, services: &[Service]) -> Vec<(String, String)> {
     for svc in services {
         let svc_ns = svc.metadata.namespace.as_deref().unwrap_or("default");
         let name = svc.metadata.name.clone().unwrap_or_default();
-        let ip = svc.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()).unwrap_or("");
+        let ip = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.cluster_ip.as_deref())
+            .unwrap_or("");
         if ip.is_empty() || ip == "None" {
             continue;
         }
@@ -132,7 +152,10 @@ pub fn service_env(pod: &Pod, services: &[Service]) -> Vec<(String, String)> {
         for p in &ports {
             if let Some(pn) = &p.name {
                 out.push((
-                    format!("{prefix}_SERVICE_PORT_{}", pn.to_ascii_uppercase().replace('-', "_")),
+                    format!(
+                        "{prefix}_SERVICE_PORT_{}",
+                        pn.to_ascii_uppercase().replace('-', "_")
+                    ),
                     p.port.to_string(),
                 ));
             }
@@ -145,7 +168,10 @@ pub fn service_env(pod: &Pod, services: &[Service]) -> Vec<(String, String)> {
         for p in &ports {
             let proto = p.protocol.clone().unwrap_or_else(|| "TCP".into());
             let base = format!("{prefix}_PORT_{}_{}", p.port, proto.to_ascii_uppercase());
-            out.push((base.clone(), format!("{}://{ip}:{}", proto.to_ascii_lowercase(), p.port)));
+            out.push((
+                base.clone(),
+                format!("{}://{ip}:{}", proto.to_ascii_lowercase(), p.port),
+            ));
             out.push((format!("{base}_PROTO"), proto.to_ascii_lowercase()));
             out.push((format!("{base}_PORT"), p.port.to_string()));
             out.push((format!("{base}_ADDR"), ip.clone()));
@@ -155,7 +181,12 @@ pub fn service_env(pod: &Pod, services: &[Service]) -> Vec<(String, String)> {
 }
 
 /// A pod field for `fieldRef` (env and downward API volumes).
-pub fn pod_field(pod: &Pod, path: &str, host_ip: Option<&str>, pod_ip: Option<&str>) -> Result<String, EnvError> {
+pub fn pod_field(
+    pod: &Pod,
+    path: &str,
+    host_ip: Option<&str>,
+    pod_ip: Option<&str>,
+) -> Result<String, EnvError> {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref();
     let map_entry = |map: &Option<BTreeMap<String, String>>, rest: &str| -> Option<String> {
@@ -178,7 +209,8 @@ pub fn pod_field(pod: &Pod, path: &str, host_ip: Option<&str>, pod_ip: Option<&s
             if let Some(rest) = other.strip_prefix("metadata.labels") {
                 map_entry(&meta.labels, rest).ok_or_else(|| EnvError::FieldPath(other.into()))?
             } else if let Some(rest) = other.strip_prefix("metadata.annotations") {
-                map_entry(&meta.annotations, rest).ok_or_else(|| EnvError::FieldPath(other.into()))?
+                map_entry(&meta.annotations, rest)
+                    .ok_or_else(|| EnvError::FieldPath(other.into()))?
             } else {
                 return Err(EnvError::FieldPath(other.into()));
             }
@@ -200,17 +232,35 @@ pub fn format_map(map: &Option<BTreeMap<String, String>>) -> String {
 }
 
 /// `resourceFieldRef` value with its divisor (ceil, as the kubelet rounds).
-pub fn resource_field(container: &Container, resource: &str, divisor: Option<&str>, node_alloc: &BTreeMap<String, String>) -> String {
+pub fn resource_field(
+    container: &Container,
+    resource: &str,
+    divisor: Option<&str>,
+    node_alloc: &BTreeMap<String, String>,
+) -> String {
     let res = container.resources.as_ref();
     let (kind, name) = resource.split_once('.').unwrap_or(("limits", resource));
     let q = match kind {
-        "limits" => res.and_then(|r| r.limits.as_ref()).and_then(|m| m.get(name)).map(|q| q.0.clone()),
-        _ => res.and_then(|r| r.requests.as_ref()).and_then(|m| m.get(name)).map(|q| q.0.clone()),
+        "limits" => res
+            .and_then(|r| r.limits.as_ref())
+            .and_then(|m| m.get(name))
+            .map(|q| q.0.clone()),
+        _ => res
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|m| m.get(name))
+            .map(|q| q.0.clone()),
     }
-    .or_else(|| (kind == "limits").then(|| node_alloc.get(name).cloned()).flatten())
+    .or_else(|| {
+        (kind == "limits")
+            .then(|| node_alloc.get(name).cloned())
+            .flatten()
+    })
     .unwrap_or_else(|| "0".into());
     let value = crate::quantity::parse(&q).unwrap_or(0.0);
-    let div = divisor.and_then(crate::quantity::parse).filter(|d| *d > 0.0).unwrap_or(1.0);
+    let div = divisor
+        .and_then(crate::quantity::parse)
+        .filter(|d| *d > 0.0)
+        .unwrap_or(1.0);
     ((value / div).ceil() as i64).to_string()
 }
 
@@ -255,7 +305,11 @@ pub async fn container_env(
     pod_ip: Option<&str>,
     node_alloc: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, EnvError> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut set = |vars: &mut BTreeMap<String, String>, k: String, v: String| {
@@ -273,22 +327,40 @@ pub async fn container_env(
             match source.config_map(&ns, &r.name).await? {
                 Some(data) => {
                     for (k, v) in data {
-                        set(&mut vars, format!("{prefix}{k}"), String::from_utf8_lossy(&v).into_owned());
+                        set(
+                            &mut vars,
+                            format!("{prefix}{k}"),
+                            String::from_utf8_lossy(&v).into_owned(),
+                        );
                     }
                 }
                 None if r.optional == Some(true) => {}
-                None => return Err(EnvError::ConfigMapNotFound { namespace: ns.clone(), name: r.name.clone() }),
+                None => {
+                    return Err(EnvError::ConfigMapNotFound {
+                        namespace: ns.clone(),
+                        name: r.name.clone(),
+                    })
+                }
             }
         }
         if let Some(r) = &from.secret_ref {
             match source.secret(&ns, &r.name).await? {
                 Some(data) => {
                     for (k, v) in data {
-                        set(&mut vars, format!("{prefix}{k}"), String::from_utf8_lossy(&v).into_owned());
+                        set(
+                            &mut vars,
+                            format!("{prefix}{k}"),
+                            String::from_utf8_lossy(&v).into_owned(),
+                        );
                     }
                 }
                 None if r.optional == Some(true) => {}
-                None => return Err(EnvError::SecretNotFound { namespace: ns.clone(), name: r.name.clone() }),
+                None => {
+                    return Err(EnvError::SecretNotFound {
+                        namespace: ns.clone(),
+                        name: r.name.clone(),
+                    })
+                }
             }
         }
     }
@@ -304,7 +376,12 @@ pub async fn container_env(
                     .as_ref()
                     .and_then(|n| pod.spec.as_ref()?.containers.iter().find(|c| &c.name == n))
                     .unwrap_or(container);
-                resource_field(target, &r.resource, r.divisor.as_ref().map(|d| d.0.as_str()), node_alloc)
+                resource_field(
+                    target,
+                    &r.resource,
+                    r.divisor.as_ref().map(|d| d.0.as_str()),
+                    node_alloc,
+                )
             } else if let Some(r) = &from.config_map_key_ref {
                 match source.config_map(&ns, &r.name).await? {
                     Some(data) => match data.get(&r.key) {
@@ -320,7 +397,12 @@ pub async fn container_env(
                         }
                     },
                     None if r.optional == Some(true) => continue,
-                    None => return Err(EnvError::ConfigMapNotFound { namespace: ns.clone(), name: r.name.clone() }),
+                    None => {
+                        return Err(EnvError::ConfigMapNotFound {
+                            namespace: ns.clone(),
+                            name: r.name.clone(),
+                        })
+                    }
                 }
             } else if let Some(r) = &from.secret_key_ref {
                 match source.secret(&ns, &r.name).await? {
@@ -337,7 +419,12 @@ pub async fn container_env(
                         }
                     },
                     None if r.optional == Some(true) => continue,
-                    None => return Err(EnvError::SecretNotFound { namespace: ns.clone(), name: r.name.clone() }),
+                    None => {
+                        return Err(EnvError::SecretNotFound {
+                            namespace: ns.clone(),
+                            name: r.name.clone(),
+                        })
+                    }
                 }
             } else {
                 String::new()
@@ -365,10 +452,18 @@ mod tests {
 
     #[async_trait::async_trait]
     impl ConfigSource for Fixture {
-        async fn config_map(&self, _: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+        async fn config_map(
+            &self,
+            _: &str,
+            name: &str,
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
             Ok((name == "cm").then(|| BTreeMap::from([("k".to_string(), b"cmval".to_vec())])))
         }
-        async fn secret(&self, _: &str, name: &str) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+        async fn secret(
+            &self,
+            _: &str,
+            name: &str,
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
             Ok((name == "s").then(|| BTreeMap::from([("pw".to_string(), b"hunter2".to_vec())])))
         }
     }
@@ -396,9 +491,17 @@ mod tests {
             {"name": "OPT", "valueFrom": {"secretKeyRef": {"name": "missing", "key": "pw", "optional": true}}},
         ]));
         let c = p.spec.as_ref().unwrap().containers[0].clone();
-        let env = container_env(&p, &c, &[], &Fixture, Some("198.18.0.1"), Some("10.244.0.5"), &BTreeMap::new())
-            .await
-            .unwrap();
+        let env = container_env(
+            &p,
+            &c,
+            &[],
+            &Fixture,
+            Some("198.18.0.1"),
+            Some("10.244.0.5"),
+            &BTreeMap::new(),
+        )
+        .await
+        .unwrap();
         let m: BTreeMap<_, _> = env.into_iter().collect();
         assert_eq!(m["B"], "a-b-$(A)-$(NOPE)");
         assert_eq!(m["POD"], "p");
@@ -412,9 +515,13 @@ mod tests {
 
     #[tokio::test]
     async fn missing_references_are_errors() {
-        let p = pod(json!([{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k"}}}]));
+        let p = pod(
+            json!([{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k"}}}]),
+        );
         let c = p.spec.as_ref().unwrap().containers[0].clone();
-        let err = container_env(&p, &c, &[], &Fixture, None, None, &BTreeMap::new()).await.unwrap_err();
+        let err = container_env(&p, &c, &[], &Fixture, None, None, &BTreeMap::new())
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), "configmap ns1/nope not found");
     }
 

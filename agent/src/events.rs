@@ -34,8 +34,19 @@ impl EventRecorder {
 
     /// Records an event about `pod` (and optionally one of its containers). The same
     /// reason+message for the same object is posted at most once per 5 minutes.
-    pub fn pod(&self, pod: &Pod, container: Option<&str>, kind: EventType, reason: &str, message: &str) {
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    pub fn pod(
+        &self,
+        pod: &Pod,
+        container: Option<&str>,
+        kind: EventType,
+        reason: &str,
+        message: &str,
+    ) {
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let key = format!("{uid}/{}/{reason}/{message}", container.unwrap_or(""));

@@ -34,7 +34,11 @@ pub struct ImageManager {
 
 pub enum Outcome {
     /// Present (`pulled` says whether we fetched it now).
-    Ready { image: ImageSpec, pulled: bool, took: Duration },
+    Ready {
+        image: ImageSpec,
+        pulled: bool,
+        took: Duration,
+    },
     Failed(ImageFailure),
 }
 
@@ -66,11 +70,25 @@ impl ImageManager {
     }
 
     /// Credentials from the pod's imagePullSecrets for `image`.
-    async fn credentials(&self, client: &kube::Client, pod: &Pod, image: &str) -> Vec<cairn_image::Credentials> {
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    async fn credentials(
+        &self,
+        client: &kube::Client,
+        pod: &Pod,
+        image: &str,
+    ) -> Vec<cairn_image::Credentials> {
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
         let mut out = Vec::new();
-        for r in pod.spec.as_ref().and_then(|s| s.image_pull_secrets.clone()).unwrap_or_default() {
+        for r in pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.image_pull_secrets.clone())
+            .unwrap_or_default()
+        {
             let Ok(Some(secret)) = api.get_opt(&r.name).await else {
                 tracing::warn!(secret = %format!("{ns}/{}", r.name), "imagePullSecret not found");
                 continue;
@@ -118,7 +136,9 @@ impl ImageManager {
                 Ok(None) if policy == "Never" => {
                     return Outcome::Failed(ImageFailure {
                         reason: "ErrImageNeverPull",
-                        message: format!("Container image {image:?} is not present with pull policy of Never"),
+                        message: format!(
+                            "Container image {image:?} is not present with pull policy of Never"
+                        ),
                     })
                 }
                 Ok(None) => {}
@@ -138,8 +158,14 @@ impl ImageManager {
         let _one_at_a_time = self.pulling.lock().await;
         // Someone else may have pulled it while we waited.
         if policy != "Always" {
-            if let Ok(Some(info)) = cairn_image::get(self.channel.clone(), &self.namespace, &reference).await {
-                return Outcome::Ready { image: to_spec(info), pulled: false, took: Duration::ZERO };
+            if let Ok(Some(info)) =
+                cairn_image::get(self.channel.clone(), &self.namespace, &reference).await
+            {
+                return Outcome::Ready {
+                    image: to_spec(info),
+                    pulled: false,
+                    took: Duration::ZERO,
+                };
             }
         }
         let opts = cairn_image::PullOptions {
@@ -161,7 +187,9 @@ impl ImageManager {
             Err(e) => {
                 let message = cairn_image::pull_error_message(&reference, &e);
                 let mut b = self.backoff.lock();
-                let entry = b.entry(reference).or_insert((0, Instant::now(), String::new()));
+                let entry = b
+                    .entry(reference)
+                    .or_insert((0, Instant::now(), String::new()));
                 entry.0 += 1;
                 entry.1 = Instant::now();
                 entry.2 = message.clone();

@@ -49,11 +49,17 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::ImportImage { archive }) = cli.command {
         let channel = containerd_client::connect(&config.containerd_socket)
             .await
-            .with_context(|| format!("connecting to containerd at {}", config.containerd_socket.display()))?;
+            .with_context(|| {
+                format!(
+                    "connecting to containerd at {}",
+                    config.containerd_socket.display()
+                )
+            })?;
         let opts = cairn_image::PullOptions::default();
-        let imported = cairn_image::import_archive(channel, &config.containerd_namespace, &archive, &opts)
-            .await
-            .with_context(|| format!("importing {}", archive.display()))?;
+        let imported =
+            cairn_image::import_archive(channel, &config.containerd_namespace, &archive, &opts)
+                .await
+                .with_context(|| format!("importing {}", archive.display()))?;
         for image in imported {
             println!("{} {}", image.name, image.id);
         }
@@ -91,7 +97,9 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("loading kubeconfig {}", path.display()))?
         }
-        None => kube::Config::infer().await.context("finding a kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("finding a kubeconfig")?,
     };
     let client = kube::Client::try_from(kube_config).context("building the API client")?;
     for dir in [&config.root_dir, &config.state_dir, &config.pod_log_dir] {
@@ -109,7 +117,10 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let (services, services_writer) = reflector::store::<Service>();
     let services_stream = reflector(
         services_writer,
-        watcher(kube::Api::<Service>::all(client.clone()), watcher::Config::default()),
+        watcher(
+            kube::Api::<Service>::all(client.clone()),
+            watcher::Config::default(),
+        ),
     )
     .default_backoff();
     tokio::spawn(async move {
@@ -154,7 +165,8 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
             .cluster_cidr
             .parse()
             .with_context(|| format!("parsing cluster-cidr {}", config.cluster_cidr))?;
-        let mut nc = cairn_cni::netctl::NetControllerConfig::new(config.node_name.clone(), backend, cidr);
+        let mut nc =
+            cairn_cni::netctl::NetControllerConfig::new(config.node_name.clone(), backend, cidr);
         nc.cni_conf_dir = config.cni_conf_dir.clone();
         if let Some(ip) = agent.node_ip.as_ref().and_then(|i| i.parse().ok()) {
             nc.public_ip = Some(ip);

@@ -30,7 +30,10 @@ pub enum NodeError {
 }
 
 /// Capacity and allocatable as Kubernetes quantities.
-pub fn resources(config: &AgentConfig, host: &HostRoot) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+pub fn resources(
+    config: &AgentConfig,
+    host: &HostRoot,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let cpus = host.cpus();
     let mem = host.meminfo().map(|m| m.total_bytes).unwrap_or(0);
     let disk = sysinfo::filesystem_bytes(&config.root_dir)
@@ -41,7 +44,10 @@ pub fn resources(config: &AgentConfig, host: &HostRoot) -> (BTreeMap<String, Str
         ("cpu".to_string(), cpus.to_string()),
         ("memory".to_string(), format!("{}Ki", mem / 1024)),
         ("pods".to_string(), config.max_pods.to_string()),
-        ("ephemeral-storage".to_string(), format!("{}Ki", disk / 1024)),
+        (
+            "ephemeral-storage".to_string(),
+            format!("{}Ki", disk / 1024),
+        ),
     ]);
     let cpu_alloc = (cpus * 1000).saturating_sub(config.reserved_cpu_millis);
     // The kubelet also keeps the hard eviction threshold (100Mi) out of allocatable.
@@ -52,13 +58,20 @@ pub fn resources(config: &AgentConfig, host: &HostRoot) -> (BTreeMap<String, Str
         ("cpu".to_string(), format!("{cpu_alloc}m")),
         ("memory".to_string(), format!("{}Ki", mem_alloc / 1024)),
         ("pods".to_string(), config.max_pods.to_string()),
-        ("ephemeral-storage".to_string(), format!("{}Ki", disk / 1024 * 9 / 10)),
+        (
+            "ephemeral-storage".to_string(),
+            format!("{}Ki", disk / 1024 * 9 / 10),
+        ),
     ]);
     (capacity, allocatable)
 }
 
 fn condition(kind: &str, ok_is_true: bool, healthy: bool, reason: &str, message: &str) -> Value {
-    let status = if healthy == ok_is_true { "True" } else { "False" };
+    let status = if healthy == ok_is_true {
+        "True"
+    } else {
+        "False"
+    };
     json!({"type": kind, "status": status, "reason": reason, "message": message})
 }
 
@@ -89,35 +102,71 @@ pub async fn conditions(agent: &Agent) -> Vec<Value> {
             "MemoryPressure",
             false,
             !mem_pressure,
-            if mem_pressure { "KubeletHasInsufficientMemory" } else { "KubeletHasSufficientMemory" },
-            if mem_pressure { "kubelet has insufficient memory available" } else { "kubelet has sufficient memory available" },
+            if mem_pressure {
+                "KubeletHasInsufficientMemory"
+            } else {
+                "KubeletHasSufficientMemory"
+            },
+            if mem_pressure {
+                "kubelet has insufficient memory available"
+            } else {
+                "kubelet has sufficient memory available"
+            },
         ),
         condition(
             "DiskPressure",
             false,
             !disk_pressure,
-            if disk_pressure { "KubeletHasDiskPressure" } else { "KubeletHasNoDiskPressure" },
-            if disk_pressure { "kubelet has disk pressure" } else { "kubelet has no disk pressure" },
+            if disk_pressure {
+                "KubeletHasDiskPressure"
+            } else {
+                "KubeletHasNoDiskPressure"
+            },
+            if disk_pressure {
+                "kubelet has disk pressure"
+            } else {
+                "kubelet has no disk pressure"
+            },
         ),
         condition(
             "PIDPressure",
             false,
             !pid_pressure,
-            if pid_pressure { "KubeletHasInsufficientPID" } else { "KubeletHasSufficientPID" },
-            if pid_pressure { "kubelet has insufficient PID available" } else { "kubelet has sufficient PID available" },
+            if pid_pressure {
+                "KubeletHasInsufficientPID"
+            } else {
+                "KubeletHasSufficientPID"
+            },
+            if pid_pressure {
+                "kubelet has insufficient PID available"
+            } else {
+                "kubelet has sufficient PID available"
+            },
         ),
         condition(
             "NetworkUnavailable",
             false,
             network_ok,
-            if network_ok { "CNIConfigured" } else { "NoCNIConfig" },
-            if network_ok { "CNI network config present" } else { "no CNI network config" },
+            if network_ok {
+                "CNIConfigured"
+            } else {
+                "NoCNIConfig"
+            },
+            if network_ok {
+                "CNI network config present"
+            } else {
+                "no CNI network config"
+            },
         ),
         condition(
             "Ready",
             true,
             runtime_ok && network_ok,
-            if runtime_ok && network_ok { "KubeletReady" } else { "KubeletNotReady" },
+            if runtime_ok && network_ok {
+                "KubeletReady"
+            } else {
+                "KubeletNotReady"
+            },
             &ready_message,
         ),
     ]
@@ -275,7 +324,11 @@ fn keep_transition_times(current: &Node, mut fresh: Vec<Value>) -> Vec<Value> {
     fresh
 }
 
-async fn renew_lease(agent: &Agent, leases: &Api<Lease>, nodes: &Api<Node>) -> Result<(), kube::Error> {
+async fn renew_lease(
+    agent: &Agent,
+    leases: &Api<Lease>,
+    nodes: &Api<Node>,
+) -> Result<(), kube::Error> {
     let name = &agent.config.node_name;
     let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let patch = json!({"spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": now}});
@@ -298,7 +351,10 @@ async fn renew_lease(agent: &Agent, leases: &Api<Lease>, nodes: &Api<Node>) -> R
                 }]);
             }
             let lease: Lease = serde_json::from_value(lease).unwrap_or_default();
-            leases.create(&PostParams::default(), &lease).await.map(|_| ())
+            leases
+                .create(&PostParams::default(), &lease)
+                .await
+                .map(|_| ())
         }
         Err(e) => Err(e),
     }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_runtime::{
-    ContainerConfig, ContainerState, ContainerStatus, Mount, PodResources, PodSandbox, PodSandboxConfig, Resources,
-    SandboxState, SecurityConfig,
+    ContainerConfig, ContainerState, ContainerStatus, Mount, PodResources, PodSandbox,
+    PodSandboxConfig, Resources, SandboxState, SecurityConfig,
 };
 use chrono::Utc;
 use futures::StreamExt;
@@ -125,7 +125,8 @@ impl PodManager {
     /// Watches the API's pods bound to this node and feeds the workers.
     pub async fn watch_api_pods(self: Arc<Self>) {
         let api: Api<Pod> = Api::all(self.agent.client.clone());
-        let config = watcher::Config::default().fields(&format!("spec.nodeName={}", self.agent.config.node_name));
+        let config = watcher::Config::default()
+            .fields(&format!("spec.nodeName={}", self.agent.config.node_name));
         let mut stream = watcher::watcher(api, config).default_backoff().boxed();
         let mut listing: HashSet<String> = HashSet::new();
         let mut seen: HashSet<String> = HashSet::new();
@@ -197,14 +198,22 @@ impl PodManager {
                 warn!(sandbox = %s.id, error = %e, "removing orphan sandbox");
             }
             orphan_pods.insert(s.uid.clone());
-            let log_dir = cairn_podlogs::pod_log_dir(&self.agent.config.pod_log_dir, &s.namespace, &s.name, &s.uid);
+            let log_dir = cairn_podlogs::pod_log_dir(
+                &self.agent.config.pod_log_dir,
+                &s.namespace,
+                &s.name,
+                &s.uid,
+            );
             let _ = std::fs::remove_dir_all(log_dir);
         }
         for uid in orphan_pods {
             if !self.known_uids().contains(&uid) {
                 volumes::teardown(&self.agent.config.root_dir, &uid);
                 for qos in ["", "burstable/", "besteffort/"] {
-                    self.agent.cgroups.remove(&format!("{}/kubepods/{qos}pod{uid}", self.agent.config.cgroup_root));
+                    self.agent.cgroups.remove(&format!(
+                        "{}/kubepods/{qos}pod{uid}",
+                        self.agent.config.cgroup_root
+                    ));
                 }
             }
         }
@@ -241,11 +250,20 @@ fn requests(pod: &Pod) -> (u64, i64) {
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         let r = c.resources.as_ref();
         let get = |name: &str| {
-            r.and_then(|r| r.requests.as_ref().and_then(|m| m.get(name)).or(r.limits.as_ref().and_then(|m| m.get(name))))
-                .map(|q| q.0.clone())
+            r.and_then(|r| {
+                r.requests
+                    .as_ref()
+                    .and_then(|m| m.get(name))
+                    .or(r.limits.as_ref().and_then(|m| m.get(name)))
+            })
+            .map(|q| q.0.clone())
         };
-        cpu += get("cpu").and_then(|q| crate::quantity::millicores(&q)).unwrap_or(0);
-        mem += get("memory").and_then(|q| crate::quantity::bytes(&q)).unwrap_or(0);
+        cpu += get("cpu")
+            .and_then(|q| crate::quantity::millicores(&q))
+            .unwrap_or(0);
+        mem += get("memory")
+            .and_then(|q| crate::quantity::bytes(&q))
+            .unwrap_or(0);
     }
     (cpu, mem)
 }
@@ -291,9 +309,16 @@ impl Worker {
             let desired = rx.borrow_and_update().clone();
             match desired {
                 Desired::Run(pod) => {
-                    self.agent.pods.write().insert(self.uid.clone(), (*pod).clone());
+                    self.agent
+                        .pods
+                        .write()
+                        .insert(self.uid.clone(), (*pod).clone());
                     if pod.metadata.deletion_timestamp.is_some() {
-                        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(30).max(0) as u64;
+                        let grace = pod
+                            .metadata
+                            .deletion_grace_period_seconds
+                            .unwrap_or(30)
+                            .max(0) as u64;
                         self.terminate(&pod, Duration::from_secs(grace)).await;
                         self.cleanup(&pod).await;
                         self.finish_deletion(&pod).await;
@@ -337,7 +362,9 @@ impl Worker {
         self.next_wake = Some(self.next_wake.map_or(d, |w| w.min(d)));
     }
 
-    async fn my_state(&self) -> Result<(Vec<PodSandbox>, Vec<ContainerStatus>), cairn_runtime::RuntimeError> {
+    async fn my_state(
+        &self,
+    ) -> Result<(Vec<PodSandbox>, Vec<ContainerStatus>), cairn_runtime::RuntimeError> {
         let sandboxes = self
             .agent
             .runtime
@@ -363,15 +390,36 @@ impl Worker {
             return true;
         }
         let (cpu, mem) = requests(pod);
-        let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-        if phase == "Failed" && pod.status.as_ref().and_then(|s| s.reason.as_deref()).is_some_and(|r| r.starts_with("OutOf")) {
-            self.rejected = pod.status.as_ref().map(|s| (s.reason.clone().unwrap_or_default(), s.message.clone().unwrap_or_default()));
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        if phase == "Failed"
+            && pod
+                .status
+                .as_ref()
+                .and_then(|s| s.reason.as_deref())
+                .is_some_and(|r| r.starts_with("OutOf"))
+        {
+            self.rejected = pod.status.as_ref().map(|s| {
+                (
+                    s.reason.clone().unwrap_or_default(),
+                    s.message.clone().unwrap_or_default(),
+                )
+            });
             return false;
         }
         if !has_containers {
             let (_, alloc) = crate::node::resources(&self.agent.config, &self.agent.host);
-            let alloc_mem = alloc.get("memory").and_then(|q| crate::quantity::bytes(q)).unwrap_or(i64::MAX);
-            let alloc_cpu = alloc.get("cpu").and_then(|q| crate::quantity::millicores(q)).unwrap_or(u64::MAX);
+            let alloc_mem = alloc
+                .get("memory")
+                .and_then(|q| crate::quantity::bytes(q))
+                .unwrap_or(i64::MAX);
+            let alloc_cpu = alloc
+                .get("cpu")
+                .and_then(|q| crate::quantity::millicores(q))
+                .unwrap_or(u64::MAX);
             let admitted = self.agent.admitted.lock();
             let used_mem: i64 = admitted.values().map(|(_, m)| *m).sum();
             let used_cpu: u64 = admitted.values().map(|(c, _)| *c).sum();
@@ -389,12 +437,17 @@ impl Worker {
             };
             if let Some((reason, message)) = reject {
                 warn!(pod = %name, reason, "rejecting pod");
-                self.agent.events.pod(pod, None, EventType::Warning, reason, &message);
+                self.agent
+                    .events
+                    .pod(pod, None, EventType::Warning, reason, &message);
                 self.rejected = Some((reason.to_string(), message));
                 return false;
             }
         }
-        self.agent.admitted.lock().insert(self.uid.clone(), (cpu, mem));
+        self.agent
+            .admitted
+            .lock()
+            .insert(self.uid.clone(), (cpu, mem));
         self.admitted = true;
         true
     }
@@ -406,14 +459,28 @@ impl Worker {
             return Ok(());
         }
         let spec = pod.spec.clone().unwrap_or_default();
-        let policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
-        let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        let policy = spec
+            .restart_policy
+            .clone()
+            .unwrap_or_else(|| "Always".into());
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
         let terminal = matches!(phase.as_str(), "Succeeded" | "Failed");
 
         // A finished pod stays finished: stop what runs, never start anything.
         if terminal {
-            for c in containers.iter().filter(|c| c.state == ContainerState::Running) {
-                let _ = self.agent.runtime.stop_container(&c.id, Duration::from_secs(2)).await;
+            for c in containers
+                .iter()
+                .filter(|c| c.state == ContainerState::Running)
+            {
+                let _ = self
+                    .agent
+                    .runtime
+                    .stop_container(&c.id, Duration::from_secs(2))
+                    .await;
             }
             for s in sandboxes.iter().filter(|s| s.state == SandboxState::Ready) {
                 let _ = self.agent.runtime.stop_pod_sandbox(&s.id).await;
@@ -431,7 +498,10 @@ impl Worker {
 
         // Sandbox: reuse the ready one with the highest attempt; otherwise make a new one
         // (which restarts every container, as a lost pod network namespace must).
-        let mut ready: Vec<&PodSandbox> = sandboxes.iter().filter(|s| s.state == SandboxState::Ready).collect();
+        let mut ready: Vec<&PodSandbox> = sandboxes
+            .iter()
+            .filter(|s| s.state == SandboxState::Ready)
+            .collect();
         ready.sort_by_key(|s| std::cmp::Reverse(s.attempt));
         let sandbox = match ready.first() {
             Some(s) => (*s).clone(),
@@ -445,10 +515,18 @@ impl Worker {
                 }
                 let config = PodSandboxConfig {
                     uid: self.uid.clone(),
-                    namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                    namespace: pod
+                        .metadata
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".into()),
                     name: pod.metadata.name.clone().unwrap_or_default(),
                     attempt,
-                    hostname: spec.hostname.clone().or(pod.metadata.name.clone()).unwrap_or_default(),
+                    hostname: spec
+                        .hostname
+                        .clone()
+                        .or(pod.metadata.name.clone())
+                        .unwrap_or_default(),
                     host_network: spec.host_network == Some(true),
                     cgroup_parent: cgroup.clone(),
                 };
@@ -456,9 +534,21 @@ impl Worker {
                     Ok(s) => s,
                     Err(e) => {
                         let message = format!("Failed to create pod sandbox: {e}");
-                        self.agent.events.pod(pod, None, EventType::Warning, "FailedCreatePodSandBox", &message);
+                        self.agent.events.pod(
+                            pod,
+                            None,
+                            EventType::Warning,
+                            "FailedCreatePodSandBox",
+                            &message,
+                        );
                         for c in &spec.containers {
-                            self.waiting.insert(c.name.clone(), Waiting { reason: "ContainerCreating".into(), message: message.clone() });
+                            self.waiting.insert(
+                                c.name.clone(),
+                                Waiting {
+                                    reason: "ContainerCreating".into(),
+                                    message: message.clone(),
+                                },
+                            );
                         }
                         self.write_status(pod, &[], None).await;
                         self.wake_in(Duration::from_secs(5));
@@ -467,15 +557,25 @@ impl Worker {
                 }
             }
         };
-        let pod_ip = if spec.host_network == Some(true) { self.agent.node_ip.clone() } else { sandbox.ip.clone() };
-        let containers: Vec<ContainerStatus> = containers.into_iter().filter(|c| c.sandbox_id == sandbox.id).collect();
+        let pod_ip = if spec.host_network == Some(true) {
+            self.agent.node_ip.clone()
+        } else {
+            sandbox.ip.clone()
+        };
+        let containers: Vec<ContainerStatus> = containers
+            .into_iter()
+            .filter(|c| c.sandbox_id == sandbox.id)
+            .collect();
 
         // Pod files and volumes (refreshed every minute so configMap/secret updates land).
         let etc_ok = self.write_pod_files(pod, pod_ip.as_deref());
         if let Err(e) = etc_ok {
             warn!(error = %e, "writing pod etc files");
         }
-        if self.volumes_synced.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+        if self
+            .volumes_synced
+            .is_none_or(|t| t.elapsed() > Duration::from_secs(60))
+        {
             let (_, alloc) = crate::node::resources(&self.agent.config, &self.agent.host);
             let source = crate::env::ApiConfigSource(self.agent.client.clone());
             let ctx = VolumeContext {
@@ -493,9 +593,22 @@ impl Worker {
                 }
                 Err(e) => {
                     let message = e.to_string();
-                    self.agent.events.pod(pod, None, EventType::Warning, "FailedMount", &message);
-                    for c in spec.init_containers.iter().flatten().chain(spec.containers.iter()) {
-                        self.waiting.insert(c.name.clone(), Waiting { reason: "ContainerCreating".into(), message: message.clone() });
+                    self.agent
+                        .events
+                        .pod(pod, None, EventType::Warning, "FailedMount", &message);
+                    for c in spec
+                        .init_containers
+                        .iter()
+                        .flatten()
+                        .chain(spec.containers.iter())
+                    {
+                        self.waiting.insert(
+                            c.name.clone(),
+                            Waiting {
+                                reason: "ContainerCreating".into(),
+                                message: message.clone(),
+                            },
+                        );
                     }
                     let refs: Vec<&ContainerStatus> = containers.iter().collect();
                     self.write_status(pod, &refs, pod_ip.clone()).await;
@@ -512,7 +625,9 @@ impl Worker {
             let (cur, _) = status::instances(&containers.iter().collect::<Vec<_>>(), &ic.name);
             match cur {
                 Some(c) if c.state == ContainerState::Exited && c.exit_code == Some(0) => continue,
-                Some(c) if c.state == ContainerState::Running || c.state == ContainerState::Created => {
+                Some(c)
+                    if c.state == ContainerState::Running || c.state == ContainerState::Created =>
+                {
                     init_done = false;
                     break;
                 }
@@ -521,13 +636,15 @@ impl Worker {
                     if policy == "Never" {
                         init_failed = true;
                     } else {
-                        self.restart_with_backoff(pod, ic, c, &sandbox, pod_ip.as_deref(), true).await;
+                        self.restart_with_backoff(pod, ic, c, &sandbox, pod_ip.as_deref(), true)
+                            .await;
                     }
                     break;
                 }
                 _ => {
                     init_done = false;
-                    self.start_container(pod, ic, 0, &sandbox, pod_ip.as_deref(), true).await;
+                    self.start_container(pod, ic, 0, &sandbox, pod_ip.as_deref(), true)
+                        .await;
                     break;
                 }
             }
@@ -538,15 +655,35 @@ impl Worker {
                 let (cur, _) = status::instances(&containers.iter().collect::<Vec<_>>(), &c.name);
                 match cur {
                     None => {
-                        self.start_container(pod, c, 0, &sandbox, pod_ip.as_deref(), false).await;
+                        self.start_container(pod, c, 0, &sandbox, pod_ip.as_deref(), false)
+                            .await;
                     }
                     Some(cur) if cur.state == ContainerState::Running => {
                         if cur.spec_hash != spec_hash(c) {
                             info!(container = %c.name, "container spec changed; restarting it");
-                            self.agent.events.pod(pod, Some(&c.name), EventType::Normal, "Killing", &format!("Container {} definition changed, will be restarted", c.name));
-                            let grace = Duration::from_secs(spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64);
+                            self.agent.events.pod(
+                                pod,
+                                Some(&c.name),
+                                EventType::Normal,
+                                "Killing",
+                                &format!(
+                                    "Container {} definition changed, will be restarted",
+                                    c.name
+                                ),
+                            );
+                            let grace = Duration::from_secs(
+                                spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64,
+                            );
                             let _ = self.agent.runtime.stop_container(&cur.id, grace).await;
-                            self.start_container(pod, c, cur.attempt + 1, &sandbox, pod_ip.as_deref(), false).await;
+                            self.start_container(
+                                pod,
+                                c,
+                                cur.attempt + 1,
+                                &sandbox,
+                                pod_ip.as_deref(),
+                                false,
+                            )
+                            .await;
                         } else {
                             self.waiting.remove(&c.name);
                             self.run_probes(pod, c, cur, pod_ip.as_deref()).await;
@@ -554,7 +691,15 @@ impl Worker {
                     }
                     Some(cur) if cur.state == ContainerState::Exited => {
                         if status::will_restart(&policy, cur.exit_code.unwrap_or(0)) {
-                            self.restart_with_backoff(pod, c, cur, &sandbox, pod_ip.as_deref(), false).await;
+                            self.restart_with_backoff(
+                                pod,
+                                c,
+                                cur,
+                                &sandbox,
+                                pod_ip.as_deref(),
+                                false,
+                            )
+                            .await;
                         } else {
                             self.waiting.remove(&c.name);
                         }
@@ -570,7 +715,10 @@ impl Worker {
         }
         self.prune_dead(&containers).await;
         let (_, fresh) = self.my_state().await?;
-        let fresh: Vec<ContainerStatus> = fresh.into_iter().filter(|c| c.sandbox_id == sandbox.id).collect();
+        let fresh: Vec<ContainerStatus> = fresh
+            .into_iter()
+            .filter(|c| c.sandbox_id == sandbox.id)
+            .collect();
         let refs: Vec<&ContainerStatus> = fresh.iter().collect();
         if init_failed {
             self.rejected = None;
@@ -591,7 +739,11 @@ impl Worker {
         }
         for (_, mut list) in by_name {
             list.sort_by_key(|c| std::cmp::Reverse(c.attempt));
-            for old in list.iter().skip(2).filter(|c| c.state == ContainerState::Exited) {
+            for old in list
+                .iter()
+                .skip(2)
+                .filter(|c| c.state == ContainerState::Exited)
+            {
                 if let Err(e) = self.agent.runtime.remove_container(&old.id).await {
                     warn!(container = %old.id, error = %e, "removing old container instance");
                 }
@@ -619,13 +771,31 @@ impl Worker {
                 ns,
                 self.uid
             );
-            self.agent.events.pod(pod, Some(&c.name), EventType::Warning, "BackOff", "Back-off restarting failed container");
-            self.waiting.insert(c.name.clone(), Waiting { reason: "CrashLoopBackOff".into(), message });
+            self.agent.events.pod(
+                pod,
+                Some(&c.name),
+                EventType::Warning,
+                "BackOff",
+                "Back-off restarting failed container",
+            );
+            self.waiting.insert(
+                c.name.clone(),
+                Waiting {
+                    reason: "CrashLoopBackOff".into(),
+                    message,
+                },
+            );
             let until = last.finished_at.unwrap_or_else(Utc::now) + backoff - Utc::now();
-            self.wake_in(until.to_std().unwrap_or(FAST_RESYNC).max(Duration::from_millis(200)));
+            self.wake_in(
+                until
+                    .to_std()
+                    .unwrap_or(FAST_RESYNC)
+                    .max(Duration::from_millis(200)),
+            );
             return;
         }
-        self.start_container(pod, c, last.attempt + 1, sandbox, pod_ip, init).await;
+        self.start_container(pod, c, last.attempt + 1, sandbox, pod_ip, init)
+            .await;
     }
 
     fn write_pod_files(&self, pod: &Pod, ip: Option<&str>) -> std::io::Result<()> {
@@ -641,79 +811,232 @@ impl Worker {
         let hostname = if spec.and_then(|s| s.host_network) == Some(true) {
             cfg.node_name.clone()
         } else {
-            spec.and_then(|s| s.hostname.clone()).or(pod.metadata.name.clone()).unwrap_or_default()
+            spec.and_then(|s| s.hostname.clone())
+                .or(pod.metadata.name.clone())
+                .unwrap_or_default()
         };
         write_if_changed(&dir.join("hostname"), format!("{hostname}\n").as_bytes())?;
         Ok(())
     }
 
-    async fn start_container(&mut self, pod: &Pod, c: &Container, attempt: u32, sandbox: &PodSandbox, pod_ip: Option<&str>, init: bool) {
+    async fn start_container(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        attempt: u32,
+        sandbox: &PodSandbox,
+        pod_ip: Option<&str>,
+        init: bool,
+    ) {
         let agent = self.agent.clone();
+        // Container records can vanish (containerd state wiped) while logs stay: continue the
+        // numbering after the newest log, as the kubelet derives restart counts from it.
+        let attempt = if attempt == 0 {
+            let dir = cairn_podlogs::pod_log_dir(
+                &agent.config.pod_log_dir,
+                &pod.metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+                pod.metadata.name.as_deref().unwrap_or(""),
+                &self.uid,
+            )
+            .join(&c.name);
+            std::fs::read_dir(&dir)
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| {
+                            e.file_name()
+                                .to_str()?
+                                .strip_suffix(".log")?
+                                .parse::<u32>()
+                                .ok()
+                        })
+                        .map(|n| n + 1)
+                        .max()
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0)
+        } else {
+            attempt
+        };
         // Image.
         let image = match agent.images.ensure(&agent.client, pod, c).await {
-            Outcome::Ready { image, pulled, took } => {
+            Outcome::Ready {
+                image,
+                pulled,
+                took,
+            } => {
                 if pulled {
-                    agent.events.pod(pod, Some(&c.name), EventType::Normal, "Pulled", &format!("Successfully pulled image {:?} in {:.3}s", c.image.clone().unwrap_or_default(), took.as_secs_f64()));
+                    agent.events.pod(
+                        pod,
+                        Some(&c.name),
+                        EventType::Normal,
+                        "Pulled",
+                        &format!(
+                            "Successfully pulled image {:?} in {:.3}s",
+                            c.image.clone().unwrap_or_default(),
+                            took.as_secs_f64()
+                        ),
+                    );
                 } else {
-                    agent.events.pod(pod, Some(&c.name), EventType::Normal, "Pulled", &format!("Container image {:?} already present on machine", c.image.clone().unwrap_or_default()));
+                    agent.events.pod(
+                        pod,
+                        Some(&c.name),
+                        EventType::Normal,
+                        "Pulled",
+                        &format!(
+                            "Container image {:?} already present on machine",
+                            c.image.clone().unwrap_or_default()
+                        ),
+                    );
                 }
                 image
             }
             Outcome::Failed(f) => {
-                let kind = if f.reason == "ImagePullBackOff" { "BackOff" } else { "Failed" };
-                agent.events.pod(pod, Some(&c.name), EventType::Warning, kind, &f.message);
+                let kind = if f.reason == "ImagePullBackOff" {
+                    "BackOff"
+                } else {
+                    "Failed"
+                };
+                agent
+                    .events
+                    .pod(pod, Some(&c.name), EventType::Warning, kind, &f.message);
                 if f.reason == "ErrImagePull" {
-                    agent.events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &format!("Error: {}", f.reason));
+                    agent.events.pod(
+                        pod,
+                        Some(&c.name),
+                        EventType::Warning,
+                        "Failed",
+                        &format!("Error: {}", f.reason),
+                    );
                 }
-                self.waiting.insert(c.name.clone(), Waiting { reason: f.reason.into(), message: f.message });
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: f.reason.into(),
+                        message: f.message,
+                    },
+                );
                 self.wake_in(Duration::from_secs(5));
                 return;
             }
         };
         // Environment.
         let (_, alloc) = crate::node::resources(&agent.config, &agent.host);
-        let services: Vec<_> = agent.services.state().iter().map(|s| (**s).clone()).collect();
+        let services: Vec<_> = agent
+            .services
+            .state()
+            .iter()
+            .map(|s| (**s).clone())
+            .collect();
         let source = crate::env::ApiConfigSource(agent.client.clone());
-        let env = match crate::env::container_env(pod, c, &services, &source, agent.node_ip.as_deref(), pod_ip, &alloc).await {
+        let env = match crate::env::container_env(
+            pod,
+            c,
+            &services,
+            &source,
+            agent.node_ip.as_deref(),
+            pod_ip,
+            &alloc,
+        )
+        .await
+        {
             Ok(env) => env,
             Err(e) => {
                 let message = e.to_string();
-                agent.events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &format!("Error: {message}"));
-                self.waiting.insert(c.name.clone(), Waiting { reason: "CreateContainerConfigError".into(), message });
+                agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Warning,
+                    "Failed",
+                    &format!("Error: {message}"),
+                );
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: "CreateContainerConfigError".into(),
+                        message,
+                    },
+                );
                 self.wake_in(Duration::from_secs(5));
                 return;
             }
         };
         let vars: std::collections::BTreeMap<String, String> = env.iter().cloned().collect();
-        let expand = |v: &Vec<String>| v.iter().map(|s| crate::env::expand(s, &vars)).collect::<Vec<_>>();
+        let expand = |v: &Vec<String>| {
+            v.iter()
+                .map(|s| crate::env::expand(s, &vars))
+                .collect::<Vec<_>>()
+        };
         // Mounts.
         let mut mounts = match volumes::container_mounts(c, &self.volume_paths) {
             Ok(m) => m,
             Err(e) => {
                 let message = e.to_string();
-                agent.events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &format!("Error: {message}"));
-                self.waiting.insert(c.name.clone(), Waiting { reason: "CreateContainerConfigError".into(), message });
+                agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Warning,
+                    "Failed",
+                    &format!("Error: {message}"),
+                );
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: "CreateContainerConfigError".into(),
+                        message,
+                    },
+                );
                 return;
             }
         };
         let pod_dir = volumes::pod_dir(&agent.config.root_dir, &self.uid);
         let has = |mounts: &Vec<Mount>, p: &str| mounts.iter().any(|m| m.container_path == p);
-        for (file, target) in [("etc-hosts", "/etc/hosts"), ("resolv.conf", "/etc/resolv.conf"), ("hostname", "/etc/hostname")] {
+        for (file, target) in [
+            ("etc-hosts", "/etc/hosts"),
+            ("resolv.conf", "/etc/resolv.conf"),
+            ("hostname", "/etc/hostname"),
+        ] {
             if !has(&mounts, target) {
-                mounts.push(Mount { host_path: pod_dir.join(file), container_path: target.into(), readonly: false });
+                mounts.push(Mount {
+                    host_path: pod_dir.join(file),
+                    container_path: target.into(),
+                    readonly: false,
+                });
             }
         }
         let term_dir = pod_dir.join("containers").join(&c.name);
         let term_file = term_dir.join(format!("{attempt}-termination-log"));
-        let term_target = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
-        let term_ok = std::fs::create_dir_all(&term_dir).and_then(|_| std::fs::write(&term_file, b"")).is_ok();
+        let term_target = c
+            .termination_message_path
+            .clone()
+            .unwrap_or_else(|| "/dev/termination-log".into());
+        let term_ok = std::fs::create_dir_all(&term_dir)
+            .and_then(|_| std::fs::write(&term_file, b""))
+            .is_ok();
         if term_ok && !has(&mounts, &term_target) {
-            mounts.push(Mount { host_path: term_file.clone(), container_path: term_target, readonly: false });
+            mounts.push(Mount {
+                host_path: term_file.clone(),
+                container_path: term_target,
+                readonly: false,
+            });
         }
         // Logs.
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let log_path = cairn_podlogs::container_log_path(&agent.config.pod_log_dir, &ns, &name, &self.uid, &c.name, attempt);
+        let log_path = cairn_podlogs::container_log_path(
+            &agent.config.pod_log_dir,
+            &ns,
+            &name,
+            &self.uid,
+            &c.name,
+            attempt,
+        );
         if let Some(parent) = log_path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
@@ -745,65 +1068,142 @@ impl Worker {
             Ok(id) => id,
             Err(e) => {
                 let message = e.to_string();
-                agent.events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &format!("Error: {message}"));
-                self.waiting.insert(c.name.clone(), Waiting { reason: "CreateContainerError".into(), message });
+                agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Warning,
+                    "Failed",
+                    &format!("Error: {message}"),
+                );
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: "CreateContainerError".into(),
+                        message,
+                    },
+                );
                 self.wake_in(Duration::from_secs(10));
                 return;
             }
         };
-        agent.events.pod(pod, Some(&c.name), EventType::Normal, "Created", &format!("Created container {}", c.name));
+        agent.events.pod(
+            pod,
+            Some(&c.name),
+            EventType::Normal,
+            "Created",
+            &format!("Created container {}", c.name),
+        );
         match agent.runtime.start_container(&id).await {
             Ok(()) => {
                 self.waiting.remove(&c.name);
-                agent.events.pod(pod, Some(&c.name), EventType::Normal, "Started", &format!("Started container {}", c.name));
-                for kind in [ProbeKind::Liveness, ProbeKind::Readiness, ProbeKind::Startup] {
+                agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Normal,
+                    "Started",
+                    &format!("Started container {}", c.name),
+                );
+                for kind in [
+                    ProbeKind::Liveness,
+                    ProbeKind::Readiness,
+                    ProbeKind::Startup,
+                ] {
                     self.probes.remove(&(c.name.clone(), kind));
                 }
             }
             Err(e) => {
-                agent.events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &format!("Error: {e}"));
+                agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Warning,
+                    "Failed",
+                    &format!("Error: {e}"),
+                );
                 self.waiting.remove(&c.name);
             }
         }
     }
 
-    async fn run_probes(&mut self, pod: &Pod, c: &Container, cur: &ContainerStatus, pod_ip: Option<&str>) {
+    async fn run_probes(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        cur: &ContainerStatus,
+        pod_ip: Option<&str>,
+    ) {
         let startup_ok = match &c.startup_probe {
-            Some(p) => self.probe_once(pod, c, cur, pod_ip, ProbeKind::Startup, p).await,
+            Some(p) => {
+                self.probe_once(pod, c, cur, pod_ip, ProbeKind::Startup, p)
+                    .await
+            }
             None => true,
         };
         if !startup_ok {
             return;
         }
         if let Some(p) = &c.readiness_probe {
-            self.probe_once(pod, c, cur, pod_ip, ProbeKind::Readiness, p).await;
+            self.probe_once(pod, c, cur, pod_ip, ProbeKind::Readiness, p)
+                .await;
         }
         if let Some(p) = &c.liveness_probe {
-            let alive = self.probe_once(pod, c, cur, pod_ip, ProbeKind::Liveness, p).await;
+            let alive = self
+                .probe_once(pod, c, cur, pod_ip, ProbeKind::Liveness, p)
+                .await;
             if !alive {
-                self.agent.events.pod(pod, Some(&c.name), EventType::Normal, "Killing", &format!("Container {} failed liveness probe, will be restarted", c.name));
+                self.agent.events.pod(
+                    pod,
+                    Some(&c.name),
+                    EventType::Normal,
+                    "Killing",
+                    &format!(
+                        "Container {} failed liveness probe, will be restarted",
+                        c.name
+                    ),
+                );
                 let grace = p
                     .termination_grace_period_seconds
-                    .or(pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+                    .or(pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.termination_grace_period_seconds))
                     .unwrap_or(30)
                     .max(0) as u64;
-                let _ = self.agent.runtime.stop_container(&cur.id, Duration::from_secs(grace)).await;
+                let _ = self
+                    .agent
+                    .runtime
+                    .stop_container(&cur.id, Duration::from_secs(grace))
+                    .await;
                 self.probes.remove(&(c.name.clone(), ProbeKind::Liveness));
             }
         }
     }
 
-    async fn probe_once(&mut self, pod: &Pod, c: &Container, cur: &ContainerStatus, pod_ip: Option<&str>, kind: ProbeKind, probe: &k8s_openapi::api::core::v1::Probe) -> bool {
+    async fn probe_once(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        cur: &ContainerStatus,
+        pod_ip: Option<&str>,
+        kind: ProbeKind,
+        probe: &k8s_openapi::api::core::v1::Probe,
+    ) -> bool {
         let key = (c.name.clone(), kind);
-        let state = self.probes.entry(key.clone()).or_insert_with(|| ProbeState::new(&cur.id, kind));
+        let state = self
+            .probes
+            .entry(key.clone())
+            .or_insert_with(|| ProbeState::new(&cur.id, kind));
         if state.container_id != cur.id {
             *state = ProbeState::new(&cur.id, kind);
         }
         if !state.due(probe) {
             return state.ok;
         }
-        let (ok, message) = probes::run(self.agent.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
-        let state = self.probes.entry(key).or_insert_with(|| ProbeState::new(&cur.id, kind));
+        let (ok, message) =
+            probes::run(self.agent.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
+        let state = self
+            .probes
+            .entry(key)
+            .or_insert_with(|| ProbeState::new(&cur.id, kind));
         state.record(probe, ok);
         if !ok {
             let what = match kind {
@@ -811,12 +1211,23 @@ impl Worker {
                 ProbeKind::Readiness => "Readiness",
                 ProbeKind::Startup => "Startup",
             };
-            self.agent.events.pod(pod, Some(&c.name), EventType::Warning, "Unhealthy", &format!("{what} probe failed: {message}"));
+            self.agent.events.pod(
+                pod,
+                Some(&c.name),
+                EventType::Warning,
+                "Unhealthy",
+                &format!("{what} probe failed: {message}"),
+            );
         }
         state.ok
     }
 
-    async fn write_status(&mut self, pod: &Pod, containers: &[&ContainerStatus], pod_ip: Option<String>) {
+    async fn write_status(
+        &mut self,
+        pod: &Pod,
+        containers: &[&ContainerStatus],
+        pod_ip: Option<String>,
+    ) {
         let mut obs = Observed {
             containers: containers.to_vec(),
             waiting: self.waiting.clone(),
@@ -857,12 +1268,19 @@ impl Worker {
             }
         }
         let status = status::pod_status(pod, &obs, Utc::now());
-        let current = pod.status.as_ref().and_then(|s| serde_json::to_value(s).ok());
+        let current = pod
+            .status
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok());
         if self.last_status.as_ref() == Some(&status) || same_status(current.as_ref(), &status) {
             self.last_status = Some(status);
             return;
         }
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let name = if is_static(pod) {
             crate::static_pods::mirror_name(pod)
         } else {
@@ -870,7 +1288,10 @@ impl Worker {
         };
         let api: Api<Pod> = Api::namespaced(self.agent.client.clone(), &ns);
         let body = json!({"status": status});
-        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&body)).await {
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
+            .await
+        {
             Ok(_) => self.last_status = Some(status),
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => {
@@ -882,14 +1303,30 @@ impl Worker {
 
     /// Graceful stop: preStop hooks, SIGTERM, SIGKILL at the deadline, all containers in parallel.
     async fn terminate(&mut self, pod: &Pod, grace: Duration) {
-        let Ok((_, containers)) = self.my_state().await else { return };
+        let Ok((_, containers)) = self.my_state().await else {
+            return;
+        };
         let spec = pod.spec.clone().unwrap_or_default();
         let deadline = tokio::time::Instant::now() + grace;
         let runtime = self.agent.runtime.clone();
         let mut stops = Vec::new();
-        for c in containers.iter().filter(|c| c.state == ContainerState::Running) {
-            let spec_c = spec.containers.iter().chain(spec.init_containers.iter().flatten()).find(|s| s.name == c.name).cloned();
-            self.agent.events.pod(pod, Some(&c.name), EventType::Normal, "Killing", &format!("Stopping container {}", c.name));
+        for c in containers
+            .iter()
+            .filter(|c| c.state == ContainerState::Running)
+        {
+            let spec_c = spec
+                .containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .find(|s| s.name == c.name)
+                .cloned();
+            self.agent.events.pod(
+                pod,
+                Some(&c.name),
+                EventType::Normal,
+                "Killing",
+                &format!("Stopping container {}", c.name),
+            );
             let runtime = runtime.clone();
             let id = c.id.clone();
             stops.push(async move {
@@ -912,11 +1349,22 @@ impl Worker {
             });
         }
         futures::future::join_all(stops).await;
+        let mut live = self.agent.running_logs.write();
+        for c in &containers {
+            live.remove(&std::path::PathBuf::from(&c.log_path));
+        }
     }
 
     /// Removes containers, sandbox (CNI DEL), cgroup, volumes and logs of the pod.
     async fn cleanup(&mut self, pod: &Pod) {
         if let Ok((sandboxes, containers)) = self.my_state().await {
+            // Log followers end once their container is no longer running.
+            {
+                let mut live = self.agent.running_logs.write();
+                for c in &containers {
+                    live.remove(&std::path::PathBuf::from(&c.log_path));
+                }
+            }
             for c in &containers {
                 if let Err(e) = self.agent.runtime.remove_container(&c.id).await {
                     warn!(container = %c.id, error = %e, "removing container");
@@ -930,9 +1378,18 @@ impl Worker {
         }
         self.agent.cgroups.remove(&cgroup_parent(&self.agent, pod));
         volumes::teardown(&self.agent.config.root_dir, &self.uid);
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let _ = std::fs::remove_dir_all(cairn_podlogs::pod_log_dir(&self.agent.config.pod_log_dir, &ns, &name, &self.uid));
+        let _ = std::fs::remove_dir_all(cairn_podlogs::pod_log_dir(
+            &self.agent.config.pod_log_dir,
+            &ns,
+            &name,
+            &self.uid,
+        ));
     }
 
     /// The final delete (grace 0, UID precondition) that removes the pod object.
@@ -940,12 +1397,19 @@ impl Worker {
         if is_static(pod) {
             return;
         }
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(self.agent.client.clone(), &ns);
         let params = DeleteParams {
             grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions { uid: Some(self.uid.clone()), resource_version: None }),
+            preconditions: Some(Preconditions {
+                uid: Some(self.uid.clone()),
+                resource_version: None,
+            }),
             ..Default::default()
         };
         for _ in 0..5 {
@@ -964,7 +1428,8 @@ impl Worker {
 fn same_status(current: Option<&Value>, new: &Value) -> bool {
     let Some(current) = current else { return false };
     // Compare after a round trip through the typed status so formatting does not matter.
-    let typed: Option<k8s_openapi::api::core::v1::PodStatus> = serde_json::from_value(new.clone()).ok();
+    let typed: Option<k8s_openapi::api::core::v1::PodStatus> =
+        serde_json::from_value(new.clone()).ok();
     typed.and_then(|t| serde_json::to_value(t).ok()).as_ref() == Some(current)
 }
 
@@ -977,12 +1442,23 @@ fn write_if_changed(path: &std::path::Path, content: &[u8]) -> std::io::Result<(
 
 fn limit_or_request(c: &Container, name: &str, limit: bool) -> Option<String> {
     let r = c.resources.as_ref()?;
-    let m = if limit { r.limits.as_ref() } else { r.requests.as_ref().or(r.limits.as_ref()) };
-    m?.get(name).map(|q| q.0.clone()).or_else(|| if limit { None } else { r.limits.as_ref()?.get(name).map(|q| q.0.clone()) })
+    let m = if limit {
+        r.limits.as_ref()
+    } else {
+        r.requests.as_ref().or(r.limits.as_ref())
+    };
+    m?.get(name).map(|q| q.0.clone()).or_else(|| {
+        if limit {
+            None
+        } else {
+            r.limits.as_ref()?.get(name).map(|q| q.0.clone())
+        }
+    })
 }
 
 fn container_resources(pod: &Pod, c: &Container) -> Resources {
-    let cpu_request = limit_or_request(c, "cpu", false).and_then(|q| crate::quantity::millicores(&q));
+    let cpu_request =
+        limit_or_request(c, "cpu", false).and_then(|q| crate::quantity::millicores(&q));
     let cpu_limit = limit_or_request(c, "cpu", true).and_then(|q| crate::quantity::millicores(&q));
     let memory = limit_or_request(c, "memory", true).and_then(|q| crate::quantity::bytes(&q));
     // Shares as the kubelet computes them: requests * 1024 / 1000, at least 2.
@@ -991,8 +1467,14 @@ fn container_resources(pod: &Pod, c: &Container) -> Resources {
         "Guaranteed" => -997,
         "BestEffort" => 1000,
         _ => {
-            let mem_req = limit_or_request(c, "memory", false).and_then(|q| crate::quantity::bytes(&q)).unwrap_or(0);
-            let total = crate::sysinfo::HostRoot::default().meminfo().map(|m| m.total_bytes as i64).unwrap_or(1).max(1);
+            let mem_req = limit_or_request(c, "memory", false)
+                .and_then(|q| crate::quantity::bytes(&q))
+                .unwrap_or(0);
+            let total = crate::sysinfo::HostRoot::default()
+                .meminfo()
+                .map(|m| m.total_bytes as i64)
+                .unwrap_or(1)
+                .max(1);
             (1000 - (1000 * mem_req) / total).clamp(2, 999) as i32
         }
     };
@@ -1014,7 +1496,12 @@ fn clamp_oom_score(wanted: i32) -> i32 {
         .unwrap_or(0);
     if wanted < own {
         static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| warn!(wanted, own, "cannot lower oom_score_adj below the agent's own; clamping"));
+        ONCE.call_once(|| {
+            warn!(
+                wanted,
+                own, "cannot lower oom_score_adj below the agent's own; clamping"
+            )
+        });
         own
     } else {
         wanted
@@ -1022,7 +1509,11 @@ fn clamp_oom_score(wanted: i32) -> i32 {
 }
 
 fn pod_resources(pod: &Pod) -> PodResources {
-    let containers = pod.spec.as_ref().map(|s| s.containers.clone()).unwrap_or_default();
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.clone())
+        .unwrap_or_default();
     let mut mem: Option<i64> = Some(0);
     let mut cpu_quota: Option<i64> = Some(0);
     let mut shares = 0u64;
@@ -1031,7 +1522,10 @@ fn pod_resources(pod: &Pod) -> PodResources {
         mem = mem.and_then(|t| m.map(|m| t + m));
         let l = limit_or_request(c, "cpu", true).and_then(|q| crate::quantity::millicores(&q));
         cpu_quota = cpu_quota.and_then(|t| l.map(|l| t + l as i64 * 100));
-        shares += limit_or_request(c, "cpu", false).and_then(|q| crate::quantity::millicores(&q)).map(|m| m * 1024 / 1000).unwrap_or(0);
+        shares += limit_or_request(c, "cpu", false)
+            .and_then(|q| crate::quantity::millicores(&q))
+            .map(|m| m * 1024 / 1000)
+            .unwrap_or(0);
     }
     PodResources {
         cpu_shares: Some(shares.max(2)),
@@ -1042,14 +1536,24 @@ fn pod_resources(pod: &Pod) -> PodResources {
 }
 
 fn security(pod: &Pod, c: &Container) -> SecurityConfig {
-    let psc = pod.spec.as_ref().and_then(|s| s.security_context.clone()).unwrap_or_default();
+    let psc = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
     let sc = c.security_context.clone().unwrap_or_default();
     let caps = sc.capabilities.clone().unwrap_or_default();
     SecurityConfig {
         privileged: sc.privileged == Some(true),
         run_as_user: sc.run_as_user.or(psc.run_as_user),
         run_as_group: sc.run_as_group.or(psc.run_as_group),
-        supplemental_groups: psc.supplemental_groups.clone().unwrap_or_default().into_iter().chain(psc.fs_group).collect(),
+        supplemental_groups: psc
+            .supplemental_groups
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(psc.fs_group)
+            .collect(),
         capabilities_add: caps.add.unwrap_or_default(),
         capabilities_drop: caps.drop.unwrap_or_default(),
         readonly_rootfs: sc.read_only_root_filesystem == Some(true),
@@ -1064,11 +1568,28 @@ mod tests {
     #[test]
     fn backoff_grows_and_caps() {
         let mut c = ContainerStatus {
-            id: "x".into(), sandbox_id: String::new(), pod_uid: String::new(), pod_namespace: String::new(), pod_name: String::new(),
-            name: "c".into(), attempt: 0, spec_hash: String::new(), init: false, state: ContainerState::Exited,
-            image_ref: String::new(), image_id: String::new(), pid: None, created_at: None,
-            started_at: Some(Utc::now()), finished_at: Some(Utc::now()), exit_code: Some(1), reason: None,
-            log_path: String::new(), cgroup: String::new(), termination_message_path: None, labels: Default::default(),
+            id: "x".into(),
+            sandbox_id: String::new(),
+            pod_uid: String::new(),
+            pod_namespace: String::new(),
+            pod_name: String::new(),
+            name: "c".into(),
+            attempt: 0,
+            spec_hash: String::new(),
+            init: false,
+            state: ContainerState::Exited,
+            image_ref: String::new(),
+            image_id: String::new(),
+            pid: None,
+            created_at: None,
+            started_at: Some(Utc::now()),
+            finished_at: Some(Utc::now()),
+            exit_code: Some(1),
+            reason: None,
+            log_path: String::new(),
+            cgroup: String::new(),
+            termination_message_path: None,
+            labels: Default::default(),
         };
         assert_eq!(restart_backoff(&c).unwrap().num_seconds(), 10);
         c.attempt = 2;

@@ -97,16 +97,27 @@ pub async fn run(
         let cmd = exec.command.clone().unwrap_or_default();
         return match runtime.exec_sync(container_id, &cmd, timeout).await {
             Ok(r) if r.exit_code == 0 => (true, String::new()),
-            Ok(r) => (false, format!("command {cmd:?} exited with {}", r.exit_code)),
+            Ok(r) => (
+                false,
+                format!("command {cmd:?} exited with {}", r.exit_code),
+            ),
             Err(e) => (false, e.to_string()),
         };
     }
     if let Some(http) = &probe.http_get {
-        let host = http.host.clone().or(pod_ip.map(str::to_string)).unwrap_or_else(|| "127.0.0.1".into());
+        let host = http
+            .host
+            .clone()
+            .or(pod_ip.map(str::to_string))
+            .unwrap_or_else(|| "127.0.0.1".into());
         let Some(port) = port_of(container, &http.port) else {
             return (false, format!("invalid port {:?}", http.port));
         };
-        let scheme = http.scheme.clone().unwrap_or_else(|| "HTTP".into()).to_ascii_lowercase();
+        let scheme = http
+            .scheme
+            .clone()
+            .unwrap_or_else(|| "HTTP".into())
+            .to_ascii_lowercase();
         let path = http.path.clone().unwrap_or_else(|| "/".into());
         let url = format!("{scheme}://{host}:{port}{path}");
         let client = match reqwest::Client::builder().timeout(timeout).build() {
@@ -119,16 +130,28 @@ pub async fn run(
         }
         return match req.send().await {
             Ok(r) if (200..400).contains(&r.status().as_u16()) => (true, String::new()),
-            Ok(r) => (false, format!("HTTP probe failed with statuscode: {}", r.status().as_u16())),
+            Ok(r) => (
+                false,
+                format!("HTTP probe failed with statuscode: {}", r.status().as_u16()),
+            ),
             Err(e) => (false, format!("Get {url:?}: {e}")),
         };
     }
     if let Some(tcp) = &probe.tcp_socket {
-        let host = tcp.host.clone().or(pod_ip.map(str::to_string)).unwrap_or_else(|| "127.0.0.1".into());
+        let host = tcp
+            .host
+            .clone()
+            .or(pod_ip.map(str::to_string))
+            .unwrap_or_else(|| "127.0.0.1".into());
         let Some(port) = port_of(container, &tcp.port) else {
             return (false, format!("invalid port {:?}", tcp.port));
         };
-        return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await {
+        return match tokio::time::timeout(
+            timeout,
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await
+        {
             Ok(Ok(_)) => (true, String::new()),
             Ok(Err(e)) => (false, format!("dial tcp {host}:{port}: {e}")),
             Err(_) => (false, format!("dial tcp {host}:{port}: i/o timeout")),

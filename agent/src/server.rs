@@ -20,7 +20,13 @@ pub struct AgentLogs {
 }
 
 impl LogSource for AgentLogs {
-    fn locate(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<LogLocation, LocateError> {
+    fn locate(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Result<LogLocation, LocateError> {
         let key = format!("{namespace}/{pod}");
         let found = self
             .agent
@@ -39,12 +45,22 @@ impl LogSource for AgentLogs {
             return Err(LocateError::PodNotFound(pod.to_string()));
         };
         let spec = p.spec.clone().unwrap_or_default();
-        if !spec.containers.iter().chain(spec.init_containers.iter().flatten()).any(|c| c.name == container) {
-            return Err(LocateError::ContainerNotFound { pod: pod.into(), container: container.into() });
+        if !spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .any(|c| c.name == container)
+        {
+            return Err(LocateError::ContainerNotFound {
+                pod: pod.into(),
+                container: container.into(),
+            });
         }
         let uid = p.metadata.uid.clone().unwrap_or_default();
         let name = p.metadata.name.clone().unwrap_or_default();
-        let dir = cairn_podlogs::pod_log_dir(&self.agent.config.pod_log_dir, namespace, &name, &uid).join(container);
+        let dir =
+            cairn_podlogs::pod_log_dir(&self.agent.config.pod_log_dir, namespace, &name, &uid)
+                .join(container);
         let mut attempts: Vec<u32> = std::fs::read_dir(&dir)
             .map(|d| {
                 d.flatten()
@@ -53,10 +69,17 @@ impl LogSource for AgentLogs {
             })
             .unwrap_or_default();
         attempts.sort_unstable_by(|a, b| b.cmp(a));
-        let pick = if previous { attempts.get(1) } else { attempts.first() };
+        let pick = if previous {
+            attempts.get(1)
+        } else {
+            attempts.first()
+        };
         let Some(attempt) = pick else {
             if previous {
-                return Err(LocateError::NoPreviousInstance { pod: pod.into(), container: container.into() });
+                return Err(LocateError::NoPreviousInstance {
+                    pod: pod.into(),
+                    container: container.into(),
+                });
             }
             return Err(LocateError::Unavailable(format!(
                 "container {container:?} in pod {pod:?} is waiting to start: ContainerCreating"

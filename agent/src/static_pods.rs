@@ -46,17 +46,34 @@ pub fn load(path: &Path, node: &str) -> Result<Pod, StaticPodError> {
         return Err(bad("kind is not Pod".into()));
     }
     let mut pod: Pod = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-    let name = pod.metadata.name.clone().filter(|n| !n.is_empty()).ok_or_else(|| bad("metadata.name is required".into()))?;
+    let name = pod
+        .metadata
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| bad("metadata.name is required".into()))?;
     let mut hasher = sha2::Sha256::new();
     hasher.update(&text);
     hasher.update(path.display().to_string().as_bytes());
     hasher.update(node.as_bytes());
     let hash = hex::encode(hasher.finalize());
-    let uid = format!("{}-{}-{}-{}-{}", &hash[0..8], &hash[8..12], &hash[12..16], &hash[16..20], &hash[20..32]);
+    let uid = format!(
+        "{}-{}-{}-{}-{}",
+        &hash[0..8],
+        &hash[8..12],
+        &hash[12..16],
+        &hash[16..20],
+        &hash[20..32]
+    );
     pod.metadata.name = Some(format!("{name}-{node}"));
-    pod.metadata.namespace.get_or_insert_with(|| "default".into());
+    pod.metadata
+        .namespace
+        .get_or_insert_with(|| "default".into());
     pod.metadata.uid = Some(uid);
-    let ann = pod.metadata.annotations.get_or_insert_with(Default::default);
+    let ann = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
     ann.insert(SOURCE_ANNOTATION.into(), "file".into());
     ann.insert(HASH_ANNOTATION.into(), hash[..32].to_string());
     let spec = pod.spec.get_or_insert_with(Default::default);
@@ -104,18 +121,43 @@ pub async fn run(agent: Arc<Agent>, manager: Arc<PodManager>) {
 }
 
 async fn ensure_mirror(agent: &Agent, pod: &Pod) {
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let api: Api<Pod> = Api::namespaced(agent.client.clone(), &ns);
     let name = api_name(pod);
-    let hash = pod.metadata.annotations.as_ref().and_then(|a| a.get(HASH_ANNOTATION)).cloned().unwrap_or_default();
+    let hash = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(HASH_ANNOTATION))
+        .cloned()
+        .unwrap_or_default();
     match api.get_opt(&name).await {
         Ok(Some(existing)) => {
-            let mirror_hash = existing.metadata.annotations.as_ref().and_then(|a| a.get(MIRROR_ANNOTATION)).cloned();
-            if mirror_hash.as_deref() == Some(hash.as_str()) && existing.metadata.deletion_timestamp.is_none() {
+            let mirror_hash = existing
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(MIRROR_ANNOTATION))
+                .cloned();
+            if mirror_hash.as_deref() == Some(hash.as_str())
+                && existing.metadata.deletion_timestamp.is_none()
+            {
                 return;
             }
             // Stale, deleted or not a mirror: replace it.
-            let _ = api.delete(&name, &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await;
+            let _ = api
+                .delete(
+                    &name,
+                    &DeleteParams {
+                        grace_period_seconds: Some(0),
+                        ..Default::default()
+                    },
+                )
+                .await;
         }
         Ok(None) => {}
         Err(e) => {
@@ -129,22 +171,39 @@ async fn ensure_mirror(agent: &Agent, pod: &Pod) {
         m.remove("uid");
         m.remove("resourceVersion");
     }
-    if let Ok(Some(node)) = Api::<k8s_openapi::api::core::v1::Node>::all(agent.client.clone()).get_opt(&agent.config.node_name).await {
+    if let Ok(Some(node)) = Api::<k8s_openapi::api::core::v1::Node>::all(agent.client.clone())
+        .get_opt(&agent.config.node_name)
+        .await
+    {
         mirror["metadata"]["ownerReferences"] = json!([{
             "apiVersion": "v1", "kind": "Node", "name": agent.config.node_name,
             "uid": node.metadata.uid.unwrap_or_default(), "controller": true
         }]);
     }
-    let Ok(mirror) = serde_json::from_value::<Pod>(mirror) else { return };
+    let Ok(mirror) = serde_json::from_value::<Pod>(mirror) else {
+        return;
+    };
     if let Err(e) = api.create(&PostParams::default(), &mirror).await {
         warn!(pod = %name, error = %e, "creating mirror pod");
     }
 }
 
 async fn delete_mirror(agent: &Agent, pod: &Pod) {
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let api: Api<Pod> = Api::namespaced(agent.client.clone(), &ns);
-    let _ = api.delete(&api_name(pod), &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await;
+    let _ = api
+        .delete(
+            &api_name(pod),
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await;
 }
 
 #[cfg(test)]

@@ -37,7 +37,10 @@ fn ts(t: &Option<DateTime<Utc>>) -> Value {
 }
 
 /// Latest and previous instance of a container (by attempt).
-pub fn instances<'a>(all: &[&'a ContainerStatus], name: &str) -> (Option<&'a ContainerStatus>, Option<&'a ContainerStatus>) {
+pub fn instances<'a>(
+    all: &[&'a ContainerStatus],
+    name: &str,
+) -> (Option<&'a ContainerStatus>, Option<&'a ContainerStatus>) {
     let mut mine: Vec<&ContainerStatus> = all.iter().copied().filter(|c| c.name == name).collect();
     mine.sort_by_key(|c| std::cmp::Reverse(c.attempt));
     (mine.first().copied(), mine.get(1).copied())
@@ -67,7 +70,12 @@ pub fn will_restart(policy: &str, exit_code: i32) -> bool {
 }
 
 /// One containerStatuses entry.
-fn container_status(spec: &Container, obs: &Observed<'_>, policy: &str, init: bool) -> (Value, Kind) {
+fn container_status(
+    spec: &Container,
+    obs: &Observed<'_>,
+    policy: &str,
+    init: bool,
+) -> (Value, Kind) {
     let (cur, prev) = instances(&obs.containers, &spec.name);
     let image = spec.image.clone().unwrap_or_default();
     let mut s = json!({
@@ -98,7 +106,8 @@ fn container_status(spec: &Container, obs: &Observed<'_>, policy: &str, init: bo
         }
         Some(c) if c.state == ContainerState::Exited => {
             let code = c.exit_code.unwrap_or(0);
-            let restarting = !init && will_restart(policy, code) || init && code != 0 && policy != "Never";
+            let restarting =
+                !init && will_restart(policy, code) || init && code != 0 && policy != "Never";
             match waiting {
                 Some(w) if restarting => {
                     s["state"] = json!({"waiting": {"reason": w.reason, "message": w.message}});
@@ -110,7 +119,11 @@ fn container_status(spec: &Container, obs: &Observed<'_>, policy: &str, init: bo
                     if let Some(p) = prev.filter(|p| p.state == ContainerState::Exited) {
                         s["lastState"] = json!({"terminated": terminated(p)});
                     }
-                    kind = if code == 0 { Kind::Succeeded } else { Kind::Failed };
+                    kind = if code == 0 {
+                        Kind::Succeeded
+                    } else {
+                        Kind::Failed
+                    };
                 }
             }
         }
@@ -148,8 +161,14 @@ enum Kind {
 /// QoS class: Guaranteed when every container has equal cpu+memory requests and limits,
 /// BestEffort when none sets any, Burstable otherwise.
 pub fn qos_class(pod: &Pod) -> &'static str {
-    let Some(spec) = &pod.spec else { return "BestEffort" };
-    let all: Vec<&Container> = spec.containers.iter().chain(spec.init_containers.iter().flatten()).collect();
+    let Some(spec) = &pod.spec else {
+        return "BestEffort";
+    };
+    let all: Vec<&Container> = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .collect();
     let mut any = false;
     let mut guaranteed = true;
     for c in &all {
@@ -185,7 +204,8 @@ fn condition(kind: &str, ok: bool, reason: Option<&str>, previous: &[Value], now
         .find(|c| c["type"] == kind && c["status"] == status)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
-    let mut c = json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
+    let mut c =
+        json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
     if let Some(r) = reason {
         c["reason"] = json!(r);
     }
@@ -195,7 +215,10 @@ fn condition(kind: &str, ok: bool, reason: Option<&str>, previous: &[Value], now
 /// The whole `status` of a pod.
 pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> Value {
     let spec = pod.spec.clone().unwrap_or_default();
-    let policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
+    let policy = spec
+        .restart_policy
+        .clone()
+        .unwrap_or_else(|| "Always".into());
     let nows = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let old = pod.status.clone().unwrap_or_default();
     let previous: Vec<Value> = old
@@ -254,9 +277,7 @@ pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> Value {
         ("Failed", Some(reason.clone()), Some(message.clone()))
     } else if init_failed {
         ("Failed", None, None)
-    } else if !initialized {
-        ("Pending", None, None)
-    } else if waiting > 0 {
+    } else if !initialized || waiting > 0 {
         ("Pending", None, None)
     } else if running > 0 {
         ("Running", None, None)
@@ -290,7 +311,11 @@ pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> Value {
         &previous,
         &nows,
     ));
-    let not_ready_reason = if terminal { "PodCompleted" } else { "ContainersNotReady" };
+    let not_ready_reason = if terminal {
+        "PodCompleted"
+    } else {
+        "ContainersNotReady"
+    };
     conditions.push(condition(
         "Ready",
         containers_ready,
@@ -326,7 +351,11 @@ pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> Value {
         status["hostIP"] = json!(ip);
         status["hostIPs"] = json!([{"ip": ip}]);
     }
-    let pod_ip = if spec.host_network == Some(true) { obs.host_ip.clone() } else { obs.pod_ip.clone() };
+    let pod_ip = if spec.host_network == Some(true) {
+        obs.host_ip.clone()
+    } else {
+        obs.pod_ip.clone()
+    };
     if let Some(ip) = pod_ip {
         status["podIP"] = json!(ip);
         status["podIPs"] = json!([{"ip": ip}]);
@@ -372,7 +401,13 @@ mod tests {
             started_at: Some(Utc::now()),
             finished_at: code.map(|_| Utc::now()),
             exit_code: code,
-            reason: code.map(|c| if c == 0 { "Completed".to_string() } else { "Error".to_string() }),
+            reason: code.map(|c| {
+                if c == 0 {
+                    "Completed".to_string()
+                } else {
+                    "Error".to_string()
+                }
+            }),
             log_path: String::new(),
             cgroup: String::new(),
             termination_message_path: None,
@@ -385,11 +420,19 @@ mod tests {
         let p = pod("Always");
         let a = inst("a", 0, ContainerState::Running, None);
         let b = inst("b", 0, ContainerState::Running, None);
-        let obs = Observed { containers: vec![&a, &b], pod_ip: Some("10.244.0.2".into()), ..Default::default() };
+        let obs = Observed {
+            containers: vec![&a, &b],
+            pod_ip: Some("10.244.0.2".into()),
+            ..Default::default()
+        };
         let s = pod_status(&p, &obs, Utc::now());
         assert_eq!(s["phase"], "Running");
         assert_eq!(s["podIP"], "10.244.0.2");
-        assert!(s["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+        assert!(s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"));
         assert_eq!(s["containerStatuses"][0]["containerID"], "containerd://a0");
     }
 
@@ -398,8 +441,17 @@ mod tests {
         let p = pod("Always");
         let a = inst("a", 3, ContainerState::Exited, Some(1));
         let b = inst("b", 0, ContainerState::Running, None);
-        let mut obs = Observed { containers: vec![&a, &b], ..Default::default() };
-        obs.waiting.insert("a".into(), Waiting { reason: "CrashLoopBackOff".into(), message: "back-off 40s".into() });
+        let mut obs = Observed {
+            containers: vec![&a, &b],
+            ..Default::default()
+        };
+        obs.waiting.insert(
+            "a".into(),
+            Waiting {
+                reason: "CrashLoopBackOff".into(),
+                message: "back-off 40s".into(),
+            },
+        );
         let s = pod_status(&p, &obs, Utc::now());
         assert_eq!(s["phase"], "Running");
         let a = &s["containerStatuses"][0];
@@ -413,33 +465,63 @@ mod tests {
         let p = pod("Never");
         let a = inst("a", 0, ContainerState::Exited, Some(0));
         let b = inst("b", 0, ContainerState::Exited, Some(0));
-        let obs = Observed { containers: vec![&a, &b], ..Default::default() };
+        let obs = Observed {
+            containers: vec![&a, &b],
+            ..Default::default()
+        };
         assert_eq!(pod_status(&p, &obs, Utc::now())["phase"], "Succeeded");
         let b = inst("b", 0, ContainerState::Exited, Some(2));
-        let obs = Observed { containers: vec![&a, &b], ..Default::default() };
+        let obs = Observed {
+            containers: vec![&a, &b],
+            ..Default::default()
+        };
         let s = pod_status(&p, &obs, Utc::now());
         assert_eq!(s["phase"], "Failed");
-        assert_eq!(s["containerStatuses"][1]["state"]["terminated"]["exitCode"], 2);
+        assert_eq!(
+            s["containerStatuses"][1]["state"]["terminated"]["exitCode"],
+            2
+        );
     }
 
     #[test]
     fn waiting_is_pending() {
         let p = pod("Always");
         let mut obs = Observed::default();
-        obs.waiting.insert("a".into(), Waiting { reason: "ErrImagePull".into(), message: "not found".into() });
+        obs.waiting.insert(
+            "a".into(),
+            Waiting {
+                reason: "ErrImagePull".into(),
+                message: "not found".into(),
+            },
+        );
         let s = pod_status(&p, &obs, Utc::now());
         assert_eq!(s["phase"], "Pending");
-        assert_eq!(s["containerStatuses"][0]["state"]["waiting"]["reason"], "ErrImagePull");
-        assert_eq!(s["containerStatuses"][1]["state"]["waiting"]["reason"], "ContainerCreating");
+        assert_eq!(
+            s["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "ErrImagePull"
+        );
+        assert_eq!(
+            s["containerStatuses"][1]["state"]["waiting"]["reason"],
+            "ContainerCreating"
+        );
     }
 
     #[test]
     fn qos_classes() {
         let mk = |res: Value| -> Pod {
-            serde_json::from_value(json!({"spec": {"containers": [{"name": "a", "resources": res}]}})).unwrap()
+            serde_json::from_value(
+                json!({"spec": {"containers": [{"name": "a", "resources": res}]}}),
+            )
+            .unwrap()
         };
         assert_eq!(qos_class(&mk(json!({}))), "BestEffort");
-        assert_eq!(qos_class(&mk(json!({"limits": {"cpu": "1", "memory": "1Gi"}}))), "Guaranteed");
-        assert_eq!(qos_class(&mk(json!({"requests": {"memory": "1Gi"}}))), "Burstable");
+        assert_eq!(
+            qos_class(&mk(json!({"limits": {"cpu": "1", "memory": "1Gi"}}))),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos_class(&mk(json!({"requests": {"memory": "1Gi"}}))),
+            "Burstable"
+        );
     }
 }

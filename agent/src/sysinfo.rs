@@ -68,7 +68,12 @@ impl HostRoot {
         std::fs::read_dir(&self.proc)
             .map(|d| {
                 d.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .bytes()
+                            .all(|b| b.is_ascii_digit())
+                    })
                     .count() as u64
             })
             .unwrap_or(0)
@@ -111,7 +116,11 @@ pub fn detect_node_ip() -> Option<String> {
     let mut found = Vec::new();
     for ifa in addrs {
         let name = ifa.interface_name.clone();
-        if name == "lo" || name.starts_with("cni") || name.starts_with("cairn") || name.starts_with("veth") {
+        if name == "lo"
+            || name.starts_with("cni")
+            || name.starts_with("cairn")
+            || name.starts_with("veth")
+        {
             continue;
         }
         if let Some(addr) = ifa.address.as_ref().and_then(|a| a.as_sockaddr_in()) {
@@ -143,7 +152,11 @@ mod tests {
         std::fs::create_dir_all(proc.join("42")).unwrap();
         let etc = dir.path().join("etc");
         std::fs::create_dir_all(&etc).unwrap();
-        std::fs::write(etc.join("os-release"), "ID=debian\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n").unwrap();
+        std::fs::write(
+            etc.join("os-release"),
+            "ID=debian\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n",
+        )
+        .unwrap();
         let root = HostRoot { proc, etc };
         assert_eq!(
             root.meminfo(),

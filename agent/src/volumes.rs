@@ -40,7 +40,10 @@ pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
 
 /// Writes `files` into `dir` atomically: a fresh `..<timestamp>` dir, `..data` pointing at
 /// it, and top-level symlinks per key.
-pub fn atomic_write(dir: &Path, files: &BTreeMap<String, (Vec<u8>, u32)>) -> Result<(), VolumeError> {
+pub fn atomic_write(
+    dir: &Path,
+    files: &BTreeMap<String, (Vec<u8>, u32)>,
+) -> Result<(), VolumeError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let stamp = format!("..{}", chrono::Utc::now().format("%Y_%m_%d_%H_%M_%S.%f"));
     let staging = dir.join(&stamp);
@@ -51,7 +54,8 @@ pub fn atomic_write(dir: &Path, files: &BTreeMap<String, (Vec<u8>, u32)>) -> Res
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
         std::fs::write(&path, content).map_err(io(&path))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).map_err(io(&path))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode))
+            .map_err(io(&path))?;
     }
     let tmp_link = dir.join("..data_tmp");
     let _ = std::fs::remove_file(&tmp_link);
@@ -70,7 +74,11 @@ pub fn atomic_write(dir: &Path, files: &BTreeMap<String, (Vec<u8>, u32)>) -> Res
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("..") && !files.keys().any(|k| k.split('/').next() == Some(name.as_str())) {
+            if !name.starts_with("..")
+                && !files
+                    .keys()
+                    .any(|k| k.split('/').next() == Some(name.as_str()))
+            {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -104,7 +112,10 @@ fn project(
                     None => {
                         return Err(VolumeError::SetUp {
                             volume: volume.into(),
-                            message: format!("configmap references non-existent config key: {} ({what})", item.key),
+                            message: format!(
+                                "configmap references non-existent config key: {} ({what})",
+                                item.key
+                            ),
                         })
                     }
                 }
@@ -132,10 +143,20 @@ pub struct VolumeContext<'a> {
 /// Prepares every volume of the pod; returns volume name → host path.
 pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
     let uid = ctx.pod.metadata.uid.clone().unwrap_or_default();
-    let ns = ctx.pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = ctx
+        .pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let base = pod_dir(ctx.root, &uid).join("volumes");
     let mut out = BTreeMap::new();
-    let volumes: Vec<Volume> = ctx.pod.spec.as_ref().and_then(|s| s.volumes.clone()).unwrap_or_default();
+    let volumes: Vec<Volume> = ctx
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.clone())
+        .unwrap_or_default();
     for v in &volumes {
         let name = &v.name;
         let path = if v.empty_dir.is_some() {
@@ -188,20 +209,36 @@ pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>,
                 let content = if let Some(f) = &item.field_ref {
                     env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?
                 } else if let Some(r) = &item.resource_field_ref {
-                    let containers = ctx.pod.spec.as_ref().map(|s| s.containers.clone()).unwrap_or_default();
+                    let containers = ctx
+                        .pod
+                        .spec
+                        .as_ref()
+                        .map(|s| s.containers.clone())
+                        .unwrap_or_default();
                     let target = r
                         .container_name
                         .as_ref()
                         .and_then(|n| containers.iter().find(|c| &c.name == n))
                         .or(containers.first());
                     match target {
-                        Some(c) => env::resource_field(c, &r.resource, r.divisor.as_ref().map(|q| q.0.as_str()), ctx.node_alloc),
+                        Some(c) => env::resource_field(
+                            c,
+                            &r.resource,
+                            r.divisor.as_ref().map(|q| q.0.as_str()),
+                            ctx.node_alloc,
+                        ),
                         None => String::new(),
                     }
                 } else {
                     String::new()
                 };
-                files.insert(item.path.clone(), (content.into_bytes(), item.mode.map(|m| m as u32).unwrap_or(mode)));
+                files.insert(
+                    item.path.clone(),
+                    (
+                        content.into_bytes(),
+                        item.mode.map(|m| m as u32).unwrap_or(mode),
+                    ),
+                );
             }
             let p = base.join("kubernetes.io~downward-api").join(name);
             atomic_write(&p, &files)?;
@@ -213,9 +250,19 @@ pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>,
                 if let Some(cm) = &src.config_map {
                     let optional = cm.optional == Some(true);
                     if let Some(data) = ctx.source.config_map(&ns, &cm.name).await? {
-                        files.extend(project(&data, &cm.items, mode, name, optional, "configMap")?);
+                        files.extend(project(
+                            &data,
+                            &cm.items,
+                            mode,
+                            name,
+                            optional,
+                            "configMap",
+                        )?);
                     } else if !optional {
-                        return Err(VolumeError::SetUp { volume: name.clone(), message: format!("configmap {:?} not found", cm.name) });
+                        return Err(VolumeError::SetUp {
+                            volume: name.clone(),
+                            message: format!("configmap {:?} not found", cm.name),
+                        });
                     }
                 }
                 if let Some(s) = &src.secret {
@@ -223,13 +270,17 @@ pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>,
                     if let Some(data) = ctx.source.secret(&ns, &s.name).await? {
                         files.extend(project(&data, &s.items, mode, name, optional, "secret")?);
                     } else if !optional {
-                        return Err(VolumeError::SetUp { volume: name.clone(), message: format!("secret {:?} not found", s.name) });
+                        return Err(VolumeError::SetUp {
+                            volume: name.clone(),
+                            message: format!("secret {:?} not found", s.name),
+                        });
                     }
                 }
                 if let Some(d) = &src.downward_api {
                     for item in d.items.iter().flatten() {
                         if let Some(f) = &item.field_ref {
-                            let content = env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?;
+                            let content =
+                                env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?;
                             files.insert(item.path.clone(), (content.into_bytes(), mode));
                         }
                     }
@@ -263,14 +314,19 @@ fn host_path(volume: &str, path: &str, kind: &str) -> Result<PathBuf, VolumeErro
         "DirectoryOrCreate" => {
             if meta.is_err() {
                 std::fs::create_dir_all(&p).map_err(io(&p))?;
-                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).map_err(io(&p))?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
+                    .map_err(io(&p))?;
             } else if !p.is_dir() {
-                return Err(fail(format!("hostPath type check failed: {path} is not a directory")));
+                return Err(fail(format!(
+                    "hostPath type check failed: {path} is not a directory"
+                )));
             }
         }
         "Directory" => {
             if !meta.as_ref().is_ok_and(|m| m.is_dir()) {
-                return Err(fail(format!("hostPath type check failed: {path} is not a directory")));
+                return Err(fail(format!(
+                    "hostPath type check failed: {path} is not a directory"
+                )));
             }
         }
         "FileOrCreate" => {
@@ -280,12 +336,16 @@ fn host_path(volume: &str, path: &str, kind: &str) -> Result<PathBuf, VolumeErro
                 }
                 std::fs::File::create(&p).map_err(io(&p))?;
             } else if !p.is_file() {
-                return Err(fail(format!("hostPath type check failed: {path} is not a file")));
+                return Err(fail(format!(
+                    "hostPath type check failed: {path} is not a file"
+                )));
             }
         }
         "File" => {
             if !meta.as_ref().is_ok_and(|m| m.is_file()) {
-                return Err(fail(format!("hostPath type check failed: {path} is not a file")));
+                return Err(fail(format!(
+                    "hostPath type check failed: {path} is not a file"
+                )));
             }
         }
         "Socket" | "CharDevice" | "BlockDevice" => {
@@ -298,7 +358,9 @@ fn host_path(volume: &str, path: &str, kind: &str) -> Result<PathBuf, VolumeErro
                 }
             });
             if !ok {
-                return Err(fail(format!("hostPath type check failed: {path} is not a {kind}")));
+                return Err(fail(format!(
+                    "hostPath type check failed: {path} is not a {kind}"
+                )));
             }
         }
         "" => {
@@ -357,40 +419,57 @@ pub fn hosts_file(pod: &Pod, ip: Option<&str>, cluster_domain: &str) -> String {
         match spec.and_then(|s| s.subdomain.clone()) {
             Some(sub) if !sub.is_empty() => {
                 let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-                out.push_str(&format!("{ip}\t{hostname}.{sub}.{ns}.svc.{cluster_domain}\t{hostname}\n"));
+                out.push_str(&format!(
+                    "{ip}\t{hostname}.{sub}.{ns}.svc.{cluster_domain}\t{hostname}\n"
+                ));
             }
             _ => out.push_str(&format!("{ip}\t{hostname}\n")),
         }
     }
-    let aliases = spec.and_then(|s| s.host_aliases.clone()).unwrap_or_default();
+    let aliases = spec
+        .and_then(|s| s.host_aliases.clone())
+        .unwrap_or_default();
     if !aliases.is_empty() {
         out.push_str("\n# Entries added by HostAliases.\n");
         for a in aliases {
-            out.push_str(&format!("{}\t{}\n", a.ip, a.hostnames.unwrap_or_default().join("\t")));
+            out.push_str(&format!(
+                "{}\t{}\n",
+                a.ip,
+                a.hostnames.unwrap_or_default().join("\t")
+            ));
         }
     }
     out
 }
 
 /// resolv.conf by dnsPolicy (ClusterFirst with cluster DNS, Default = host's, None = dnsConfig).
-pub fn resolv_conf(pod: &Pod, cluster_dns: &[String], cluster_domain: &str, host_resolv: &str) -> String {
+pub fn resolv_conf(
+    pod: &Pod,
+    cluster_dns: &[String],
+    cluster_domain: &str,
+    host_resolv: &str,
+) -> String {
     let spec = pod.spec.as_ref();
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let policy = spec.and_then(|s| s.dns_policy.clone()).unwrap_or_else(|| "ClusterFirst".into());
+    let policy = spec
+        .and_then(|s| s.dns_policy.clone())
+        .unwrap_or_else(|| "ClusterFirst".into());
     let host_network = spec.and_then(|s| s.host_network).unwrap_or(false);
     let (mut servers, mut searches, mut options) = (Vec::new(), Vec::new(), Vec::new());
-    let host_parse = |servers: &mut Vec<String>, searches: &mut Vec<String>, options: &mut Vec<String>| {
-        for line in host_resolv.lines() {
-            let mut f = line.split_whitespace();
-            match f.next() {
-                Some("nameserver") => servers.extend(f.next().map(str::to_string)),
-                Some("search") => searches.extend(f.map(str::to_string)),
-                Some("options") => options.extend(f.map(str::to_string)),
-                _ => {}
+    let host_parse =
+        |servers: &mut Vec<String>, searches: &mut Vec<String>, options: &mut Vec<String>| {
+            for line in host_resolv.lines() {
+                let mut f = line.split_whitespace();
+                match f.next() {
+                    Some("nameserver") => servers.extend(f.next().map(str::to_string)),
+                    Some("search") => searches.extend(f.map(str::to_string)),
+                    Some("options") => options.extend(f.map(str::to_string)),
+                    _ => {}
+                }
             }
-        }
-    };
-    let cluster_first = (policy == "ClusterFirst" && !host_network) || policy == "ClusterFirstWithHostNet";
+        };
+    let cluster_first =
+        (policy == "ClusterFirst" && !host_network) || policy == "ClusterFirstWithHostNet";
     if policy == "None" {
     } else if cluster_first && !cluster_dns.is_empty() {
         servers = cluster_dns.to_vec();
@@ -450,7 +529,10 @@ mod tests {
     fn atomic_write_swaps_and_prunes() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("v");
-        let mut files = BTreeMap::from([("a".to_string(), (b"1".to_vec(), 0o644)), ("b".to_string(), (b"2".to_vec(), 0o600))]);
+        let mut files = BTreeMap::from([
+            ("a".to_string(), (b"1".to_vec(), 0o644)),
+            ("b".to_string(), (b"2".to_vec(), 0o600)),
+        ]);
         atomic_write(&d, &files).unwrap();
         assert_eq!(std::fs::read(d.join("a")).unwrap(), b"1");
         files.remove("b");
@@ -458,7 +540,16 @@ mod tests {
         atomic_write(&d, &files).unwrap();
         assert_eq!(std::fs::read(d.join("a")).unwrap(), b"new");
         assert!(!d.join("b").exists());
-        let dirs = std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("..2")).count();
+        let dirs = std::fs::read_dir(&d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("..2")
+            })
+            .count();
         assert_eq!(dirs, 1);
     }
 
@@ -475,8 +566,16 @@ mod tests {
 
     #[test]
     fn resolv_conf_cluster_first() {
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}})).unwrap();
-        let r = resolv_conf(&pod, &["10.96.0.10".into()], "cluster.local", "nameserver 1.1.1.1\nsearch corp\n");
+        let pod: Pod = serde_json::from_value(
+            json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}),
+        )
+        .unwrap();
+        let r = resolv_conf(
+            &pod,
+            &["10.96.0.10".into()],
+            "cluster.local",
+            "nameserver 1.1.1.1\nsearch corp\n",
+        );
         assert_eq!(r, "search ns.svc.cluster.local svc.cluster.local cluster.local corp\nnameserver 10.96.0.10\noptions ndots:5\n");
         let r = resolv_conf(&pod, &[], "cluster.local", "nameserver 1.1.1.1\n");
         assert_eq!(r, "nameserver 1.1.1.1\n");

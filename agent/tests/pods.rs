@@ -11,8 +11,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
-fn busybox_pod(name: &str, image: &str, containers: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
-    let mut spec = json!({"nodeName": NODE, "containers": containers, "terminationGracePeriodSeconds": 2});
+fn busybox_pod(
+    name: &str,
+    image: &str,
+    containers: serde_json::Value,
+    extra: serde_json::Value,
+) -> serde_json::Value {
+    let mut spec =
+        json!({"nodeName": NODE, "containers": containers, "terminationGracePeriodSeconds": 2});
     if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
         for (k, v) in e {
             s.insert(k.clone(), v.clone());
@@ -43,9 +49,26 @@ async fn pods_run_crash_finish_and_terminate() {
 
     // ConfigMap and Secret for env and volumes.
     let cms: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), "default");
-    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "cfg"}, "data": {"greeting": "hi-from-cm"}})).unwrap()).await.unwrap();
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(
+            json!({"metadata": {"name": "cfg"}, "data": {"greeting": "hi-from-cm"}}),
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), "default");
-    secrets.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "sec"}, "stringData": {"password": "hunter2"}})).unwrap()).await.unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "sec"}, "stringData": {"password": "hunter2"}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
 
     // 1. Two containers, env from every source, volumes of every kind.
     cluster
@@ -77,41 +100,84 @@ async fn pods_run_crash_finish_and_terminate() {
             ]}),
         ))
         .await;
-    let web = cluster.wait_for("web", "Running and Ready", 90, |p| phase(p) == "Running" && is_ready(p)).await;
+    let web = cluster
+        .wait_for("web", "Running and Ready", 90, |p| {
+            phase(p) == "Running" && is_ready(p)
+        })
+        .await;
     let ip = web.status.as_ref().unwrap().pod_ip.clone().unwrap();
     assert!(ip.starts_with("10.244.7."), "pod IP {ip}");
-    assert_eq!(web.status.as_ref().unwrap().host_ip.as_deref(), Some(NODE_IP));
+    assert_eq!(
+        web.status.as_ref().unwrap().host_ip.as_deref(),
+        Some(NODE_IP)
+    );
     let main_id = container_id(&web, "main");
     let env = cluster.exec(&main_id, &["env"]);
     let env = String::from_utf8_lossy(&env.stdout).to_string();
-    for want in ["POD_NAME=web", &format!("POD_IP={ip}"), "GREETING=hi-from-cm", "PASSWORD=hunter2", "COMBINED=hi-from-cm!", "KUBERNETES_SERVICE_HOST="] {
+    for want in [
+        "POD_NAME=web",
+        &format!("POD_IP={ip}"),
+        "GREETING=hi-from-cm",
+        "PASSWORD=hunter2",
+        "COMBINED=hi-from-cm!",
+        "KUBERNETES_SERVICE_HOST=",
+    ] {
         assert!(env.contains(want), "{want} missing from env:\n{env}");
     }
     let files = cluster.exec(&main_id, &["sh", "-c", "cat /cfg/greeting /sec/password /info/name; echo; cat /scratch/side; hostname; cat /etc/hosts"]);
     let files = String::from_utf8_lossy(&files.stdout).to_string();
-    assert!(files.starts_with("hi-from-cmhunter2web\nside\nweb\n"), "{files}");
+    assert!(
+        files.starts_with("hi-from-cmhunter2web\nside\nweb\n"),
+        "{files}"
+    );
     assert!(files.contains(&format!("{ip}\tweb")), "{files}");
     // Pod network: the pod reaches its gateway and the agent's netns reaches the pod.
-    let ping = std::process::Command::new("ping").args(["-c1", "-W2", &ip]).output().unwrap();
-    assert!(ping.status.success(), "ping {ip}: {}", String::from_utf8_lossy(&ping.stdout));
+    let ping = std::process::Command::new("ping")
+        .args(["-c1", "-W2", &ip])
+        .output()
+        .unwrap();
+    assert!(
+        ping.status.success(),
+        "ping {ip}: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
     // CRI log file with the kubelet layout.
     let uid = web.metadata.uid.clone().unwrap();
-    let log = cluster.path("logs").join(format!("default_web_{uid}/main/0.log"));
+    let log = cluster
+        .path("logs")
+        .join(format!("default_web_{uid}/main/0.log"));
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("stdout F hello-web") {
-        assert!(Instant::now() < deadline, "log {} lacks the line: {:?}", log.display(), std::fs::read_to_string(&log));
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("stdout F hello-web")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "log {} lacks the line: {:?}",
+            log.display(),
+            std::fs::read_to_string(&log)
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
     // 2. Crash loop with growing back-off.
     cluster
-        .create(busybox_pod("crash", &img, json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo boom; exit 3"]}]), json!({})))
+        .create(busybox_pod(
+            "crash",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo boom; exit 3"]}]),
+            json!({}),
+        ))
         .await;
     let crashed = cluster
         .wait_for("crash", "CrashLoopBackOff after 2 restarts", 120, |p| {
             container_status(p, "c").is_some_and(|c| {
                 c.restart_count >= 2
-                    && c.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.as_deref()) == Some("CrashLoopBackOff")
+                    && c.state
+                        .as_ref()
+                        .and_then(|s| s.waiting.as_ref())
+                        .and_then(|w| w.reason.as_deref())
+                        == Some("CrashLoopBackOff")
             })
         })
         .await;
@@ -120,16 +186,45 @@ async fn pods_run_crash_finish_and_terminate() {
     assert_eq!(last.exit_code, 3);
     assert_eq!(last.reason.as_deref(), Some("Error"));
     let msg = c.state.unwrap().waiting.unwrap().message.unwrap();
-    assert!(msg.starts_with("back-off 40s") || msg.starts_with("back-off 80s"), "back-off grows: {msg}");
+    assert!(
+        msg.starts_with("back-off 40s") || msg.starts_with("back-off 80s"),
+        "back-off grows: {msg}"
+    );
     assert_eq!(phase(&crashed), "Running");
-    assert!(events_for(&cluster, "crash").await.iter().any(|(r, _)| r == "BackOff"));
+    assert!(events_for(&cluster, "crash")
+        .await
+        .iter()
+        .any(|(r, _)| r == "BackOff"));
 
     // 3. restartPolicy Never: success and failure.
-    cluster.create(busybox_pod("once-ok", &img, json!([{"name": "c", "image": img, "command": ["true"]}]), json!({"restartPolicy": "Never"}))).await;
-    cluster.create(busybox_pod("once-fail", &img, json!([{"name": "c", "image": img, "command": ["sh", "-c", "exit 7"]}]), json!({"restartPolicy": "Never"}))).await;
-    cluster.wait_for("once-ok", "Succeeded", 60, |p| phase(p) == "Succeeded").await;
-    let failed = cluster.wait_for("once-fail", "Failed", 60, |p| phase(p) == "Failed").await;
-    let t = container_status(&failed, "c").unwrap().state.unwrap().terminated.unwrap();
+    cluster
+        .create(busybox_pod(
+            "once-ok",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["true"]}]),
+            json!({"restartPolicy": "Never"}),
+        ))
+        .await;
+    cluster
+        .create(busybox_pod(
+            "once-fail",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "exit 7"]}]),
+            json!({"restartPolicy": "Never"}),
+        ))
+        .await;
+    cluster
+        .wait_for("once-ok", "Succeeded", 60, |p| phase(p) == "Succeeded")
+        .await;
+    let failed = cluster
+        .wait_for("once-fail", "Failed", 60, |p| phase(p) == "Failed")
+        .await;
+    let t = container_status(&failed, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .terminated
+        .unwrap();
     assert_eq!(t.exit_code, 7);
 
     // 4. Memory limit enforced: OOMKilled.
@@ -142,8 +237,15 @@ async fn pods_run_crash_finish_and_terminate() {
             json!({"restartPolicy": "Never"}),
         ))
         .await;
-    let oom = cluster.wait_for("oom", "Failed", 60, |p| phase(p) == "Failed").await;
-    let t = container_status(&oom, "c").unwrap().state.unwrap().terminated.unwrap();
+    let oom = cluster
+        .wait_for("oom", "Failed", 60, |p| phase(p) == "Failed")
+        .await;
+    let t = container_status(&oom, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .terminated
+        .unwrap();
     assert_eq!(t.reason.as_deref(), Some("OOMKilled"), "{t:?}");
     assert_eq!(t.exit_code, 137);
 
@@ -156,22 +258,386 @@ async fn pods_run_crash_finish_and_terminate() {
             json!({"terminationGracePeriodSeconds": 3}),
         ))
         .await;
-    let stubborn = cluster.wait_for("stubborn", "Running", 60, |p| phase(p) == "Running").await;
+    let stubborn = cluster
+        .wait_for("stubborn", "Running", 60, |p| phase(p) == "Running")
+        .await;
     let stubborn_id = container_id(&stubborn, "c");
     let started = Instant::now();
-    cluster.pods().delete("stubborn", &DeleteParams::default()).await.unwrap();
+    cluster
+        .pods()
+        .delete("stubborn", &DeleteParams::default())
+        .await
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(40);
     while cluster.pods().get_opt("stubborn").await.unwrap().is_some() {
-        assert!(Instant::now() < deadline, "pod never went away:\n{}", cluster.agent_log());
+        assert!(
+            Instant::now() < deadline,
+            "pod never went away:\n{}",
+            cluster.agent_log()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(started.elapsed() >= Duration::from_millis(2500), "killed before its grace period: {:?}", started.elapsed());
-    assert!(!cluster.ctr(&["containers", "ls", "-q"]).contains(&stubborn_id), "container left behind");
-    assert!(events_for(&cluster, "stubborn").await.iter().any(|(r, _)| r == "Killing"));
+    assert!(
+        started.elapsed() >= Duration::from_millis(2500),
+        "killed before its grace period: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !cluster
+            .ctr(&["containers", "ls", "-q"])
+            .contains(&stubborn_id),
+        "container left behind"
+    );
+    assert!(events_for(&cluster, "stubborn")
+        .await
+        .iter()
+        .any(|(r, _)| r == "Killing"));
 
     // Events of a normal start.
-    let reasons: Vec<String> = events_for(&cluster, "web").await.into_iter().map(|(r, _)| r).collect();
+    let reasons: Vec<String> = events_for(&cluster, "web")
+        .await
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
     for want in ["Pulled", "Created", "Started"] {
-        assert!(reasons.iter().any(|r| r == want), "{want} event missing: {reasons:?}");
+        assert!(
+            reasons.iter().any(|r| r == want),
+            "{want} event missing: {reasons:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
+    let _cgroups;
+    let mut cluster = Cluster::start().await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+    let sleeper = |name: &str| {
+        busybox_pod(
+            name,
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sleep", "3600"]}]),
+            json!({}),
+        )
+    };
+    cluster.create(sleeper("steady")).await;
+    cluster.create(sleeper("doomed")).await;
+    cluster.create(sleeper("doomed-graceful")).await;
+    let before = cluster
+        .wait_for("steady", "Running", 90, |p| phase(p) == "Running")
+        .await;
+    let doomed = cluster
+        .wait_for("doomed", "Running", 90, |p| phase(p) == "Running")
+        .await;
+    let graceful = cluster
+        .wait_for("doomed-graceful", "Running", 90, |p| phase(p) == "Running")
+        .await;
+    let started = container_status(&before, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .running
+        .unwrap()
+        .started_at;
+    let steady_id = container_id(&before, "c");
+    let doomed_id = container_id(&doomed, "c");
+    let graceful_id = container_id(&graceful, "c");
+
+    // Agent crashes; meanwhile one pod is force-deleted and one deleted gracefully.
+    cluster.kill_agent();
+    cluster
+        .pods()
+        .delete(
+            "doomed",
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    cluster
+        .pods()
+        .delete("doomed-graceful", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(cluster.pods().get_opt("doomed").await.unwrap().is_none());
+    cluster.start_agent();
+
+    // The graceful one is finished by the returning agent; the forced one is cleaned up.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let gone_api = cluster
+            .pods()
+            .get_opt("doomed-graceful")
+            .await
+            .unwrap()
+            .is_none();
+        let ids = cluster.ctr(&["containers", "ls", "-q"]);
+        if gone_api && !ids.contains(&doomed_id) && !ids.contains(&graceful_id) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not cleaned up: api gone={gone_api}, containers:\n{ids}\n{}",
+            cluster.agent_log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Healthy containers were not restarted: same container, same start time, no restarts.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = cluster.pods().get("steady").await.unwrap();
+    let status = container_status(&after, "c").unwrap();
+    assert_eq!(container_id(&after, "c"), steady_id);
+    assert_eq!(status.restart_count, 0);
+    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
+    assert!(is_ready(&after));
+}
+
+#[tokio::test]
+async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
+    let _cgroups;
+    let cluster = Cluster::start().await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+    let private = cairn_testsupport::Registry::start_with_htpasswd("alice", "s3cret").unwrap();
+    let (private_img, _) = private.push_busybox().await.unwrap();
+    let registry = cluster.registry.addr().to_string();
+    let one = |name: &str, container: serde_json::Value, extra: serde_json::Value| {
+        busybox_pod(name, &img, json!([container]), extra)
+    };
+
+    cluster
+        .create(one(
+            "healthy",
+            json!({"name": "c", "image": img, "command": ["sleep", "3600"]}),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .create(one(
+            "unknown-image",
+            json!({"name": "c", "image": format!("{registry}/cairn/nope:1")}),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .create(one(
+            "private-image",
+            json!({"name": "c", "image": private_img}),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .create(one(
+            "bad-command",
+            json!({"name": "c", "image": img, "command": ["/no/such/binary"]}),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .create(one(
+            "bad-hostpath",
+            json!({"name": "c", "image": img, "command": ["sleep", "3600"], "volumeMounts": [{"name": "h", "mountPath": "/h"}]}),
+            json!({"volumes": [{"name": "h", "hostPath": {"path": "/no/such/dir", "type": "Directory"}}]}),
+        ))
+        .await;
+    cluster
+        .create(one(
+            "too-big",
+            json!({"name": "c", "image": img, "command": ["sleep", "3600"], "resources": {"requests": {"memory": "900Ti"}}}),
+            json!({}),
+        ))
+        .await;
+
+    let waiting_reason = |p: &k8s_openapi::api::core::v1::Pod| {
+        container_status(p, "c")
+            .and_then(|c| c.state)
+            .and_then(|s| s.waiting)
+            .and_then(|w| w.reason)
+            .unwrap_or_default()
+    };
+    let p = cluster
+        .wait_for("unknown-image", "ErrImagePull/ImagePullBackOff", 60, |p| {
+            matches!(
+                waiting_reason(p).as_str(),
+                "ErrImagePull" | "ImagePullBackOff"
+            )
+        })
+        .await;
+    let msg = container_status(&p, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .waiting
+        .unwrap()
+        .message
+        .unwrap_or_default();
+    assert!(msg.contains("not found"), "{msg}");
+    let p = cluster
+        .wait_for("private-image", "ErrImagePull/ImagePullBackOff", 60, |p| {
+            matches!(
+                waiting_reason(p).as_str(),
+                "ErrImagePull" | "ImagePullBackOff"
+            )
+        })
+        .await;
+    let msg = container_status(&p, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .waiting
+        .unwrap()
+        .message
+        .unwrap_or_default();
+    assert!(
+        msg.to_lowercase().contains("unauthorized") || msg.contains("401"),
+        "{msg}"
+    );
+    let p = cluster
+        .wait_for("bad-command", "StartError", 60, |p| {
+            container_status(p, "c").is_some_and(|c| {
+                let t = c
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.terminated.clone())
+                    .or(c.last_state.as_ref().and_then(|s| s.terminated.clone()));
+                t.is_some_and(|t| t.reason.as_deref() == Some("StartError") && t.exit_code == 128)
+            })
+        })
+        .await;
+    assert_eq!(phase(&p), "Running", "restartPolicy Always keeps trying");
+    let p = cluster
+        .wait_for("bad-hostpath", "ContainerCreating", 60, |p| {
+            waiting_reason(p) == "ContainerCreating"
+        })
+        .await;
+    assert!(container_status(&p, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .waiting
+        .unwrap()
+        .message
+        .unwrap_or_default()
+        .contains("/no/such/dir"));
+    let p = cluster
+        .wait_for("too-big", "Failed OutOfmemory", 60, |p| {
+            phase(p) == "Failed"
+        })
+        .await;
+    assert_eq!(
+        p.status.as_ref().unwrap().reason.as_deref(),
+        Some("OutOfmemory")
+    );
+
+    for (pod, reason) in [
+        ("unknown-image", "Failed"),
+        ("bad-hostpath", "FailedMount"),
+        ("too-big", "OutOfmemory"),
+        ("bad-command", "Failed"),
+    ] {
+        let evs = events_for(&cluster, pod).await;
+        assert!(
+            evs.iter().any(|(r, _)| r == reason),
+            "{pod}: no {reason} event in {evs:?}"
+        );
+    }
+    let healthy = cluster
+        .wait_for("healthy", "Running", 60, |p| {
+            phase(p) == "Running" && is_ready(p)
+        })
+        .await;
+    assert_eq!(container_status(&healthy, "c").unwrap().restart_count, 0);
+}
+
+#[tokio::test]
+async fn kubectl_logs_and_static_pods() {
+    let _cgroups;
+    let cluster = Cluster::start().await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+    cluster
+        .create(busybox_pod(
+            "talker",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo first; sleep 2; echo second; sleep 3600"]}]),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .wait_for("talker", "Running", 60, |p| phase(p) == "Running")
+        .await;
+    let follow = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .args(["logs", "-f", "talker"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = cluster.kubectl(&["logs", "talker"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text == "first\nsecond\n" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl logs: {text:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let tail = cluster.kubectl(&["logs", "--tail=1", "talker"]);
+    assert_eq!(String::from_utf8_lossy(&tail.stdout), "second\n");
+    // -f saw both lines live; deleting the pod ends the stream.
+    cluster
+        .pods()
+        .delete("talker", &DeleteParams::default())
+        .await
+        .unwrap();
+    let out = follow.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("first\nsecond\n"),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Static pod: runs from the manifest dir, mirrored into the API, gone with its file.
+    let manifest = cluster.path("manifests").join("static-web.yaml");
+    std::fs::write(
+        &manifest,
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\n  namespace: default\nspec:\n  containers:\n  - name: c\n    image: {img}\n    command: [\"sleep\", \"3600\"]\n"),
+    )
+    .unwrap();
+    let mirror_name = format!("static-web-{NODE}");
+    let mirror = cluster
+        .wait_for(&mirror_name, "mirror Running", 60, |p| {
+            phase(p) == "Running"
+        })
+        .await;
+    let ann = mirror.metadata.annotations.clone().unwrap_or_default();
+    assert!(ann.contains_key("kubernetes.io/config.mirror"), "{ann:?}");
+    let static_id = container_id(&mirror, "c");
+    std::fs::remove_file(&manifest).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while cluster
+        .pods()
+        .get_opt(&mirror_name)
+        .await
+        .unwrap()
+        .is_some()
+        || cluster
+            .ctr(&["containers", "ls", "-q"])
+            .contains(&static_id)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "static pod not removed:\n{}",
+            cluster.agent_log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -38,7 +38,11 @@ pub fn bin(name: &str) -> PathBuf {
 
 fn sh(cmd: &str) {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 pub struct Cluster {
@@ -62,7 +66,10 @@ impl Cluster {
         nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
         sh(&format!("ip link add node0 type veth peer name node0p && ip addr add {NODE_IP}/24 dev node0 && ip link set node0p up && ip link set node0 up"));
 
-        let dir = tempfile::Builder::new().prefix("cairn-agent-test-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("cairn-agent-test-")
+            .tempdir()
+            .unwrap();
         let data = dir.path().join("control");
         std::fs::create_dir_all(&data).unwrap();
         let log = std::fs::File::create(dir.path().join("control.log")).unwrap();
@@ -79,7 +86,11 @@ impl Cluster {
             assert!(Instant::now() < deadline, "cairn-control did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let out = Command::new(bin("cairn-control")).args(["kubeconfig", "--data-dir"]).arg(&data).output().unwrap();
+        let out = Command::new(bin("cairn-control"))
+            .args(["kubeconfig", "--data-dir"])
+            .arg(&data)
+            .output()
+            .unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, &out.stdout).unwrap();
 
@@ -100,7 +111,9 @@ impl Cluster {
         std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
 
         let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
         let client = kube::Client::try_from(config).unwrap();
         let cgroup_root = format!("/cairn-test-{}", std::process::id());
         let mut c = Cluster {
@@ -125,7 +138,11 @@ impl Cluster {
     }
 
     pub fn start_agent(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.path("agent.log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path("agent.log"))
+            .unwrap();
         let child = Command::new(bin("cairn-agent"))
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -190,18 +207,31 @@ impl Cluster {
                     return;
                 }
             }
-            assert!(Instant::now() < deadline, "node never became Ready; agent log:\n{}", self.agent_log());
+            assert!(
+                Instant::now() < deadline,
+                "node never became Ready; agent log:\n{}",
+                self.agent_log()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
     pub async fn create(&self, pod: Value) -> Pod {
         let pod: Pod = serde_json::from_value(pod).unwrap();
-        self.pods().create(&PostParams::default(), &pod).await.unwrap()
+        self.pods()
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap()
     }
 
     /// Polls the pod until `check` holds (returns the pod), failing with the agent log.
-    pub async fn wait_for(&self, name: &str, what: &str, secs: u64, check: impl Fn(&Pod) -> bool) -> Pod {
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        what: &str,
+        secs: u64,
+        check: impl Fn(&Pod) -> bool,
+    ) -> Pod {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             let last = self.pods().get_opt(name).await.unwrap();
@@ -212,7 +242,15 @@ impl Cluster {
             }
             if Instant::now() > deadline {
                 let log = self.agent_log();
-                let tail: String = log.lines().rev().take(60).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+                let tail: String = log
+                    .lines()
+                    .rev()
+                    .take(60)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 panic!(
                     "pod {name}: {what} not reached; pod: {}\nagent log tail:\n{tail}",
                     serde_json::to_string_pretty(&last).unwrap()
@@ -223,7 +261,12 @@ impl Cluster {
     }
 
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap()
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .unwrap()
     }
 
     pub fn ctr(&self, args: &[&str]) -> String {
@@ -252,14 +295,24 @@ impl Cluster {
 }
 
 fn rand_suffix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_007
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        % 1_000_000_007
 }
 
 pub fn phase(p: &Pod) -> String {
-    p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_default()
 }
 
-pub fn container_status(p: &Pod, name: &str) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+pub fn container_status(
+    p: &Pod,
+    name: &str,
+) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
     p.status
         .as_ref()?
         .container_statuses

@@ -142,7 +142,10 @@ impl CgroupManager {
                         .map_or_else(|| "max".to_string(), |m| m.to_string()),
                 )?;
                 if let Some(shares) = limits.cpu_shares {
-                    write(&dir.join("cpu.weight"), &shares_to_weight(shares).to_string())?;
+                    write(
+                        &dir.join("cpu.weight"),
+                        &shares_to_weight(shares).to_string(),
+                    )?;
                 }
                 let period = limits.cpu_period.unwrap_or(100_000);
                 let max = limits
@@ -290,7 +293,11 @@ mod tests {
             (64 << 20).to_string()
         );
         fs::write(mem.join("memory.usage_in_bytes"), "1000\n").unwrap();
-        fs::write(mem.join("memory.stat"), "total_inactive_file 300\ntotal_rss 500\n").unwrap();
+        fs::write(
+            mem.join("memory.stat"),
+            "total_inactive_file 300\ntotal_rss 500\n",
+        )
+        .unwrap();
         fs::write(
             mem.join("memory.oom_control"),
             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
@@ -322,9 +329,19 @@ mod tests {
         )
         .unwrap();
         let dir = root.path().join("cairn/pod2");
-        assert_eq!(fs::read_to_string(dir.join("memory.max")).unwrap(), "1048576");
-        assert_eq!(fs::read_to_string(dir.join("cpu.max")).unwrap(), "max 100000");
-        fs::write(dir.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.max")).unwrap(),
+            "1048576"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("cpu.max")).unwrap(),
+            "max 100000"
+        );
+        fs::write(
+            dir.join("memory.events"),
+            "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
+        )
+        .unwrap();
         fs::write(dir.join("cpu.stat"), "usage_usec 42\n").unwrap();
         let s = m.stats("/cairn/pod2");
         assert_eq!(s.oom_kills, Some(1));

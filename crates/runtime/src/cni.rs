@@ -148,7 +148,10 @@ impl CniConfig {
             .env("CNI_IFNAME", &self.ifname)
             .env("CNI_PATH", self.cni_path())
             .env("CNI_ARGS", args)
-            .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -256,10 +259,7 @@ impl NetworkList {
         let mut config = plugin.clone();
         if let Value::Object(map) = &mut config {
             map.insert("name".into(), Value::String(self.name.clone()));
-            map.insert(
-                "cniVersion".into(),
-                Value::String(self.cni_version.clone()),
-            );
+            map.insert("cniVersion".into(), Value::String(self.cni_version.clone()));
             if let Some(prev) = prev {
                 map.insert("prevResult".into(), prev.clone());
             }
@@ -299,8 +299,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(list.plugins.len(), 2);
-        let conf = NetworkList::parse(br#"{"cniVersion":"0.4.0","name":"n","type":"bridge"}"#)
-            .unwrap();
+        let conf =
+            NetworkList::parse(br#"{"cniVersion":"0.4.0","name":"n","type":"bridge"}"#).unwrap();
         assert_eq!(conf.plugins.len(), 1);
         assert!(NetworkList::parse(br#"{"name":"n","plugins":[{}]}"#).is_err());
         assert!(NetworkList::parse(b"nope").is_err());
@@ -308,20 +308,18 @@ mod tests {
 
     #[test]
     fn finds_first_ip() {
-        let r: Value = serde_json::from_str(
-            r#"{"ips":[{"address":"10.244.0.5/24","gateway":"10.244.0.1"}]}"#,
-        )
-        .unwrap();
+        let r: Value =
+            serde_json::from_str(r#"{"ips":[{"address":"10.244.0.5/24","gateway":"10.244.0.1"}]}"#)
+                .unwrap();
         assert_eq!(first_ip(&r).as_deref(), Some("10.244.0.5"));
         assert_eq!(first_ip(&Value::Null), None);
     }
 
     #[test]
     fn plugin_config_chains_prev_result() {
-        let list = NetworkList::parse(
-            br#"{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"a"}]}"#,
-        )
-        .unwrap();
+        let list =
+            NetworkList::parse(br#"{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"a"}]}"#)
+                .unwrap();
         let prev = serde_json::json!({"ips":[]});
         let c = list.plugin_config(&list.plugins[0], Some(&prev));
         assert_eq!(c["name"], "n");

@@ -103,7 +103,9 @@ fn from_timestamp(ts: &Option<Timestamp>) -> Option<DateTime<Utc>> {
 }
 
 fn parse_time(s: Option<&String>) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s?).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 impl ContainerdRuntime {
@@ -256,7 +258,11 @@ impl ContainerdRuntime {
             ipcns: path(labels::IPCNS),
             ip: l.get(labels::POD_IP).filter(|v| !v.is_empty()).cloned(),
             cgroup_parent: l.get(labels::CGROUP).cloned().unwrap_or_default(),
-            state: if l.get(labels::SANDBOX_STATE).map(String::as_str) == Some("ready") {
+            // A sandbox whose pinned namespace vanished (host reboot, /run wiped) is not
+            // ready whatever its label says: the agent must make a new one.
+            state: if l.get(labels::SANDBOX_STATE).map(String::as_str) == Some("ready")
+                && path(labels::NETNS).is_none_or(|p| netns::is_pinned(&p))
+            {
                 SandboxState::Ready
             } else {
                 SandboxState::NotReady
@@ -265,15 +271,19 @@ impl ContainerdRuntime {
         }
     }
 
-    fn status_from(&self, c: &Container, task: Option<&containerd_client::types::v1::Process>) -> ContainerStatus {
+    fn status_from(
+        &self,
+        c: &Container,
+        task: Option<&containerd_client::types::v1::Process>,
+    ) -> ContainerStatus {
         let l = &c.labels;
         let get = |k: &str| l.get(k).cloned().unwrap_or_default();
         let started_at = parse_time(l.get(labels::STARTED_AT));
         let finished_at = parse_time(l.get(labels::FINISHED_AT));
         let (state, pid) = match task.map(|t| TaskStatus::try_from(t.status)) {
-            Some(Ok(TaskStatus::Running)) | Some(Ok(TaskStatus::Paused)) | Some(Ok(TaskStatus::Pausing)) => {
-                (ContainerState::Running, task.map(|t| t.pid))
-            }
+            Some(Ok(TaskStatus::Running))
+            | Some(Ok(TaskStatus::Paused))
+            | Some(Ok(TaskStatus::Pausing)) => (ContainerState::Running, task.map(|t| t.pid)),
             Some(Ok(TaskStatus::Created)) => (ContainerState::Created, None),
             Some(Ok(TaskStatus::Stopped)) => (ContainerState::Exited, None),
             _ if finished_at.is_some() => (ContainerState::Exited, None),
@@ -295,7 +305,10 @@ impl ContainerdRuntime {
             pod_namespace: get(labels::POD_NAMESPACE),
             pod_name: get(labels::POD_NAME),
             name: get(labels::CONTAINER_NAME),
-            attempt: l.get(labels::ATTEMPT).and_then(|a| a.parse().ok()).unwrap_or(0),
+            attempt: l
+                .get(labels::ATTEMPT)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(0),
             spec_hash: get(labels::SPEC_HASH),
             init: l.get(labels::INIT).map(String::as_str) == Some("true"),
             state,
@@ -310,11 +323,17 @@ impl ContainerdRuntime {
             log_path: get(labels::LOG_PATH),
             cgroup: get(labels::CGROUP),
             termination_message_path: l.get(labels::MESSAGE_PATH).cloned(),
-            labels: l.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>(),
+            labels: l
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<BTreeMap<_, _>>(),
         }
     }
 
-    async fn task(&self, id: &str) -> Result<Option<containerd_client::types::v1::Process>, RuntimeError> {
+    async fn task(
+        &self,
+        id: &str,
+    ) -> Result<Option<containerd_client::types::v1::Process>, RuntimeError> {
         match self
             .tasks()
             .get(self.request(GetRequest {
@@ -339,7 +358,11 @@ impl ContainerdRuntime {
             return Ok(false);
         }
         let container = self.get_container(id).await?;
-        let cgroup = container.labels.get(labels::CGROUP).cloned().unwrap_or_default();
+        let cgroup = container
+            .labels
+            .get(labels::CGROUP)
+            .cloned()
+            .unwrap_or_default();
         let oom = self
             .inner
             .cgroups
@@ -536,8 +559,8 @@ impl Runtime for ContainerdRuntime {
         ]);
         // Record the sandbox before creating anything, so a crash in between leaves an
         // object the cleanup finds.
-        let namespaces = (!config.host_network)
-            .then(|| PodNamespaces::under(&self.inner.config.state_dir, &id));
+        let namespaces =
+            (!config.host_network).then(|| PodNamespaces::under(&self.inner.config.state_dir, &id));
         if let Some(ns) = &namespaces {
             l.insert(labels::NETNS.into(), ns.net.display().to_string());
             l.insert(labels::UTSNS.into(), ns.uts.display().to_string());
@@ -593,7 +616,8 @@ impl Runtime for ContainerdRuntime {
                 }
             }
             if let Some(addr) = &ip {
-                self.set_labels(&id, &[(labels::POD_IP, addr.clone())]).await?;
+                self.set_labels(&id, &[(labels::POD_IP, addr.clone())])
+                    .await?;
             }
         }
         let record = self.get_container(&id).await?;
@@ -610,7 +634,11 @@ impl Runtime for ContainerdRuntime {
             // CNI DEL must run even when the netns is gone (plugins clean host-side state).
             let attachment = Attachment {
                 container_id: id,
-                netns: if netns::is_pinned(netns_path) { &path } else { "" },
+                netns: if netns::is_pinned(netns_path) {
+                    &path
+                } else {
+                    ""
+                },
                 pod_namespace: &sandbox.namespace,
                 pod_name: &sandbox.name,
                 pod_uid: &sandbox.uid,
@@ -693,7 +721,10 @@ impl Runtime for ContainerdRuntime {
                     (labels::ATTEMPT.into(), config.attempt.to_string()),
                     (labels::SPEC_HASH.into(), config.spec_hash.clone()),
                     (labels::CGROUP.into(), cgroup.clone()),
-                    (labels::LOG_PATH.into(), config.log_path.display().to_string()),
+                    (
+                        labels::LOG_PATH.into(),
+                        config.log_path.display().to_string(),
+                    ),
                     (labels::IMAGE_REF.into(), config.image.name.clone()),
                     (labels::IMAGE_ID.into(), config.image.id.clone()),
                     (labels::INIT.into(), config.init.to_string()),
@@ -768,11 +799,19 @@ impl Runtime for ContainerdRuntime {
         if let Err(status) = created {
             // runc refused (bad command, missing mount source…): the container ends as
             // "StartError" with exit code 128, as containerd's CRI reports it.
-            self.record_start_error(id, started, &format!("failed to create containerd task: {}", status.message()))
-                .await?;
+            self.record_start_error(
+                id,
+                started,
+                &format!("failed to create containerd task: {}", status.message()),
+            )
+            .await?;
             return Err(grpc("tasks.Create", id)(status));
         }
-        let pod_uid = container.labels.get(labels::POD_UID).cloned().unwrap_or_default();
+        let pod_uid = container
+            .labels
+            .get(labels::POD_UID)
+            .cloned()
+            .unwrap_or_default();
         self.watch_exit(id, &pod_uid);
         let start = self
             .tasks()
@@ -788,8 +827,12 @@ impl Runtime for ContainerdRuntime {
                     container_id: id.to_string(),
                 }))
                 .await;
-            self.record_start_error(id, started, &format!("failed to start containerd task: {}", status.message()))
-                .await?;
+            self.record_start_error(
+                id,
+                started,
+                &format!("failed to start containerd task: {}", status.message()),
+            )
+            .await?;
             return Err(grpc("tasks.Start", id)(status));
         }
         self.set_labels(id, &[(labels::STARTED_AT, rfc3339(started))])

@@ -275,8 +275,11 @@ pub trait Runtime: Send + Sync {
     ) -> Result<String, RuntimeError>;
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// SIGTERM, then SIGKILL after `grace`; returns once the process is gone.
-    async fn stop_container(&self, id: &str, grace: std::time::Duration)
-        -> Result<(), RuntimeError>;
+    async fn stop_container(
+        &self,
+        id: &str,
+        grace: std::time::Duration,
+    ) -> Result<(), RuntimeError>;
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
     async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError>;
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError>;

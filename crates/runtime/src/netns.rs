@@ -21,7 +21,10 @@ pub enum NetnsError {
     #[error("pinning namespace at {path}: {source}")]
     Pin { path: PathBuf, source: nix::Error },
     #[error("setting hostname {hostname}: {source}")]
-    Hostname { hostname: String, source: nix::Error },
+    Hostname {
+        hostname: String,
+        source: nix::Error,
+    },
     #[error("unpinning namespace at {path}: {source}")]
     Unpin { path: PathBuf, source: nix::Error },
     #[error("namespace helper thread for {path} died")]
@@ -88,7 +91,11 @@ fn pin_new_namespaces(paths: &PodNamespaces, hostname: &str) -> Result<(), Netns
             source,
         })?;
     }
-    for (kind, target) in [("net", &paths.net), ("uts", &paths.uts), ("ipc", &paths.ipc)] {
+    for (kind, target) in [
+        ("net", &paths.net),
+        ("uts", &paths.uts),
+        ("ipc", &paths.ipc),
+    ] {
         let source = format!("/proc/thread-self/ns/{kind}");
         mount(
             Some(source.as_str()),

@@ -13,7 +13,9 @@ use crate::{ContainerConfig, PodSandbox};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("container {container}: no command: the pod gives none and the image has no Entrypoint/Cmd")]
+    #[error(
+        "container {container}: no command: the pod gives none and the image has no Entrypoint/Cmd"
+    )]
     NoCommand { container: String },
     #[error("container {container}: user {user:?} not found in the image's /etc/passwd")]
     UnknownUser { container: String, user: String },
@@ -399,12 +401,24 @@ pub fn build(
     });
     if !privileged {
         linux["maskedPaths"] = json!([
-            "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-            "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-            "/sys/firmware", "/sys/devices/virtual/powercap"
+            "/proc/acpi",
+            "/proc/asound",
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/latency_stats",
+            "/proc/timer_list",
+            "/proc/timer_stats",
+            "/proc/sched_debug",
+            "/proc/scsi",
+            "/sys/firmware",
+            "/sys/devices/virtual/powercap"
         ]);
         linux["readonlyPaths"] = json!([
-            "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"
+            "/proc/bus",
+            "/proc/fs",
+            "/proc/irq",
+            "/proc/sys",
+            "/proc/sysrq-trigger"
         ]);
     }
 
@@ -545,7 +559,11 @@ mod tests {
             "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n",
         )
         .unwrap();
-        std::fs::write(root.path().join("etc/group"), "root:x:0:\nnogroup:x:65534:\n").unwrap();
+        std::fs::write(
+            root.path().join("etc/group"),
+            "root:x:0:\nnogroup:x:65534:\n",
+        )
+        .unwrap();
         let mut c = container(&[], &[]);
         c.image.config.user = "nobody".into();
         assert_eq!(
@@ -556,7 +574,10 @@ mod tests {
         assert_eq!(resolve_user(&c, Some(root.path())).unwrap().1, 65534);
         c.security.run_as_user = Some(65534);
         c.security.run_as_group = Some(7);
-        assert_eq!(resolve_user(&c, Some(root.path())).unwrap(), (65534, 7, vec![]));
+        assert_eq!(
+            resolve_user(&c, Some(root.path())).unwrap(),
+            (65534, 7, vec![])
+        );
         c.security = Default::default();
         c.image.config.user = "ghost".into();
         assert!(resolve_user(&c, Some(root.path())).is_err());
