@@ -592,6 +592,37 @@ async fn kubectl_logs_and_static_pods() {
     }
     let tail = cluster.kubectl(&["logs", "--tail=1", "talker"]);
     assert_eq!(String::from_utf8_lossy(&tail.stdout), "second\n");
+    // cAdvisor-style stats from the pod's cgroups on the agent's port.
+    let summary: serde_json::Value = reqwest::get(format!("http://{NODE_IP}:10250/stats/summary"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let pod = summary["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["podRef"]["name"] == "talker")
+        .cloned()
+        .unwrap();
+    assert!(
+        pod["memory"]["workingSetBytes"].as_u64().unwrap() > 0,
+        "{pod}"
+    );
+    assert_eq!(pod["containers"][0]["name"], "c", "{pod}");
+    assert!(
+        pod["containers"][0]["cpu"]["usageCoreNanoSeconds"]
+            .as_u64()
+            .is_some(),
+        "{pod}"
+    );
+    assert!(
+        summary["node"]["memory"]["availableBytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     // -f saw both lines live; deleting the pod ends the stream.
     cluster
         .pods()
