@@ -88,6 +88,12 @@ pub struct AgentFlags {
     pub network_backend: Option<String>,
     #[arg(long)]
     pub cluster_cidr: Option<String>,
+    /// Subnet file the embedded network controller writes and the cairn-cni plugin reads.
+    #[arg(long)]
+    pub subnet_file: Option<PathBuf>,
+    /// IPAM state dir written into the controller's conflist (default: the plugin's own).
+    #[arg(long)]
+    pub cni_data_dir: Option<PathBuf>,
     /// Seconds between node status checks (the status is written on change or every 5 min).
     #[arg(long)]
     pub node_status_update_seconds: Option<u64>,
@@ -120,6 +126,8 @@ pub struct AgentConfig {
     pub container_log_max_files: u32,
     pub network_backend: Option<String>,
     pub cluster_cidr: String,
+    pub subnet_file: PathBuf,
+    pub cni_data_dir: Option<PathBuf>,
     pub node_status_update_seconds: u64,
 }
 
@@ -154,6 +162,8 @@ impl AgentFlags {
             container_log_max_files,
             network_backend,
             cluster_cidr,
+            subnet_file,
+            cni_data_dir,
             node_status_update_seconds
         )
     }
@@ -255,6 +265,10 @@ impl AgentConfig {
             container_log_max_files: f.container_log_max_files.unwrap_or(5),
             network_backend: backend,
             cluster_cidr: f.cluster_cidr.unwrap_or_else(|| "10.244.0.0/16".into()),
+            subnet_file: f
+                .subnet_file
+                .unwrap_or_else(|| "/run/cairn/subnet.env".into()),
+            cni_data_dir: f.cni_data_dir,
             node_status_update_seconds: f.node_status_update_seconds.unwrap_or(10),
         })
     }

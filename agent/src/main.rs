@@ -168,6 +168,8 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         let mut nc =
             cairn_cni::netctl::NetControllerConfig::new(config.node_name.clone(), backend, cidr);
         nc.cni_conf_dir = config.cni_conf_dir.clone();
+        nc.subnet_file = config.subnet_file.clone();
+        nc.cni_data_dir = config.cni_data_dir.clone();
         if let Some(ip) = agent.node_ip.as_ref().and_then(|i| i.parse().ok()) {
             nc.public_ip = Some(ip);
         }

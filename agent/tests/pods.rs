@@ -672,3 +672,33 @@ async fn kubectl_logs_and_static_pods() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn embedded_network_controller_configures_pod_network() {
+    let _cgroups;
+    let cluster = Cluster::start_with(Some("host-gw")).await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+    // The controller wrote the conflist from the podCIDR cairn-control allocated.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(cluster.client.clone());
+    let node = nodes.get(NODE).await.unwrap();
+    let cidr = node.spec.unwrap().pod_cidr.unwrap();
+    assert!(cluster.path("net.d").join("10-cairn.conflist").exists());
+    assert!(std::fs::read_to_string(cluster.path("subnet.env"))
+        .unwrap()
+        .contains(&cidr[..cidr.len() - 4]));
+    cluster
+        .create(busybox_pod(
+            "netpod",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sleep", "3600"]}]),
+            json!({}),
+        ))
+        .await;
+    let p = cluster
+        .wait_for("netpod", "Running", 60, |p| phase(p) == "Running")
+        .await;
+    let ip: std::net::Ipv4Addr = p.status.unwrap().pod_ip.unwrap().parse().unwrap();
+    let net: ipnetwork::Ipv4Network = cidr.parse().unwrap();
+    assert!(net.contains(ip), "{ip} not in {cidr}");
+}

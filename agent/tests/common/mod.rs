@@ -56,10 +56,17 @@ pub struct Cluster {
     pub agent: Option<Child>,
     pub cgroup_root: String,
     pub client: kube::Client,
+    pub backend: Option<String>,
 }
 
 impl Cluster {
     pub async fn start() -> Cluster {
+        Self::start_with(None).await
+    }
+
+    /// `backend`: run the embedded network controller (`--network-backend`) instead of a
+    /// hand-written conflist.
+    pub async fn start_with(backend: Option<&str>) -> Cluster {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let netns = NetNs::new("cairn-agt").unwrap();
         let f = std::fs::File::open(netns.path()).unwrap();
@@ -100,7 +107,8 @@ impl Cluster {
 
         let conf_dir = dir.path().join("net.d");
         std::fs::create_dir_all(&conf_dir).unwrap();
-        std::fs::write(
+        if backend.is_none() {
+            std::fs::write(
             conf_dir.join("10-test.conflist"),
             format!(
                 r#"{{"cniVersion":"1.0.0","name":"podnet","plugins":[{{"type":"cairn-cni","bridge":"cni0","isGateway":true,"ipMasq":false,"ipam":{{"type":"host-local","ranges":[[{{"subnet":"10.244.7.0/24"}}]],"dataDir":"{}"}}}}]}}"#,
@@ -108,6 +116,7 @@ impl Cluster {
             ),
         )
         .unwrap();
+        }
         std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
 
         let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
@@ -127,6 +136,7 @@ impl Cluster {
             agent: None,
             cgroup_root,
             client,
+            backend: backend.map(str::to_string),
         };
         c.start_agent();
         c.wait_node_ready().await;
@@ -143,7 +153,15 @@ impl Cluster {
             .append(true)
             .open(self.path("agent.log"))
             .unwrap();
-        let child = Command::new(bin("cairn-agent"))
+        let mut cmd = Command::new(bin("cairn-agent"));
+        if let Some(b) = &self.backend {
+            cmd.args(["--network-backend", b])
+                .arg("--subnet-file")
+                .arg(self.path("subnet.env"))
+                .arg("--cni-data-dir")
+                .arg(self.path("ipam"));
+        }
+        let child = cmd
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .args(["--node-name", NODE, "--node-ip", NODE_IP])
