@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -143,9 +144,13 @@ fn fmt(v: &Value) -> String {
 
 // ---------- the watch that timestamps Running ----------
 
+/// When the watch saw a pod `Running` (monotonic, and wall clock to line up with the
+/// agent's log).
+type Seen = (Instant, DateTime<Utc>);
+
 /// Pods waiting for `Running`, by name; the watch task answers each with the instant its
 /// event arrived.
-type Waiters = Rc<std::cell::RefCell<HashMap<String, oneshot::Sender<Instant>>>>;
+type Waiters = Rc<std::cell::RefCell<HashMap<String, oneshot::Sender<Seen>>>>;
 
 fn is_running(p: &Pod) -> bool {
     p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
@@ -174,7 +179,7 @@ async fn start_watch(pods: Api<Pod>, waiters: Waiters) {
                 }
             };
             if is_running(&pod) {
-                let at = Instant::now();
+                let at = (Instant::now(), Utc::now());
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 if let Some(tx) = waiters.borrow_mut().remove(&name) {
                     let _ = tx.send(at);
@@ -206,11 +211,20 @@ fn log_tail(cluster: &Cluster) -> String {
     lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
-/// Creates the pod and waits for the watch to see it Running; returns create → Running.
-async fn start_one(cluster: &Cluster, waiters: &Waiters, name: &str) -> Duration {
+/// One measured pod: create → Running seen, and the wall clock of both ends.
+#[derive(Clone, Copy)]
+struct Timing {
+    took: Duration,
+    created: DateTime<Utc>,
+    running: DateTime<Utc>,
+}
+
+/// Creates the pod and waits for the watch to see it Running.
+async fn start_one(cluster: &Cluster, waiters: &Waiters, name: &str) -> Timing {
     let (tx, rx) = oneshot::channel();
     waiters.borrow_mut().insert(name.to_string(), tx);
     let pod = bench_pod(name, &cluster.image);
+    let created = Utc::now();
     let started = Instant::now();
     cluster
         .pods()
@@ -218,7 +232,11 @@ async fn start_one(cluster: &Cluster, waiters: &Waiters, name: &str) -> Duration
         .await
         .unwrap();
     match tokio::time::timeout(POD_TIMEOUT, rx).await {
-        Ok(Ok(at)) => at.saturating_duration_since(started),
+        Ok(Ok((at, running))) => Timing {
+            took: at.saturating_duration_since(started),
+            created,
+            running,
+        },
         _ => panic!(
             "pod {name} not Running within {POD_TIMEOUT:?}; agent log tail:\n{}",
             log_tail(cluster)
@@ -226,16 +244,16 @@ async fn start_one(cluster: &Cluster, waiters: &Waiters, name: &str) -> Duration
     }
 }
 
-/// `n` pods named `<prefix>-<i>`, `par` in flight; per-pod latencies in index order.
+/// `n` pods named `<prefix>-<i>`, `par` in flight; per-pod timings in index order.
 async fn run_batch(
     cluster: &Cluster,
     waiters: &Waiters,
     prefix: &str,
     n: usize,
     par: usize,
-) -> Vec<f64> {
+) -> Vec<Timing> {
     let next = std::cell::Cell::new(0usize);
-    let results = std::cell::RefCell::new(vec![0.0; n]);
+    let results = std::cell::RefCell::new(Vec::with_capacity(n));
     let lane = || async {
         loop {
             let i = next.get();
@@ -243,12 +261,14 @@ async fn run_batch(
                 break;
             }
             next.set(i + 1);
-            let took = start_one(cluster, waiters, &format!("{prefix}-{i}")).await;
-            results.borrow_mut()[i] = took.as_secs_f64() * 1000.0;
+            let timing = start_one(cluster, waiters, &format!("{prefix}-{i}")).await;
+            results.borrow_mut().push((i, timing));
         }
     };
     futures::future::join_all((0..par.max(1)).map(|_| lane())).await;
-    results.into_inner()
+    let mut results = results.into_inner();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, t)| t).collect()
 }
 
 /// Deletes every bench pod and waits until the agent has confirmed all deletions.
@@ -269,6 +289,93 @@ async fn delete_all(cluster: &Cluster) -> Duration {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     started.elapsed()
+}
+
+// ---------- where the time goes, from the agent's event log lines ----------
+
+/// The agent logs each Event it posts (`<RFC3339> INFO … event pod=<ns>/<name> reason="…"`);
+/// per pod: wall-clock time of its first Pulled, Created and Started line.
+fn event_times(log: &str) -> HashMap<String, HashMap<String, DateTime<Utc>>> {
+    let mut out: HashMap<String, HashMap<String, DateTime<Utc>>> = HashMap::new();
+    for raw in log.lines() {
+        let line = strip_ansi(raw);
+        if !line.contains(" event ") {
+            continue;
+        }
+        let Some(at) = line
+            .split_whitespace()
+            .next()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        else {
+            continue;
+        };
+        let field = |key: &str| {
+            let rest = &line[line.rfind(key)? + key.len()..];
+            let v = rest.split_whitespace().next()?;
+            Some(v.trim_matches('"').trim_end_matches('}').to_string())
+        };
+        let (Some(pod), Some(reason)) = (field(" pod=default/"), field(" reason=")) else {
+            continue;
+        };
+        out.entry(pod)
+            .or_default()
+            .entry(reason)
+            .or_insert(at.with_timezone(&Utc));
+    }
+    out
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ params final-byte(@..~)
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) && d != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Phases of each pod start (ms), from the bench's create/Running-seen instants and the
+/// agent's Pulled/Created/Started log lines: create → Pulled (API + watch to the agent,
+/// pod cgroup, sandbox = netns + CNI ADD, pod files, volumes, image lookup), Pulled →
+/// Created (env, mounts, snapshot + container record), Created → Started (task create =
+/// shim + runc, start), Started → Running seen (status write, watch back to us).
+const PHASES: [&str; 4] = [
+    "create_to_pulled",
+    "pulled_to_created",
+    "created_to_started",
+    "started_to_running_seen",
+];
+
+fn phases(log: &str, prefix: &str, timings: &[Timing]) -> Vec<Vec<f64>> {
+    let events = event_times(log);
+    let mut out = vec![Vec::new(); PHASES.len()];
+    for (i, t) in timings.iter().enumerate() {
+        let Some(ev) = events.get(&format!("{prefix}-{i}")) else {
+            continue;
+        };
+        let (Some(pulled), Some(created), Some(started)) =
+            (ev.get("Pulled"), ev.get("Created"), ev.get("Started"))
+        else {
+            continue;
+        };
+        let ms = |a: &DateTime<Utc>, b: &DateTime<Utc>| {
+            (*b - *a).num_microseconds().unwrap_or(0) as f64 / 1000.0
+        };
+        out[0].push(ms(&t.created, pulled));
+        out[1].push(ms(pulled, created));
+        out[2].push(ms(created, started));
+        out[3].push(ms(started, &t.running));
+    }
+    out
 }
 
 struct Pids {
@@ -298,7 +405,12 @@ async fn measure(
     ];
     let host0 = host_jiffies();
     let t0 = Instant::now();
-    let lat = run_batch(cluster, waiters, &format!("bench-{mode}"), n, par).await;
+    let prefix = format!("bench-{mode}");
+    let timings = run_batch(cluster, waiters, &prefix, n, par).await;
+    let lat: Vec<f64> = timings
+        .iter()
+        .map(|t| t.took.as_secs_f64() * 1000.0)
+        .collect();
     let wall = t0.elapsed().as_secs_f64() * 1000.0;
     let host1 = host_jiffies();
     let busy_cores = (host1.0 - host0.0) * 10.0 / wall;
@@ -324,6 +436,7 @@ async fn measure(
         running, n,
         "{mode}: only {running} of {n} bench pods Running"
     );
+    let phase_ms = phases(&cluster.agent_log(), &prefix, &timings);
     let teardown = delete_all(cluster).await;
     let s = summary(&lat);
     let agent_cpu = cpu1[0].0 - cpu0[0].0;
@@ -342,10 +455,36 @@ async fn measure(
         rss_kb as f64 / 1024.0,
         peak_kb as f64 / 1024.0
     );
+    let mut phase_json = serde_json::Map::new();
+    if phase_ms.iter().all(|p| !p.is_empty()) {
+        let parts: Vec<String> = PHASES
+            .iter()
+            .zip(&phase_ms)
+            .map(|(name, v)| {
+                let sum = summary(v);
+                let text = format!(
+                    "{name} {:.1}/{:.1}",
+                    sum["p50"].as_f64().unwrap_or(f64::NAN),
+                    sum["p99"].as_f64().unwrap_or(f64::NAN)
+                );
+                phase_json.insert(name.to_string(), sum);
+                text
+            })
+            .collect();
+        println!(
+            "         phases p50/p99 ms ({} pods with all agent events): {}",
+            phase_ms[0].len(),
+            parts.join(", ")
+        );
+    } else {
+        println!(
+            "         phases: the agent log lacks Pulled/Created/Started lines for these pods"
+        );
+    }
     Mode {
         name: mode.to_string(),
         json: json!({
-            "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "batch_wall_ms": wall,
+            "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "phases_ms": phase_json, "batch_wall_ms": wall,
             "teardown_ms": teardown.as_secs_f64() * 1000.0, "host_busy_cores": busy_cores,
             "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb,
             "agent_cpu_ms": agent_cpu, "agent_children_cpu_ms": agent_children,
@@ -379,7 +518,7 @@ async fn bench() {
     delete_all(&cluster).await;
     println!(
         "[cairn] warm-up pod (image pull) {:.1} ms (discarded)",
-        warm.as_secs_f64() * 1000.0
+        warm.took.as_secs_f64() * 1000.0
     );
 
     let seq = measure(&cluster, &waiters, &pids, "seq", n, 1).await;
