@@ -33,6 +33,8 @@ use tokio::sync::oneshot;
 const LABEL: &str = "cairn-bench";
 /// A guard against a hung agent, not a performance assertion.
 const POD_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long to watch CPU use with the pods running: the agent's resync period (10 s).
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -423,6 +425,13 @@ async fn measure(
     // Let status writes, events and probes of the last pod settle before reading RSS.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_kb = status_kb(pids.agent, "VmRSS:");
+    // Steady state with n pods: one full resync period of every pod worker.
+    let idle0 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle1 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
+    let idle_secs = IDLE_WINDOW.as_secs_f64();
+    let agent_idle = (idle1[0].0 - idle0[0].0) / idle_secs;
+    let containerd_idle = (idle1[1].0 - idle0[1].0) / idle_secs;
     let running = cluster
         .pods()
         .list(&ListParams::default().labels(LABEL))
@@ -454,6 +463,9 @@ async fn measure(
         "         agent VmRSS with {n} pods running {:.1} MiB (peak during batch {:.1} MiB)",
         rss_kb as f64 / 1024.0,
         peak_kb as f64 / 1024.0
+    );
+    println!(
+        "         steady state with {n} pods over {idle_secs:.0} s: agent cpu {agent_idle:.1} ms/s, containerd cpu {containerd_idle:.1} ms/s"
     );
     let mut phase_json = serde_json::Map::new();
     if phase_ms.iter().all(|p| !p.is_empty()) {
@@ -487,6 +499,7 @@ async fn measure(
             "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "phases_ms": phase_json, "batch_wall_ms": wall,
             "teardown_ms": teardown.as_secs_f64() * 1000.0, "host_busy_cores": busy_cores,
             "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb,
+            "steady_agent_cpu_ms_per_s": agent_idle, "steady_containerd_cpu_ms_per_s": containerd_idle,
             "agent_cpu_ms": agent_cpu, "agent_children_cpu_ms": agent_children,
             "control_cpu_ms": cpu1[1].0 - cpu0[1].0,
             "containerd_cpu_ms": cpu1[2].0 - cpu0[2].0, "containerd_children_cpu_ms": cpu1[2].1 - cpu0[2].1,
