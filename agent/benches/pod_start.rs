@@ -9,7 +9,9 @@
 //! `cargo build --release --bins -p cairn-control -p cairn-agent -p cairn-cni -p cairn-podlogs`
 //! then `cargo bench -p cairn-agent --bench pod_start` (or `scripts/bench-pod-start.sh`,
 //! which also runs containerd's CRI plugin as a peer). Knobs: `CAIRN_BENCH_PODS` (30),
-//! `CAIRN_BENCH_PAR` (5), `CAIRN_BENCH_OUT` (a file to append a JSON summary line to).
+//! `CAIRN_BENCH_PAR` (5), `CAIRN_BENCH_OUT` (a file to append a JSON summary line to),
+//! `CAIRN_BENCH_HOLD_SECS` (keep each batch's pods running that long before teardown, to
+//! attach `perf` to the agent or containerd in steady state).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/common/mod.rs"]
@@ -432,6 +434,14 @@ async fn measure(
     let idle_secs = IDLE_WINDOW.as_secs_f64();
     let agent_idle = (idle1[0].0 - idle0[0].0) / idle_secs;
     let containerd_idle = (idle1[1].0 - idle0[1].0) / idle_secs;
+    let hold = env_usize("CAIRN_BENCH_HOLD_SECS", 0);
+    if hold > 0 {
+        println!(
+            "[cairn] {mode}: holding {n} pods for {hold} s (agent pid {}, containerd pid {})",
+            pids.agent, pids.containerd
+        );
+        tokio::time::sleep(Duration::from_secs(hold as u64)).await;
+    }
     let running = cluster
         .pods()
         .list(&ListParams::default().labels(LABEL))
