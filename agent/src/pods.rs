@@ -365,22 +365,8 @@ impl Worker {
     async fn my_state(
         &self,
     ) -> Result<(Vec<PodSandbox>, Vec<ContainerStatus>), cairn_runtime::RuntimeError> {
-        let sandboxes = self
-            .agent
-            .runtime
-            .list_pod_sandboxes()
-            .await?
-            .into_iter()
-            .filter(|s| s.uid == self.uid)
-            .collect();
-        let containers = self
-            .agent
-            .runtime
-            .list_containers()
-            .await?
-            .into_iter()
-            .filter(|c| c.pod_uid == self.uid)
-            .collect();
+        let sandboxes = self.agent.runtime.list_pod_sandboxes_of(&self.uid).await?;
+        let containers = self.agent.runtime.list_containers_of(&self.uid).await?;
         Ok((sandboxes, containers))
     }
 

@@ -179,8 +179,18 @@ impl ContainerdRuntime {
             .ok_or_else(|| RuntimeError::NotFound(id.to_string()))
     }
 
-    async fn list_kind(&self, kind: &str) -> Result<Vec<Container>, RuntimeError> {
-        let filter = format!("labels.\"{}\"=={kind}", labels::KIND);
+    /// Records of one kind, of one pod only when `pod_uid` is given (filtered by containerd,
+    /// so a pod's sync does not decode every container spec on the node).
+    async fn list_kind(
+        &self,
+        kind: &str,
+        pod_uid: Option<&str>,
+    ) -> Result<Vec<Container>, RuntimeError> {
+        let mut filter = format!("labels.\"{}\"=={kind}", labels::KIND);
+        if let Some(uid) = pod_uid {
+            // A quoted literal (containerd unquotes it like Go's strconv.Unquote).
+            filter.push_str(&format!(",labels.\"{}\"=={uid:?}", labels::POD_UID));
+        }
         Ok(self
             .containers()
             .list(self.request(ListContainersRequest {
@@ -328,6 +338,25 @@ impl ContainerdRuntime {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect::<BTreeMap<_, _>>(),
         }
+    }
+
+    /// A listed container's status; records an exit nobody watched (agent restart) and
+    /// starts watching a running task.
+    async fn listed_status(
+        &self,
+        c: &Container,
+        task: Option<&containerd_client::types::v1::Process>,
+    ) -> Result<ContainerStatus, RuntimeError> {
+        if task.map(|t| TaskStatus::try_from(t.status)) == Some(Ok(TaskStatus::Stopped))
+            && self.finalize_exit(&c.id).await.unwrap_or(false)
+        {
+            return self.container_status(&c.id).await;
+        }
+        let status = self.status_from(c, task);
+        if status.state == ContainerState::Running {
+            self.watch_exit(&c.id, &status.pod_uid);
+        }
+        Ok(status)
     }
 
     async fn task(
@@ -673,7 +702,7 @@ impl Runtime for ContainerdRuntime {
 
     async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError> {
         Ok(self
-            .list_kind(labels::KIND_SANDBOX)
+            .list_kind(labels::KIND_SANDBOX, None)
             .await?
             .iter()
             .map(|c| self.sandbox_from(c))
@@ -928,7 +957,7 @@ impl Runtime for ContainerdRuntime {
     }
 
     async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError> {
-        let containers = self.list_kind(labels::KIND_CONTAINER).await?;
+        let containers = self.list_kind(labels::KIND_CONTAINER, None).await?;
         let tasks = self
             .tasks()
             .list(self.request(ListTasksRequest {
@@ -942,19 +971,36 @@ impl Runtime for ContainerdRuntime {
             tasks.iter().map(|t| (t.id.as_str(), t)).collect();
         let mut out = Vec::with_capacity(containers.len());
         for c in &containers {
-            let task = by_id.get(c.id.as_str()).copied();
-            if task.map(|t| TaskStatus::try_from(t.status)) == Some(Ok(TaskStatus::Stopped)) {
-                // Exited while nobody watched (agent restart): record it now.
-                if self.finalize_exit(&c.id).await.unwrap_or(false) {
-                    out.push(self.container_status(&c.id).await?);
-                    continue;
-                }
-            }
-            let status = self.status_from(c, task);
-            if status.state == ContainerState::Running {
-                self.watch_exit(&c.id, &status.pod_uid);
-            }
-            out.push(status);
+            out.push(
+                self.listed_status(c, by_id.get(c.id.as_str()).copied())
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+
+    async fn list_pod_sandboxes_of(&self, pod_uid: &str) -> Result<Vec<PodSandbox>, RuntimeError> {
+        Ok(self
+            .list_kind(labels::KIND_SANDBOX, Some(pod_uid))
+            .await?
+            .iter()
+            .map(|c| self.sandbox_from(c))
+            .collect())
+    }
+
+    async fn list_containers_of(
+        &self,
+        pod_uid: &str,
+    ) -> Result<Vec<ContainerStatus>, RuntimeError> {
+        let containers = self
+            .list_kind(labels::KIND_CONTAINER, Some(pod_uid))
+            .await?;
+        let mut out = Vec::with_capacity(containers.len());
+        for c in &containers {
+            // tasks.Get per container: containerd 1.6's tasks.List asks every shim on the
+            // node for its state, which is what a per-pod listing must avoid.
+            let task = self.task(&c.id).await?;
+            out.push(self.listed_status(c, task.as_ref()).await?);
         }
         Ok(out)
     }

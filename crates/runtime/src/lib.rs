@@ -267,6 +267,12 @@ pub trait Runtime: Send + Sync {
     async fn stop_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError>;
     async fn remove_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError>;
     async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError>;
+    /// The sandboxes of one pod. Pod workers call this on every sync, so runtimes should
+    /// filter on their side rather than list the whole node.
+    async fn list_pod_sandboxes_of(&self, pod_uid: &str) -> Result<Vec<PodSandbox>, RuntimeError> {
+        let all = self.list_pod_sandboxes().await?;
+        Ok(all.into_iter().filter(|s| s.uid == pod_uid).collect())
+    }
 
     async fn create_container(
         &self,
@@ -282,6 +288,14 @@ pub trait Runtime: Send + Sync {
     ) -> Result<(), RuntimeError>;
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
     async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError>;
+    /// The containers of one pod (see [`Runtime::list_pod_sandboxes_of`]).
+    async fn list_containers_of(
+        &self,
+        pod_uid: &str,
+    ) -> Result<Vec<ContainerStatus>, RuntimeError> {
+        let all = self.list_containers().await?;
+        Ok(all.into_iter().filter(|c| c.pod_uid == pod_uid).collect())
+    }
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError>;
     async fn exec_sync(
         &self,
