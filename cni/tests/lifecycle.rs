@@ -32,7 +32,9 @@ fn routes(ns: &Netns) -> Vec<String> {
         .sh(&["ip", "route", "show", "table", "all"])
         .lines()
         .filter(|l| !l.contains("proto kernel") || !l.contains("table local"))
-        .map(String::from)
+        // `linkdown` mirrors the bridge's carrier, which the kernel drops asynchronously
+        // after the last port leaves: a state flag, not a route left behind.
+        .map(|l| l.replace(" linkdown", ""))
         .collect();
     v.sort();
     v
