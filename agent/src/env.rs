@@ -295,6 +295,64 @@ pub fn expand(input: &str, vars: &BTreeMap<String, String>) -> String {
     out
 }
 
+#[derive(Debug, Clone, Copy)]
+enum RefKind {
+    ConfigMap,
+    Secret,
+}
+
+/// The referenced object's data; `None` when it is missing but optional.
+async fn fetch(
+    source: &dyn ConfigSource,
+    kind: RefKind,
+    ns: &str,
+    name: &str,
+    optional: Option<bool>,
+) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+    let data = match kind {
+        RefKind::ConfigMap => source.config_map(ns, name).await?,
+        RefKind::Secret => source.secret(ns, name).await?,
+    };
+    match data {
+        Some(d) => Ok(Some(d)),
+        None if optional == Some(true) => Ok(None),
+        None => {
+            let (namespace, name) = (ns.to_string(), name.to_string());
+            Err(match kind {
+                RefKind::ConfigMap => EnvError::ConfigMapNotFound { namespace, name },
+                RefKind::Secret => EnvError::SecretNotFound { namespace, name },
+            })
+        }
+    }
+}
+
+/// One key of a configMap/secret; `None` when it (or the object) is missing but optional.
+async fn key_value(
+    source: &dyn ConfigSource,
+    kind: RefKind,
+    ns: &str,
+    name: &str,
+    key: &str,
+    optional: Option<bool>,
+) -> Result<Option<String>, EnvError> {
+    let Some(data) = fetch(source, kind, ns, name, optional).await? else {
+        return Ok(None);
+    };
+    match data.get(key) {
+        Some(v) => Ok(Some(String::from_utf8_lossy(v).into_owned())),
+        None if optional == Some(true) => Ok(None),
+        None => Err(EnvError::KeyNotFound {
+            kind: match kind {
+                RefKind::ConfigMap => "configmap",
+                RefKind::Secret => "secret",
+            },
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            key: key.to_string(),
+        }),
+    }
+}
+
 /// The full env of one container, in kubelet order (service env, envFrom, env).
 pub async fn container_env(
     pod: &Pod,
@@ -323,44 +381,24 @@ pub async fn container_env(
     }
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.clone().unwrap_or_default();
-        if let Some(r) = &from.config_map_ref {
-            match source.config_map(&ns, &r.name).await? {
-                Some(data) => {
-                    for (k, v) in data {
-                        set(
-                            &mut vars,
-                            format!("{prefix}{k}"),
-                            String::from_utf8_lossy(&v).into_owned(),
-                        );
-                    }
-                }
-                None if r.optional == Some(true) => {}
-                None => {
-                    return Err(EnvError::ConfigMapNotFound {
-                        namespace: ns.clone(),
-                        name: r.name.clone(),
-                    })
-                }
-            }
-        }
-        if let Some(r) = &from.secret_ref {
-            match source.secret(&ns, &r.name).await? {
-                Some(data) => {
-                    for (k, v) in data {
-                        set(
-                            &mut vars,
-                            format!("{prefix}{k}"),
-                            String::from_utf8_lossy(&v).into_owned(),
-                        );
-                    }
-                }
-                None if r.optional == Some(true) => {}
-                None => {
-                    return Err(EnvError::SecretNotFound {
-                        namespace: ns.clone(),
-                        name: r.name.clone(),
-                    })
-                }
+        let refs = [
+            from.config_map_ref
+                .as_ref()
+                .map(|r| (RefKind::ConfigMap, &r.name, r.optional)),
+            from.secret_ref
+                .as_ref()
+                .map(|r| (RefKind::Secret, &r.name, r.optional)),
+        ];
+        for (kind, name, optional) in refs.into_iter().flatten() {
+            for (k, v) in fetch(source, kind, &ns, name, optional)
+                .await?
+                .unwrap_or_default()
+            {
+                set(
+                    &mut vars,
+                    format!("{prefix}{k}"),
+                    String::from_utf8_lossy(&v).into_owned(),
+                );
             }
         }
     }
@@ -383,48 +421,16 @@ pub async fn container_env(
                     node_alloc,
                 )
             } else if let Some(r) = &from.config_map_key_ref {
-                match source.config_map(&ns, &r.name).await? {
-                    Some(data) => match data.get(&r.key) {
-                        Some(v) => String::from_utf8_lossy(v).into_owned(),
-                        None if r.optional == Some(true) => continue,
-                        None => {
-                            return Err(EnvError::KeyNotFound {
-                                kind: "configmap",
-                                namespace: ns.clone(),
-                                name: r.name.clone(),
-                                key: r.key.clone(),
-                            })
-                        }
-                    },
-                    None if r.optional == Some(true) => continue,
-                    None => {
-                        return Err(EnvError::ConfigMapNotFound {
-                            namespace: ns.clone(),
-                            name: r.name.clone(),
-                        })
-                    }
+                match key_value(source, RefKind::ConfigMap, &ns, &r.name, &r.key, r.optional)
+                    .await?
+                {
+                    Some(v) => v,
+                    None => continue,
                 }
             } else if let Some(r) = &from.secret_key_ref {
-                match source.secret(&ns, &r.name).await? {
-                    Some(data) => match data.get(&r.key) {
-                        Some(v) => String::from_utf8_lossy(v).into_owned(),
-                        None if r.optional == Some(true) => continue,
-                        None => {
-                            return Err(EnvError::KeyNotFound {
-                                kind: "secret",
-                                namespace: ns.clone(),
-                                name: r.name.clone(),
-                                key: r.key.clone(),
-                            })
-                        }
-                    },
-                    None if r.optional == Some(true) => continue,
-                    None => {
-                        return Err(EnvError::SecretNotFound {
-                            namespace: ns.clone(),
-                            name: r.name.clone(),
-                        })
-                    }
+                match key_value(source, RefKind::Secret, &ns, &r.name, &r.key, r.optional).await? {
+                    Some(v) => v,
+                    None => continue,
                 }
             } else {
                 String::new()

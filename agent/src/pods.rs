@@ -358,6 +358,25 @@ impl Worker {
         }
     }
 
+    /// Keeps a container waiting with `reason` (and a Failed event) until a retry.
+    fn hold(&mut self, pod: &Pod, c: &Container, reason: &str, message: String, retry: Duration) {
+        self.agent.events.pod(
+            pod,
+            Some(&c.name),
+            EventType::Warning,
+            "Failed",
+            &format!("Error: {message}"),
+        );
+        self.waiting.insert(
+            c.name.clone(),
+            Waiting {
+                reason: reason.into(),
+                message,
+            },
+        );
+        self.wake_in(retry);
+    }
+
     fn wake_in(&mut self, d: Duration) {
         self.next_wake = Some(self.next_wake.map_or(d, |w| w.min(d)));
     }
@@ -930,22 +949,13 @@ impl Worker {
         {
             Ok(env) => env,
             Err(e) => {
-                let message = e.to_string();
-                agent.events.pod(
+                self.hold(
                     pod,
-                    Some(&c.name),
-                    EventType::Warning,
-                    "Failed",
-                    &format!("Error: {message}"),
+                    c,
+                    "CreateContainerConfigError",
+                    e.to_string(),
+                    Duration::from_secs(5),
                 );
-                self.waiting.insert(
-                    c.name.clone(),
-                    Waiting {
-                        reason: "CreateContainerConfigError".into(),
-                        message,
-                    },
-                );
-                self.wake_in(Duration::from_secs(5));
                 return;
             }
         };
@@ -959,20 +969,12 @@ impl Worker {
         let mut mounts = match volumes::container_mounts(c, &self.volume_paths) {
             Ok(m) => m,
             Err(e) => {
-                let message = e.to_string();
-                agent.events.pod(
+                self.hold(
                     pod,
-                    Some(&c.name),
-                    EventType::Warning,
-                    "Failed",
-                    &format!("Error: {message}"),
-                );
-                self.waiting.insert(
-                    c.name.clone(),
-                    Waiting {
-                        reason: "CreateContainerConfigError".into(),
-                        message,
-                    },
+                    c,
+                    "CreateContainerConfigError",
+                    e.to_string(),
+                    Duration::from_secs(5),
                 );
                 return;
             }
@@ -1040,7 +1042,11 @@ impl Worker {
             working_dir: c.working_dir.clone(),
             env,
             mounts,
-            resources: container_resources(pod, c),
+            resources: container_resources(
+                pod,
+                c,
+                agent.host.meminfo().map_or(1, |m| m.total_bytes as i64),
+            ),
             security: security(pod, c),
             log_uri,
             log_path,
@@ -1053,22 +1059,13 @@ impl Worker {
         let id = match agent.runtime.create_container(sandbox, &config).await {
             Ok(id) => id,
             Err(e) => {
-                let message = e.to_string();
-                agent.events.pod(
+                self.hold(
                     pod,
-                    Some(&c.name),
-                    EventType::Warning,
-                    "Failed",
-                    &format!("Error: {message}"),
+                    c,
+                    "CreateContainerError",
+                    e.to_string(),
+                    Duration::from_secs(10),
                 );
-                self.waiting.insert(
-                    c.name.clone(),
-                    Waiting {
-                        reason: "CreateContainerError".into(),
-                        message,
-                    },
-                );
-                self.wake_in(Duration::from_secs(10));
                 return;
             }
         };
@@ -1442,7 +1439,7 @@ fn limit_or_request(c: &Container, name: &str, limit: bool) -> Option<String> {
     })
 }
 
-fn container_resources(pod: &Pod, c: &Container) -> Resources {
+fn container_resources(pod: &Pod, c: &Container, node_memory_bytes: i64) -> Resources {
     let cpu_request =
         limit_or_request(c, "cpu", false).and_then(|q| crate::quantity::millicores(&q));
     let cpu_limit = limit_or_request(c, "cpu", true).and_then(|q| crate::quantity::millicores(&q));
@@ -1456,11 +1453,7 @@ fn container_resources(pod: &Pod, c: &Container) -> Resources {
             let mem_req = limit_or_request(c, "memory", false)
                 .and_then(|q| crate::quantity::bytes(&q))
                 .unwrap_or(0);
-            let total = crate::sysinfo::HostRoot::default()
-                .meminfo()
-                .map(|m| m.total_bytes as i64)
-                .unwrap_or(1)
-                .max(1);
+            let total = node_memory_bytes.max(1);
             (1000 - (1000 * mem_req) / total).clamp(2, 999) as i32
         }
     };
@@ -1476,10 +1469,14 @@ fn container_resources(pod: &Pod, c: &Container) -> Resources {
 /// Lowering oom_score_adj below our own needs CAP_SYS_RESOURCE, which some hosts withhold:
 /// clamp to what we may set and say so once.
 fn clamp_oom_score(wanted: i32) -> i32 {
-    let own: i32 = std::fs::read_to_string("/proc/self/oom_score_adj")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
+    // Our own score does not change while we run: read it once.
+    static OWN: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    let own = *OWN.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/oom_score_adj")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    });
     if wanted < own {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
@@ -1590,7 +1587,7 @@ mod tests {
     fn resources_convert_to_cgroup_units() {
         let pod: Pod = serde_json::from_value(json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "32Mi"}, "limits": {"cpu": "500m", "memory": "64Mi"}}}]}})).unwrap();
         let c = &pod.spec.as_ref().unwrap().containers[0];
-        let r = container_resources(&pod, c);
+        let r = container_resources(&pod, c, 8 << 30);
         assert_eq!(r.cpu_shares, Some(256));
         assert_eq!(r.cpu_quota, Some(50_000));
         assert_eq!(r.memory_limit, Some(64 << 20));
