@@ -70,6 +70,10 @@ struct Inner {
     exits: broadcast::Sender<ContainerExit>,
     cgroups: CgroupManager,
     watched: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// One lock per container being finalized: the exit watcher and a pod worker's relist
+    /// can both see the same stopped task, and the second must not read the already
+    /// removed cgroup and overwrite `OOMKilled` with `Error`.
+    finalizing: parking_lot::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 fn grpc(call: &'static str, object: &str) -> impl FnOnce(tonic::Status) -> RuntimeError {
@@ -85,6 +89,10 @@ fn grpc(call: &'static str, object: &str) -> impl FnOnce(tonic::Status) -> Runti
             }
         }
     }
+}
+
+fn libc_sigkill() -> i32 {
+    nix::sys::signal::Signal::SIGKILL as i32
 }
 
 fn new_id() -> String {
@@ -125,6 +133,7 @@ impl ContainerdRuntime {
                 exits,
                 cgroups,
                 watched: parking_lot::Mutex::new(Default::default()),
+                finalizing: parking_lot::Mutex::new(Default::default()),
             }),
         })
     }
@@ -380,6 +389,23 @@ impl ContainerdRuntime {
     /// Records the exit of a stopped task in labels and deletes the task (which ends the shim
     /// and the logger). Idempotent: no task, nothing to do.
     async fn finalize_exit(&self, id: &str) -> Result<bool, RuntimeError> {
+        let lock = self
+            .inner
+            .finalizing
+            .lock()
+            .entry(id.to_string())
+            .or_default()
+            .clone();
+        let result = {
+            let _held = lock.lock().await;
+            self.finalize_exit_locked(id).await
+        };
+        // Whoever finishes drops the entry; a later caller finds the task deleted.
+        self.inner.finalizing.lock().remove(id);
+        result
+    }
+
+    async fn finalize_exit_locked(&self, id: &str) -> Result<bool, RuntimeError> {
         let Some(task) = self.task(id).await? else {
             return Ok(false);
         };
@@ -392,13 +418,22 @@ impl ContainerdRuntime {
             .get(labels::CGROUP)
             .cloned()
             .unwrap_or_default();
-        let oom = self
-            .inner
-            .cgroups
-            .stats(&cgroup)
-            .oom_kills
-            .is_some_and(|n| n > 0);
         let code = i32::try_from(task.exit_status).unwrap_or(255);
+        let oom_killed = || {
+            self.inner
+                .cgroups
+                .stats(&cgroup)
+                .oom_kills
+                .is_some_and(|n| n > 0)
+        };
+        let mut oom = oom_killed();
+        if !oom && code == 128 + libc_sigkill() {
+            // The kernel sends the OOM SIGKILL before it logs the kill and bumps the
+            // cgroup's oom_kill counter; on a slow console the victim's exit can be
+            // reported first. Look once more before calling it a plain error.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            oom = oom_killed();
+        }
         let reason = if oom {
             "OOMKilled"
         } else if code == 0 {
