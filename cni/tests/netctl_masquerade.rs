@@ -1,6 +1,7 @@
 //! The network controller's masquerade rules with both backends, in a fresh namespace:
 //! installed once, left alone when already right (no rewrite), rewritten atomically when
-//! the node subnet changes, removed when masquerading is turned off.
+//! the node subnet changes, removed when masquerading is turned off, and moved when the
+//! backend is switched.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -98,4 +99,43 @@ fn iptables_rules_lifecycle() {
 #[test]
 fn nftables_rules_lifecycle() {
     lifecycle(MasqBackend::Nftables, &["nft", "list", "ruleset"]);
+}
+
+#[test]
+fn switching_backend_moves_the_rules() {
+    let ns = Netns::new();
+    let cluster = net("10.244.0.0/16");
+    let subnet = net("10.244.5.0/24");
+    let chain = |ns: &Netns| {
+        ns.sh(&["iptables-save", "-t", "nat"])
+            .lines()
+            .filter(|l| l.contains(masquerade::IPTABLES_CHAIN))
+            .count()
+    };
+    let table = |ns: &Netns| {
+        ns.sh(&["nft", "list", "tables"])
+            .contains(masquerade::NFT_TABLE)
+    };
+    assert!(in_netns(&ns, move || masquerade::ensure_only(
+        MasqBackend::Iptables,
+        cluster,
+        subnet
+    )
+    .unwrap()));
+    assert!(chain(&ns) > 0 && !table(&ns));
+    assert!(in_netns(&ns, move || masquerade::ensure_only(
+        MasqBackend::Nftables,
+        cluster,
+        subnet
+    )
+    .unwrap()));
+    assert_eq!(
+        chain(&ns),
+        0,
+        "iptables rules left after switching to nftables"
+    );
+    assert!(table(&ns));
+    in_netns(&ns, || masquerade::remove_all().unwrap());
+    assert_eq!(chain(&ns), 0);
+    assert!(!table(&ns));
 }

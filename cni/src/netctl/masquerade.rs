@@ -106,7 +106,32 @@ pub fn ensure(
     }
 }
 
-/// Removes the rules (masquerade turned off); absent rules are fine.
+/// [`ensure`] with `backend`, then removes what the other backend may have left from an
+/// earlier configuration, so switching `masqueradeBackend` never leaves two rule sets.
+pub fn ensure_only(
+    backend: MasqBackend,
+    cluster: Ipv4Network,
+    subnet: Ipv4Network,
+) -> Result<bool, MasqError> {
+    let changed = ensure(backend, cluster, subnet)?;
+    remove(other(backend))?;
+    Ok(changed)
+}
+
+/// Removes the rules of both backends (masquerade turned off).
+pub fn remove_all() -> Result<(), MasqError> {
+    remove(MasqBackend::Iptables)?;
+    remove(MasqBackend::Nftables)
+}
+
+fn other(backend: MasqBackend) -> MasqBackend {
+    match backend {
+        MasqBackend::Iptables => MasqBackend::Nftables,
+        MasqBackend::Nftables => MasqBackend::Iptables,
+    }
+}
+
+/// Removes the rules (masquerade turned off); absent rules or an absent tool are fine.
 pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
     match backend {
         MasqBackend::Iptables => {
@@ -138,6 +163,11 @@ pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
             Ok(())
         }
         MasqBackend::Nftables => {
+            if find_binary("nft").is_none()
+                || run("nft", &["list", "table", "ip", NFT_TABLE], None).is_err()
+            {
+                return Ok(());
+            }
             let s = format!("table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\n");
             run("nft", &["-f", "-"], Some(&s)).map(|_| ())
         }

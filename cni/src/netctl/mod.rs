@@ -392,13 +392,13 @@ impl Controller {
         if !full && self.masquerade_for == Some(key) {
             return Ok(());
         }
-        let backend = masquerade::backend(self.config.masquerade_backend);
         if self.config.masquerade {
-            if masquerade::ensure(backend, self.cluster, subnet)? {
+            let backend = masquerade::backend(self.config.masquerade_backend);
+            if masquerade::ensure_only(backend, self.cluster, subnet)? {
                 info!(%subnet, cluster = %self.cluster, ?backend, "installed masquerade rules");
             }
         } else {
-            masquerade::remove(backend)?;
+            masquerade::remove_all()?;
         }
         self.masquerade_for = Some(key);
         Ok(())
