@@ -8,6 +8,7 @@ pub mod containerd;
 pub mod images;
 pub mod netns;
 mod proc_util;
+pub mod qemu;
 
 pub use proc_util::{kill_tree, pids_whose_cmdline_contains, remove_cgroup, unmount_under};
 pub mod registry;
