@@ -27,7 +27,9 @@ pub struct ImageManager {
     hosts_dir: PathBuf,
     snapshotter: String,
     /// image → (consecutive failures, last failure, last message).
-    backoff: parking_lot::Mutex<HashMap<String, (u32, Instant, String)>>,
+    /// Pull failures per (pod UID, image), like the kubelet's back-off key: one pod's
+    /// missing credentials must not hold back another pod that has them.
+    backoff: parking_lot::Mutex<HashMap<(String, String), (u32, Instant, String)>>,
     /// One pull per image at a time.
     pulling: tokio::sync::Mutex<()>,
 }
@@ -145,7 +147,11 @@ impl ImageManager {
                 Err(e) => tracing::warn!(image = %reference, error = %e, "looking up image"),
             }
         }
-        if let Some((failures, at, message)) = self.backoff.lock().get(&reference).cloned() {
+        let backoff_key = (
+            pod.metadata.uid.clone().unwrap_or_default(),
+            reference.clone(),
+        );
+        if let Some((failures, at, message)) = self.backoff.lock().get(&backoff_key).cloned() {
             let wait = backoff_delay(failures);
             if at.elapsed() < wait {
                 return Outcome::Failed(ImageFailure {
@@ -177,7 +183,7 @@ impl ImageManager {
         let started = Instant::now();
         match cairn_image::pull(self.channel.clone(), &self.namespace, &reference, &opts).await {
             Ok(info) => {
-                self.backoff.lock().remove(&reference);
+                self.backoff.lock().remove(&backoff_key);
                 Outcome::Ready {
                     image: to_spec(info),
                     pulled: true,
@@ -187,8 +193,10 @@ impl ImageManager {
             Err(e) => {
                 let message = cairn_image::pull_error_message(&reference, &e);
                 let mut b = self.backoff.lock();
+                // Entries of pods long gone (no failure for twice the cap) are dropped.
+                b.retain(|_, (_, at, _)| at.elapsed() < 2 * BACKOFF_MAX);
                 let entry = b
-                    .entry(reference)
+                    .entry(backoff_key)
                     .or_insert((0, Instant::now(), String::new()));
                 entry.0 += 1;
                 entry.1 = Instant::now();

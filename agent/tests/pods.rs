@@ -550,6 +550,32 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         })
         .await;
     assert_eq!(container_status(&healthy, "c").unwrap().restart_count, 0);
+
+    // The same private image with a kubernetes.io/dockerconfigjson pull secret runs.
+    let docker_config =
+        json!({"auths": {private.addr().to_string(): {"username": "alice", "password": "s3cret"}}});
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "regcred"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config.to_string()}
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(cluster.client.clone(), "default")
+        .create(&Default::default(), &secret)
+        .await
+        .unwrap();
+    cluster
+        .create(one(
+            "private-with-secret",
+            json!({"name": "c", "image": private_img, "command": ["sleep", "3600"]}),
+            json!({"imagePullSecrets": [{"name": "regcred"}]}),
+        ))
+        .await;
+    cluster
+        .wait_for("private-with-secret", "Running", 60, |p| {
+            phase(p) == "Running"
+        })
+        .await;
 }
 
 #[tokio::test]
