@@ -1,0 +1,343 @@
+//! The runtime on a pure cgroup v2 host. This machine is hybrid v1, so the host-side test
+//! boots Debian's kernel in a qemu guest (cairn_testsupport::qemu) and runs this very test
+//! binary inside it, selecting the ignored `guest_side` test; the guest side starts a
+//! private containerd on tmpfs and drives ContainerdRuntime + CgroupManager through a pod's
+//! life, ending with a `RESULT ok` / `RESULT fail: ...` line the host asserts on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context, Result};
+use cairn_runtime::cgroups::CgroupVersion;
+use cairn_runtime::{
+    CniConfig, ContainerConfig, ContainerState, ContainerdRuntime, ContainerdRuntimeConfig,
+    ImageConfig, ImageSpec, PodResources, PodSandboxConfig, Resources, Runtime,
+};
+use cairn_testsupport::qemu::Guest;
+use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
+
+/// Set in the guest's environment: only then does `guest_side` do its work.
+const IN_GUEST: &str = "CAIRN_CGROUP_V2_GUEST";
+const NAMESPACE: &str = "cairn-cgv2";
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+const IMAGE: &str = "example.com/cairn/busybox:cgv2";
+
+/// Boot budget plus containerd, image import and two containers under TCG; a guard
+/// against a hung guest, not a speed assertion.
+const GUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[test]
+fn pod_cgroups_on_pure_cgroup_v2_in_a_guest() {
+    let exe = std::env::current_exe().unwrap();
+    let guest = Guest::new().unwrap().env(IN_GUEST, "1");
+    let script = format!(
+        "exec {} --exact guest_side --ignored --nocapture --test-threads=1",
+        exe.display()
+    );
+    let out = guest.run(&script, GUEST_TIMEOUT).unwrap();
+    eprintln!(
+        "guest ({}) took {:.1?}",
+        guest.kernel_release(),
+        out.elapsed
+    );
+    let result = out
+        .output
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("RESULT "))
+        .unwrap_or("no RESULT line");
+    assert_eq!(result, "RESULT ok", "{out}");
+    assert!(out.success(), "{out}");
+    eprintln!("{}", out.output);
+}
+
+#[tokio::test]
+#[ignore = "runs inside the qemu guest of pod_cgroups_on_pure_cgroup_v2_in_a_guest"]
+async fn guest_side() {
+    if std::env::var_os(IN_GUEST).is_none() {
+        eprintln!("not in the cgroup v2 guest ({IN_GUEST} unset): nothing to do");
+        return;
+    }
+    match pod_lifecycle_on_v2().await {
+        Ok(()) => println!("RESULT ok"),
+        Err(e) => {
+            println!("RESULT fail: {e:#}");
+            panic!("{e:#}");
+        }
+    }
+}
+
+fn cgroup_dir(path: &str) -> PathBuf {
+    Path::new(CGROUP_ROOT).join(path.trim_start_matches('/'))
+}
+
+fn read(dir: &Path, file: &str) -> Result<String> {
+    let path = dir.join(file);
+    Ok(std::fs::read_to_string(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .trim()
+        .to_owned())
+}
+
+fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn pod_lifecycle_on_v2() -> Result<()> {
+    ensure!(
+        Path::new(CGROUP_ROOT).join("cgroup.controllers").exists()
+            && !Path::new(CGROUP_ROOT).join("memory").exists(),
+        "{CGROUP_ROOT} is not a pure cgroup v2 mount"
+    );
+    let containerd = Containerd::start().context("starting containerd")?;
+    let work = tempfile::tempdir()?;
+
+    // The busybox test image, imported from an OCI layout tar (no registry in the guest).
+    let tar = work.path().join("busybox.tar");
+    write_oci_layout_tar(
+        &tar,
+        IMAGE,
+        &busybox_image(&cairn_testsupport::ImageSpec::default())?,
+    )?;
+    let infos = cairn_image::import_archive(
+        containerd.channel().await?,
+        NAMESPACE,
+        &tar,
+        &cairn_image::PullOptions::default(),
+    )
+    .await
+    .context("importing the busybox image")?;
+    let info = infos.first().context("import returned no image")?;
+    let image = ImageSpec {
+        name: info.name.clone(),
+        id: info.repo_digest.clone(),
+        chain_id: info.chain_id.clone(),
+        config: ImageConfig {
+            entrypoint: info.config.entrypoint.clone(),
+            cmd: info.config.cmd.clone(),
+            env: info.config.env.clone(),
+            working_dir: info.config.working_dir.clone(),
+            user: info.config.user.clone(),
+        },
+    };
+
+    let runtime = ContainerdRuntime::connect(ContainerdRuntimeConfig {
+        socket: containerd.socket.clone(),
+        namespace: NAMESPACE.into(),
+        snapshotter: "overlayfs".into(),
+        state_dir: work.path().join("state"),
+        cni: CniConfig {
+            conf_dir: work.path().join("net.d"),
+            bin_dirs: vec!["/usr/lib/cni".into()],
+            ifname: "eth0".into(),
+        },
+        cgroup_root: CGROUP_ROOT.into(),
+    })
+    .await?;
+    let cgroups = runtime.cgroups().clone();
+    ensure!(
+        cgroups.version() == CgroupVersion::V2,
+        "detected {:?}",
+        cgroups.version()
+    );
+
+    // The pod cgroup under its QoS parent, as the agent makes it for a Burstable pod.
+    let uid = "5b3c0d2e-cg2";
+    let pod_cgroup = format!("/cairn/kubepods/burstable/pod{uid}");
+    cgroups.ensure(
+        &pod_cgroup,
+        &PodResources {
+            cpu_shares: Some(512),
+            cpu_quota: Some(50_000),
+            cpu_period: Some(100_000),
+            memory_limit: Some(96 << 20),
+        },
+    )?;
+    let pod_dir = cgroup_dir(&pod_cgroup);
+    ensure!(read(&pod_dir, "memory.max")? == (96u64 << 20).to_string());
+    ensure!(read(&pod_dir, "cpu.max")? == "50000 100000");
+    ensure!(read(&pod_dir, "cpu.weight")? == "20");
+    let parent_controllers = read(
+        &cgroup_dir("/cairn/kubepods/burstable"),
+        "cgroup.subtree_control",
+    )?;
+    for c in ["cpu", "memory", "pids"] {
+        ensure!(
+            parent_controllers.split_whitespace().any(|x| x == c),
+            "{c} not enabled for the pod cgroups: {parent_controllers:?}"
+        );
+    }
+
+    // Host network: no CNI needed, the guest's own namespace.
+    let sandbox = runtime
+        .run_pod_sandbox(&PodSandboxConfig {
+            uid: uid.into(),
+            namespace: "default".into(),
+            name: "cgv2".into(),
+            attempt: 0,
+            hostname: "cgv2".into(),
+            host_network: true,
+            cgroup_parent: pod_cgroup.clone(),
+        })
+        .await
+        .context("creating the sandbox")?;
+
+    let container = |name: &str, command: &[&str], resources: Resources| ContainerConfig {
+        name: name.into(),
+        image: image.clone(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+        resources,
+        spec_hash: format!("hash-{name}"),
+        ..Default::default()
+    };
+
+    // A container with cpu and memory limits: v2 files, membership, stats.
+    let limited = runtime
+        .create_container(
+            &sandbox,
+            &container(
+                "limited",
+                &[
+                    "sh",
+                    "-c",
+                    "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; exec sleep 3600",
+                ],
+                Resources {
+                    cpu_shares: Some(256),
+                    cpu_quota: Some(20_000),
+                    cpu_period: Some(100_000),
+                    memory_limit: Some(32 << 20),
+                    oom_score_adj: Some(-997),
+                },
+            ),
+        )
+        .await
+        .context("creating the limited container")?;
+    runtime
+        .start_container(&limited)
+        .await
+        .context("starting the limited container")?;
+    let status = runtime.container_status(&limited).await?;
+    ensure!(
+        status.state == ContainerState::Running,
+        "limited container is {:?} ({:?} {:?})",
+        status.state,
+        status.reason,
+        status.exit_code
+    );
+    let pid = status.pid.context("running container without a pid")?;
+    let dir = cgroup_dir(&status.cgroup);
+    ensure!(
+        dir.parent() == Some(pod_dir.as_path()),
+        "container cgroup {} is not directly below the pod's",
+        dir.display()
+    );
+    ensure!(read(&dir, "memory.max")? == (32u64 << 20).to_string());
+    ensure!(read(&dir, "cpu.max")? == "20000 100000");
+    ensure!(read(&dir, "cpu.weight")? == "10");
+    let procs = read(&dir, "cgroup.procs")?;
+    ensure!(
+        procs.lines().any(|p| p == pid.to_string()),
+        "pid {pid} not in {}/cgroup.procs: {procs:?}",
+        dir.display()
+    );
+    let stats = cgroups.stats(&status.cgroup);
+    println!("limited container stats: {stats:?}");
+    ensure!(
+        stats.cpu_usage_nanos.is_some_and(|n| n > 0),
+        "cpu usage: {stats:?}"
+    );
+    ensure!(
+        stats.memory_working_set_bytes.is_some_and(|n| n > 0),
+        "working set: {stats:?}"
+    );
+    ensure!(stats.pids.is_some_and(|n| n >= 1), "pids: {stats:?}");
+    ensure!(stats.oom_kills == Some(0), "oom kills: {stats:?}");
+    let pod_stats = cgroups.stats(&pod_cgroup);
+    ensure!(
+        pod_stats.memory_working_set_bytes >= stats.memory_working_set_bytes
+            && pod_stats.cpu_usage_nanos >= stats.cpu_usage_nanos,
+        "pod stats {pod_stats:?} do not include the container's {stats:?}"
+    );
+
+    // A container that needs more memory than its limit: OOM-killed, reported as such.
+    let mut exits = runtime.subscribe_exits();
+    let hog = runtime
+        .create_container(
+            &sandbox,
+            &container(
+                "hog",
+                &["dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"],
+                Resources {
+                    memory_limit: Some(16 << 20),
+                    ..Default::default()
+                },
+            ),
+        )
+        .await
+        .context("creating the hog container")?;
+    runtime
+        .start_container(&hog)
+        .await
+        .context("starting the hog container")?;
+    tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            match exits.recv().await {
+                Ok(exit) if exit.id == hog => return Ok(()),
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => bail!("exit channel: {e}"),
+            }
+        }
+    })
+    .await
+    .context("the hog container did not exit")??;
+    let status = runtime.container_status(&hog).await?;
+    ensure!(
+        status.state == ContainerState::Exited
+            && status.reason.as_deref() == Some("OOMKilled")
+            && status.exit_code == Some(137),
+        "hog ended {:?} reason {:?} exit code {:?}",
+        status.state,
+        status.reason,
+        status.exit_code
+    );
+    ensure!(
+        cgroups.stats(&pod_cgroup).oom_kills.is_some_and(|n| n >= 1),
+        "pod memory.events has no oom_kill"
+    );
+    ensure!(
+        !cgroup_dir(&status.cgroup).exists(),
+        "the exited container's cgroup {} was left behind",
+        status.cgroup
+    );
+
+    // Removal: nothing left under the QoS parent.
+    runtime.remove_container(&limited).await?;
+    runtime.remove_container(&hog).await?;
+    runtime.remove_pod_sandbox(&sandbox.id).await?;
+    cgroups.remove(&pod_cgroup);
+    ensure!(
+        !pod_dir.exists(),
+        "pod cgroup left behind with {:?}",
+        sub_dirs(&pod_dir)
+    );
+    let left = sub_dirs(&cgroup_dir("/cairn/kubepods/burstable"));
+    ensure!(
+        left.is_empty(),
+        "cgroups left under the QoS parent: {left:?}"
+    );
+    ensure!(
+        runtime.list_containers().await?.is_empty(),
+        "containers left in containerd"
+    );
+    Ok(())
+}
