@@ -7,12 +7,14 @@
 //! - [`env`], [`volumes`]: container environment and volumes.
 //! - [`images`]: pull policy and back-off over `cairn_image`.
 //! - [`probes`]: liveness/readiness/startup probes.
+//! - [`hooks`]: postStart/preStop lifecycle handlers.
 //! - [`server`]: the HTTP server on :10250 (logs, /pods, /healthz).
 //! - [`static_pods`]: pods from a manifest directory, mirrored into the API.
 
 pub mod config;
 pub mod env;
 pub mod events;
+pub mod hooks;
 pub mod images;
 pub mod node;
 pub mod pods;

@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tracing::{info, warn, Instrument};
 
 use crate::events::EventType;
+use crate::hooks;
 use crate::images::Outcome;
 use crate::probes::{self, ProbeKind, ProbeState};
 use crate::status::{self, Observed, Waiting};
@@ -33,6 +34,12 @@ use crate::Agent;
 const RESYNC: Duration = Duration::from_secs(10);
 const FAST_RESYNC: Duration = Duration::from_secs(1);
 const MAX_BACKOFF_SECS: i64 = 300;
+/// Least time a container gets between its preStop hook and SIGKILL, as the kubelet's
+/// `minimumGracePeriodInSeconds`.
+const MIN_GRACE_AFTER_HOOK: Duration = Duration::from_secs(2);
+/// postStart hooks have no timeout upstream; this only keeps a stuck exec from living forever
+/// (deletion of the pod interrupts the hook long before).
+const POST_START_LIMIT: Duration = Duration::from_secs(24 * 3600);
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 pub const SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 
@@ -232,6 +239,8 @@ struct Worker {
     volumes_synced: Option<std::time::Instant>,
     volume_paths: std::collections::BTreeMap<String, std::path::PathBuf>,
     next_wake: Option<Duration>,
+    /// What the pod source wants, watched by long hooks so a deletion interrupts them.
+    desired: Option<watch::Receiver<Desired>>,
 }
 
 pub fn cgroup_parent(agent: &Agent, pod: &Pod) -> String {
@@ -300,10 +309,12 @@ impl Worker {
             volumes_synced: None,
             volume_paths: Default::default(),
             next_wake: None,
+            desired: None,
         }
     }
 
     async fn run(mut self, mut rx: watch::Receiver<Desired>) {
+        self.desired = Some(rx.clone());
         let mut exits = self.agent.runtime.subscribe_exits();
         loop {
             let desired = rx.borrow_and_update().clone();
@@ -666,20 +677,20 @@ impl Worker {
                     Some(cur) if cur.state == ContainerState::Running => {
                         if cur.spec_hash != spec_hash(c) {
                             info!(container = %c.name, "container spec changed; restarting it");
-                            self.agent.events.pod(
+                            // Like the kubelet, the preStop hook comes from the current spec.
+                            kill_container(
+                                &self.agent,
                                 pod,
-                                Some(&c.name),
-                                EventType::Normal,
-                                "Killing",
+                                Some(c),
+                                cur,
+                                pod_ip.as_deref(),
+                                pod_grace(pod),
                                 &format!(
                                     "Container {} definition changed, will be restarted",
                                     c.name
                                 ),
-                            );
-                            let grace = Duration::from_secs(
-                                spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64,
-                            );
-                            let _ = self.agent.runtime.stop_container(&cur.id, grace).await;
+                            )
+                            .await;
                             self.start_container(
                                 pod,
                                 c,
@@ -1093,6 +1104,9 @@ impl Worker {
                 ] {
                     self.probes.remove(&(c.name.clone(), kind));
                 }
+                if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
+                    self.post_start(pod, c, &id, pod_ip, hook).await;
+                }
             }
             Err(e) => {
                 agent.events.pod(
@@ -1107,6 +1121,95 @@ impl Worker {
         }
     }
 
+    /// Runs the postStart hook right after the start, as the kubelet does: the pod's sync (and
+    /// so its status, which still shows the container waiting) holds until the hook returns.
+    /// A failed hook kills the container (restarted per restartPolicy) and leaves it waiting
+    /// with `PostStartHookError`.
+    async fn post_start(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        id: &str,
+        pod_ip: Option<&str>,
+        hook: &k8s_openapi::api::core::v1::LifecycleHandler,
+    ) {
+        let agent = self.agent.clone();
+        let run = hooks::run(
+            agent.runtime.as_ref(),
+            c,
+            id,
+            pod_ip,
+            hook,
+            POST_START_LIMIT,
+        );
+        let result = match self.desired.clone() {
+            Some(mut rx) => {
+                let deleted = async move {
+                    loop {
+                        let gone = match &*rx.borrow_and_update() {
+                            Desired::Gone(_) => true,
+                            Desired::Run(p) => p.metadata.deletion_timestamp.is_some(),
+                        };
+                        if gone || rx.changed().await.is_err() {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    r = run => Some(r),
+                    _ = deleted => None,
+                }
+            }
+            None => Some(run.await),
+        };
+        let error = match result {
+            Some(Ok(())) => return,
+            Some(Err(e)) => e,
+            None => {
+                info!(container = %c.name, "pod is being deleted; postStart hook interrupted");
+                return;
+            }
+        };
+        let message = hooks::failure_message(pod, c, hook, &error);
+        warn!(container = %c.name, error = %message, "postStart hook failed");
+        // Like the kubelet, the event does not carry the hook's output (it may hold secrets).
+        agent.events.pod(
+            pod,
+            Some(&c.name),
+            EventType::Warning,
+            "FailedPostStartHook",
+            "PostStartHook failed",
+        );
+        let status = agent
+            .runtime
+            .list_containers_of(&self.uid)
+            .await
+            .ok()
+            .and_then(|all| all.into_iter().find(|s| s.id == id));
+        if let Some(status) = status {
+            kill_container(
+                &agent,
+                pod,
+                Some(c),
+                &status,
+                pod_ip,
+                pod_grace(pod),
+                "FailedPostStartHook",
+            )
+            .await;
+        } else if let Err(e) = agent.runtime.stop_container(id, pod_grace(pod)).await {
+            warn!(container = %c.name, error = %e, "stopping container after its postStart hook failed");
+        }
+        self.waiting.insert(
+            c.name.clone(),
+            Waiting {
+                reason: "PostStartHookError".into(),
+                message,
+            },
+        );
+        self.wake_in(FAST_RESYNC);
+    }
+
     async fn run_probes(
         &mut self,
         pod: &Pod,
@@ -1114,15 +1217,35 @@ impl Worker {
         cur: &ContainerStatus,
         pod_ip: Option<&str>,
     ) {
-        let startup_ok = match &c.startup_probe {
-            Some(p) => {
-                self.probe_once(pod, c, cur, pod_ip, ProbeKind::Startup, p)
-                    .await
+        // Readiness and liveness wait until the startup probe has succeeded once.
+        if let Some(p) = &c.startup_probe {
+            if !self
+                .probe_once(pod, c, cur, pod_ip, ProbeKind::Startup, p)
+                .await
+            {
+                let key = (c.name.clone(), ProbeKind::Startup);
+                let failed_out = self
+                    .probes
+                    .get(&key)
+                    .is_some_and(|s| s.failures >= p.failure_threshold.unwrap_or(3).max(1));
+                if failed_out {
+                    kill_container(
+                        &self.agent,
+                        pod,
+                        Some(c),
+                        cur,
+                        pod_ip,
+                        probe_grace(pod, p),
+                        &format!(
+                            "Container {} failed startup probe, will be restarted",
+                            c.name
+                        ),
+                    )
+                    .await;
+                    self.probes.remove(&key);
+                }
+                return;
             }
-            None => true,
-        };
-        if !startup_ok {
-            return;
         }
         if let Some(p) = &c.readiness_probe {
             self.probe_once(pod, c, cur, pod_ip, ProbeKind::Readiness, p)
@@ -1133,29 +1256,19 @@ impl Worker {
                 .probe_once(pod, c, cur, pod_ip, ProbeKind::Liveness, p)
                 .await;
             if !alive {
-                self.agent.events.pod(
+                kill_container(
+                    &self.agent,
                     pod,
-                    Some(&c.name),
-                    EventType::Normal,
-                    "Killing",
+                    Some(c),
+                    cur,
+                    pod_ip,
+                    probe_grace(pod, p),
                     &format!(
                         "Container {} failed liveness probe, will be restarted",
                         c.name
                     ),
-                );
-                let grace = p
-                    .termination_grace_period_seconds
-                    .or(pod
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.termination_grace_period_seconds))
-                    .unwrap_or(30)
-                    .max(0) as u64;
-                let _ = self
-                    .agent
-                    .runtime
-                    .stop_container(&cur.id, Duration::from_secs(grace))
-                    .await;
+                )
+                .await;
                 self.probes.remove(&(c.name.clone(), ProbeKind::Liveness));
             }
         }
@@ -1177,6 +1290,10 @@ impl Worker {
             .or_insert_with(|| ProbeState::new(&cur.id, kind));
         if state.container_id != cur.id {
             *state = ProbeState::new(&cur.id, kind);
+        }
+        // A startup probe is done once it succeeded; it never runs again for this instance.
+        if kind == ProbeKind::Startup && state.ok {
+            return true;
         }
         if !state.due(probe) {
             return state.ok;
@@ -1284,52 +1401,43 @@ impl Worker {
         }
     }
 
-    /// Graceful stop: preStop hooks, SIGTERM, SIGKILL at the deadline, all containers in parallel.
+    /// Graceful stop of every running container in parallel: preStop hook, SIGTERM, SIGKILL
+    /// at the end of the grace period.
     async fn terminate(&mut self, pod: &Pod, grace: Duration) {
-        let Ok((_, containers)) = self.my_state().await else {
+        let Ok((sandboxes, containers)) = self.my_state().await else {
             return;
         };
         let spec = pod.spec.clone().unwrap_or_default();
-        let deadline = tokio::time::Instant::now() + grace;
-        let runtime = self.agent.runtime.clone();
-        let mut stops = Vec::new();
-        for c in containers
+        let pod_ip = if spec.host_network == Some(true) {
+            self.agent.node_ip.clone()
+        } else {
+            sandboxes
+                .iter()
+                .filter(|s| s.state == SandboxState::Ready)
+                .max_by_key(|s| s.attempt)
+                .and_then(|s| s.ip.clone())
+        };
+        let running: Vec<(&ContainerStatus, String)> = containers
             .iter()
             .filter(|c| c.state == ContainerState::Running)
-        {
+            .map(|c| (c, format!("Stopping container {}", c.name)))
+            .collect();
+        let mut stops = Vec::new();
+        for (c, message) in &running {
             let spec_c = spec
                 .containers
                 .iter()
                 .chain(spec.init_containers.iter().flatten())
-                .find(|s| s.name == c.name)
-                .cloned();
-            self.agent.events.pod(
+                .find(|s| s.name == c.name);
+            stops.push(kill_container(
+                &self.agent,
                 pod,
-                Some(&c.name),
-                EventType::Normal,
-                "Killing",
-                &format!("Stopping container {}", c.name),
-            );
-            let runtime = runtime.clone();
-            let id = c.id.clone();
-            stops.push(async move {
-                if let Some(cmd) = spec_c
-                    .as_ref()
-                    .and_then(|s| s.lifecycle.as_ref())
-                    .and_then(|l| l.pre_stop.as_ref())
-                    .and_then(|h| h.exec.as_ref())
-                    .and_then(|e| e.command.clone())
-                {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                    if let Err(e) = runtime.exec_sync(&id, &cmd, left).await {
-                        warn!(container = %id, error = %e, "preStop hook");
-                    }
-                }
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                if let Err(e) = runtime.stop_container(&id, left).await {
-                    warn!(container = %id, error = %e, "stopping container");
-                }
-            });
+                spec_c,
+                c,
+                pod_ip.as_deref(),
+                grace,
+                message,
+            ));
         }
         futures::future::join_all(stops).await;
         let mut live = self.agent.running_logs.write();
@@ -1405,6 +1513,71 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// The pod's `terminationGracePeriodSeconds` (default 30).
+fn pod_grace(pod: &Pod) -> Duration {
+    let secs = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30);
+    Duration::from_secs(secs.max(0) as u64)
+}
+
+/// Grace for a kill after a failed liveness/startup probe: the probe's own
+/// `terminationGracePeriodSeconds` when set, else the pod's.
+fn probe_grace(pod: &Pod, probe: &k8s_openapi::api::core::v1::Probe) -> Duration {
+    match probe.termination_grace_period_seconds {
+        Some(secs) => Duration::from_secs(secs.max(0) as u64),
+        None => pod_grace(pod),
+    }
+}
+
+/// The kubelet's `killContainer`: a `Killing` event, the preStop hook bounded by the grace
+/// period (a failure is a `FailedPreStopHook` warning, nothing more), then SIGTERM and SIGKILL
+/// when what is left of the grace period (at least 2 s after a hook) runs out.
+async fn kill_container(
+    agent: &Agent,
+    pod: &Pod,
+    spec: Option<&Container>,
+    cur: &ContainerStatus,
+    pod_ip: Option<&str>,
+    grace: Duration,
+    message: &str,
+) {
+    agent
+        .events
+        .pod(pod, Some(&cur.name), EventType::Normal, "Killing", message);
+    let pre_stop = spec.and_then(|c| Some((c, c.lifecycle.as_ref()?.pre_stop.as_ref()?)));
+    let mut left = grace;
+    if let Some((c, hook)) = pre_stop.filter(|_| !grace.is_zero()) {
+        let started = std::time::Instant::now();
+        match hooks::run(agent.runtime.as_ref(), c, &cur.id, pod_ip, hook, grace).await {
+            Ok(()) => {}
+            Err(e) if e.is_deadline() => {
+                info!(container = %cur.name, "preStop hook did not finish within the grace period")
+            }
+            Err(e) => {
+                let message = hooks::failure_message(pod, c, hook, &e);
+                warn!(container = %cur.name, error = %message, "preStop hook failed");
+                // Like the kubelet, the event does not carry the hook's output.
+                agent.events.pod(
+                    pod,
+                    Some(&cur.name),
+                    EventType::Warning,
+                    "FailedPreStopHook",
+                    "PreStopHook failed",
+                );
+            }
+        }
+        left = grace
+            .saturating_sub(started.elapsed())
+            .max(MIN_GRACE_AFTER_HOOK);
+    }
+    if let Err(e) = agent.runtime.stop_container(&cur.id, left).await {
+        warn!(container = %cur.id, error = %e, "stopping container");
     }
 }
 

@@ -3,10 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Container, Probe};
+use k8s_openapi::api::core::v1::{Container, HTTPGetAction, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use cairn_runtime::Runtime;
+
+/// The Kubernetes minor version the agent's HTTP requests claim (`kube-probe/1.33`).
+const KUBE_VERSION: &str = "1.33";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProbeKind {
@@ -84,6 +87,118 @@ fn port_of(container: &Container, port: &IntOrString) -> Option<u16> {
     }
 }
 
+/// The URL of an `httpGet` action (probe or lifecycle hook), as the kubelet's
+/// `GetProbeUrl`: scheme lower-cased (default http), host defaulting to the pod IP, port
+/// by number or by the container's port name, path as given.
+pub fn http_url(
+    container: &Container,
+    http: &HTTPGetAction,
+    pod_ip: Option<&str>,
+) -> Result<String, String> {
+    let host = match http.host.as_deref().filter(|h| !h.is_empty()).or(pod_ip) {
+        Some(h) => h.to_string(),
+        None => return Err("failed to find the pod's IP address".into()),
+    };
+    let Some(port) = port_of(container, &http.port).filter(|p| *p > 0) else {
+        return Err(format!("couldn't find port: {:?}", http.port));
+    };
+    let scheme = http
+        .scheme
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("HTTP")
+        .to_ascii_lowercase();
+    // net.JoinHostPort: IPv6 literals in brackets.
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let path = http.path.clone().unwrap_or_default();
+    let slash = if path.is_empty() || path.starts_with('/') {
+        ""
+    } else {
+        "/"
+    };
+    Ok(format!("{scheme}://{host}:{port}{slash}{path}"))
+}
+
+/// Why an HTTP GET got no answer.
+#[derive(Debug)]
+pub struct HttpGetFailure {
+    pub message: String,
+    pub timed_out: bool,
+}
+
+/// One GET with the action's headers (and the kubelet's default `User-Agent:
+/// <agent>/<version>` and `Accept: */*` unless set); returns the status code.
+pub async fn http_get(
+    url: &str,
+    http: &HTTPGetAction,
+    agent: &str,
+    timeout: Duration,
+) -> Result<u16, HttpGetFailure> {
+    let fail = |message: String, timed_out: bool| HttpGetFailure { message, timed_out };
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        // Redirects are followed on the same host only; another host's 3xx is the answer.
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_host = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.host_str() == attempt.url().host_str());
+            if attempt.previous().len() > 10 {
+                attempt.error("stopped after 10 redirects")
+            } else if same_host {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
+        .build()
+        .map_err(|e| fail(e.to_string(), false))?;
+    let headers: Vec<(&str, &str)> = http
+        .http_headers
+        .iter()
+        .flatten()
+        .map(|h| (h.name.as_str(), h.value.as_str()))
+        .collect();
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let mut req = client.get(url);
+    if !has("User-Agent") {
+        req = req.header("User-Agent", format!("{agent}/{KUBE_VERSION}"));
+    }
+    if !has("Accept") {
+        req = req.header("Accept", "*/*");
+    }
+    for (name, value) in &headers {
+        // An explicitly empty Accept removes the header, as upstream.
+        if name.eq_ignore_ascii_case("Accept") && value.is_empty() {
+            continue;
+        }
+        req = req.header(*name, *value);
+    }
+    match req.send().await {
+        Ok(r) => Ok(r.status().as_u16()),
+        Err(e) => Err(fail(
+            format!("Get {url:?}: {}", error_chain(&e)),
+            e.is_timeout(),
+        )),
+    }
+}
+
+/// reqwest's Display hides the cause ("error sending request"): include the chain.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
 /// Runs the probe once. Returns success and a message for events.
 pub async fn run(
     runtime: &dyn Runtime,
@@ -105,36 +220,14 @@ pub async fn run(
         };
     }
     if let Some(http) = &probe.http_get {
-        let host = http
-            .host
-            .clone()
-            .or(pod_ip.map(str::to_string))
-            .unwrap_or_else(|| "127.0.0.1".into());
-        let Some(port) = port_of(container, &http.port) else {
-            return (false, format!("invalid port {:?}", http.port));
+        let url = match http_url(container, http, pod_ip) {
+            Ok(u) => u,
+            Err(e) => return (false, e),
         };
-        let scheme = http
-            .scheme
-            .clone()
-            .unwrap_or_else(|| "HTTP".into())
-            .to_ascii_lowercase();
-        let path = http.path.clone().unwrap_or_else(|| "/".into());
-        let url = format!("{scheme}://{host}:{port}{path}");
-        let client = match reqwest::Client::builder().timeout(timeout).build() {
-            Ok(c) => c,
-            Err(e) => return (false, e.to_string()),
-        };
-        let mut req = client.get(&url).header("User-Agent", "kube-probe/1.33");
-        for h in http.http_headers.iter().flatten() {
-            req = req.header(h.name.as_str(), h.value.as_str());
-        }
-        return match req.send().await {
-            Ok(r) if (200..400).contains(&r.status().as_u16()) => (true, String::new()),
-            Ok(r) => (
-                false,
-                format!("HTTP probe failed with statuscode: {}", r.status().as_u16()),
-            ),
-            Err(e) => (false, format!("Get {url:?}: {e}")),
+        return match http_get(&url, http, "kube-probe", timeout).await {
+            Ok(code) if (200..400).contains(&code) => (true, String::new()),
+            Ok(code) => (false, format!("HTTP probe failed with statuscode: {code}")),
+            Err(e) => (false, e.message),
         };
     }
     if let Some(tcp) = &probe.tcp_socket {
@@ -165,6 +258,30 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_urls_like_the_kubelet() {
+        let c: Container = serde_json::from_value(
+            serde_json::json!({"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}),
+        )
+        .unwrap();
+        let action = |v: serde_json::Value| -> HTTPGetAction { serde_json::from_value(v).unwrap() };
+        let url = |v| http_url(&c, &action(v), Some("10.244.0.5"));
+        assert_eq!(
+            url(serde_json::json!({"port": "http", "path": "/stop?now=1"})).unwrap(),
+            "http://10.244.0.5:8080/stop?now=1"
+        );
+        assert_eq!(
+            url(serde_json::json!({"port": 81, "path": "healthz", "scheme": "HTTPS", "host": "fd00::1"})).unwrap(),
+            "https://[fd00::1]:81/healthz"
+        );
+        assert_eq!(
+            url(serde_json::json!({"port": "9090"})).unwrap(),
+            "http://10.244.0.5:9090"
+        );
+        assert!(url(serde_json::json!({"port": "nope"})).is_err());
+        assert!(http_url(&c, &action(serde_json::json!({"port": 80})), None).is_err());
+    }
 
     #[test]
     fn thresholds() {
