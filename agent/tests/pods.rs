@@ -393,6 +393,41 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
     assert_eq!(status.restart_count, 0);
     assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
     assert!(is_ready(&after));
+
+    // containerd restarts (an upgrade): containers keep running under their shims, and an
+    // exit that happens after the restart is still noticed and recorded.
+    cluster
+        .create(busybox_pod(
+            "exits-on-cue",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "while [ ! -f /tmp/go ]; do sleep 0.2; done; exit 3"]}]),
+            json!({"restartPolicy": "Never"}),
+        ))
+        .await;
+    let cue = cluster
+        .wait_for("exits-on-cue", "Running", 60, |p| phase(p) == "Running")
+        .await;
+    cluster.containerd.restart().unwrap();
+    let out = cluster.exec(&container_id(&cue, "c"), &["touch", "/tmp/go"]);
+    assert!(out.status.success(), "{out:?}");
+    let done = cluster
+        .wait_for("exits-on-cue", "Failed after containerd restart", 60, |p| {
+            phase(p) == "Failed"
+        })
+        .await;
+    let t = container_status(&done, "c")
+        .unwrap()
+        .state
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(t.exit_code, 3, "{t:?}");
+    let after = cluster.pods().get("steady").await.unwrap();
+    let status = container_status(&after, "c").unwrap();
+    assert_eq!(container_id(&after, "c"), steady_id);
+    assert_eq!(status.restart_count, 0);
+    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
+    cluster.wait_node_ready().await;
 }
 
 #[tokio::test]

@@ -48,6 +48,7 @@ pub struct Containerd {
     pub log: PathBuf,
     child: Child,
     dir: tempfile::TempDir,
+    opts: ContainerdOptions,
 }
 
 impl Containerd {
@@ -82,29 +83,7 @@ impl Containerd {
         std::fs::write(&config_path, config_toml(&base, &opts)?)
             .with_context(|| format!("writing {}", config_path.display()))?;
 
-        let log_file =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let log_err = log_file
-            .try_clone()
-            .context("duplicating log file handle")?;
-        let mut cmd = match &opts.netns {
-            Some(ns) => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net={}", ns.display()))
-                    .arg("--")
-                    .arg(CONTAINERD_BIN);
-                c
-            }
-            None => Command::new(CONTAINERD_BIN),
-        };
-        cmd.arg("--config")
-            .arg(&config_path)
-            .stdin(Stdio::null())
-            .stdout(log_file)
-            .stderr(log_err);
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("spawning {CONTAINERD_BIN}"))?;
+        let child = spawn_daemon(&config_path, &log, &opts)?;
         let mut me = Self {
             socket,
             root,
@@ -112,9 +91,23 @@ impl Containerd {
             log,
             child,
             dir,
+            opts,
         };
         me.wait_ready()?;
         Ok(me)
+    }
+
+    /// Stops the daemon alone (SIGTERM, as an upgrade does; shims and containers keep
+    /// running) and starts it again on the same root, state and socket.
+    pub fn restart(&mut self) -> Result<()> {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+        self.child
+            .wait()
+            .context("waiting for containerd to stop")?;
+        let _ = std::fs::remove_file(&self.socket);
+        let config_path = self.dir.path().join("config.toml");
+        self.child = spawn_daemon(&config_path, &self.log, &self.opts)?;
+        self.wait_ready()
     }
 
     fn wait_ready(&mut self) -> Result<()> {
@@ -200,6 +193,35 @@ impl Drop for Containerd {
         }
         unmount_under(self.dir.path());
     }
+}
+
+/// Spawns containerd on `config_path`, appending its output to `log`.
+fn spawn_daemon(config_path: &Path, log: &Path, opts: &ContainerdOptions) -> Result<Child> {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let log_err = log_file
+        .try_clone()
+        .context("duplicating log file handle")?;
+    let mut cmd = match &opts.netns {
+        Some(ns) => {
+            let mut c = Command::new("nsenter");
+            c.arg(format!("--net={}", ns.display()))
+                .arg("--")
+                .arg(CONTAINERD_BIN);
+            c
+        }
+        None => Command::new(CONTAINERD_BIN),
+    };
+    cmd.arg("--config")
+        .arg(config_path)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err);
+    cmd.spawn()
+        .with_context(|| format!("spawning {CONTAINERD_BIN}"))
 }
 
 fn config_toml(base: &Path, opts: &ContainerdOptions) -> Result<String> {
