@@ -407,7 +407,38 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
     let cue = cluster
         .wait_for("exits-on-cue", "Running", 60, |p| phase(p) == "Running")
         .await;
-    cluster.containerd.restart().unwrap();
+    cluster.containerd.stop_daemon().unwrap();
+    // The node reports the runtime down while containerd is away.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(cluster.client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let node = nodes.get(NODE).await.unwrap();
+        let ready = node
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        if ready.status == "False" {
+            assert!(
+                ready
+                    .message
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("container runtime is down"),
+                "{ready:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node stayed Ready with containerd stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    cluster.containerd.start_daemon().unwrap();
+    cluster.wait_node_ready().await;
     let out = cluster.exec(&container_id(&cue, "c"), &["touch", "/tmp/go"]);
     assert!(out.status.success(), "{out:?}");
     let done = cluster

@@ -100,11 +100,22 @@ impl Containerd {
     /// Stops the daemon alone (SIGTERM, as an upgrade does; shims and containers keep
     /// running) and starts it again on the same root, state and socket.
     pub fn restart(&mut self) -> Result<()> {
+        self.stop_daemon()?;
+        self.start_daemon()
+    }
+
+    /// SIGTERM to the daemon only; shims and their containers keep running.
+    pub fn stop_daemon(&mut self) -> Result<()> {
         let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
         self.child
             .wait()
             .context("waiting for containerd to stop")?;
         let _ = std::fs::remove_file(&self.socket);
+        Ok(())
+    }
+
+    /// Starts the daemon again after [`Containerd::stop_daemon`].
+    pub fn start_daemon(&mut self) -> Result<()> {
         let config_path = self.dir.path().join("config.toml");
         self.child = spawn_daemon(&config_path, &self.log, &self.opts)?;
         self.wait_ready()
