@@ -21,6 +21,11 @@ pub struct ImageFailure {
     pub message: String,
 }
 
+/// (pod UID, image reference).
+type BackoffKey = (String, String);
+/// (failures in a row, time of the last, its message).
+type PullFailures = (u32, Instant, String);
+
 pub struct ImageManager {
     channel: Channel,
     namespace: String,
@@ -29,7 +34,7 @@ pub struct ImageManager {
     /// image → (consecutive failures, last failure, last message).
     /// Pull failures per (pod UID, image), like the kubelet's back-off key: one pod's
     /// missing credentials must not hold back another pod that has them.
-    backoff: parking_lot::Mutex<HashMap<(String, String), (u32, Instant, String)>>,
+    backoff: parking_lot::Mutex<HashMap<BackoffKey, PullFailures>>,
     /// One pull per image at a time.
     pulling: tokio::sync::Mutex<()>,
 }
