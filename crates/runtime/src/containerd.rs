@@ -36,7 +36,7 @@ use tonic::transport::Channel;
 use tonic::Request;
 use tracing::Instrument;
 
-use crate::cgroups::CgroupManager;
+use crate::cgroups::{CgroupManager, CgroupVersion};
 use crate::cni::{Attachment, CniConfig};
 use crate::netns::{self, PodNamespaces};
 use crate::{
@@ -570,6 +570,20 @@ impl ContainerdRuntime {
     }
 }
 
+/// A private cgroup namespace, as containerd's CRI gives unprivileged containers on cgroup
+/// v2: the container's `/sys/fs/cgroup` is then its own cgroup (its `memory.max`, `cpu.max`)
+/// instead of the host's whole tree, and `/proc/self/cgroup` reads `0::/`.
+fn with_cgroup_namespace(spec: &mut serde_json::Value) {
+    if let Some(namespaces) = spec
+        .pointer_mut("/linux/namespaces")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        if !namespaces.iter().any(|n| n["type"] == "cgroup") {
+            namespaces.push(serde_json::json!({"type": "cgroup"}));
+        }
+    }
+}
+
 fn mount_readonly(mounts: &[ContainerdMount], target: &Path) -> bool {
     let Some(m) = mounts.first() else {
         return false;
@@ -781,7 +795,11 @@ impl Runtime for ContainerdRuntime {
                 .mounts;
             let built = async {
                 let user = this.resolve_user(&config, &mounts).await?;
-                let spec = spec::build(&config, &sandbox, &cgroup, user)?;
+                let mut spec = spec::build(&config, &sandbox, &cgroup, user)?;
+                if this.inner.cgroups.version() == CgroupVersion::V2 && !config.security.privileged
+                {
+                    with_cgroup_namespace(&mut spec);
+                }
                 let mut l: HashMap<String, String> = HashMap::from([
                     (labels::KIND.into(), labels::KIND_CONTAINER.into()),
                     (labels::POD_UID.into(), sandbox.uid.clone()),

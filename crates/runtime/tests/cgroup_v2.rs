@@ -262,12 +262,41 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     );
     ensure!(stats.pids.is_some_and(|n| n >= 1), "pids: {stats:?}");
     ensure!(stats.oom_kills == Some(0), "oom kills: {stats:?}");
+    // Read right after the container's: cpu usage only grows and the pod's includes it.
     let pod_stats = cgroups.stats(&pod_cgroup);
     ensure!(
-        pod_stats.memory_working_set_bytes >= stats.memory_working_set_bytes
-            && pod_stats.cpu_usage_nanos >= stats.cpu_usage_nanos,
-        "pod stats {pod_stats:?} do not include the container's {stats:?}"
+        pod_stats.cpu_usage_nanos >= stats.cpu_usage_nanos
+            && pod_stats.memory_working_set_bytes.is_some_and(|n| n > 0),
+        "pod stats {pod_stats:?} do not cover the container's {stats:?}"
     );
+    // Like containerd's CRI on v2: a private cgroup namespace, so the container's
+    // /sys/fs/cgroup is its own cgroup (runtimes that size themselves from memory.max and
+    // cpu.max read the container's limits, not the host root's).
+    for (what, check) in [
+        (
+            "its own cgroup namespace (/proc/self/cgroup is 0::/)",
+            "grep -qx 0::/ /proc/self/cgroup",
+        ),
+        (
+            "its memory limit in /sys/fs/cgroup/memory.max",
+            "test \"$(cat /sys/fs/cgroup/memory.max)\" = 33554432",
+        ),
+        (
+            "its cpu limit in /sys/fs/cgroup/cpu.max",
+            "test \"$(cat /sys/fs/cgroup/cpu.max)\" = '20000 100000'",
+        ),
+    ] {
+        let command = ["sh".to_owned(), "-c".to_owned(), check.to_owned()];
+        let result = runtime
+            .exec_sync(&limited, &command, Duration::from_secs(60))
+            .await
+            .with_context(|| format!("exec {check:?}"))?;
+        ensure!(
+            result.exit_code == 0,
+            "the container does not see {what}: `{check}` exited {}",
+            result.exit_code
+        );
+    }
 
     // A container that needs more memory than its limit: OOM-killed, reported as such.
     let mut exits = runtime.subscribe_exits();
