@@ -519,3 +519,79 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         })
         .await;
 }
+
+/// Kills and reaps a child process when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// httpGet probes and hooks with `scheme: HTTPS` reach a server whose certificate nobody
+/// signed, as the kubelet's do (it skips verification).
+#[tokio::test]
+async fn https_targets_need_no_trusted_certificate() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=self-signed-probe-target", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let mut server = KillOnDrop(
+        Command::new("openssl")
+            .args(["s_server", "-accept", "127.0.0.1:0", "-www", "-cert"])
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // openssl prints the port it bound: "ACCEPT 127.0.0.1:<port>".
+    let stdout = server.0.stdout.take().unwrap();
+    let port: u16 = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("ACCEPT 127.0.0.1:")?.trim().parse().ok())
+        .expect("openssl s_server did not say which port it bound");
+
+    let c: k8s_openapi::api::core::v1::Container = serde_json::from_value(
+        json!({"name": "c", "ports": [{"name": "https", "containerPort": port}]}),
+    )
+    .unwrap();
+    let action: k8s_openapi::api::core::v1::HTTPGetAction = serde_json::from_value(
+        json!({"scheme": "HTTPS", "port": "https", "path": "/", "httpHeaders": [{"name": "X-Probe", "value": "1"}]}),
+    )
+    .unwrap();
+    let url = cairn_agent::probes::http_url(&c, &action, Some("127.0.0.1")).unwrap();
+    assert_eq!(url, format!("https://127.0.0.1:{port}/"));
+    let status =
+        cairn_agent::probes::http_get(&url, &action, "kube-probe", Duration::from_secs(10))
+            .await
+            .map_err(|e| e.message)
+            .unwrap();
+    assert_eq!(status, 200);
+    // Plain HTTP against the TLS port gets no HTTP answer: a failure, not a success.
+    let plain = format!("http://127.0.0.1:{port}/");
+    assert!(
+        cairn_agent::probes::http_get(&plain, &action, "kube-probe", Duration::from_secs(5))
+            .await
+            .is_err()
+    );
+}
