@@ -14,14 +14,14 @@ use cairn_runtime::{
     CniConfig, ContainerConfig, ContainerState, ContainerdRuntime, ContainerdRuntimeConfig,
     ImageConfig, ImageSpec, PodResources, PodSandboxConfig, Resources, Runtime,
 };
-use cairn_testsupport::qemu::Guest;
+use cairn_testsupport::qemu::{in_guest, Guest};
 use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
 
-/// Set in the guest's environment: only then does `guest_side` do its work.
-const IN_GUEST: &str = "CAIRN_CGROUP_V2_GUEST";
 const NAMESPACE: &str = "cairn-cgv2";
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const IMAGE: &str = "example.com/cairn/busybox:cgv2";
+/// Path of the image tar in the dir shared with the guest.
+const IMAGE_TAR_ENV: &str = "CAIRN_CGV2_IMAGE_TAR";
 
 /// Boot budget plus containerd, image import and two containers under TCG; a guard
 /// against a hung guest, not a speed assertion.
@@ -29,25 +29,27 @@ const GUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[test]
 fn pod_cgroups_on_pure_cgroup_v2_in_a_guest() {
-    let exe = std::env::current_exe().unwrap();
-    let guest = Guest::new().unwrap().env(IN_GUEST, "1");
-    let script = format!(
-        "exec {} --exact guest_side --ignored --nocapture --test-threads=1",
-        exe.display()
-    );
-    let out = guest.run(&script, GUEST_TIMEOUT).unwrap();
+    // The image is built here: sha256 and tar in a debug build under TCG take ~15 s.
+    let share = tempfile::tempdir().unwrap();
+    let tar = share.path().join("busybox.tar");
+    let image = busybox_image(&cairn_testsupport::ImageSpec {
+        gzip: false,
+        ..Default::default()
+    })
+    .unwrap();
+    write_oci_layout_tar(&tar, IMAGE, &image).unwrap();
+    let guest = Guest::new()
+        .unwrap()
+        .share(share.path())
+        .env(IMAGE_TAR_ENV, tar.display().to_string());
+    let out = guest.run_test("guest_side", GUEST_TIMEOUT).unwrap();
     eprintln!(
         "guest ({}) took {:.1?}",
         guest.kernel_release(),
         out.elapsed
     );
-    let result = out
-        .output
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("RESULT "))
-        .unwrap_or("no RESULT line");
-    assert_eq!(result, "RESULT ok", "{out}");
+    let result = out.last_line_starting_with("RESULT ");
+    assert_eq!(result, Some("RESULT ok"), "{out}");
     assert!(out.success(), "{out}");
     eprintln!("{}", out.output);
 }
@@ -55,8 +57,8 @@ fn pod_cgroups_on_pure_cgroup_v2_in_a_guest() {
 #[tokio::test]
 #[ignore = "runs inside the qemu guest of pod_cgroups_on_pure_cgroup_v2_in_a_guest"]
 async fn guest_side() {
-    if std::env::var_os(IN_GUEST).is_none() {
-        eprintln!("not in the cgroup v2 guest ({IN_GUEST} unset): nothing to do");
+    if !in_guest() {
+        eprintln!("not in a cairn qemu guest: nothing to do");
         return;
     }
     match pod_lifecycle_on_v2().await {
@@ -93,6 +95,8 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 async fn pod_lifecycle_on_v2() -> Result<()> {
+    let started = std::time::Instant::now();
+    let phase = |what: &str| println!("{:>6.1?} {what}", started.elapsed());
     ensure!(
         Path::new(CGROUP_ROOT).join("cgroup.controllers").exists()
             && !Path::new(CGROUP_ROOT).join("memory").exists(),
@@ -100,14 +104,13 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     );
     let containerd = Containerd::start().context("starting containerd")?;
     let work = tempfile::tempdir()?;
+    phase("containerd started");
 
-    // The busybox test image, imported from an OCI layout tar (no registry in the guest).
-    let tar = work.path().join("busybox.tar");
-    write_oci_layout_tar(
-        &tar,
-        IMAGE,
-        &busybox_image(&cairn_testsupport::ImageSpec::default())?,
-    )?;
+    // The busybox test image, imported from the OCI layout tar the host side wrote into
+    // the shared dir (no registry in the guest).
+    let tar = PathBuf::from(
+        std::env::var_os(IMAGE_TAR_ENV).with_context(|| format!("{IMAGE_TAR_ENV} unset"))?,
+    );
     let infos = cairn_image::import_archive(
         containerd.channel().await?,
         NAMESPACE,
@@ -117,6 +120,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     .await
     .context("importing the busybox image")?;
     let info = infos.first().context("import returned no image")?;
+    phase("image imported");
     let image = ImageSpec {
         name: info.name.clone(),
         id: info.repo_digest.clone(),
@@ -235,6 +239,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
         status.exit_code
     );
     let pid = status.pid.context("running container without a pid")?;
+    phase("limited container running");
     let dir = cgroup_dir(&status.cgroup);
     ensure!(
         dir.parent() == Some(pod_dir.as_path()),
@@ -330,6 +335,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     .await
     .context("the hog container did not exit")??;
     let status = runtime.container_status(&hog).await?;
+    phase("hog container exited");
     ensure!(
         status.state == ContainerState::Exited
             && status.reason.as_deref() == Some("OOMKilled")
@@ -364,6 +370,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
         left.is_empty(),
         "cgroups left under the QoS parent: {left:?}"
     );
+    phase("pod removed");
     ensure!(
         runtime.list_containers().await?.is_empty(),
         "containers left in containerd"

@@ -39,6 +39,9 @@ const BOOT_MODULES: &[&str] = &["virtio_pci", "9pnet_virtio", "9p"];
 const EXIT_MARKER: &str = "CAIRN-GUEST-EXIT ";
 const ROOT_TAG: &str = "cairnroot";
 const SHARE_TAG: &str = "cairnshare";
+/// Set to `1` in the environment of every guest script: a test run by [`Guest::run_test`]
+/// checks it (see [`in_guest`]) to tell the guest side from a plain host run.
+pub const IN_GUEST_ENV: &str = "CAIRN_IN_GUEST";
 /// Dirs that get an empty tmpfs in every guest (the host's root is read-only).
 pub const DEFAULT_TMPFS: &[&str] = &["/tmp", "/run", "/var/tmp", "/var/lib", "/var/log", "/root"];
 
@@ -75,6 +78,11 @@ pub struct GuestOutput {
 impl GuestOutput {
     pub fn success(&self) -> bool {
         self.exit_code == Some(0)
+    }
+
+    /// The last output line starting with `prefix` (e.g. a test's `RESULT ` line).
+    pub fn last_line_starting_with(&self, prefix: &str) -> Option<&str> {
+        self.output.lines().rev().find(|l| l.starts_with(prefix))
     }
 }
 
@@ -261,6 +269,20 @@ impl Guest {
         })
     }
 
+    /// Runs the test `name` of the current test binary inside the guest
+    /// (`<exe> --exact <name> --ignored --nocapture`): mark the guest-side test
+    /// `#[ignore]` and have it return early unless [`in_guest`], and call this from a
+    /// normal host-side test. The test's output and libtest's verdict are in `output`.
+    pub fn run_test(&self, name: &str, timeout: Duration) -> Result<GuestOutput> {
+        let exe = std::env::current_exe().context("finding the current test binary")?;
+        let script = format!(
+            "exec {} --exact {} --ignored --nocapture --test-threads=1",
+            shell_quote(&exe.display().to_string()),
+            shell_quote(name)
+        );
+        self.run(&script, timeout)
+    }
+
     fn build_initramfs(&self, root: &Path, script: &str, archive: &Path) -> Result<()> {
         for d in ["bin", "dev", "proc", "sys", "newroot", "modules", "cairn"] {
             std::fs::create_dir_all(root.join(d))
@@ -358,13 +380,18 @@ impl Guest {
     }
 }
 
+/// Whether this process runs inside a [`Guest`].
+pub fn in_guest() -> bool {
+    std::env::var_os(IN_GUEST_ENV).is_some_and(|v| v == "1")
+}
+
 /// PID 1 after `switch_root` (busybox sh on the host's root): runs the script with its
 /// output on the second serial port, reports the exit code, powers off (a reboot, which
 /// `-no-reboot` turns into qemu's exit).
 fn stage2_init() -> String {
     format!(
         "B=/run/cairn-guest/busybox\n\
-         export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n\
+         export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root {IN_GUEST_ENV}=1\n\
          $B ip link set lo up\n\
          cd /\n\
          /bin/sh /run/cairn-guest/script </dev/null >/dev/ttyS1 2>&1\n\
@@ -618,6 +645,8 @@ mod tests {
             "echo \"$GREETING\"\n\
              stat -f -c %T /sys/fs/cgroup\n\
              cat /proc/self/cgroup\n\
+             echo \"in guest: $CAIRN_IN_GUEST\"\n\
+             modprobe ip_vs && grep -q '^ip_vs ' /proc/modules && echo ip_vs loaded\n\
              touch /tmp/writable /var/lib/writable\n\
              ip -o link show lo | grep -q UP || echo lo-down\n\
              echo from-guest > {}/result\n\
@@ -628,7 +657,13 @@ mod tests {
         assert_eq!(out.exit_code, Some(7), "{out}");
         assert_eq!(
             out.output.lines().collect::<Vec<_>>(),
-            ["it's me", "cgroup2fs", "0::/"],
+            [
+                "it's me",
+                "cgroup2fs",
+                "0::/",
+                "in guest: 1",
+                "ip_vs loaded"
+            ],
             "{out}"
         );
         assert_eq!(
