@@ -158,6 +158,12 @@ impl CgroupManager {
         Ok(())
     }
 
+    /// cgroup v2 only: whether cgroups below `path` can limit swap (`memory.swap.max` exists
+    /// there; the kubelet checks its own cgroup the same way before setting it).
+    pub fn v2_swap_limit_available(&self, path: &str) -> bool {
+        self.version == CgroupVersion::V2 && self.v2_dir(path).join("memory.swap.max").exists()
+    }
+
     /// Removes the cgroup if it is empty; leftovers are logged, not fatal.
     pub fn remove(&self, path: &str) {
         let dirs: Vec<PathBuf> = match self.version {
@@ -343,6 +349,9 @@ mod tests {
         )
         .unwrap();
         fs::write(dir.join("cpu.stat"), "usage_usec 42\n").unwrap();
+        assert!(!m.v2_swap_limit_available("/cairn/pod2"));
+        fs::write(dir.join("memory.swap.max"), "max\n").unwrap();
+        assert!(m.v2_swap_limit_available("/cairn/pod2"));
         let s = m.stats("/cairn/pod2");
         assert_eq!(s.oom_kills, Some(1));
         assert_eq!(s.cpu_usage_nanos, Some(42_000));

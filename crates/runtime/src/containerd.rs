@@ -584,6 +584,23 @@ fn with_cgroup_namespace(spec: &mut serde_json::Value) {
     }
 }
 
+/// `memory.swap.max = 0`: the kubelet's default `NoSwap` behaviour on cgroup v2, where
+/// swap is accounted separately and a container without it would swap past its memory
+/// limit instead of being OOM-killed on a node with swap.
+fn without_swap(spec: &mut serde_json::Value) {
+    if let Some(resources) = spec
+        .pointer_mut("/linux/resources")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        let unified = resources
+            .entry("unified")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(unified) = unified.as_object_mut() {
+            unified.insert("memory.swap.max".into(), "0".into());
+        }
+    }
+}
+
 fn mount_readonly(mounts: &[ContainerdMount], target: &Path) -> bool {
     let Some(m) = mounts.first() else {
         return false;
@@ -796,9 +813,17 @@ impl Runtime for ContainerdRuntime {
             let built = async {
                 let user = this.resolve_user(&config, &mounts).await?;
                 let mut spec = spec::build(&config, &sandbox, &cgroup, user)?;
-                if this.inner.cgroups.version() == CgroupVersion::V2 && !config.security.privileged
-                {
-                    with_cgroup_namespace(&mut spec);
+                if this.inner.cgroups.version() == CgroupVersion::V2 {
+                    if !config.security.privileged {
+                        with_cgroup_namespace(&mut spec);
+                    }
+                    if this
+                        .inner
+                        .cgroups
+                        .v2_swap_limit_available(&sandbox.cgroup_parent)
+                    {
+                        without_swap(&mut spec);
+                    }
                 }
                 let mut l: HashMap<String, String> = HashMap::from([
                     (labels::KIND.into(), labels::KIND_CONTAINER.into()),
