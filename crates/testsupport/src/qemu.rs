@@ -294,13 +294,7 @@ impl Guest {
         let order = module_load_order(&modules_dir, BOOT_MODULES)?;
         let mut names = Vec::new();
         for rel in &order {
-            let name = Path::new(rel)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            std::fs::copy(modules_dir.join(rel), root.join("modules").join(&name))
-                .with_context(|| format!("copying module {rel}"))?;
-            names.push(name);
+            names.push(copy_module(&modules_dir.join(rel), &root.join("modules"))?);
         }
         write_executable(&root.join("init"), &self.stage1_init(&names))?;
         write_executable(&root.join("cairn/stage2"), &stage2_init())?;
@@ -399,6 +393,42 @@ fn stage2_init() -> String {
          $B sync\n\
          $B reboot -f\n"
     )
+}
+
+/// Copies a module into `dir` as a plain `.ko` (busybox `insmod` cannot read the xz or
+/// zstd compressed modules newer Debian releases ship); returns its file name.
+fn copy_module(path: &Path, dir: &Path) -> Result<String> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (stem, decompressor) = if let Some(stem) = file_name.strip_suffix(".xz") {
+        (stem, Some("xz"))
+    } else if let Some(stem) = file_name.strip_suffix(".zst") {
+        (stem, Some("zstd"))
+    } else {
+        (file_name.as_str(), None)
+    };
+    let target = dir.join(stem);
+    match decompressor {
+        None => {
+            std::fs::copy(path, &target).with_context(|| format!("copying {}", path.display()))?;
+        }
+        Some(tool) => {
+            let out = std::fs::File::create(&target)
+                .with_context(|| format!("creating {}", target.display()))?;
+            let status = Command::new(tool)
+                .arg("-dc")
+                .arg(path)
+                .stdout(out)
+                .status()
+                .with_context(|| format!("running {tool} for {}", path.display()))?;
+            if !status.success() {
+                bail!("{tool} could not decompress {} ({status})", path.display());
+            }
+        }
+    }
+    Ok(stem.to_owned())
 }
 
 fn write_executable(path: &Path, text: &str) -> Result<()> {
@@ -615,6 +645,20 @@ mod tests {
             ]
         );
         assert!(module_load_order(dir.path(), &["nope"]).is_err());
+    }
+
+    #[test]
+    fn compressed_modules_are_unpacked() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("m.ko");
+        std::fs::write(&src, b"module bytes").unwrap();
+        let status = Command::new("xz").arg("-k").arg(&src).status().unwrap();
+        assert!(status.success());
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let name = copy_module(&dir.path().join("m.ko.xz"), &out).unwrap();
+        assert_eq!(name, "m.ko");
+        assert_eq!(std::fs::read(out.join("m.ko")).unwrap(), b"module bytes");
     }
 
     #[test]
