@@ -130,35 +130,109 @@ pub struct HttpGetFailure {
     pub timed_out: bool,
 }
 
+const MAX_REDIRECTS: usize = 10;
+
+type HttpsClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    String,
+>;
+
+/// One client for all probes and hooks: HTTP/1.1, no kept-alive connections (the kubelet
+/// disables keep-alive for probes), HTTPS without certificate checks. It carries its own
+/// rustls config with the ring provider, so it does not depend on a process-wide provider
+/// (and reqwest's TLS feature, which would impose one on every binary, stays off).
+fn client() -> Result<&'static HttpsClient, String> {
+    static CLIENT: std::sync::OnceLock<Result<HttpsClient, String>> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+            let tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS configuration for probes: {e}"))?
+                .dangerous()
+                .with_custom_certificate_verifier(std::sync::Arc::new(AnyCertificate(provider)))
+                .with_no_client_auth();
+            let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+            http.enforce_http(false);
+            let https = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls)
+                .https_or_http()
+                .enable_http1()
+                .wrap_connector(http);
+            Ok(
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .pool_max_idle_per_host(0)
+                    .build(https),
+            )
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Accepts any server certificate (signatures are still checked), as the kubelet's prober
+/// and lifecycle hooks do (`InsecureSkipVerify`).
+#[derive(Debug)]
+struct AnyCertificate(std::sync::Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
 /// One GET with the action's headers (and the kubelet's default `User-Agent:
-/// <agent>/<version>` and `Accept: */*` unless set); returns the status code.
+/// <agent>/<version>` and `Accept: */*` unless set); returns the status code. Redirects are
+/// followed on the same host only: another host's 3xx is the answer, as upstream.
 pub async fn http_get(
     url: &str,
     http: &HTTPGetAction,
     agent: &str,
     timeout: Duration,
 ) -> Result<u16, HttpGetFailure> {
-    let fail = |message: String, timed_out: bool| HttpGetFailure { message, timed_out };
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        // The kubelet does not verify certificates of probe and hook targets.
-        .tls_danger_accept_invalid_certs(true)
-        // Redirects are followed on the same host only; another host's 3xx is the answer.
-        .redirect(reqwest::redirect::Policy::custom(|attempt| {
-            let same_host = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| first.host_str() == attempt.url().host_str());
-            if attempt.previous().len() > 10 {
-                attempt.error("stopped after 10 redirects")
-            } else if same_host {
-                attempt.follow()
-            } else {
-                attempt.stop()
-            }
-        }))
-        .build()
-        .map_err(|e| fail(e.to_string(), false))?;
+    let fail = |message: String, timed_out: bool| HttpGetFailure {
+        message: format!("Get {url:?}: {message}"),
+        timed_out,
+    };
+    let client = client().map_err(|e| fail(e, false))?;
     let headers: Vec<(&str, &str)> = http
         .http_headers
         .iter()
@@ -166,36 +240,83 @@ pub async fn http_get(
         .map(|h| (h.name.as_str(), h.value.as_str()))
         .collect();
     let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut req = client.get(url);
-    if !has("User-Agent") {
-        req = req.header("User-Agent", format!("{agent}/{KUBE_VERSION}"));
-    }
-    if !has("Accept") {
-        req = req.header("Accept", "*/*");
-    }
-    for (name, value) in &headers {
-        // An explicitly empty Accept removes the header, as upstream.
-        if name.eq_ignore_ascii_case("Accept") && value.is_empty() {
-            continue;
+    let user_agent = format!("{agent}/{KUBE_VERSION}");
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut target: hyper::Uri = url.parse().map_err(|e| fail(format!("{e}"), false))?;
+    for _ in 0..=MAX_REDIRECTS {
+        let mut req = hyper::Request::get(target.clone());
+        if !has("User-Agent") {
+            req = req.header("User-Agent", user_agent.as_str());
         }
-        req = req.header(*name, *value);
+        if !has("Accept") {
+            req = req.header("Accept", "*/*");
+        }
+        for (name, value) in &headers {
+            // An explicitly empty Accept removes the header, as upstream.
+            if name.eq_ignore_ascii_case("Accept") && value.is_empty() {
+                continue;
+            }
+            req = req.header(*name, *value);
+        }
+        let req = req
+            .body(String::new())
+            .map_err(|e| fail(error_chain(&e), false))?;
+        let resp = match tokio::time::timeout_at(deadline, client.request(req)).await {
+            Err(_) => {
+                return Err(fail(
+                    format!("timed out after {timeout:?} awaiting headers"),
+                    true,
+                ))
+            }
+            Ok(Err(e)) => return Err(fail(error_chain(&e), false)),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        let next = status
+            .is_redirection()
+            .then(|| resp.headers().get(hyper::header::LOCATION))
+            .flatten()
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| redirect_target(&target, l));
+        match next {
+            Some(next) if next.host() == target.host() => target = next,
+            _ => return Ok(status.as_u16()),
+        }
     }
-    match req.send().await {
-        Ok(r) => Ok(r.status().as_u16()),
-        Err(e) => Err(fail(
-            format!("Get {url:?}: {}", error_chain(&e)),
-            e.is_timeout(),
-        )),
-    }
+    Err(fail(
+        format!("stopped after {MAX_REDIRECTS} redirects"),
+        false,
+    ))
 }
 
-/// reqwest's Display hides the cause ("error sending request"): include the chain.
+/// Where a `Location` points, relative to `base`.
+fn redirect_target(base: &hyper::Uri, location: &str) -> Option<hyper::Uri> {
+    if location.contains("://") {
+        return location.parse().ok();
+    }
+    let mut parts = base.clone().into_parts();
+    let path = if location.starts_with('/') {
+        location.to_string()
+    } else {
+        // Relative to the current path's directory.
+        let current = base.path();
+        let dir = &current[..current.rfind('/').map_or(0, |i| i + 1)];
+        format!("{}{location}", if dir.is_empty() { "/" } else { dir })
+    };
+    parts.path_and_query = Some(path.parse().ok()?);
+    hyper::Uri::from_parts(parts).ok()
+}
+
+/// Errors' Display often hides the cause ("client error (Connect)"): include the chain.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        let next = s.to_string();
+        if !out.ends_with(&next) {
+            out.push_str(": ");
+            out.push_str(&next);
+        }
         source = s.source();
     }
     out
@@ -283,6 +404,15 @@ mod tests {
         );
         assert!(url(serde_json::json!({"port": "nope"})).is_err());
         assert!(http_url(&c, &action(serde_json::json!({"port": 80})), None).is_err());
+    }
+
+    #[test]
+    fn redirects_resolve_against_the_current_url() {
+        let base: hyper::Uri = "http://10.0.0.1:8080/a/b?x=1".parse().unwrap();
+        let t = |l: &str| redirect_target(&base, l).unwrap().to_string();
+        assert_eq!(t("/healthz"), "http://10.0.0.1:8080/healthz");
+        assert_eq!(t("c?y=2"), "http://10.0.0.1:8080/a/c?y=2");
+        assert_eq!(t("http://other:1/z"), "http://other:1/z");
     }
 
     #[test]

@@ -537,7 +537,7 @@ async fn https_targets_need_no_trusted_certificate() {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
 
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    // No process-wide rustls provider is installed here: the probe client brings its own.
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     let made = Command::new("openssl")
