@@ -158,10 +158,11 @@ impl CgroupManager {
         Ok(())
     }
 
-    /// cgroup v2 only: whether cgroups below `path` can limit swap (`memory.swap.max` exists
-    /// there; the kubelet checks its own cgroup the same way before setting it).
-    pub fn v2_swap_limit_available(&self, path: &str) -> bool {
-        self.version == CgroupVersion::V2 && self.v2_dir(path).join("memory.swap.max").exists()
+    /// cgroup v2 only: whether the interface file `file` (e.g. `memory.swap.max`) exists in
+    /// cgroup `path`, i.e. its controller is enabled there and the kernel has the feature.
+    /// The kubelet checks `memory.swap.max` the same way before limiting swap.
+    pub fn v2_has_file(&self, path: &str, file: &str) -> bool {
+        self.version == CgroupVersion::V2 && self.v2_dir(path).join(file).exists()
     }
 
     /// Removes the cgroup if it is empty; leftovers are logged, not fatal.
@@ -349,9 +350,9 @@ mod tests {
         )
         .unwrap();
         fs::write(dir.join("cpu.stat"), "usage_usec 42\n").unwrap();
-        assert!(!m.v2_swap_limit_available("/cairn/pod2"));
+        assert!(!m.v2_has_file("/cairn/pod2", "memory.swap.max"));
         fs::write(dir.join("memory.swap.max"), "max\n").unwrap();
-        assert!(m.v2_swap_limit_available("/cairn/pod2"));
+        assert!(m.v2_has_file("/cairn/pod2", "memory.swap.max"));
         let s = m.stats("/cairn/pod2");
         assert_eq!(s.oom_kills, Some(1));
         assert_eq!(s.cpu_usage_nanos, Some(42_000));

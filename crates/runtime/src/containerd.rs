@@ -584,10 +584,12 @@ fn with_cgroup_namespace(spec: &mut serde_json::Value) {
     }
 }
 
-/// `memory.swap.max = 0`: the kubelet's default `NoSwap` behaviour on cgroup v2, where
-/// swap is accounted separately and a container without it would swap past its memory
-/// limit instead of being OOM-killed on a node with swap.
-fn without_swap(spec: &mut serde_json::Value) {
+/// A cgroup v2 file for runc to write (`linux.resources.unified`), as the kubelet asks for
+/// every container on v2: `memory.swap.max = 0` (its default `NoSwap`; swap is accounted
+/// apart from memory there, so without it a container on a node with swap swaps past its
+/// limit instead of being OOM-killed) and `memory.oom.group = 1` (an OOM kill ends the
+/// whole container, not one of its processes).
+fn set_unified(spec: &mut serde_json::Value, file: &str, value: &str) {
     if let Some(resources) = spec
         .pointer_mut("/linux/resources")
         .and_then(serde_json::Value::as_object_mut)
@@ -596,7 +598,7 @@ fn without_swap(spec: &mut serde_json::Value) {
             .entry("unified")
             .or_insert_with(|| serde_json::json!({}));
         if let Some(unified) = unified.as_object_mut() {
-            unified.insert("memory.swap.max".into(), "0".into());
+            unified.insert(file.into(), value.into());
         }
     }
 }
@@ -817,12 +819,11 @@ impl Runtime for ContainerdRuntime {
                     if !config.security.privileged {
                         with_cgroup_namespace(&mut spec);
                     }
-                    if this
-                        .inner
-                        .cgroups
-                        .v2_swap_limit_available(&sandbox.cgroup_parent)
-                    {
-                        without_swap(&mut spec);
+                    // What the kubelet asks for on v2, where the pod cgroup has the files.
+                    for (file, value) in [("memory.swap.max", "0"), ("memory.oom.group", "1")] {
+                        if this.inner.cgroups.v2_has_file(&sandbox.cgroup_parent, file) {
+                            set_unified(&mut spec, file, value);
+                        }
                     }
                 }
                 let mut l: HashMap<String, String> = HashMap::from([

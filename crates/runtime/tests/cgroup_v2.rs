@@ -249,9 +249,11 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     ensure!(read(&dir, "memory.max")? == (32u64 << 20).to_string());
     ensure!(read(&dir, "cpu.max")? == "20000 100000");
     ensure!(read(&dir, "cpu.weight")? == "10");
-    // The kubelet's default NoSwap: no swap beyond the memory limit.
-    ensure!(cgroups.v2_swap_limit_available(&pod_cgroup));
+    // As the kubelet asks on v2: no swap beyond the memory limit (its default NoSwap),
+    // and an OOM kill takes the whole container.
+    ensure!(cgroups.v2_has_file(&pod_cgroup, "memory.swap.max"));
     ensure!(read(&dir, "memory.swap.max")? == "0");
+    ensure!(read(&dir, "memory.oom.group")? == "1");
     let procs = read(&dir, "cgroup.procs")?;
     ensure!(
         procs.lines().any(|p| p == pid.to_string()),
