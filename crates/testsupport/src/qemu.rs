@@ -270,13 +270,13 @@ impl Guest {
     }
 
     /// Runs the test `name` of the current test binary inside the guest
-    /// (`<exe> --exact <name> --ignored --nocapture`): mark the guest-side test
-    /// `#[ignore]` and have it return early unless [`in_guest`], and call this from a
-    /// normal host-side test. The test's output and libtest's verdict are in `output`.
+    /// (`<exe> --exact <name> --nocapture`). The usual shape is one test that asks
+    /// [`in_guest`]: outside, it prepares and calls this for itself; inside, it does the
+    /// guest-side work. The test's output and libtest's verdict are in `output`.
     pub fn run_test(&self, name: &str, timeout: Duration) -> Result<GuestOutput> {
         let exe = std::env::current_exe().context("finding the current test binary")?;
         let script = format!(
-            "exec {} --exact {} --ignored --nocapture --test-threads=1",
+            "exec {} --exact {} --nocapture --test-threads=1",
             shell_quote(&exe.display().to_string()),
             shell_quote(name)
         );
