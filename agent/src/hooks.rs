@@ -14,8 +14,13 @@ use crate::probes;
 /// Why a hook failed (the `error:` part of the kubelet's hook failure message).
 #[derive(Debug, Error)]
 pub enum HookError {
-    #[error("command {command:?} exited with {code}")]
-    ExitCode { command: Vec<String>, code: i32 },
+    #[error("command {command:?} exited with {code}, message: {output:?}")]
+    ExitCode {
+        command: Vec<String>,
+        code: i32,
+        /// What the command wrote (stdout and stderr).
+        output: String,
+    },
     #[error("running command {command:?}: {source}")]
     Exec {
         command: Vec<String>,
@@ -99,6 +104,7 @@ pub async fn run(
             Ok(r) => Err(HookError::ExitCode {
                 command,
                 code: r.exit_code,
+                output: r.output,
             }),
             Err(source) => Err(HookError::Exec { command, source }),
         };
@@ -147,10 +153,11 @@ mod tests {
         let e = HookError::ExitCode {
             command: vec!["sh".into(), "-c".into(), "exit 1".into()],
             code: 1,
+            output: "no such file\n".into(),
         };
         assert_eq!(
             failure_message(&pod, &c, &h, &e),
-            r#"Exec lifecycle hook ([sh -c exit 1]) for Container "c" in Pod "p_ns(u1)" failed - error: command ["sh", "-c", "exit 1"] exited with 1"#
+            r#"Exec lifecycle hook ([sh -c exit 1]) for Container "c" in Pod "p_ns(u1)" failed - error: command ["sh", "-c", "exit 1"] exited with 1, message: "no such file\n""#
         );
         let h: LifecycleHandler =
             serde_json::from_value(json!({"httpGet": {"path": "/stop", "port": 80}})).unwrap();

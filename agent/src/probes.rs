@@ -335,6 +335,8 @@ pub async fn run(
         let cmd = exec.command.clone().unwrap_or_default();
         return match runtime.exec_sync(container_id, &cmd, timeout).await {
             Ok(r) if r.exit_code == 0 => (true, String::new()),
+            // The kubelet's message is the command's output; say more when there is none.
+            Ok(r) if !r.output.trim().is_empty() => (false, r.output),
             Ok(r) => (
                 false,
                 format!("command {cmd:?} exited with {}", r.exit_code),

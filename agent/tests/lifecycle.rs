@@ -432,7 +432,14 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         .await;
     let out = cluster.exec(&container_id(&live, "main"), &["rm", "/tmp/healthy"]);
     assert!(out.status.success(), "{out:?}");
-    let kind = wait_event(&cluster, "live", "Unhealthy", "Liveness probe failed").await;
+    // The message carries the probe command's own output, as the kubelet's does.
+    let kind = wait_event(
+        &cluster,
+        "live",
+        "Unhealthy",
+        "Liveness probe failed: cat: can't open '/tmp/healthy': No such file or directory",
+    )
+    .await;
     assert_eq!(kind, "Warning");
     wait_event(
         &cluster,

@@ -92,6 +92,18 @@ fn grpc(call: &'static str, object: &str) -> impl FnOnce(tonic::Status) -> Runti
     }
 }
 
+/// The first [`crate::EXEC_OUTPUT_LIMIT`] bytes of an exec's output file, lossily as text.
+fn read_exec_output(path: &Path) -> String {
+    use std::io::Read as _;
+    let mut buf = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f
+            .take(crate::EXEC_OUTPUT_LIMIT as u64)
+            .read_to_end(&mut buf);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 fn libc_sigkill() -> i32 {
     nix::sys::signal::Signal::SIGKILL as i32
 }
@@ -357,16 +369,35 @@ impl ContainerdRuntime {
         c: &Container,
         task: Option<&containerd_client::types::v1::Process>,
     ) -> Result<ContainerStatus, RuntimeError> {
-        if task.map(|t| TaskStatus::try_from(t.status)) == Some(Ok(TaskStatus::Stopped))
-            && self.finalize_exit(&c.id).await.unwrap_or(false)
-        {
-            return self.container_status(&c.id).await;
+        if task.map(|t| TaskStatus::try_from(t.status)) == Some(Ok(TaskStatus::Stopped)) {
+            if let Err(e) = self.finalize_exit(&c.id).await {
+                tracing::warn!(container = %c.id, error = %e, "recording container exit");
+            }
+            // Read again whoever recorded it: the listed record predates the exit labels.
+            let task = self.task(&c.id).await?;
+            let fresh = self.get_container_if_any(c).await?;
+            return Ok(self.status_from(&fresh, task.as_ref()));
+        }
+        if task.is_none() && !c.labels.contains_key(labels::EXIT_CODE) {
+            // The exit may have been recorded (and the task deleted) after this record was
+            // listed: trust only a fresh read before calling the container lost.
+            let fresh = self.get_container_if_any(c).await?;
+            return Ok(self.status_from(&fresh, None));
         }
         let status = self.status_from(c, task);
         if status.state == ContainerState::Running {
             self.watch_exit(&c.id, &status.pod_uid);
         }
         Ok(status)
+    }
+
+    /// The container's current record, or the listed one if it was removed meanwhile.
+    async fn get_container_if_any(&self, listed: &Container) -> Result<Container, RuntimeError> {
+        match self.get_container(&listed.id).await {
+            Ok(fresh) => Ok(fresh),
+            Err(RuntimeError::NotFound(_)) => Ok(listed.clone()),
+            Err(e) => Err(e),
+        }
     }
 
     async fn task(
@@ -1096,9 +1127,10 @@ impl Runtime for ContainerdRuntime {
         if task
             .as_ref()
             .is_some_and(|t| TaskStatus::try_from(t.status) == Ok(TaskStatus::Stopped))
-            && self.finalize_exit(id).await?
         {
-            task = None;
+            // Recorded here or, concurrently, by the exit watcher: either way read again.
+            self.finalize_exit(id).await?;
+            task = self.task(id).await?;
         }
         let c = self.get_container(id).await?;
         Ok(self.status_from(&c, task.as_ref()))
@@ -1118,6 +1150,14 @@ impl Runtime for ContainerdRuntime {
             .unwrap_or(serde_json::Value::Null);
         let process = spec::exec_process(&spec, command);
         let exec_id = format!("exec-{}", &new_id()[..12]);
+        // The shim appends both streams to one file (the kubelet reports them combined).
+        let output_dir = self.inner.config.state_dir.join("exec");
+        std::fs::create_dir_all(&output_dir).map_err(|source| RuntimeError::Io {
+            what: format!("creating {}", output_dir.display()),
+            source,
+        })?;
+        let output_path = output_dir.join(format!("{exec_id}.out"));
+        let output_uri = format!("file://{}", output_path.display());
         self.tasks()
             .exec(self.request(ExecProcessRequest {
                 container_id: id.to_string(),
@@ -1126,13 +1166,16 @@ impl Runtime for ContainerdRuntime {
                     type_url: PROCESS_TYPE_URL.into(),
                     value: serde_json::to_vec(&process).unwrap_or_default(),
                 }),
-                // Without stdio the shim leaves fds 1/2 closed and writers fail: discard instead.
-                stdout: "file:///dev/null".into(),
-                stderr: "file:///dev/null".into(),
+                // Without stdio the shim leaves fds 1/2 closed and writers fail.
+                stdout: output_uri.clone(),
+                stderr: output_uri,
                 ..Default::default()
             }))
             .await
-            .map_err(grpc("tasks.Exec", id))?;
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&output_path);
+                grpc("tasks.Exec", id)(e)
+            })?;
         let wait = {
             let mut tasks = self.tasks();
             let req = self.request(WaitRequest {
@@ -1153,6 +1196,7 @@ impl Runtime for ContainerdRuntime {
             Ok(_) => match tokio::time::timeout(timeout, wait).await {
                 Ok(Ok(Ok(r))) => Ok(ExecResult {
                     exit_code: i32::try_from(r.into_inner().exit_status).unwrap_or(255),
+                    output: read_exec_output(&output_path),
                 }),
                 Ok(Ok(Err(s))) => Err(grpc("tasks.Wait(exec)", id)(s)),
                 Ok(Err(e)) => Err(RuntimeError::Io {
@@ -1183,6 +1227,7 @@ impl Runtime for ContainerdRuntime {
                 exec_id,
             }))
             .await;
+        let _ = std::fs::remove_file(&output_path);
         result
     }
 

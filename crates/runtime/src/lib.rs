@@ -241,7 +241,13 @@ pub struct ContainerStatus {
 #[derive(Debug, Clone)]
 pub struct ExecResult {
     pub exit_code: i32,
+    /// stdout and stderr as the command wrote them, the first [`EXEC_OUTPUT_LIMIT`] bytes
+    /// (probe and hook failure messages quote it, as the kubelet's do).
+    pub output: String,
 }
+
+/// How much of an exec's output is kept: the kubelet's probe output limit (10 KiB).
+pub const EXEC_OUTPUT_LIMIT: usize = 10 * 1024;
 
 /// A container whose main process exited.
 #[derive(Debug, Clone)]
