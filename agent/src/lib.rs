@@ -19,6 +19,7 @@ pub mod images;
 pub mod node;
 pub mod pods;
 pub mod probes;
+pub mod qos;
 pub mod quantity;
 pub mod server;
 pub mod static_pods;
@@ -46,6 +47,8 @@ pub struct Agent {
     pub host: sysinfo::HostRoot,
     pub node_ip: Option<String>,
     pub cgroups: CgroupManager,
+    /// The kubepods/burstable/besteffort parents.
+    pub qos: qos::QosCgroups,
     pub images: images::ImageManager,
     pub events: events::EventRecorder,
     pub services: Store<Service>,

@@ -140,6 +140,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         ),
         events: events::EventRecorder::new(client.clone(), &config.node_name),
         cgroups: CgroupManager::detect(&config.cgroupfs_mount),
+        qos: cairn_agent::qos::QosCgroups::new(&config.cgroup_root),
         runtime: Arc::new(containerd.clone()),
         containerd,
         cni,
@@ -153,6 +154,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         config: config.clone(),
     });
 
+    pods::update_qos_cgroups(&agent);
     node::register(&agent).await?;
     tokio::spawn(node::run(agent.clone()));
 

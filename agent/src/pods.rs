@@ -243,6 +243,33 @@ struct Worker {
     desired: Option<watch::Receiver<Desired>>,
 }
 
+/// Brings the QoS parents up to date with the node's allocatable and its active pods (the
+/// kubelet does this before each pod's cgroup is made).
+pub fn update_qos_cgroups(agent: &Agent) {
+    let cpu = (agent.host.cpus() * 1000).saturating_sub(agent.config.reserved_cpu_millis);
+    // kubepods holds capacity minus reservations (eviction thresholds are not subtracted).
+    let memory = agent.host.meminfo().map(|m| {
+        i64::try_from(
+            m.total_bytes
+                .saturating_sub(agent.config.reserved_memory_bytes),
+        )
+        .unwrap_or(i64::MAX)
+    });
+    let want = {
+        let pods = agent.pods.read();
+        let active = pods.values().filter(|p| {
+            !matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        });
+        crate::qos::limits(cpu, memory, active)
+    };
+    if let Err(e) = agent.qos.update(&agent.cgroups, want) {
+        warn!(cgroup = %agent.qos.kubepods(), error = %e, "updating QoS cgroups");
+    }
+}
+
 pub fn cgroup_parent(agent: &Agent, pod: &Pod) -> String {
     let uid = uid_of(pod);
     let root = agent.config.cgroup_root.trim_end_matches('/');
@@ -253,7 +280,8 @@ pub fn cgroup_parent(agent: &Agent, pod: &Pod) -> String {
     }
 }
 
-fn requests(pod: &Pod) -> (u64, i64) {
+/// The pod's cpu (millicores) and memory (bytes) requests, limits standing in for unset ones.
+pub(crate) fn requests(pod: &Pod) -> (u64, i64) {
     let mut cpu = 0;
     let mut mem = 0;
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
@@ -507,6 +535,7 @@ impl Worker {
             return Ok(());
         }
 
+        update_qos_cgroups(&self.agent);
         let cgroup = cgroup_parent(&self.agent, pod);
         if let Err(e) = self.agent.cgroups.ensure(&cgroup, &pod_resources(pod)) {
             warn!(error = %e, "creating pod cgroup");

@@ -141,6 +141,46 @@ async fn pods_run_crash_finish_and_terminate() {
         "ping {ip}: {}",
         String::from_utf8_lossy(&ping.stdout)
     );
+    // QoS parents as the kubelet keeps them: besteffort at the minimum cpu weight,
+    // burstable weighted by its pods' cpu requests, kubepods by the node's allocatable cpu.
+    cluster
+        .create(busybox_pod(
+            "burst",
+            &img,
+            json!([{"name": "c", "image": img, "command": ["sleep", "3600"],
+                    "resources": {"requests": {"cpu": "300m"}}}]),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .wait_for("burst", "Running", 60, |p| phase(p) == "Running")
+        .await;
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let cpu_weight = |qos: &str| {
+        let (dir, file) = if v2 {
+            ("/sys/fs/cgroup".to_string(), "cpu.weight")
+        } else {
+            ("/sys/fs/cgroup/cpu".to_string(), "cpu.shares")
+        };
+        let path = format!("{dir}{}/kubepods{qos}/{file}", cluster.cgroup_root);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let expect = |shares: u64| {
+        if v2 {
+            cairn_runtime::cgroups::shares_to_weight(shares)
+        } else {
+            shares
+        }
+    };
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    assert_eq!(cpu_weight("/besteffort"), expect(2));
+    assert_eq!(cpu_weight("/burstable"), expect(300 * 1024 / 1000));
+    assert_eq!(cpu_weight(""), expect(cpus * 1024));
+
     // CRI log file with the kubelet layout.
     let uid = web.metadata.uid.clone().unwrap();
     let log = cluster

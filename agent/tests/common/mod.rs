@@ -124,7 +124,14 @@ impl Cluster {
             .await
             .unwrap();
         let client = kube::Client::try_from(config).unwrap();
-        let cgroup_root = format!("/cairn-test-{}", std::process::id());
+        // One cgroup tree per cluster: the tests of a binary run in parallel, and each agent
+        // keeps its own kubepods QoS parents.
+        static CLUSTERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let cgroup_root = format!(
+            "/cairn-test-{}-{}",
+            std::process::id(),
+            CLUSTERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let mut c = Cluster {
             dir,
             netns,
