@@ -150,7 +150,9 @@ fn client() -> Result<&'static HttpsClient, String> {
                 .with_safe_default_protocol_versions()
                 .map_err(|e| format!("TLS configuration for probes: {e}"))?
                 .dangerous()
-                .with_custom_certificate_verifier(std::sync::Arc::new(AnyCertificate(provider)))
+                .with_custom_certificate_verifier(std::sync::Arc::new(
+                    cairn_image::AnyServerCertificate(provider),
+                ))
                 .with_no_client_auth();
             let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
             http.enforce_http(false);
@@ -167,56 +169,6 @@ fn client() -> Result<&'static HttpsClient, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// Accepts any server certificate (signatures are still checked), as the kubelet's prober
-/// and lifecycle hooks do (`InsecureSkipVerify`).
-#[derive(Debug)]
-struct AnyCertificate(std::sync::Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// One GET with the action's headers (and the kubelet's default `User-Agent:

@@ -556,7 +556,7 @@ fn http_client(host: &RegistryHost) -> Result<HttpClient, ImageError> {
     let config = if host.skip_verify {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_custom_certificate_verifier(Arc::new(AnyServerCertificate(provider)))
             .with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
@@ -578,11 +578,13 @@ fn http_client(host: &RegistryHost) -> Result<HttpClient, ImageError> {
     Ok(HttpClient::new(config, CONNECT_TIMEOUT, READ_TIMEOUT))
 }
 
-/// `skip_verify = true`: accepts any server certificate (signatures are still checked).
+/// Accepts any server certificate (handshake signatures are still checked): a registry's
+/// `skip_verify = true`, and the kubelet-style prober and lifecycle hooks in the agent
+/// (`InsecureSkipVerify`).
 #[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+pub struct AnyServerCertificate(pub Arc<rustls::crypto::CryptoProvider>);
 
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
+impl rustls::client::danger::ServerCertVerifier for AnyServerCertificate {
     fn verify_server_cert(
         &self,
         _end_entity: &rustls::pki_types::CertificateDer<'_>,

@@ -28,6 +28,7 @@ use tonic::transport::Channel;
 pub use credentials::{
     credentials_from_docker_config, docker_config_credentials, Credentials, CredentialsError,
 };
+pub use fetch::AnyServerCertificate;
 pub use hosts::{registry_hosts, HostsError, RegistryHost, DEFAULT_HOSTS_DIR};
 pub use reference::{normalize, ImageRef, ReferenceError};
 
