@@ -154,7 +154,6 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         config: config.clone(),
     });
 
-    pods::update_qos_cgroups(&agent);
     node::register(&agent).await?;
     tokio::spawn(node::run(agent.clone()));
 

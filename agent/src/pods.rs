@@ -120,6 +120,7 @@ impl PodManager {
                 this.workers.lock().remove(&uid);
                 this.agent.pods.write().remove(&uid);
                 this.agent.admitted.lock().remove(&uid);
+                update_qos_cgroups(&this.agent);
             }
             .instrument(span),
         );
@@ -237,14 +238,18 @@ struct Worker {
     rejected: Option<(String, String)>,
     admitted: bool,
     volumes_synced: Option<std::time::Instant>,
+    /// Whether the QoS parents were updated with this pod counted (once per worker; the
+    /// heartbeat loop and worker exits keep them current afterwards).
+    qos_counted: bool,
     volume_paths: std::collections::BTreeMap<String, std::path::PathBuf>,
     next_wake: Option<Duration>,
     /// What the pod source wants, watched by long hooks so a deletion interrupts them.
     desired: Option<watch::Receiver<Desired>>,
 }
 
-/// Brings the QoS parents up to date with the node's allocatable and its active pods (the
-/// kubelet does this before each pod's cgroup is made).
+/// Brings the QoS parents up to date with the node's allocatable and its active pods. Called
+/// before a new pod's cgroup is made, when a pod's worker ends and on every heartbeat (for
+/// pods that finished), as the kubelet's QoS manager does; writes only on change.
 pub fn update_qos_cgroups(agent: &Agent) {
     let cpu = (agent.host.cpus() * 1000).saturating_sub(agent.config.reserved_cpu_millis);
     // kubepods holds capacity minus reservations (eviction thresholds are not subtracted).
@@ -268,6 +273,29 @@ pub fn update_qos_cgroups(agent: &Agent) {
     if let Err(e) = agent.qos.update(&agent.cgroups, want) {
         warn!(cgroup = %agent.qos.kubepods(), error = %e, "updating QoS cgroups");
     }
+}
+
+/// Logs a failed `PostStart`/`PreStop` hook with the kubelet's message (returned) and posts
+/// the `Failed<Kind>Hook` Warning, which, like the kubelet's, leaves out the hook's output
+/// (it may hold secrets).
+fn report_hook_failure(
+    agent: &Agent,
+    pod: &Pod,
+    c: &Container,
+    hook: &k8s_openapi::api::core::v1::LifecycleHandler,
+    error: &hooks::HookError,
+    kind: &str,
+) -> String {
+    let message = hooks::failure_message(pod, c, hook, error);
+    warn!(container = %c.name, error = %message, "{kind} hook failed");
+    agent.events.pod(
+        pod,
+        Some(&c.name),
+        EventType::Warning,
+        &format!("Failed{kind}Hook"),
+        &format!("{kind}Hook failed"),
+    );
+    message
 }
 
 pub fn cgroup_parent(agent: &Agent, pod: &Pod) -> String {
@@ -335,6 +363,7 @@ impl Worker {
             rejected: None,
             admitted: false,
             volumes_synced: None,
+            qos_counted: false,
             volume_paths: Default::default(),
             next_wake: None,
             desired: None,
@@ -535,7 +564,10 @@ impl Worker {
             return Ok(());
         }
 
-        update_qos_cgroups(&self.agent);
+        if !self.qos_counted {
+            update_qos_cgroups(&self.agent);
+            self.qos_counted = true;
+        }
         let cgroup = cgroup_parent(&self.agent, pod);
         if let Err(e) = self.agent.cgroups.ensure(&cgroup, &pod_resources(pod)) {
             warn!(error = %e, "creating pod cgroup");
@@ -1199,23 +1231,8 @@ impl Worker {
                 return;
             }
         };
-        let message = hooks::failure_message(pod, c, hook, &error);
-        warn!(container = %c.name, error = %message, "postStart hook failed");
-        // Like the kubelet, the event does not carry the hook's output (it may hold secrets).
-        agent.events.pod(
-            pod,
-            Some(&c.name),
-            EventType::Warning,
-            "FailedPostStartHook",
-            "PostStartHook failed",
-        );
-        let status = agent
-            .runtime
-            .list_containers_of(&self.uid)
-            .await
-            .ok()
-            .and_then(|all| all.into_iter().find(|s| s.id == id));
-        if let Some(status) = status {
+        let message = report_hook_failure(&agent, pod, c, hook, &error, "PostStart");
+        if let Ok(status) = agent.runtime.container_status(id).await {
             kill_container(
                 &agent,
                 pod,
@@ -1589,16 +1606,7 @@ async fn kill_container(
                 info!(container = %cur.name, "preStop hook did not finish within the grace period")
             }
             Err(e) => {
-                let message = hooks::failure_message(pod, c, hook, &e);
-                warn!(container = %cur.name, error = %message, "preStop hook failed");
-                // Like the kubelet, the event does not carry the hook's output.
-                agent.events.pod(
-                    pod,
-                    Some(&cur.name),
-                    EventType::Warning,
-                    "FailedPreStopHook",
-                    "PreStopHook failed",
-                );
+                report_hook_failure(agent, pod, c, hook, &e, "PreStop");
             }
         }
         left = grace

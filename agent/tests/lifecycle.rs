@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, DeleteParams, ListParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DeleteParams;
 use serde_json::{json, Value};
 
 /// A pod on our node whose containers all mount `shared` at `/shared`.
@@ -49,29 +49,11 @@ fn trap_term(file: &str) -> String {
     format!("trap 'echo term >> /shared/{file}; exit 0' TERM; sleep 3600 & wait")
 }
 
-async fn events(cluster: &Cluster, pod: &str) -> Vec<(String, String, String)> {
-    let api: Api<Event> = Api::namespaced(cluster.client.clone(), "default");
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(pod))
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.message.unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
 /// Waits until an event with `reason` whose message contains `text` exists; returns its type.
 async fn wait_event(cluster: &Cluster, pod: &str, reason: &str, text: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let all = events(cluster, pod).await;
+        let all = cluster.events(pod).await;
         if let Some((kind, _, _)) = all.iter().find(|(_, r, m)| r == reason && m.contains(text)) {
             return kind.clone();
         }
@@ -364,12 +346,13 @@ async fn hooks_run_in_kubelet_order() {
     let kind = wait_event(&cluster, "badstop", "FailedPreStopHook", "").await;
     assert_eq!(kind, "Warning");
     assert!(
-        !events(&cluster, "order")
+        !cluster
+            .events("order")
             .await
             .iter()
             .any(|(_, r, _)| r.starts_with("Failed")),
         "unexpected failure events for order: {:?}",
-        events(&cluster, "order").await
+        cluster.events("order").await
     );
 }
 

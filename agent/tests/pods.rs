@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
 fn busybox_pod(
@@ -26,18 +26,6 @@ fn busybox_pod(
     }
     let _ = image;
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
-}
-
-async fn events_for(cluster: &Cluster, pod: &str) -> Vec<(String, String)> {
-    let api: Api<Event> = Api::namespaced(cluster.client.clone(), "default");
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(pod))
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
 }
 
 #[tokio::test]
@@ -231,10 +219,11 @@ async fn pods_run_crash_finish_and_terminate() {
         "back-off grows: {msg}"
     );
     assert_eq!(phase(&crashed), "Running");
-    assert!(events_for(&cluster, "crash")
+    assert!(cluster
+        .events("crash")
         .await
         .iter()
-        .any(|(r, _)| r == "BackOff"));
+        .any(|(_, r, _)| r == "BackOff"));
 
     // 3. restartPolicy Never: success and failure.
     cluster
@@ -328,16 +317,18 @@ async fn pods_run_crash_finish_and_terminate() {
             .contains(&stubborn_id),
         "container left behind"
     );
-    assert!(events_for(&cluster, "stubborn")
+    assert!(cluster
+        .events("stubborn")
         .await
         .iter()
-        .any(|(r, _)| r == "Killing"));
+        .any(|(_, r, _)| r == "Killing"));
 
     // Events of a normal start.
-    let reasons: Vec<String> = events_for(&cluster, "web")
+    let reasons: Vec<String> = cluster
+        .events("web")
         .await
         .into_iter()
-        .map(|(r, _)| r)
+        .map(|(_, r, _)| r)
         .collect();
     for want in ["Pulled", "Created", "Started"] {
         assert!(
@@ -644,9 +635,9 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         ("too-big", "OutOfmemory"),
         ("bad-command", "Failed"),
     ] {
-        let evs = events_for(&cluster, pod).await;
+        let evs = cluster.events(pod).await;
         assert!(
-            evs.iter().any(|(r, _)| r == reason),
+            evs.iter().any(|(_, r, _)| r == reason),
             "{pod}: no {reason} event in {evs:?}"
         );
     }

@@ -285,6 +285,26 @@ impl Cluster {
         }
     }
 
+    /// Events about `pod` as (type, reason, message).
+    pub async fn events(&self, pod: &str) -> Vec<(String, String, String)> {
+        let api: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.client.clone(), "default");
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new("kubectl")
             .arg("--kubeconfig")

@@ -104,10 +104,6 @@ fn read_exec_output(path: &Path) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-fn libc_sigkill() -> i32 {
-    nix::sys::signal::Signal::SIGKILL as i32
-}
-
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
@@ -459,7 +455,7 @@ impl ContainerdRuntime {
                 .is_some_and(|n| n > 0)
         };
         let mut oom = oom_killed();
-        if !oom && code == 128 + libc_sigkill() {
+        if !oom && code == 128 + nix::sys::signal::Signal::SIGKILL as i32 {
             // The kernel sends the OOM SIGKILL before it logs the kill and bumps the
             // cgroup's oom_kill counter; on a slow console the victim's exit can be
             // reported first. Look once more before calling it a plain error.
