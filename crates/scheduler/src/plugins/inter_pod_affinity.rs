@@ -1,0 +1,335 @@
+//! InterPodAffinity: required pod affinity / anti-affinity (both the incoming pod's and
+//! the existing pods' anti-affinity) filter; preferred terms and existing pods' terms
+//! score, per topology domain.
+
+use std::collections::HashMap;
+
+use crate::framework::Unfit;
+use crate::pod_info::{AffinityTerm, PodInfo};
+use crate::snapshot::{NodeInfo, Snapshot};
+
+type Domain = (String, String);
+
+pub const EXISTING_ANTI: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const ANTI: &str = "node(s) didn't match pod anti-affinity rules";
+
+#[derive(Debug, Default)]
+pub struct FilterState {
+    existing_anti: HashMap<Domain, i64>,
+    affinity: HashMap<Domain, i64>,
+    anti: HashMap<Domain, i64>,
+}
+
+fn bump(m: &mut HashMap<Domain, i64>, node: &NodeInfo, key: &str, by: i64) {
+    if let Some(v) = node.labels.get(key) {
+        *m.entry((key.to_string(), v.clone())).or_default() += by;
+    }
+}
+
+fn matches_all(terms: &[AffinityTerm], p: &PodInfo, snap: &Snapshot) -> bool {
+    let ns = snap.namespaces.get(&p.namespace);
+    terms.iter().all(|t| t.matches(p, ns))
+}
+
+/// Counts, per topology domain, the pods the filter asks about. None: nothing to check.
+pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
+    let mut s = FilterState::default();
+    let own_ns = snap.namespaces.get(&pod.namespace);
+    let incoming = !pod.required_affinity.is_empty() || !pod.required_anti_affinity.is_empty();
+    let mut any_anti = false;
+    for node in snap.nodes() {
+        if node.pods_with_required_anti_affinity > 0 {
+            any_anti = true;
+            for e in node
+                .pods
+                .iter()
+                .filter(|e| !e.required_anti_affinity.is_empty())
+            {
+                for t in e
+                    .required_anti_affinity
+                    .iter()
+                    .filter(|t| t.matches(pod, own_ns))
+                {
+                    bump(&mut s.existing_anti, node, &t.topology_key, 1);
+                }
+            }
+        }
+        if !incoming {
+            continue;
+        }
+        for e in &node.pods {
+            if !pod.required_affinity.is_empty() && matches_all(&pod.required_affinity, e, snap) {
+                for t in &pod.required_affinity {
+                    bump(&mut s.affinity, node, &t.topology_key, 1);
+                }
+            }
+            let ens = snap.namespaces.get(&e.namespace);
+            for t in pod
+                .required_anti_affinity
+                .iter()
+                .filter(|t| t.matches(e, ens))
+            {
+                bump(&mut s.anti, node, &t.topology_key, 1);
+            }
+        }
+    }
+    (incoming || any_anti).then_some(s)
+}
+
+pub fn filter(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    s: &FilterState,
+    snap: &Snapshot,
+) -> Result<(), Unfit> {
+    if !s.existing_anti.is_empty()
+        && node.labels.iter().any(|(k, v)| {
+            s.existing_anti
+                .get(&(k.clone(), v.clone()))
+                .is_some_and(|c| *c > 0)
+        })
+    {
+        return Err(Unfit::new(EXISTING_ANTI));
+    }
+    let mut all_exist = true;
+    for t in &pod.required_affinity {
+        let Some(v) = node.labels.get(&t.topology_key) else {
+            return Err(Unfit::unresolvable(AFFINITY));
+        };
+        if s.affinity
+            .get(&(t.topology_key.clone(), v.clone()))
+            .copied()
+            .unwrap_or(0)
+            <= 0
+        {
+            all_exist = false;
+        }
+    }
+    // The first pod of a group with affinity to itself may go anywhere its topology
+    // labels exist, or such groups could never start.
+    let first_of_group = s.affinity.is_empty() && matches_all(&pod.required_affinity, pod, snap);
+    if !all_exist && !first_of_group {
+        return Err(Unfit::unresolvable(AFFINITY));
+    }
+    for t in &pod.required_anti_affinity {
+        if let Some(v) = node.labels.get(&t.topology_key) {
+            if s.anti
+                .get(&(t.topology_key.clone(), v.clone()))
+                .copied()
+                .unwrap_or(0)
+                > 0
+            {
+                return Err(Unfit::new(ANTI));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Topology key → value → summed term weights.
+#[derive(Debug, Default)]
+pub struct ScoreState {
+    scores: HashMap<String, HashMap<String, i64>>,
+}
+
+impl ScoreState {
+    fn add(&mut self, t: &AffinityTerm, weight: i64, node: &NodeInfo) {
+        if let Some(v) = node.labels.get(&t.topology_key) {
+            *self
+                .scores
+                .entry(t.topology_key.clone())
+                .or_default()
+                .entry(v.clone())
+                .or_default() += weight;
+        }
+    }
+}
+
+/// None: no pod anywhere has a term that could apply.
+pub fn pre_score(pod: &PodInfo, snap: &Snapshot, hard_weight: i64) -> Option<ScoreState> {
+    let has_preferred =
+        !pod.preferred_affinity.is_empty() || !pod.preferred_anti_affinity.is_empty();
+    let own_ns = snap.namespaces.get(&pod.namespace);
+    let mut s = ScoreState::default();
+    for node in snap.nodes() {
+        if !has_preferred && node.pods_with_affinity == 0 {
+            continue;
+        }
+        for e in &node.pods {
+            if has_preferred {
+                let ens = snap.namespaces.get(&e.namespace);
+                for t in pod.preferred_affinity.iter().filter(|t| t.matches(e, ens)) {
+                    s.add(t, t.weight, node);
+                }
+                for t in pod
+                    .preferred_anti_affinity
+                    .iter()
+                    .filter(|t| t.matches(e, ens))
+                {
+                    s.add(t, -t.weight, node);
+                }
+            }
+            if !e.has_affinity() {
+                continue;
+            }
+            if hard_weight > 0 {
+                for t in e
+                    .required_affinity
+                    .iter()
+                    .filter(|t| t.matches(pod, own_ns))
+                {
+                    s.add(t, hard_weight, node);
+                }
+            }
+            for t in e
+                .preferred_affinity
+                .iter()
+                .filter(|t| t.matches(pod, own_ns))
+            {
+                s.add(t, t.weight, node);
+            }
+            for t in e
+                .preferred_anti_affinity
+                .iter()
+                .filter(|t| t.matches(pod, own_ns))
+            {
+                s.add(t, -t.weight, node);
+            }
+        }
+    }
+    (!s.scores.is_empty()).then_some(s)
+}
+
+pub fn score(node: &NodeInfo, s: &ScoreState) -> i64 {
+    s.scores
+        .iter()
+        .filter_map(|(k, values)| values.get(node.labels.get(k)?))
+        .sum()
+}
+
+pub fn normalize(scores: &mut [i64]) {
+    let (min, max) = scores
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+    let diff = max - min;
+    for s in scores.iter_mut() {
+        *s = if diff > 0 { 100 * (*s - min) / diff } else { 0 };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_info::HOSTNAME_KEY;
+    use crate::testing::{node, pod, selector};
+    use k8s_openapi::api::core::v1::{PodAffinity, PodAffinityTerm, WeightedPodAffinityTerm};
+
+    fn cluster() -> Snapshot {
+        let mut s = Snapshot::default();
+        s.upsert_node(&node("a", "4", "8Gi", &[("zone", "z1")]));
+        s.upsert_node(&node("b", "4", "8Gi", &[("zone", "z1")]));
+        s.upsert_node(&node("c", "4", "8Gi", &[("zone", "z2")]));
+        s.upsert_node(&node("d", "4", "8Gi", &[]));
+        s
+    }
+
+    fn run(p: &PodInfo, s: &Snapshot, n: &str) -> Result<(), Unfit> {
+        match pre_filter(p, s) {
+            Some(st) => filter(p, s.node(n).unwrap(), &st, s),
+            None => Ok(()),
+        }
+    }
+
+    fn affinity_to(k: &str, v: &str, key: &str) -> crate::testing::PodBuilder {
+        pod("p").label("app", "web").affinity(|a| {
+            a.pod_affinity = Some(PodAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                    label_selector: Some(selector(&[(k, v)])),
+                    topology_key: key.into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            })
+        })
+    }
+
+    #[test]
+    fn anti_affinity_both_ways() {
+        let mut s = cluster();
+        s.add_pod(pod("db").label("app", "db").info(), "a");
+        let p = pod("p").anti_affinity("app", "db", "zone").info();
+        assert_eq!(
+            run(&p, &s, "b").unwrap_err().reasons,
+            [ANTI],
+            "same zone as db"
+        );
+        assert!(run(&p, &s, "c").is_ok());
+        assert!(
+            run(&p, &s, "d").is_ok(),
+            "no topology label: anti-affinity passes"
+        );
+        // An existing pod's anti-affinity keeps matching pods out of its domain.
+        s.add_pod(
+            pod("lonely")
+                .anti_affinity("app", "web", HOSTNAME_KEY)
+                .info(),
+            "c",
+        );
+        let web = pod("w").label("app", "web").info();
+        assert_eq!(run(&web, &s, "c").unwrap_err().reasons, [EXISTING_ANTI]);
+        assert!(run(&web, &s, "b").is_ok());
+    }
+
+    #[test]
+    fn affinity_needs_a_match_except_for_the_first_of_a_group() {
+        let mut s = cluster();
+        let p = affinity_to("app", "web", "zone").info();
+        assert!(run(&p, &s, "a").is_ok(), "first pod of a self-affine group");
+        assert_eq!(
+            run(&p, &s, "d").unwrap_err().reasons,
+            [AFFINITY],
+            "missing label"
+        );
+        s.add_pod(pod("w1").label("app", "web").info(), "c");
+        assert!(run(&p, &s, "c").is_ok());
+        assert_eq!(run(&p, &s, "a").unwrap_err().reasons, [AFFINITY]);
+        let other = affinity_to("app", "cache", "zone").info();
+        assert!(
+            run(&other, &s, "a").is_err(),
+            "no cache pod and not self-matching"
+        );
+    }
+
+    #[test]
+    fn preferred_terms_score_domains() {
+        let mut s = cluster();
+        s.add_pod(pod("db").label("app", "db").info(), "a");
+        let p = pod("p")
+            .affinity(|a| {
+                a.pod_affinity = Some(PodAffinity {
+                    preferred_during_scheduling_ignored_during_execution: Some(vec![
+                        WeightedPodAffinityTerm {
+                            weight: 10,
+                            pod_affinity_term: PodAffinityTerm {
+                                label_selector: Some(selector(&[("app", "db")])),
+                                topology_key: "zone".into(),
+                                ..Default::default()
+                            },
+                        },
+                    ]),
+                    ..Default::default()
+                })
+            })
+            .info();
+        let st = pre_score(&p, &s, 1).unwrap();
+        let mut scores: Vec<i64> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| score(s.node(n).unwrap(), &st))
+            .collect();
+        assert_eq!(scores, [10, 10, 0, 0]);
+        normalize(&mut scores);
+        assert_eq!(scores, [100, 100, 0, 0]);
+        assert!(pre_score(&pod("q").info(), &s, 1).is_none());
+    }
+}

@@ -1,0 +1,248 @@
+//! The scheduler's view of the cluster: every node with the pods placed on it (bound
+//! or assumed) and their summed requests, kept up to date incrementally by the
+//! informers and the scheduling loop, which owns it (no locks, no copies per cycle).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cairn_semantics::selector::Labels;
+use cairn_semantics::Resources;
+use k8s_openapi::api::core::v1::{Node, Taint};
+
+use crate::pod_info::{normalize_image, HostPort, PodInfo, SharedPod};
+
+#[derive(Debug, Clone, Default)]
+pub struct NodeInfo {
+    pub name: String,
+    pub labels: Labels,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    pub allocatable: Resources,
+    /// Sum of the pods' requests.
+    pub requested: Resources,
+    /// Same with scoring defaults for containers without requests.
+    pub non_zero_requested: Resources,
+    pub pods: Vec<SharedPod>,
+    pub used_ports: Vec<HostPort>,
+    /// Normalised image name → size in bytes.
+    pub images: HashMap<String, i64>,
+    pub pods_with_affinity: usize,
+    pub pods_with_required_anti_affinity: usize,
+    /// Capacity quantities that did not parse (kept to report, counted as zero).
+    pub malformed: Vec<String>,
+}
+
+impl NodeInfo {
+    pub fn from_node(node: &Node) -> NodeInfo {
+        let spec = node.spec.clone().unwrap_or_default();
+        let status = node.status.clone().unwrap_or_default();
+        let (allocatable, malformed) = Resources::from_list_lossy(
+            status
+                .allocatable
+                .as_ref()
+                .or(status.capacity.as_ref())
+                .unwrap_or(&Default::default()),
+        );
+        let mut images = HashMap::new();
+        for img in status.images.iter().flatten() {
+            for n in img.names.iter().flatten() {
+                images.insert(normalize_image(n), img.size_bytes.unwrap_or(0));
+            }
+        }
+        NodeInfo {
+            name: node.metadata.name.clone().unwrap_or_default(),
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            taints: spec.taints.unwrap_or_default(),
+            unschedulable: spec.unschedulable.unwrap_or(false),
+            allocatable,
+            images,
+            malformed,
+            ..Default::default()
+        }
+    }
+
+    fn add_pod(&mut self, p: SharedPod) {
+        self.requested.add(&p.requests);
+        self.non_zero_requested.add(&p.non_zero_requests);
+        self.used_ports.extend(p.host_ports.iter().cloned());
+        if p.has_affinity() {
+            self.pods_with_affinity += 1;
+        }
+        if !p.required_anti_affinity.is_empty() {
+            self.pods_with_required_anti_affinity += 1;
+        }
+        self.pods.push(p);
+    }
+
+    fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
+        let i = self.pods.iter().position(|p| p.uid == uid)?;
+        let p = self.pods.swap_remove(i);
+        self.requested.sub(&p.requests);
+        self.non_zero_requested.sub(&p.non_zero_requests);
+        for hp in &p.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
+        if p.has_affinity() {
+            self.pods_with_affinity -= 1;
+        }
+        if !p.required_anti_affinity.is_empty() {
+            self.pods_with_required_anti_affinity -= 1;
+        }
+        Some(p)
+    }
+
+    /// Takes the new node object's facts, keeping the pods.
+    fn update_from(&mut self, fresh: NodeInfo) {
+        let pods = std::mem::take(&mut self.pods);
+        *self = fresh;
+        for p in pods {
+            self.add_pod(p);
+        }
+    }
+}
+
+/// All nodes and the pods on them.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    nodes: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    /// Pod UID → node name, for every placed pod (bound or assumed).
+    placed: HashMap<String, String>,
+    /// Pods bound to nodes the scheduler has not seen (yet).
+    orphans: HashMap<String, Vec<SharedPod>>,
+    /// Image name → number of nodes that have it.
+    image_nodes: HashMap<String, usize>,
+    pub namespaces: HashMap<String, Labels>,
+}
+
+impl Snapshot {
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|i| &self.nodes[*i])
+    }
+
+    pub fn image_node_count(&self, image: &str) -> usize {
+        self.image_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    pub fn node_of(&self, uid: &str) -> Option<&str> {
+        self.placed.get(uid).map(String::as_str)
+    }
+
+    pub fn upsert_node(&mut self, node: &Node) {
+        let fresh = NodeInfo::from_node(node);
+        let name = fresh.name.clone();
+        match self.index.get(&name) {
+            Some(&i) => {
+                self.count_images(i, -1);
+                self.nodes[i].update_from(fresh);
+                self.count_images(i, 1);
+            }
+            None => {
+                self.nodes.push(fresh);
+                let i = self.nodes.len() - 1;
+                self.index.insert(name.clone(), i);
+                self.count_images(i, 1);
+                for p in self.orphans.remove(&name).unwrap_or_default() {
+                    self.nodes[i].add_pod(p);
+                }
+            }
+        }
+    }
+
+    fn count_images(&mut self, i: usize, delta: isize) {
+        for img in self.nodes[i].images.keys() {
+            let c = self.image_nodes.entry(img.clone()).or_default();
+            *c = c.saturating_add_signed(delta);
+        }
+    }
+
+    /// Removes a node; its pods wait as orphans in case it comes back.
+    pub fn remove_node(&mut self, name: &str) {
+        let Some(i) = self.index.remove(name) else {
+            return;
+        };
+        self.count_images(i, -1);
+        let gone = self.nodes.swap_remove(i);
+        if i < self.nodes.len() {
+            self.index.insert(self.nodes[i].name.clone(), i);
+        }
+        if !gone.pods.is_empty() {
+            self.orphans.insert(gone.name, gone.pods);
+        }
+    }
+
+    /// Places (or re-places) a pod on a node: bound pods from the informer and
+    /// assumed pods from the scheduling cycle alike.
+    pub fn add_pod(&mut self, pod: PodInfo, node: &str) {
+        self.remove_pod(&pod.uid);
+        let uid = pod.uid.clone();
+        let shared = Arc::new(pod);
+        match self.index.get(node) {
+            Some(&i) => self.nodes[i].add_pod(shared),
+            None => self
+                .orphans
+                .entry(node.to_string())
+                .or_default()
+                .push(shared),
+        }
+        self.placed.insert(uid, node.to_string());
+    }
+
+    pub fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
+        let node = self.placed.remove(uid)?;
+        match self.index.get(&node) {
+            Some(&i) => self.nodes[i].remove_pod(uid),
+            None => {
+                let list = self.orphans.get_mut(&node)?;
+                let j = list.iter().position(|p| p.uid == uid)?;
+                let p = list.swap_remove(j);
+                if list.is_empty() {
+                    self.orphans.remove(&node);
+                }
+                Some(p)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn requests_follow_pods_and_nodes() {
+        let mut s = Snapshot::default();
+        s.upsert_node(&node("n1", "4", "8Gi", &[]));
+        s.add_pod(pod("a").cpu("1").info(), "n1");
+        s.add_pod(pod("b").cpu("500m").info(), "n2");
+        assert_eq!(s.node("n1").unwrap().requested.milli_cpu, 1000);
+        s.upsert_node(&node("n2", "2", "1Gi", &[]));
+        assert_eq!(
+            s.node("n2").unwrap().requested.milli_cpu,
+            500,
+            "orphan adopted"
+        );
+        // Re-adding the same uid moves it rather than counting it twice.
+        s.add_pod(pod("a").cpu("1").info(), "n2");
+        assert_eq!(s.node("n1").unwrap().requested.milli_cpu, 0);
+        assert_eq!(s.node("n2").unwrap().requested.milli_cpu, 1500);
+        s.upsert_node(&node("n2", "8", "1Gi", &[]));
+        assert_eq!(s.node("n2").unwrap().pods.len(), 2, "update keeps pods");
+        s.remove_node("n1");
+        assert_eq!(s.num_nodes(), 1);
+        assert_eq!(s.node("n2").unwrap().name, "n2");
+        assert!(s.remove_pod("uid-b").is_some());
+        assert_eq!(s.node("n2").unwrap().requested.milli_cpu, 1000);
+    }
+}

@@ -1,0 +1,12 @@
+//! Kubernetes semantics shared by the API server, the agent, the scheduler and the
+//! controllers, typed over k8s-openapi and free of IO: resource quantities, a pod's
+//! effective requests, QoS class, label/node selectors, taints and tolerations.
+
+pub mod qos;
+pub mod quantity;
+pub mod resources;
+pub mod selector;
+pub mod taints;
+
+pub use quantity::QuantityError;
+pub use resources::Resources;
