@@ -3,6 +3,7 @@
 //! the asynchronous binder that talk to any Kubernetes API server.
 
 pub mod algorithm;
+pub mod config;
 pub mod fit_error;
 pub mod framework;
 pub mod plugins;

@@ -4,7 +4,7 @@
 //! five minutes) instead of spinning the scheduler. Pure: time is passed in.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,6 +71,9 @@ pub struct SchedulingQueue {
     pods: HashMap<String, Entry>,
     active: BinaryHeap<ActiveKey>,
     backoff: BinaryHeap<Reverse<(Instant, u64, String)>>,
+    /// Index of the pods waiting as unschedulable, so a cluster event costs O(them).
+    waiting: HashSet<String>,
+    in_flight: HashSet<String>,
     next_token: u64,
 }
 
@@ -122,6 +125,15 @@ impl SchedulingQueue {
         let Some(e) = self.pods.get_mut(uid) else {
             return;
         };
+        if e.place == Where::Unschedulable {
+            self.waiting.remove(uid);
+        }
+        if e.place == Where::InFlight {
+            self.in_flight.remove(uid);
+        }
+        if place == Where::Unschedulable {
+            self.waiting.insert(uid.to_string());
+        }
         e.place = place;
         e.token = token;
         match place {
@@ -185,6 +197,8 @@ impl SchedulingQueue {
     /// The pod is gone or no longer pending (bound elsewhere, deleted).
     pub fn remove(&mut self, uid: &str) {
         self.pods.remove(uid);
+        self.waiting.remove(uid);
+        self.in_flight.remove(uid);
     }
 
     /// Moves pods whose back-off expired into the active queue.
@@ -231,6 +245,7 @@ impl SchedulingQueue {
                 continue;
             }
             e.place = Where::InFlight;
+            self.in_flight.insert(k.uid.clone());
             e.attempts += 1;
             e.moved_while_in_flight = false;
             return Some(Popped {
@@ -267,17 +282,15 @@ impl SchedulingQueue {
 
     /// Something changed in the cluster that may let waiting pods fit.
     pub fn move_all(&mut self, now: Instant) {
+        for uid in &self.in_flight {
+            if let Some(e) = self.pods.get_mut(uid) {
+                e.moved_while_in_flight = true;
+            }
+        }
         let waiting: Vec<(String, bool)> = self
-            .pods
-            .iter_mut()
-            .filter_map(|(u, e)| match e.place {
-                Where::Unschedulable => Some((u.clone(), e.backoff_until > now)),
-                Where::InFlight => {
-                    e.moved_while_in_flight = true;
-                    None
-                }
-                _ => None,
-            })
+            .waiting
+            .iter()
+            .filter_map(|u| Some((u.clone(), self.pods.get(u)?.backoff_until > now)))
             .collect();
         for (uid, backing_off) in waiting {
             let to = if backing_off {
@@ -291,7 +304,7 @@ impl SchedulingQueue {
 
     /// The pod was placed; it leaves the queue.
     pub fn done(&mut self, uid: &str) {
-        self.pods.remove(uid);
+        self.remove(uid);
     }
 }
 
