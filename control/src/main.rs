@@ -52,6 +52,21 @@ enum Command {
         /// Prefix length of each Node's pod CIDR.
         #[arg(long, default_value_t = 24)]
         node_cidr_mask_size: u8,
+        /// Run the scheduler in this process (a client of the API above).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+        scheduler: bool,
+        /// KubeSchedulerConfiguration file for the embedded scheduler.
+        #[arg(long)]
+        scheduler_config: Option<PathBuf>,
+    },
+    /// Run only the scheduler, against any Kubernetes API server.
+    Scheduler {
+        /// Kubeconfig of the API server to schedule for.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// KubeSchedulerConfiguration file (`kubescheduler.config.k8s.io/v1`).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Print a kubeconfig for this server.
     Kubeconfig {
@@ -68,6 +83,22 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     let (a, b): (u16, u16) = (a.trim().parse()?, b.trim().parse()?);
     anyhow::ensure!(a <= b, "port range {s} is empty");
     Ok((a, b))
+}
+
+fn kube_client_for_url(url: &str) -> anyhow::Result<kube::Client> {
+    let uri: http::Uri = url.parse().with_context(|| format!("server URL {url}"))?;
+    let mut config = kube::Config::new(uri);
+    // The embedded scheduler is the API server's busiest client.
+    config.read_timeout = Some(Duration::from_secs(295));
+    kube::Client::try_from(config).context("building the scheduler's API client")
+}
+
+async fn run_scheduler(
+    client: kube::Client,
+    config: cairn_scheduler::config::SchedulerConfig,
+) -> anyhow::Result<()> {
+    cairn_scheduler::run::Scheduler::run(client, config).await?;
+    anyhow::bail!("scheduler stopped")
 }
 
 #[tokio::main]
@@ -91,7 +122,15 @@ async fn main() -> anyhow::Result<()> {
             allocate_node_cidrs,
             cluster_cidr,
             node_cidr_mask_size,
+            scheduler,
+            scheduler_config,
         } => {
+            // A config error stops startup before anything listens.
+            let scheduler_config = match (scheduler, scheduler_config) {
+                (false, _) => None,
+                (true, Some(path)) => Some(cairn_scheduler::config::SchedulerConfig::load(&path)?),
+                (true, None) => Some(cairn_scheduler::config::SchedulerConfig::default()),
+            };
             let mut config = cairn_apiserver::ServerConfig::new(data_dir);
             config.bind = bind;
             config.service_cidr = service_cluster_ip_range;
@@ -108,11 +147,38 @@ async fn main() -> anyhow::Result<()> {
                 None
             };
             let server = cairn_apiserver::start(config).await?;
+            let url = server.url();
+            let scheduler_task = async move {
+                match scheduler_config {
+                    Some(cfg) => run_scheduler(kube_client_for_url(&url)?, cfg).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 r = server.wait() => r?,
+                r = scheduler_task => r?,
                 _ = tokio::signal::ctrl_c() => {}
             }
             Ok(())
+        }
+        Command::Scheduler { kubeconfig, config } => {
+            let cfg = match config {
+                Some(path) => cairn_scheduler::config::SchedulerConfig::load(&path)?,
+                None => cairn_scheduler::config::SchedulerConfig::default(),
+            };
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig)
+                .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+            let kconf = kube::Config::from_custom_kubeconfig(
+                kc,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
+            let client = kube::Client::try_from(kconf).context("building the API client")?;
+            tokio::select! {
+                r = run_scheduler(client, cfg) => r,
+                _ = tokio::signal::ctrl_c() => Ok(()),
+            }
         }
         Command::Kubeconfig { data_dir, server } => {
             let url = match server {

@@ -9,6 +9,7 @@ pub mod framework;
 pub mod plugins;
 pub mod pod_info;
 pub mod queue;
+pub mod run;
 pub mod snapshot;
 pub mod testing;
 

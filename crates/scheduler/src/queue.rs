@@ -157,8 +157,16 @@ impl SchedulingQueue {
         let is_gated = gated(&pod);
         match self.pods.get_mut(&uid) {
             Some(e) => {
+                // Status-only updates (our own PodScheduled condition among them) do not
+                // make a pod schedulable: only spec, labels or annotations count.
+                let relevant = e.pod.spec != pod.spec
+                    || e.pod.metadata.labels != pod.metadata.labels
+                    || e.pod.metadata.annotations != pod.metadata.annotations;
                 e.priority = priority_of(&pod);
                 e.pod = pod;
+                if !relevant {
+                    return;
+                }
                 let to = match e.place {
                     Where::Gated if !is_gated => Some(Where::Active),
                     Where::Unschedulable if is_gated => Some(Where::Gated),
@@ -378,6 +386,17 @@ mod tests {
         q.upsert(Arc::new(gated), t0);
         q.move_all(t0);
         assert!(q.pop().is_none(), "gated pods stay");
+        let mut status_only = pod("g")
+            .with(|p| {
+                p.spec.as_mut().unwrap().scheduling_gates =
+                    Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+                        name: "x".into(),
+                    }])
+            })
+            .build();
+        status_only.status = Some(Default::default());
+        q.upsert(Arc::new(status_only), t0);
+        assert!(q.pop().is_none(), "a status change does not release it");
         q.upsert(Arc::new(pod("g").build()), t0);
         assert_eq!(q.pop().map(|x| name(&x).to_string()).as_deref(), Some("g"));
         q.remove("uid-a");

@@ -13,6 +13,8 @@ use crate::pod_info::{normalize_image, HostPort, PodInfo, SharedPod};
 
 #[derive(Debug, Clone, Default)]
 pub struct NodeInfo {
+    /// The API object, for extenders that want whole nodes.
+    pub node: Arc<Node>,
     pub name: String,
     pub labels: Labels,
     pub taints: Vec<Taint>,
@@ -50,6 +52,7 @@ impl NodeInfo {
             }
         }
         NodeInfo {
+            node: Arc::new(node.clone()),
             name: node.metadata.name.clone().unwrap_or_default(),
             labels: node.metadata.labels.clone().unwrap_or_default(),
             taints: spec.taints.unwrap_or_default(),

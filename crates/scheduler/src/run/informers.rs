@@ -1,0 +1,70 @@
+//! List-watch of nodes, pods and namespaces (kube-runtime watchers, re-listing after
+//! errors), forwarded into the scheduling loop's channel.
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::Api;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use tokio::sync::mpsc;
+use tracing::warn;
+
+/// What the loop receives.
+pub enum Input {
+    Node(Event<Node>),
+    Pod(Event<Pod>),
+    Namespace(Event<Namespace>),
+    /// A bind finished (Err: the message).
+    Bound {
+        uid: String,
+        pod: std::sync::Arc<Pod>,
+        result: Result<(), String>,
+    },
+}
+
+async fn forward<K>(
+    api: Api<K>,
+    tx: mpsc::Sender<Input>,
+    wrap: fn(Event<K>) -> Input,
+    what: &'static str,
+) where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(e) => {
+                if tx.send(wrap(e)).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => warn!(resource = what, error = %e, "watch failed, re-listing"),
+        }
+    }
+}
+
+pub fn start(client: &Client, tx: &mpsc::Sender<Input>) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(forward(
+            Api::<Node>::all(client.clone()),
+            tx.clone(),
+            Input::Node,
+            "nodes",
+        )),
+        tokio::spawn(forward(
+            Api::<Pod>::all(client.clone()),
+            tx.clone(),
+            Input::Pod,
+            "pods",
+        )),
+        tokio::spawn(forward(
+            Api::<Namespace>::all(client.clone()),
+            tx.clone(),
+            Input::Namespace,
+            "namespaces",
+        )),
+    ]
+}
