@@ -684,6 +684,7 @@ fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) 
         )),
     }
     validate_labels(spec, "nodeSelector", &format!("{p}.nodeSelector"), errs);
+    crate::scheduling_validation::validate_scheduling(spec, p, errs);
     for key in ["serviceAccountName", "nodeName", "schedulerName"] {
         let v = s(spec, key);
         if !v.is_empty() {
@@ -1166,7 +1167,8 @@ fn validate_pod_update(old: &Map<String, Value>, new: &Map<String, Value>, errs:
             }
         }
     }
-    for key in ["activeDeadlineSeconds", "tolerations"] {
+    crate::scheduling_validation::validate_gates_update(os, ns, errs);
+    for key in ["activeDeadlineSeconds", "tolerations", "schedulingGates"] {
         match os.get(key) {
             Some(v) => munged.insert(key.into(), v.clone()),
             None => munged.remove(key),
