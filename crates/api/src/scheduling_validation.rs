@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::status::Cause;
 
-fn list<'a>(v: Option<&'a Value>) -> impl Iterator<Item = (usize, &'a Map<String, Value>)> {
+fn list(v: Option<&Value>) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -12,9 +12,10 @@ use tracing::warn;
 
 /// What the loop receives.
 pub enum Input {
-    Node(Event<Node>),
-    Pod(Event<Pod>),
-    Namespace(Event<Namespace>),
+    // Boxed: the objects are large and the channel holds many inputs.
+    Node(Box<Event<Node>>),
+    Pod(Box<Event<Pod>>),
+    Namespace(Box<Event<Namespace>>),
     /// A bind finished (Err: the message).
     Bound {
         uid: String,
@@ -26,7 +27,7 @@ pub enum Input {
 async fn forward<K>(
     api: Api<K>,
     tx: mpsc::Sender<Input>,
-    wrap: fn(Event<K>) -> Input,
+    wrap: fn(Box<Event<K>>) -> Input,
     what: &'static str,
 ) where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
@@ -37,7 +38,7 @@ async fn forward<K>(
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(e) => {
-                if tx.send(wrap(e)).await.is_err() {
+                if tx.send(wrap(Box::new(e))).await.is_err() {
                     return;
                 }
             }

@@ -134,9 +134,9 @@ impl Scheduler {
     fn handle(&mut self, input: Input) {
         let now = Instant::now();
         match input {
-            Input::Node(ev) => self.on_node(ev, now),
-            Input::Pod(ev) => self.on_pod_event(ev, now),
-            Input::Namespace(ev) => match ev {
+            Input::Node(ev) => self.on_node(*ev, now),
+            Input::Pod(ev) => self.on_pod_event(*ev, now),
+            Input::Namespace(ev) => match *ev {
                 Event::Apply(ns) | Event::InitApply(ns) => {
                     let name = ns.metadata.name.clone().unwrap_or_default();
                     self.snapshot
