@@ -243,11 +243,11 @@ cairn is up (${elapsed}s): node $CAIRN_NODE_NAME ($CAIRN_NODE_IP, pods $pod_cidr
 
   export KUBECONFIG=$KUBECONFIG_PATH
   kubectl get nodes
-  kubectl run bb --image=busybox --restart=Never \\
-      --overrides='{"apiVersion":"v1","spec":{"nodeName":"$CAIRN_NODE_NAME"}}' -- sh -c 'echo hello; sleep 3600'
+  kubectl run bb --image=busybox --restart=Never -- sh -c 'echo hello; sleep 3600'
   kubectl get pod bb -o wide; kubectl logs bb
 
-There is no scheduler yet: a pod runs only with spec.nodeName: $CAIRN_NODE_NAME.
+The scheduler in cairn-control places pods on $CAIRN_NODE_NAME (no workload controllers yet:
+Deployments create no pods).
 docker.io/library/busybox is served by the registry at 127.0.0.1:$REGISTRY_PORT inside the
 namespace (push more there: nsenter --net=$NETNS_PATH ...); other images need internet.
 Daemon logs: $CAIRN_LOG_DIR/{control,agent,containerd,registry,forward}.log

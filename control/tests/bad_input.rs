@@ -60,7 +60,9 @@ fn assert_status(got: &(u16, Value), code: u16, reason: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_status_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    // The API alone: an embedded scheduler would update the pods under test (PodScheduled)
+    // and turn the stale-resourceVersion checks into races.
+    let server = Server::start_with(dir.path(), &["--scheduler=false"]);
     let api = Api {
         c: reqwest::Client::builder()
             .timeout(Duration::from_secs(20))

@@ -136,7 +136,7 @@ fn pods_spread_obey_selectors_and_report_why_not() {
         json!({"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "5"}}}], "nodeSelector": {"disk": "ssd"}}),
     );
     let msg = wait_failed(&k, "huge");
-    assert_eq!(msg, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector.");
+    assert_eq!(msg, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.");
     let cond = k.ok(&[
         "get",
         "pod",
@@ -168,7 +168,7 @@ fn pods_spread_obey_selectors_and_report_why_not() {
     create_pod(&k, "nowhere", json!({}));
     assert_eq!(
         wait_failed(&k, "nowhere"),
-        "0/3 nodes are available: 3 node(s) were unschedulable."
+        "0/3 nodes are available: 3 node(s) were unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
     // Uncordoning is a node event: the waiting pod is retried without any poke.
     k.ok(&["uncordon", "n2"]);
@@ -205,7 +205,7 @@ fn affinity_spread_and_gates() {
     // The placed pods' own anti-affinity is checked first, as upstream does.
     assert_eq!(
         wait_failed(&k, "solo3"),
-        "0/3 nodes are available: 3 node(s) didn't satisfy existing pods anti-affinity rules."
+        "0/3 nodes are available: 3 node(s) didn't satisfy existing pods anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     );
     // Zone spread with maxSkew 1: two pods land in different zones.
     let spread = json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
@@ -258,6 +258,103 @@ fn affinity_spread_and_gates() {
         stderr.contains("operator: Invalid value: \"Near\": not a valid selector operator"),
         "{stderr}"
     );
+}
+
+#[test]
+fn priority_classes_and_preemption() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let k = Kubectl::new(33, &server);
+    let pcs = k.ok(&["get", "priorityclasses"]);
+    assert!(
+        pcs.contains("system-node-critical") && pcs.contains("2000001000"),
+        "{pcs}"
+    );
+    k.ok(&[
+        "create",
+        "priorityclass",
+        "high",
+        "--value=1000",
+        "--description=test",
+    ]);
+    let err = k.fails(&["create", "priorityclass", "system-mine", "--value=1"]);
+    assert!(err.contains("reserved for system use only"), "{err}");
+    add_nodes(&k, &[("n1", "2", &[])]);
+    let cpu =
+        |q: &str| json!([{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": q}}}]);
+    create_pod(&k, "low", json!({"containers": cpu("1500m")}));
+    assert_eq!(wait_bound(&k, "low"), "n1");
+    // An unknown class is refused at admission.
+    let bad = pod_json("nope", json!({"priorityClassName": "missing"}));
+    let child = k
+        .command(&["create", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = finish_with_stdin(child, &bad);
+    assert!(
+        stderr.contains("pods \"nope\" is forbidden: no PriorityClass with name missing was found"),
+        "{stderr}"
+    );
+    // The high-priority pod fits only if `low` goes: it is nominated and `low` deleted.
+    create_pod(
+        &k,
+        "urgent",
+        json!({"priorityClassName": "high", "containers": cpu("1")}),
+    );
+    assert_eq!(
+        k.ok(&["get", "pod", "urgent", "-o", "jsonpath={.spec.priority}"]),
+        "1000"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while k
+        .ok(&[
+            "get",
+            "pod",
+            "low",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "low was never preempted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "pod",
+            "urgent",
+            "-o",
+            "jsonpath={.status.nominatedNodeName}"
+        ]),
+        "n1"
+    );
+    let ev = k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=low,reason=Preempted",
+        "-o",
+        "jsonpath={.items[0].message}",
+    ]);
+    assert!(
+        ev.starts_with("Preempted by pod ") && ev.ends_with(" on node n1"),
+        "{ev}"
+    );
+    // Acting as n1's agent: the victim's containers are gone, confirm the deletion.
+    k.ok(&["delete", "pod", "low", "--grace-period=0", "--force"]);
+    assert_eq!(wait_bound(&k, "urgent"), "n1");
+    // Equal priority never preempts.
+    create_pod(
+        &k,
+        "peer",
+        json!({"priorityClassName": "high", "containers": cpu("1500m")}),
+    );
+    assert!(wait_failed(&k, "peer").ends_with(
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    ));
 }
 
 fn finish_with_stdin(mut child: std::process::Child, input: &str) -> String {
@@ -443,7 +540,7 @@ fn extenders_filter_prioritize_bind_and_fail_clearly() {
     );
     assert_eq!(
         wait_failed(&k, "big"),
-        "0/3 nodes are available: 1 extender says no, 2 Insufficient cpu."
+        "0/3 nodes are available: 1 extender says no, 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     );
     drop(server);
 

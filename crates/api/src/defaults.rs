@@ -27,6 +27,9 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("apps", "ReplicaSet") => default_replica_set(o),
         ("apps", "DaemonSet") => default_daemon_set(o),
         ("discovery.k8s.io", "EndpointSlice") => default_endpoint_slice(o),
+        ("scheduling.k8s.io", "PriorityClass") => {
+            set_default(o, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
         _ => {}
     }
 }

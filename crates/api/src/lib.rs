@@ -5,7 +5,7 @@
 
 pub mod defaults;
 pub mod registry;
-mod scheduling_validation;
+pub mod scheduling_validation;
 pub mod schema;
 pub mod status;
 pub mod table;

@@ -245,6 +245,53 @@ pub(crate) fn validate_gates_update(
     }
 }
 
+/// The classes every cluster has (upstream `SystemPriorityClasses`).
+pub const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
+    ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+];
+const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
+
+pub(crate) fn validate_priority_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let name = o
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let value = o.get("value").and_then(Value::as_i64).unwrap_or(0);
+    let system = SYSTEM_PRIORITY_CLASSES
+        .iter()
+        .any(|(n, v, _)| *n == name && *v == value);
+    if !system && name.starts_with("system-") {
+        errs.push(Cause::forbidden(
+            "metadata.name",
+            "priority class names with 'system-' prefix are reserved for system use only",
+        ));
+    } else if !system && value > HIGHEST_USER_DEFINABLE_PRIORITY {
+        errs.push(Cause::forbidden("value", &format!("maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")));
+    }
+    let policy = text(o, "preemptionPolicy");
+    if !matches!(policy, "" | "PreemptLowerPriority" | "Never") {
+        errs.push(Cause::not_supported(
+            "preemptionPolicy",
+            policy,
+            &["Never", "PreemptLowerPriority"],
+        ));
+    }
+}
+
+pub(crate) fn validate_priority_class_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    for key in ["value", "preemptionPolicy"] {
+        if old.get(key) != new.get(key) {
+            errs.push(Cause::forbidden(key, "may not be changed in an update."));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +329,36 @@ mod tests {
             "spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: \"Maybe\": supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
         ]);
         assert!(check(json!({"affinity": {"nodeAffinity": {}}})).is_empty());
+    }
+
+    #[test]
+    fn priority_classes() {
+        let check = |v: Value| {
+            let mut errs = Vec::new();
+            validate_priority_class(v.as_object().unwrap(), &mut errs);
+            errs.iter().map(Cause::describe).collect::<Vec<_>>()
+        };
+        assert!(check(json!({"metadata": {"name": "high"}, "value": 1000})).is_empty());
+        assert!(check(
+            json!({"metadata": {"name": "system-node-critical"}, "value": 2_000_001_000})
+        )
+        .is_empty());
+        assert_eq!(check(json!({"metadata": {"name": "system-mine"}, "value": 1})),
+            ["metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only"]);
+        assert_eq!(
+            check(json!({"metadata": {"name": "huge"}, "value": 1_000_000_001})),
+            ["value: Forbidden: maximum allowed value of a user defined priority is 1000000000"]
+        );
+        let mut errs = Vec::new();
+        validate_priority_class_update(
+            json!({"value": 1}).as_object().unwrap(),
+            json!({"value": 2}).as_object().unwrap(),
+            &mut errs,
+        );
+        assert_eq!(
+            errs[0].describe(),
+            "value: Forbidden: may not be changed in an update."
+        );
     }
 
     #[test]

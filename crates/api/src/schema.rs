@@ -100,7 +100,7 @@ pub fn normalize_kind(
     kind: &str,
     obj: &Value,
 ) -> Result<Normalized, SchemaError> {
-    use k8s_openapi::api::{apps, autoscaling, coordination, core, discovery};
+    use k8s_openapi::api::{apps, autoscaling, coordination, core, discovery, scheduling};
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
     let mut out = match (api_version, kind) {
         ("v1", "Namespace") => roundtrip::<core::v1::Namespace>(kind, version, obj),
@@ -123,6 +123,9 @@ pub fn normalize_kind(
             roundtrip::<coordination::v1::Lease>(kind, version, obj)
         }
         ("autoscaling/v1", "Scale") => roundtrip::<autoscaling::v1::Scale>(kind, version, obj),
+        ("scheduling.k8s.io/v1", "PriorityClass") => {
+            roundtrip::<scheduling::v1::PriorityClass>(kind, version, obj)
+        }
         _ => {
             return Ok(Normalized {
                 value: obj.clone(),

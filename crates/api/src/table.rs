@@ -235,6 +235,13 @@ fn columns(resource: &ResourceInfo) -> Vec<Col> {
             col("Endpoints", "string", "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints."),
             AGE,
         ],
+        ("scheduling.k8s.io", "PriorityClass") => vec![
+            NAME,
+            col("Value", "integer", "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec."),
+            col("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
+            AGE,
+            col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."),
+        ],
         ("coordination.k8s.io", "Lease") => vec![
             NAME,
             col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
@@ -477,6 +484,18 @@ fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<V
                 json!(format_discovery_ports(obj)),
                 json!(format_discovery_endpoints(obj)),
                 json!(created),
+            ],
+            Vec::new(),
+        ),
+        ("scheduling.k8s.io", "PriorityClass") => (
+            vec![
+                name,
+                get(obj, &["value"]).cloned().unwrap_or(json!(0)),
+                json!(get(obj, &["globalDefault"])
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)),
+                json!(created),
+                json!(get_str(obj, &["preemptionPolicy"])),
             ],
             Vec::new(),
         ),

@@ -58,6 +58,9 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("apps", "DaemonSet") => validate_daemon_set(o, &mut errs),
         ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
         ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),
+        ("scheduling.k8s.io", "PriorityClass") => {
+            crate::scheduling_validation::validate_priority_class(o, &mut errs)
+        }
         _ => {}
     }
     errs
@@ -85,6 +88,9 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
             validate_immutable_data(o, n, &["data"], &mut errs);
         }
         ("", "Node") => validate_node_update(o, n, &mut errs),
+        ("scheduling.k8s.io", "PriorityClass") => {
+            crate::scheduling_validation::validate_priority_class_update(o, n, &mut errs)
+        }
         ("apps", "Deployment") | ("apps", "ReplicaSet") | ("apps", "DaemonSet") => {
             let old_sel = path(o, &["spec", "selector"]);
             let new_sel = path(n, &["spec", "selector"]);

@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod nodeipam;
 pub mod objects;
 pub mod podlog;
+pub mod priority;
 pub mod render;
 pub mod request;
 pub mod selectors;

@@ -444,6 +444,12 @@ impl ApiState {
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, None);
         self.admit_kind_specific(r, &mut obj, None);
         let name = name_of(&obj).to_string();
+        if r.kind == "Pod" && r.group.is_empty() {
+            crate::priority::admit_pod(&self.cache, &mut obj, &name)?;
+        }
+        if crate::priority::is_priority_class(r) {
+            crate::priority::admit_class(&self.cache, &obj, None)?;
+        }
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
         let causes = cairn_api::validation::validate_create(r, &obj);
         if !causes.is_empty() {
@@ -697,6 +703,9 @@ impl ApiState {
         let op = if opts.apply { "Apply" } else { "Update" };
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
         self.admit_kind_specific(r, &mut obj, Some(old));
+        if crate::priority::is_priority_class(r) {
+            crate::priority::admit_class(&self.cache, &obj, Some(old))?;
+        }
         let causes = cairn_api::validation::validate_update(r, old, &obj);
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
@@ -1326,6 +1335,16 @@ impl ApiState {
             if self.cache.get(&nsr.key(None, ns)).is_none() {
                 self.create(nsr, None, json!({"metadata": {"name": ns}}), &opts)
                     .await?;
+            }
+        }
+        let pcr = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
+            .ok_or_else(|| Status::internal("priorityclasses not registered"))?;
+        for (name, value, description) in cairn_api::scheduling_validation::SYSTEM_PRIORITY_CLASSES
+        {
+            if self.cache.get(&pcr.key(None, name)).is_none() {
+                let body =
+                    json!({"metadata": {"name": name}, "value": value, "description": description});
+                self.create(pcr, None, body, &opts).await?;
             }
         }
         let svc = registry::find("", "v1", "services")

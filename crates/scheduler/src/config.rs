@@ -63,7 +63,7 @@ struct FileProfile {
     plugin_config: Vec<FilePluginConfig>,
 }
 
-// Extension points other than filter/score/multiPoint are accepted and not read.
+// Extension points other than filter/score/postFilter/multiPoint are accepted, not read.
 #[allow(dead_code)]
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -323,6 +323,18 @@ fn resolve_profile(
             apply_set(&format!("{field}.plugins.score"), s, &mut p.scores, |_| {
                 true
             })?;
+        }
+        if let Some(s) = &plugins.post_filter {
+            let named = |list: &[FilePlugin]| {
+                list.iter()
+                    .any(|x| x.name == "DefaultPreemption" || x.name == "*")
+            };
+            if named(&s.disabled) {
+                p.preemption = false;
+            }
+            if s.enabled.iter().any(|x| x.name == "DefaultPreemption") {
+                p.preemption = true;
+            }
         }
     }
     for (f, _) in &filters {

@@ -113,6 +113,8 @@ pub struct Profile {
     /// PodTopologySpread's `defaultingType: System` constraints.
     pub system_default_spreading: bool,
     pub percentage_of_nodes_to_score: Option<i32>,
+    /// The DefaultPreemption post-filter.
+    pub preemption: bool,
 }
 
 impl Profile {
@@ -145,6 +147,7 @@ impl Profile {
             hard_pod_affinity_weight: 1,
             system_default_spreading: true,
             percentage_of_nodes_to_score: None,
+            preemption: true,
         }
     }
 }

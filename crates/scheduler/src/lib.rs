@@ -8,6 +8,7 @@ pub mod fit_error;
 pub mod framework;
 pub mod plugins;
 pub mod pod_info;
+pub mod preemption;
 pub mod queue;
 pub mod run;
 pub mod snapshot;

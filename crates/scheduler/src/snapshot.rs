@@ -64,7 +64,7 @@ impl NodeInfo {
         }
     }
 
-    fn add_pod(&mut self, p: SharedPod) {
+    pub(crate) fn add_pod(&mut self, p: SharedPod) {
         self.requested.add(&p.requests);
         self.non_zero_requested.add(&p.non_zero_requests);
         self.used_ports.extend(p.host_ports.iter().cloned());
@@ -77,7 +77,7 @@ impl NodeInfo {
         self.pods.push(p);
     }
 
-    fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
+    pub(crate) fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
         let i = self.pods.iter().position(|p| p.uid == uid)?;
         let p = self.pods.swap_remove(i);
         self.requested.sub(&p.requests);

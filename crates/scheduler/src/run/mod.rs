@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::Event;
 use kube::Client;
 use tokio::sync::{mpsc, Semaphore};
@@ -22,7 +22,9 @@ use tracing::{debug, info, info_span, warn};
 
 use crate::algorithm::{self, Cursor};
 use crate::config::SchedulerConfig;
+use crate::fit_error::FitError;
 use crate::pod_info::PodInfo;
+use crate::preemption::{self, Preemption};
 use crate::queue::SchedulingQueue;
 use crate::snapshot::Snapshot;
 use cycle::CycleError;
@@ -339,9 +341,17 @@ impl Scheduler {
                 self.queue.done(&id);
                 self.spawn_bind(pod, info, node).await;
             }
-            Err(CycleError::Fit(fit)) => {
-                debug!(reason = %fit, "unschedulable");
+            Err(CycleError::Fit(mut fit)) => {
                 self.queue.unschedulable(&id, now);
+                if let FitError::Unfit { post_filter, .. } = &mut fit {
+                    if profile.preemption {
+                        match preemption::preempt(&info, &self.snapshot, profile) {
+                            Ok(p) => self.preempt_for(&pod, p),
+                            Err(why) => *post_filter = Some(why),
+                        }
+                    }
+                }
+                debug!(reason = %fit, "unschedulable");
                 self.reporter
                     .unschedulable(pod, "Unschedulable", fit.to_string());
             }
@@ -353,6 +363,58 @@ impl Scheduler {
             }
         }
         true
+    }
+
+    /// Nominates the node for the pod and deletes the victims (gracefully); the pod is
+    /// retried when their deletion frees the node.
+    fn preempt_for(&self, pod: &Arc<Pod>, p: Preemption) {
+        let preemptor = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or(""),
+            pod.metadata.name.as_deref().unwrap_or("")
+        );
+        info!(
+            preemptor,
+            node = p.node,
+            victims = p.victims.len(),
+            "preempting"
+        );
+        let client = self.client.clone();
+        let reporter = self.reporter.clone();
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api = Api::<Pod>::namespaced(client.clone(), &ns);
+            let patch = serde_json::json!({"status": {"nominatedNodeName": p.node}});
+            if let Err(e) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                warn!(pod = preemptor, error = %e, "could not set nominatedNodeName");
+            }
+            for v in &p.victims {
+                let victim = Pod {
+                    metadata: ObjectMeta {
+                        name: Some(v.name.clone()),
+                        namespace: Some(v.namespace.clone()),
+                        uid: Some(v.uid.clone()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                let msg = format!(
+                    "Preempted by pod {} on node {}",
+                    pod.metadata.uid.as_deref().unwrap_or(""),
+                    p.node
+                );
+                reporter.event(&victim, "Normal", "Preempted", &msg);
+                let vapi = Api::<Pod>::namespaced(client.clone(), &v.namespace);
+                if let Err(e) = vapi.delete(&v.name, &DeleteParams::default()).await {
+                    warn!(victim = v.name, error = %e, "could not delete preemption victim");
+                }
+            }
+        });
     }
 
     async fn spawn_bind(&mut self, pod: Arc<Pod>, info: PodInfo, node: String) {
