@@ -8,7 +8,35 @@ use crate::framework::Unfit;
 use crate::pod_info::{AffinityTerm, PodInfo};
 use crate::snapshot::{NodeInfo, Snapshot};
 
-type Domain = (String, String);
+/// Topology key → value → count; looked up by `&str` without allocating.
+#[derive(Debug, Default)]
+pub struct DomainCounts(HashMap<String, HashMap<String, i64>>);
+
+impl DomainCounts {
+    fn bump(&mut self, node: &NodeInfo, key: &str, by: i64) {
+        let Some(v) = node.labels.get(key) else {
+            return;
+        };
+        let values = match self.0.get_mut(key) {
+            Some(values) => values,
+            None => self.0.entry(key.to_string()).or_default(),
+        };
+        match values.get_mut(v.as_str()) {
+            Some(c) => *c += by,
+            None => {
+                values.insert(v.clone(), by);
+            }
+        }
+    }
+
+    fn get(&self, key: &str, value: &str) -> i64 {
+        self.0.get(key).and_then(|m| m.get(value)).copied().unwrap_or(0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 pub const EXISTING_ANTI: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
 pub const AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -16,15 +44,9 @@ pub const ANTI: &str = "node(s) didn't match pod anti-affinity rules";
 
 #[derive(Debug, Default)]
 pub struct FilterState {
-    existing_anti: HashMap<Domain, i64>,
-    affinity: HashMap<Domain, i64>,
-    anti: HashMap<Domain, i64>,
-}
-
-fn bump(m: &mut HashMap<Domain, i64>, node: &NodeInfo, key: &str, by: i64) {
-    if let Some(v) = node.labels.get(key) {
-        *m.entry((key.to_string(), v.clone())).or_default() += by;
-    }
+    existing_anti: DomainCounts,
+    affinity: DomainCounts,
+    anti: DomainCounts,
 }
 
 fn matches_all(terms: &[AffinityTerm], p: &PodInfo, snap: &Snapshot) -> bool {
@@ -51,7 +73,7 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
                     .iter()
                     .filter(|t| t.matches(pod, own_ns))
                 {
-                    bump(&mut s.existing_anti, node, &t.topology_key, 1);
+                    s.existing_anti.bump(node, &t.topology_key, 1);
                 }
             }
         }
@@ -61,7 +83,7 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
         for e in &node.pods {
             if !pod.required_affinity.is_empty() && matches_all(&pod.required_affinity, e, snap) {
                 for t in &pod.required_affinity {
-                    bump(&mut s.affinity, node, &t.topology_key, 1);
+                    s.affinity.bump(node, &t.topology_key, 1);
                 }
             }
             let ens = snap.namespaces.get(&e.namespace);
@@ -70,7 +92,7 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
                 .iter()
                 .filter(|t| t.matches(e, ens))
             {
-                bump(&mut s.anti, node, &t.topology_key, 1);
+                s.anti.bump(node, &t.topology_key, 1);
             }
         }
     }
@@ -84,11 +106,7 @@ pub fn filter(
     snap: &Snapshot,
 ) -> Result<(), Unfit> {
     if !s.existing_anti.is_empty()
-        && node.labels.iter().any(|(k, v)| {
-            s.existing_anti
-                .get(&(k.clone(), v.clone()))
-                .is_some_and(|c| *c > 0)
-        })
+        && node.labels.iter().any(|(k, v)| s.existing_anti.get(k, v) > 0)
     {
         return Err(Unfit::new(EXISTING_ANTI));
     }
@@ -97,12 +115,7 @@ pub fn filter(
         let Some(v) = node.labels.get(&t.topology_key) else {
             return Err(Unfit::unresolvable(AFFINITY));
         };
-        if s.affinity
-            .get(&(t.topology_key.clone(), v.clone()))
-            .copied()
-            .unwrap_or(0)
-            <= 0
-        {
+        if s.affinity.get(&t.topology_key, v) <= 0 {
             all_exist = false;
         }
     }
@@ -114,12 +127,7 @@ pub fn filter(
     }
     for t in &pod.required_anti_affinity {
         if let Some(v) = node.labels.get(&t.topology_key) {
-            if s.anti
-                .get(&(t.topology_key.clone(), v.clone()))
-                .copied()
-                .unwrap_or(0)
-                > 0
-            {
+            if s.anti.get(&t.topology_key, v) > 0 {
                 return Err(Unfit::new(ANTI));
             }
         }

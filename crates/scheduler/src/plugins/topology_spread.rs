@@ -36,20 +36,58 @@ fn count_matching(c: &SpreadConstraint, pod: &PodInfo, node: &NodeInfo) -> i64 {
 #[derive(Debug)]
 pub struct FilterState {
     constraints: Vec<SpreadConstraint>,
-    /// Per constraint: domain value → matching pods.
-    counts: Vec<HashMap<String, i64>>,
+    /// Per constraint: domain value → matching pods; None for the hostname key, whose
+    /// domain is the node itself and is counted when that node is filtered.
+    counts: Vec<Option<HashMap<String, i64>>>,
+    /// Per constraint: the global minimum the skew is measured against.
+    min_match: Vec<i64>,
 }
 
-impl FilterState {
-    fn min_match(&self, i: usize) -> i64 {
-        let domains = &self.counts[i];
-        if let Some(min_domains) = self.constraints[i].min_domains {
-            if (domains.len() as i64) < i64::from(min_domains) {
-                return 0;
-            }
+/// Counts per domain for a non-hostname key. Domains are few, so the values are found
+/// in a short list borrowed from the snapshot and only owned at the end.
+fn domain_counts<'a>(
+    c: &SpreadConstraint,
+    pod: &PodInfo,
+    eligible: &[&'a NodeInfo],
+) -> HashMap<String, i64> {
+    let mut found: Vec<(&'a str, i64)> = Vec::new();
+    for node in eligible.iter().filter(|n| included(c, pod, n)) {
+        let v = node.labels.get(&c.topology_key).map_or("", String::as_str);
+        let n = if node.pods.is_empty() { 0 } else { count_matching(c, pod, node) };
+        match found.iter_mut().find(|(d, _)| *d == v) {
+            Some((_, count)) => *count += n,
+            None => found.push((v, n)),
         }
-        domains.values().copied().min().unwrap_or(0)
     }
+    found.into_iter().map(|(d, n)| (d.to_string(), n)).collect()
+}
+
+/// The hostname key's global minimum: stops at the first eligible node with none
+/// (nothing is lower), unless minDomains needs the number of domains.
+fn hostname_min(c: &SpreadConstraint, pod: &PodInfo, eligible: &[&NodeInfo]) -> i64 {
+    let mut min = i64::MAX;
+    let mut domains = 0i64;
+    for node in eligible.iter().filter(|n| included(c, pod, n)) {
+        domains += 1;
+        min = min.min(count_matching(c, pod, node));
+        if min == 0 && c.min_domains.is_none() {
+            return 0;
+        }
+    }
+    if c.min_domains.is_some_and(|m| domains < i64::from(m)) || min == i64::MAX {
+        0
+    } else {
+        min
+    }
+}
+
+fn min_match(domains: &HashMap<String, i64>, c: &SpreadConstraint) -> i64 {
+    if let Some(min_domains) = c.min_domains {
+        if (domains.len() as i64) < i64::from(min_domains) {
+            return 0;
+        }
+    }
+    domains.values().copied().min().unwrap_or(0)
 }
 
 pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
@@ -58,27 +96,27 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
     if constraints.is_empty() {
         return None;
     }
-    let mut counts = vec![HashMap::new(); constraints.len()];
-    for node in snap
+    let eligible: Vec<&NodeInfo> = snap
         .nodes()
         .iter()
         .filter(|n| has_all_keys(n, &constraints))
-    {
-        for (i, c) in constraints.iter().enumerate() {
-            if !included(c, pod, node) {
-                continue;
-            }
-            let v = node
-                .labels
-                .get(&c.topology_key)
-                .cloned()
-                .unwrap_or_default();
-            *counts[i].entry(v).or_default() += count_matching(c, pod, node);
+        .collect();
+    let mut counts = Vec::with_capacity(constraints.len());
+    let mut mins = Vec::with_capacity(constraints.len());
+    for c in &constraints {
+        if c.topology_key == HOSTNAME_KEY {
+            mins.push(hostname_min(c, pod, &eligible));
+            counts.push(None);
+        } else {
+            let d = domain_counts(c, pod, &eligible);
+            mins.push(min_match(&d, c));
+            counts.push(Some(d));
         }
     }
     Some(FilterState {
         constraints,
         counts,
+        min_match: mins,
     })
 }
 
@@ -91,8 +129,11 @@ pub fn filter(pod: &PodInfo, node: &NodeInfo, s: &FilterState) -> Result<(), Unf
             SpreadSelector::Labels(sel) => i64::from(sel.matches(&pod.labels)),
             SpreadSelector::SameOwner(_) => 1,
         };
-        let existing = s.counts[i].get(v).copied().unwrap_or(0);
-        if existing + self_match - s.min_match(i) > i64::from(c.max_skew) {
+        let existing = match &s.counts[i] {
+            Some(domains) => domains.get(v).copied().unwrap_or(0),
+            None => count_matching(c, pod, node),
+        };
+        if existing + self_match - s.min_match[i] > i64::from(c.max_skew) {
             return Err(Unfit::new(NOT_MATCH));
         }
     }
