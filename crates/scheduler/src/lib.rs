@@ -4,6 +4,7 @@
 
 pub mod algorithm;
 pub mod config;
+pub mod domain_cache;
 pub mod fit_error;
 pub mod framework;
 pub mod plugins;

@@ -77,7 +77,7 @@ impl AffinityTerm {
 }
 
 /// Which pods a spread constraint counts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SpreadSelector {
     Labels(Selector),
     /// System default spreading: pods of the same controller.

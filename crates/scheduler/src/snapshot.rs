@@ -9,6 +9,7 @@ use cairn_semantics::selector::Labels;
 use cairn_semantics::Resources;
 use k8s_openapi::api::core::v1::{Node, Taint};
 
+use crate::domain_cache::DomainCache;
 use crate::pod_info::{normalize_image, HostPort, PodInfo, SharedPod};
 
 #[derive(Debug, Clone, Default)]
@@ -118,9 +119,47 @@ pub struct Snapshot {
     /// Image name → number of nodes that have it.
     image_nodes: HashMap<String, usize>,
     pub namespaces: HashMap<String, Labels>,
+    /// Label key → number of nodes carrying it.
+    key_nodes: HashMap<String, usize>,
+    /// Hostname label value → nodes carrying it, and how many values are shared.
+    hostnames: HashMap<String, usize>,
+    shared_hostnames: usize,
+    /// Spread constraints' per-domain counts, kept across cycles.
+    pub domains: DomainCache,
 }
 
 impl Snapshot {
+    /// Whether every node has the label key (then no node is left out of a domain count).
+    pub fn all_nodes_have(&self, key: &str) -> bool {
+        self.key_nodes.get(key) == Some(&self.nodes.len())
+    }
+
+    /// Whether no two nodes share a hostname label value, so a hostname domain is one node.
+    pub fn hostnames_unique(&self) -> bool {
+        self.shared_hostnames == 0
+    }
+
+    fn count_keys(&mut self, i: usize, delta: isize) {
+        for k in self.nodes[i].labels.keys() {
+            let c = self.key_nodes.entry(k.clone()).or_default();
+            *c = c.saturating_add_signed(delta);
+        }
+        if let Some(h) = self.nodes[i].labels.get(crate::pod_info::HOSTNAME_KEY) {
+            let c = self.hostnames.entry(h.clone()).or_default();
+            let before = *c;
+            *c = c.saturating_add_signed(delta);
+            // A value is shared while two or more nodes carry it.
+            match (before >= 2, *c >= 2) {
+                (false, true) => self.shared_hostnames += 1,
+                (true, false) => self.shared_hostnames -= 1,
+                _ => {}
+            }
+            if *c == 0 {
+                self.hostnames.remove(h);
+            }
+        }
+    }
+
     pub fn nodes(&self) -> &[NodeInfo] {
         &self.nodes
     }
@@ -142,19 +181,23 @@ impl Snapshot {
     }
 
     pub fn upsert_node(&mut self, node: &Node) {
+        self.domains.clear();
         let fresh = NodeInfo::from_node(node);
         let name = fresh.name.clone();
         match self.index.get(&name) {
             Some(&i) => {
                 self.count_images(i, -1);
+                self.count_keys(i, -1);
                 self.nodes[i].update_from(fresh);
                 self.count_images(i, 1);
+                self.count_keys(i, 1);
             }
             None => {
                 self.nodes.push(fresh);
                 let i = self.nodes.len() - 1;
                 self.index.insert(name.clone(), i);
                 self.count_images(i, 1);
+                self.count_keys(i, 1);
                 for p in self.orphans.remove(&name).unwrap_or_default() {
                     self.nodes[i].add_pod(p);
                 }
@@ -174,7 +217,9 @@ impl Snapshot {
         let Some(i) = self.index.remove(name) else {
             return;
         };
+        self.domains.clear();
         self.count_images(i, -1);
+        self.count_keys(i, -1);
         let gone = self.nodes.swap_remove(i);
         if i < self.nodes.len() {
             self.index.insert(self.nodes[i].name.clone(), i);
@@ -191,7 +236,10 @@ impl Snapshot {
         let uid = pod.uid.clone();
         let shared = Arc::new(pod);
         match self.index.get(node) {
-            Some(&i) => self.nodes[i].add_pod(shared),
+            Some(&i) => {
+                self.domains.pod_changed(&shared, &self.nodes[i], 1);
+                self.nodes[i].add_pod(shared);
+            }
             None => self
                 .orphans
                 .entry(node.to_string())
@@ -204,7 +252,11 @@ impl Snapshot {
     pub fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
         let node = self.placed.remove(uid)?;
         match self.index.get(&node) {
-            Some(&i) => self.nodes[i].remove_pod(uid),
+            Some(&i) => {
+                let p = self.nodes[i].remove_pod(uid)?;
+                self.domains.pod_changed(&p, &self.nodes[i], -1);
+                Some(p)
+            }
             None => {
                 let list = self.orphans.get_mut(&node)?;
                 let j = list.iter().position(|p| p.uid == uid)?;

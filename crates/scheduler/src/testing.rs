@@ -18,7 +18,7 @@ pub fn node(name: &str, cpu: &str, memory: &str, labels: &[(&str, &str)]) -> Nod
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    l.insert(HOSTNAME_KEY.into(), name.into());
+    l.entry(HOSTNAME_KEY.into()).or_insert_with(|| name.into());
     let alloc = BTreeMap::from([
         ("cpu".to_string(), Quantity(cpu.into())),
         ("memory".to_string(), Quantity(memory.into())),

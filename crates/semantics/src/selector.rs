@@ -22,7 +22,7 @@ pub enum SelectorError {
     Field(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Op {
     In(Vec<String>),
     NotIn(Vec<String>),
@@ -32,7 +32,7 @@ enum Op {
     Lt(i64),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Requirement {
     key: String,
     op: Op,
@@ -90,7 +90,7 @@ impl Requirement {
 
 /// A compiled label selector. `LabelSelector {}` selects everything; a missing selector
 /// is the caller's to decide (in affinity terms it selects nothing).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Selector {
     requirements: Vec<Requirement>,
     nothing: bool,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::framework::Unfit;
-use crate::pod_info::{AffinityTerm, PodInfo};
+use crate::pod_info::{AffinityTerm, PodInfo, HOSTNAME_KEY};
 use crate::snapshot::{NodeInfo, Snapshot};
 
 /// Topology key → value → count; looked up by `&str` without allocating.
@@ -30,7 +30,11 @@ impl DomainCounts {
     }
 
     fn get(&self, key: &str, value: &str) -> i64 {
-        self.0.get(key).and_then(|m| m.get(value)).copied().unwrap_or(0)
+        self.0
+            .get(key)
+            .and_then(|m| m.get(value))
+            .copied()
+            .unwrap_or(0)
     }
 
     fn is_empty(&self) -> bool {
@@ -44,6 +48,8 @@ pub const ANTI: &str = "node(s) didn't match pod anti-affinity rules";
 
 #[derive(Debug, Default)]
 pub struct FilterState {
+    /// Hostname anti-affinity terms are checked per node in the filter.
+    per_node_hostname: bool,
     existing_anti: DomainCounts,
     affinity: DomainCounts,
     anti: DomainCounts,
@@ -54,11 +60,25 @@ fn matches_all(terms: &[AffinityTerm], p: &PodInfo, snap: &Snapshot) -> bool {
     terms.iter().all(|t| t.matches(p, ns))
 }
 
+/// Whether a term is checked on the filtered node itself instead of being counted over
+/// the cluster first: hostname terms, when every node's hostname label is its own.
+fn per_node(t: &AffinityTerm, lazy: bool) -> bool {
+    lazy && t.topology_key == HOSTNAME_KEY
+}
+
 /// Counts, per topology domain, the pods the filter asks about. None: nothing to check.
 pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
-    let mut s = FilterState::default();
+    let lazy = snap.hostnames_unique();
+    let mut s = FilterState {
+        per_node_hostname: lazy,
+        ..FilterState::default()
+    };
     let own_ns = snap.namespaces.get(&pod.namespace);
-    let incoming = !pod.required_affinity.is_empty() || !pod.required_anti_affinity.is_empty();
+    let incoming_affinity = !pod.required_affinity.is_empty();
+    let incoming_anti = pod
+        .required_anti_affinity
+        .iter()
+        .any(|t| !per_node(t, lazy));
     let mut any_anti = false;
     for node in snap.nodes() {
         if node.pods_with_required_anti_affinity > 0 {
@@ -71,17 +91,19 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
                 for t in e
                     .required_anti_affinity
                     .iter()
-                    .filter(|t| t.matches(pod, own_ns))
+                    .filter(|t| !per_node(t, lazy))
                 {
-                    s.existing_anti.bump(node, &t.topology_key, 1);
+                    if t.matches(pod, own_ns) {
+                        s.existing_anti.bump(node, &t.topology_key, 1);
+                    }
                 }
             }
         }
-        if !incoming {
+        if !incoming_affinity && !incoming_anti {
             continue;
         }
         for e in &node.pods {
-            if !pod.required_affinity.is_empty() && matches_all(&pod.required_affinity, e, snap) {
+            if incoming_affinity && matches_all(&pod.required_affinity, e, snap) {
                 for t in &pod.required_affinity {
                     s.affinity.bump(node, &t.topology_key, 1);
                 }
@@ -90,13 +112,45 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
             for t in pod
                 .required_anti_affinity
                 .iter()
-                .filter(|t| t.matches(e, ens))
+                .filter(|t| !per_node(t, lazy))
             {
-                s.anti.bump(node, &t.topology_key, 1);
+                if t.matches(e, ens) {
+                    s.anti.bump(node, &t.topology_key, 1);
+                }
             }
         }
     }
+    let incoming = incoming_affinity || !pod.required_anti_affinity.is_empty();
     (incoming || any_anti).then_some(s)
+}
+
+/// The hostname terms of [`per_node`]: an existing pod on this node whose anti-affinity
+/// matches the incoming pod, or one the incoming pod's anti-affinity matches.
+fn per_node_conflict(pod: &PodInfo, node: &NodeInfo, snap: &Snapshot) -> Option<&'static str> {
+    let own_ns = snap.namespaces.get(&pod.namespace);
+    for e in &node.pods {
+        let existing = e
+            .required_anti_affinity
+            .iter()
+            .any(|t| t.topology_key == HOSTNAME_KEY && t.matches(pod, own_ns));
+        if existing {
+            return Some(EXISTING_ANTI);
+        }
+    }
+    for t in pod
+        .required_anti_affinity
+        .iter()
+        .filter(|t| t.topology_key == HOSTNAME_KEY)
+    {
+        if node
+            .pods
+            .iter()
+            .any(|e| t.matches(e, snap.namespaces.get(&e.namespace)))
+        {
+            return Some(ANTI);
+        }
+    }
+    None
 }
 
 pub fn filter(
@@ -106,8 +160,19 @@ pub fn filter(
     snap: &Snapshot,
 ) -> Result<(), Unfit> {
     if !s.existing_anti.is_empty()
-        && node.labels.iter().any(|(k, v)| s.existing_anti.get(k, v) > 0)
+        && node
+            .labels
+            .iter()
+            .any(|(k, v)| s.existing_anti.get(k, v) > 0)
     {
+        return Err(Unfit::new(EXISTING_ANTI));
+    }
+    let lazy_conflict = if s.per_node_hostname && node.labels.contains_key(HOSTNAME_KEY) {
+        per_node_conflict(pod, node, snap)
+    } else {
+        None
+    };
+    if lazy_conflict == Some(EXISTING_ANTI) {
         return Err(Unfit::new(EXISTING_ANTI));
     }
     let mut all_exist = true;
@@ -125,7 +190,14 @@ pub fn filter(
     if !all_exist && !first_of_group {
         return Err(Unfit::unresolvable(AFFINITY));
     }
-    for t in &pod.required_anti_affinity {
+    if let Some(reason) = lazy_conflict {
+        return Err(Unfit::new(reason));
+    }
+    for t in pod
+        .required_anti_affinity
+        .iter()
+        .filter(|t| !per_node(t, s.per_node_hostname))
+    {
         if let Some(v) = node.labels.get(&t.topology_key) {
             if s.anti.get(&t.topology_key, v) > 0 {
                 return Err(Unfit::new(ANTI));
@@ -287,6 +359,25 @@ mod tests {
         let web = pod("w").label("app", "web").info();
         assert_eq!(run(&web, &s, "c").unwrap_err().reasons, [EXISTING_ANTI]);
         assert!(run(&web, &s, "b").is_ok());
+    }
+
+    #[test]
+    fn shared_hostname_values_are_one_domain() {
+        let mut s = Snapshot::default();
+        // Two nodes claiming the same hostname label: counted as one domain (eager path).
+        s.upsert_node(&node("a", "4", "8Gi", &[]));
+        s.upsert_node(&node("b", "4", "8Gi", &[(HOSTNAME_KEY, "a")]));
+        assert!(!s.hostnames_unique());
+        s.add_pod(pod("db").label("app", "db").info(), "a");
+        let p = pod("p").anti_affinity("app", "db", HOSTNAME_KEY).info();
+        assert_eq!(run(&p, &s, "b").unwrap_err().reasons, [ANTI]);
+        s.remove_node("b");
+        assert!(s.hostnames_unique());
+        assert_eq!(
+            run(&p, &s, "a").unwrap_err().reasons,
+            [ANTI],
+            "per-node path"
+        );
     }
 
     #[test]

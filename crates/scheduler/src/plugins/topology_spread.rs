@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use cairn_semantics::taints::first_untolerated;
 
+use crate::domain_cache::DomainKey;
 use crate::framework::{Unfit, MAX_NODE_SCORE};
 use crate::pod_info::{PodInfo, SpreadConstraint, SpreadSelector, HOSTNAME_KEY, ZONE_KEY};
 use crate::snapshot::{NodeInfo, Snapshot};
@@ -53,7 +54,11 @@ fn domain_counts<'a>(
     let mut found: Vec<(&'a str, i64)> = Vec::new();
     for node in eligible.iter().filter(|n| included(c, pod, n)) {
         let v = node.labels.get(&c.topology_key).map_or("", String::as_str);
-        let n = if node.pods.is_empty() { 0 } else { count_matching(c, pod, node) };
+        let n = if node.pods.is_empty() {
+            0
+        } else {
+            count_matching(c, pod, node)
+        };
         match found.iter_mut().find(|(d, _)| *d == v) {
             Some((_, count)) => *count += n,
             None => found.push((v, n)),
@@ -90,21 +95,52 @@ fn min_match(domains: &HashMap<String, i64>, c: &SpreadConstraint) -> i64 {
     domains.values().copied().min().unwrap_or(0)
 }
 
+/// Whether a constraint's counts may come from the snapshot's domain cache: every
+/// node carries the keys and no pod-specific node inclusion policy applies.
+fn cacheable(c: &SpreadConstraint, pod: &PodInfo, all_keyed: bool) -> bool {
+    let selects_nodes = !pod.node_selector.is_empty() || pod.required_node_affinity.is_some();
+    all_keyed && !c.honor_taints && !(c.honor_node_affinity && selects_nodes)
+}
+
+fn cache_key(c: &SpreadConstraint, pod: &PodInfo) -> DomainKey {
+    DomainKey {
+        namespace: pod.namespace.clone(),
+        selector: c.selector.clone(),
+        topology_key: c.topology_key.clone(),
+    }
+}
+
 pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
     let constraints: Vec<SpreadConstraint> =
         pod.spread.iter().filter(|c| c.hard).cloned().collect();
     if constraints.is_empty() {
         return None;
     }
-    let eligible: Vec<&NodeInfo> = snap
-        .nodes()
+    let all_keyed = constraints
         .iter()
-        .filter(|n| has_all_keys(n, &constraints))
-        .collect();
+        .all(|c| snap.all_nodes_have(&c.topology_key));
+    let mut eligible: Vec<&NodeInfo> = Vec::new();
+    if !constraints.iter().all(|c| cacheable(c, pod, all_keyed)) {
+        eligible = snap
+            .nodes()
+            .iter()
+            .filter(|n| has_all_keys(n, &constraints))
+            .collect();
+    }
     let mut counts = Vec::with_capacity(constraints.len());
     let mut mins = Vec::with_capacity(constraints.len());
     for c in &constraints {
-        if c.topology_key == HOSTNAME_KEY {
+        let cached = cacheable(c, pod, all_keyed);
+        let hostname = c.topology_key == HOSTNAME_KEY;
+        if cached {
+            let key = cache_key(c, pod);
+            let (d, min) = snap.domains.with(&key, snap.nodes(), |d| {
+                let min = min_match(d, c);
+                (if hostname { None } else { Some(d.clone()) }, min)
+            });
+            mins.push(min);
+            counts.push(d);
+        } else if hostname {
             mins.push(hostname_min(c, pod, &eligible));
             counts.push(None);
         } else {
