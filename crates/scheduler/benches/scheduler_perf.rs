@@ -213,6 +213,17 @@ fn start_cluster(bin: &Path, dir: &Path) -> (Proc, Proc, String) {
     (server, scheduler, url)
 }
 
+/// utime + stime of a process, in seconds.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat; index 11 and 12 after the ')'.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn vm_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -314,7 +325,7 @@ async fn wait_bound(bound: &Arc<Mutex<HashMap<String, Instant>>>, want: usize, t
 fn end_to_end(bin: &Path, shape: Shape) {
     let (nodes, init, measured) = shape.sizes();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, scheduler, url) = start_cluster(bin, dir.path());
+    let (server, scheduler, url) = start_cluster(bin, dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let http = reqwest::Client::builder().pool_max_idle_per_host(CLIENTS * 2).build().unwrap();
@@ -326,9 +337,12 @@ fn end_to_end(bin: &Path, shape: Shape) {
         create_all(&http, &url, "/api/v1/namespaces/default/pods", init_objs).await;
         wait_bound(&bound, init, Duration::from_secs(120)).await;
         let objs = (0..measured).map(|i| (format!("m-{i}"), pod_json(&format!("m-{i}"), Some(shape)))).collect();
+        let cpu0 = (cpu_secs(server.0.id()), cpu_secs(scheduler.0.id()));
         let t0 = Instant::now();
         let created = create_all(&http, &url, "/api/v1/namespaces/default/pods", objs).await;
         wait_bound(&bound, init + measured, Duration::from_secs(600)).await;
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = (cpu_secs(server.0.id()) - cpu0.0, cpu_secs(scheduler.0.id()) - cpu0.1);
         let bound = bound.lock().unwrap();
         let last = created.keys().filter_map(|n| bound.get(n)).max().copied().unwrap_or(t0);
         let mut lat: Vec<Duration> = created.iter().filter_map(|(n, c)| bound.get(n).map(|b| b.saturating_duration_since(*c))).collect();
@@ -342,6 +356,11 @@ fn end_to_end(bin: &Path, shape: Shape) {
             ms(percentile(&lat, 0.99)),
             vm_kib(scheduler.0.id(), "VmRSS:") as f64 / 1024.0,
             vm_kib(scheduler.0.id(), "VmHWM:") as f64 / 1024.0,
+        );
+        println!(
+            "           CPU while measuring: API server {:.0} %, scheduler {:.0} % of one core",
+            100.0 * cpu.0 / wall,
+            100.0 * cpu.1 / wall
         );
     });
 }

@@ -276,6 +276,25 @@ mod tests {
     use crate::testing::{node, pod};
 
     #[test]
+    fn malformed_allocatable_counts_as_zero_and_is_reported() {
+        let mut n = node("bad", "4", "8Gi", &[]);
+        let alloc = n.status.as_mut().unwrap().allocatable.as_mut().unwrap();
+        alloc.insert(
+            "cpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into()),
+        );
+        let info = NodeInfo::from_node(&n);
+        assert_eq!(info.malformed, ["cpu"]);
+        assert_eq!(info.allocatable.milli_cpu, 0);
+        assert_eq!(info.allocatable.memory, 8 << 30);
+        let mut s = Snapshot::default();
+        s.upsert_node(&n);
+        let p = pod("p").cpu("100m").info();
+        let err = crate::plugins::node_resources::filter(&p, s.node("bad").unwrap()).unwrap_err();
+        assert_eq!(err.reasons, ["Insufficient cpu"]);
+    }
+
+    #[test]
     fn requests_follow_pods_and_nodes() {
         let mut s = Snapshot::default();
         s.upsert_node(&node("n1", "4", "8Gi", &[]));

@@ -42,6 +42,8 @@ pub struct FilterState {
     counts: Vec<Option<HashMap<String, i64>>>,
     /// Per constraint: the global minimum the skew is measured against.
     min_match: Vec<i64>,
+    /// Per constraint: 1 if the pod counts itself.
+    self_match: Vec<i64>,
 }
 
 /// Counts per domain for a non-hostname key. Domains are few, so the values are found
@@ -149,10 +151,18 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
             counts.push(Some(d));
         }
     }
+    let self_match = constraints
+        .iter()
+        .map(|c| match &c.selector {
+            SpreadSelector::Labels(sel) => i64::from(sel.matches(&pod.labels)),
+            SpreadSelector::SameOwner(_) => 1,
+        })
+        .collect();
     Some(FilterState {
         constraints,
         counts,
         min_match: mins,
+        self_match,
     })
 }
 
@@ -161,10 +171,7 @@ pub fn filter(pod: &PodInfo, node: &NodeInfo, s: &FilterState) -> Result<(), Unf
         let Some(v) = node.labels.get(&c.topology_key) else {
             return Err(Unfit::unresolvable(MISSING_LABEL));
         };
-        let self_match = match &c.selector {
-            SpreadSelector::Labels(sel) => i64::from(sel.matches(&pod.labels)),
-            SpreadSelector::SameOwner(_) => 1,
-        };
+        let self_match = s.self_match[i];
         let existing = match &s.counts[i] {
             Some(domains) => domains.get(v).copied().unwrap_or(0),
             None => count_matching(c, pod, node),

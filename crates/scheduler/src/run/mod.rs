@@ -242,13 +242,20 @@ impl Scheduler {
             .and_then(|s| s.node_name.clone())
             .filter(|n| !n.is_empty())
         {
-            let ours = self.assumed.remove(&id).is_some();
+            let assumed_on = self.assumed.remove(&id);
             self.queue.remove(&id);
+            // Our own binding confirmed: the assumed pod already counts, compiled from the
+            // same spec; re-adding it would only redo the work.
+            if assumed_on.as_deref() == Some(node.as_str())
+                && self.snapshot.node_of(&id) == Some(node.as_str())
+            {
+                return;
+            }
             match PodInfo::from_pod(&pod) {
                 Ok(info) => self.snapshot.add_pod(info, &node),
                 Err(e) => warn!(error = %e, "bound pod not counted"),
             }
-            if !ours {
+            if assumed_on.is_none() {
                 self.queue.move_all(now);
             }
             return;
