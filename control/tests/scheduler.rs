@@ -145,6 +145,28 @@ fn pods_spread_obey_selectors_and_report_why_not() {
         "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].reason}",
     ]);
     assert_eq!(cond, "Unschedulable");
+    // A node change retries the pod (after its back-off); the same failure is counted on
+    // the one event rather than written again.
+    k.ok(&["label", "node", "n3", "retry=1"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let counts = k.ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=huge,reason=FailedScheduling",
+            "-o",
+            "jsonpath={.items[*].count}",
+        ]);
+        if counts == "2" {
+            break;
+        }
+        assert!(
+            counts == "1" && Instant::now() < deadline,
+            "FailedScheduling counts: {counts:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let describe = k.ok(&["describe", "pod", "huge"]);
     assert!(
         describe.contains("FailedScheduling") && describe.contains("default-scheduler"),

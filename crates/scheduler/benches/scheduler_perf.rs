@@ -326,6 +326,12 @@ fn end_to_end(bin: &Path, shape: Shape) {
     let (nodes, init, measured) = shape.sizes();
     let dir = tempfile::tempdir().unwrap();
     let (server, scheduler, url) = start_cluster(bin, dir.path());
+    // For attaching a profiler to either process.
+    eprintln!(
+        "api server pid {}, scheduler pid {}",
+        server.0.id(),
+        scheduler.0.id()
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let http = reqwest::Client::builder().pool_max_idle_per_host(CLIENTS * 2).build().unwrap();

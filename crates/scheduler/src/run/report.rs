@@ -1,9 +1,14 @@
 //! What the scheduler tells users: `Scheduled` / `FailedScheduling` Events and the
 //! pod's `PodScheduled` condition. Events go through a bounded queue and are dropped
 //! when it is full, as client-go's event broadcaster drops them, so reporting never
-//! holds up scheduling.
+//! holds up scheduling. A repeat of the same event for the same pod (a pod retried and
+//! still unschedulable) bumps the first event's `count` and `lastTimestamp`, as
+//! client-go's event correlator aggregates, instead of creating another object.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use chrono::Utc;
 use futures::StreamExt;
@@ -16,42 +21,98 @@ use tracing::{debug, warn};
 
 const MAX_QUEUED_EVENTS: usize = 1000;
 const EVENT_WRITERS: usize = 8;
+/// Events remembered for aggregation; past it the memory starts over.
+const MAX_REMEMBERED: usize = 4096;
+
+/// (pod uid, reason, message) → (event namespace, name, count so far).
+type Seen = HashMap<(String, String, String), (String, String, i32)>;
+
+enum EventWrite {
+    Create(Box<Event>),
+    Repeat {
+        namespace: String,
+        name: String,
+        count: i32,
+    },
+}
 
 #[derive(Clone)]
 pub struct Reporter {
     client: Client,
-    events: mpsc::Sender<Event>,
+    events: mpsc::Sender<EventWrite>,
+    seen: Arc<Mutex<Seen>>,
     component: String,
+}
+
+async fn write_event(client: Client, w: EventWrite) {
+    let result = match w {
+        EventWrite::Create(ev) => {
+            let ns = ev.metadata.namespace.clone().unwrap_or_default();
+            Api::<Event>::namespaced(client, &ns)
+                .create(&PostParams::default(), &ev)
+                .await
+                .map(|_| ())
+        }
+        EventWrite::Repeat {
+            namespace,
+            name,
+            count,
+        } => {
+            let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let patch = serde_json::json!({"count": count, "lastTimestamp": now});
+            Api::<Event>::namespaced(client, &namespace)
+                .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .map(|_| ())
+        }
+    };
+    if let Err(e) = result {
+        debug!(error = %e, "event not recorded");
+    }
 }
 
 impl Reporter {
     pub fn start(client: Client, component: &str) -> Reporter {
-        let (tx, rx) = mpsc::channel::<Event>(MAX_QUEUED_EVENTS);
+        let (tx, rx) = mpsc::channel::<EventWrite>(MAX_QUEUED_EVENTS);
         let writer = client.clone();
         tokio::spawn(async move {
             tokio_stream::wrappers::ReceiverStream::new(rx)
-                .for_each_concurrent(EVENT_WRITERS, |ev| {
-                    let client = writer.clone();
-                    async move {
-                        let ns = ev.metadata.namespace.clone().unwrap_or_default();
-                        if let Err(e) = Api::<Event>::namespaced(client, &ns)
-                            .create(&PostParams::default(), &ev)
-                            .await
-                        {
-                            debug!(namespace = ns, error = %e, "event not recorded");
-                        }
-                    }
-                })
+                .for_each_concurrent(EVENT_WRITERS, |w| write_event(writer.clone(), w))
                 .await;
         });
         Reporter {
             client,
             events: tx,
+            seen: Arc::new(Mutex::new(HashMap::new())),
             component: component.to_string(),
         }
     }
 
     pub fn event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
+        let key = (
+            pod.metadata.uid.clone().unwrap_or_default(),
+            reason.to_string(),
+            message.to_string(),
+        );
+        let repeat = {
+            let mut seen = self.seen.lock();
+            match seen.get_mut(&key) {
+                Some((namespace, name, count)) => {
+                    *count += 1;
+                    Some(EventWrite::Repeat {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        count: *count,
+                    })
+                }
+                None => None,
+            }
+        };
+        if let Some(w) = repeat {
+            // Full queue: dropped, like a new event would be.
+            let _ = self.events.try_send(w);
+            return;
+        }
         let now = k8s_openapi::jiff::Timestamp::now();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let ev = Event {
@@ -92,9 +153,24 @@ impl Reporter {
             reporting_instance: Some(self.component.clone()),
             ..Default::default()
         };
+        let ev_name = ev.metadata.name.clone().unwrap_or_default();
+        let ev_ns = ev.metadata.namespace.clone().unwrap_or_default();
         // Full queue: the event is dropped (client-go's DropIfChannelFull).
-        if self.events.try_send(ev).is_err() {
+        if self
+            .events
+            .try_send(EventWrite::Create(Box::new(ev)))
+            .is_err()
+        {
             debug!("event queue full, event dropped");
+            return;
+        }
+        // Only failures repeat; Scheduled/Preempted happen once per pod.
+        if kind == "Warning" {
+            let mut seen = self.seen.lock();
+            if seen.len() >= MAX_REMEMBERED {
+                seen.clear();
+            }
+            seen.insert(key, (ev_ns, ev_name, 1));
         }
     }
 
