@@ -1,13 +1,16 @@
 //! What the scheduler needs of a pod, compiled once from the API object: requests,
 //! host ports, tolerations, node selection, affinity terms and spread constraints.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use cairn_semantics::resources::{pod_requests, MissingRequests};
 use cairn_semantics::selector::{Labels, NodeSelectorTerms, NodeTerm, Selector, SelectorError};
 use cairn_semantics::Resources;
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{
+    Affinity, Pod, PodAffinityTerm, PodSpec, Toleration, TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+};
 
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
@@ -166,60 +169,18 @@ impl PodInfo {
         let meta = &pod.metadata;
         let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
         let name = meta.name.clone().unwrap_or_default();
-        let key = format!("{namespace}/{name}");
-        let err = |field: &'static str| {
-            let pod = key.clone();
-            move |source| PodInfoError::Selector {
-                pod: pod.clone(),
-                field,
-                source,
-            }
+        let err = |(field, source): (&'static str, SelectorError)| PodInfoError::Selector {
+            pod: format!("{namespace}/{name}"),
+            field,
+            source,
         };
-        let spec = pod.spec.clone().unwrap_or_default();
-        let affinity = spec.affinity.clone().unwrap_or_default();
-        let node_aff = affinity.node_affinity.unwrap_or_default();
-        let required_node_affinity = node_aff
-            .required_during_scheduling_ignored_during_execution
-            .as_ref()
-            .map(NodeSelectorTerms::compile)
-            .transpose()
-            .map_err(err(
-                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-            ))?;
-        let preferred_node_affinity = node_aff
-            .preferred_during_scheduling_ignored_during_execution
-            .iter()
-            .flatten()
-            .map(|p| Ok((i64::from(p.weight), NodeTerm::compile(&p.preference)?)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(err(
-                "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-            ))?;
+        let empty = PodSpec::default();
+        let spec = pod.spec.as_ref().unwrap_or(&empty);
         let labels = meta.labels.clone().unwrap_or_default();
-        let pa = affinity.pod_affinity.unwrap_or_default();
-        let paa = affinity.pod_anti_affinity.unwrap_or_default();
-        let terms =
-            |list: Option<Vec<PodAffinityTerm>>| -> Result<Vec<AffinityTerm>, SelectorError> {
-                list.iter()
-                    .flatten()
-                    .map(|t| compile_term(t, 1, &namespace, &labels))
-                    .collect()
-            };
-        let weighted = |list: Option<Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>| -> Result<Vec<AffinityTerm>, SelectorError> {
-            list.iter()
-                .flatten()
-                .map(|w| compile_term(&w.pod_affinity_term, i64::from(w.weight), &namespace, &labels))
-                .collect()
-        };
-        let owner_uid = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .map(|o| o.uid.clone());
+        let aff = Affinities::compile(spec.affinity.as_ref(), &namespace, &labels).map_err(err)?;
         let spread = compile_spread(&spec.topology_spread_constraints, &labels)
-            .map_err(err("spec.topologySpreadConstraints"))?;
-        let mut info = PodInfo {
+            .map_err(|e| err(("spec.topologySpreadConstraints", e)))?;
+        Ok(PodInfo {
             uid: meta.uid.clone().unwrap_or_default(),
             priority: spec.priority.unwrap_or(0),
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
@@ -227,23 +188,17 @@ impl PodInfo {
                 .scheduler_name
                 .clone()
                 .unwrap_or_else(|| "default-scheduler".into()),
-            requests: pod_requests(&spec, MissingRequests::Zero),
-            non_zero_requests: pod_requests(&spec, MissingRequests::Defaulted),
-            host_ports: host_ports(&spec),
+            requests: pod_requests(spec, MissingRequests::Zero),
+            non_zero_requests: pod_requests(spec, MissingRequests::Defaulted),
+            host_ports: host_ports(spec),
             tolerations: spec.tolerations.clone().unwrap_or_default(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
-            required_node_affinity,
-            preferred_node_affinity,
-            required_affinity: terms(pa.required_during_scheduling_ignored_during_execution)
-                .map_err(err("spec.affinity.podAffinity"))?,
-            preferred_affinity: weighted(pa.preferred_during_scheduling_ignored_during_execution)
-                .map_err(err("spec.affinity.podAffinity"))?,
-            required_anti_affinity: terms(paa.required_during_scheduling_ignored_during_execution)
-                .map_err(err("spec.affinity.podAntiAffinity"))?,
-            preferred_anti_affinity: weighted(
-                paa.preferred_during_scheduling_ignored_during_execution,
-            )
-            .map_err(err("spec.affinity.podAntiAffinity"))?,
+            required_node_affinity: aff.required_node,
+            preferred_node_affinity: aff.preferred_node,
+            required_affinity: aff.required,
+            preferred_affinity: aff.preferred,
+            required_anti_affinity: aff.required_anti,
+            preferred_anti_affinity: aff.preferred_anti,
             spread,
             images: spec
                 .init_containers
@@ -252,7 +207,12 @@ impl PodInfo {
                 .chain(spec.containers.iter())
                 .filter_map(|c| c.image.as_deref().map(normalize_image))
                 .collect(),
-            owner_uid,
+            owner_uid: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.uid.clone()),
             gated: spec
                 .scheduling_gates
                 .as_ref()
@@ -261,10 +221,77 @@ impl PodInfo {
             preemption_never: spec.preemption_policy.as_deref() == Some("Never"),
             namespace,
             name,
-            labels: BTreeMap::new(),
+            labels,
+        })
+    }
+}
+
+/// A pod's `spec.affinity`, compiled.
+#[derive(Default)]
+struct Affinities {
+    required_node: Option<NodeSelectorTerms>,
+    preferred_node: Vec<(i64, NodeTerm)>,
+    required: Vec<AffinityTerm>,
+    preferred: Vec<AffinityTerm>,
+    required_anti: Vec<AffinityTerm>,
+    preferred_anti: Vec<AffinityTerm>,
+}
+
+type FieldError = (&'static str, SelectorError);
+
+impl Affinities {
+    fn compile(a: Option<&Affinity>, ns: &str, labels: &Labels) -> Result<Affinities, FieldError> {
+        let Some(a) = a else {
+            return Ok(Affinities::default());
         };
-        info.labels = labels;
-        Ok(info)
+        let mut out = Affinities::default();
+        if let Some(na) = &a.node_affinity {
+            const REQ: &str =
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+            const PREF: &str =
+                "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution";
+            out.required_node = na
+                .required_during_scheduling_ignored_during_execution
+                .as_ref()
+                .map(NodeSelectorTerms::compile)
+                .transpose()
+                .map_err(|e| (REQ, e))?;
+            out.preferred_node = na
+                .preferred_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+                .map(|p| Ok((i64::from(p.weight), NodeTerm::compile(&p.preference)?)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| (PREF, e))?;
+        }
+        let terms =
+            |list: &Option<Vec<PodAffinityTerm>>| -> Result<Vec<AffinityTerm>, SelectorError> {
+                list.iter()
+                    .flatten()
+                    .map(|t| compile_term(t, 1, ns, labels))
+                    .collect()
+            };
+        let weighted = |list: &Option<Vec<WeightedPodAffinityTerm>>| -> Result<Vec<AffinityTerm>, SelectorError> {
+            list.iter()
+                .flatten()
+                .map(|w| compile_term(&w.pod_affinity_term, i64::from(w.weight), ns, labels))
+                .collect()
+        };
+        if let Some(pa) = &a.pod_affinity {
+            let f = |e| ("spec.affinity.podAffinity", e);
+            out.required =
+                terms(&pa.required_during_scheduling_ignored_during_execution).map_err(f)?;
+            out.preferred =
+                weighted(&pa.preferred_during_scheduling_ignored_during_execution).map_err(f)?;
+        }
+        if let Some(paa) = &a.pod_anti_affinity {
+            let f = |e| ("spec.affinity.podAntiAffinity", e);
+            out.required_anti =
+                terms(&paa.required_during_scheduling_ignored_during_execution).map_err(f)?;
+            out.preferred_anti =
+                weighted(&paa.preferred_during_scheduling_ignored_during_execution).map_err(f)?;
+        }
+        Ok(out)
     }
 }
 

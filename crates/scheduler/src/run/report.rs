@@ -88,34 +88,10 @@ impl Reporter {
         }
     }
 
-    pub fn event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
-        let key = (
-            pod.metadata.uid.clone().unwrap_or_default(),
-            reason.to_string(),
-            message.to_string(),
-        );
-        let repeat = {
-            let mut seen = self.seen.lock();
-            match seen.get_mut(&key) {
-                Some((namespace, name, count)) => {
-                    *count += 1;
-                    Some(EventWrite::Repeat {
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                        count: *count,
-                    })
-                }
-                None => None,
-            }
-        };
-        if let Some(w) = repeat {
-            // Full queue: dropped, like a new event would be.
-            let _ = self.events.try_send(w);
-            return;
-        }
+    fn new_event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) -> Event {
         let now = k8s_openapi::jiff::Timestamp::now();
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let ev = Event {
+        Event {
             metadata: ObjectMeta {
                 name: Some(format!("{name}.{:x}", now.as_nanosecond())),
                 namespace: pod.metadata.namespace.clone(),
@@ -152,7 +128,35 @@ impl Reporter {
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.component.clone()),
             ..Default::default()
+        }
+    }
+
+    pub fn event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
+        let key = (
+            pod.metadata.uid.clone().unwrap_or_default(),
+            reason.to_string(),
+            message.to_string(),
+        );
+        let repeat = {
+            let mut seen = self.seen.lock();
+            match seen.get_mut(&key) {
+                Some((namespace, name, count)) => {
+                    *count += 1;
+                    Some(EventWrite::Repeat {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        count: *count,
+                    })
+                }
+                None => None,
+            }
         };
+        if let Some(w) = repeat {
+            // Full queue: dropped, like a new event would be.
+            let _ = self.events.try_send(w);
+            return;
+        }
+        let ev = self.new_event(pod, kind, reason, message);
         let ev_name = ev.metadata.name.clone().unwrap_or_default();
         let ev_ns = ev.metadata.namespace.clone().unwrap_or_default();
         // Full queue: the event is dropped (client-go's DropIfChannelFull).
