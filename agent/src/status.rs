@@ -158,42 +158,11 @@ enum Kind {
     Failed,
 }
 
-/// QoS class: Guaranteed when every container has equal cpu+memory requests and limits,
-/// BestEffort when none sets any, Burstable otherwise.
+/// QoS class, as Kubernetes computes it (`cairn-semantics`).
 pub fn qos_class(pod: &Pod) -> &'static str {
-    let Some(spec) = &pod.spec else {
-        return "BestEffort";
-    };
-    let all: Vec<&Container> = spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-        .collect();
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in &all {
-        let r = c.resources.as_ref();
-        let limits = r.and_then(|r| r.limits.clone()).unwrap_or_default();
-        let requests = r.and_then(|r| r.requests.clone()).unwrap_or_default();
-        if !limits.is_empty() || !requests.is_empty() {
-            any = true;
-        }
-        for res in ["cpu", "memory"] {
-            let l = limits.get(res).map(|q| q.0.clone());
-            // A request defaults to the limit.
-            let q = requests.get(res).map(|q| q.0.clone()).or(l.clone());
-            match (l, q) {
-                (Some(l), Some(q)) if crate::quantity::parse(&l) == crate::quantity::parse(&q) => {}
-                _ => guaranteed = false,
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
+    match &pod.spec {
+        Some(spec) => cairn_semantics::qos::qos_class(spec).as_str(),
+        None => "BestEffort",
     }
 }
 

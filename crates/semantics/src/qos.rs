@@ -1,6 +1,9 @@
 //! A pod's QoS class (upstream `GetPodQOS`).
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QosClass {
@@ -19,39 +22,52 @@ impl QosClass {
     }
 }
 
-/// Guaranteed when every container limits cpu and memory with requests equal to the
-/// limits, BestEffort when none asks for either, Burstable otherwise.
+/// Upstream `GetPodQOS` on a defaulted pod: only positive cpu/memory quantities count. BestEffort when no
+/// container asks for any; Guaranteed when every container limits both cpu and memory
+/// and the summed requests equal the summed limits; Burstable otherwise.
 pub fn qos_class(spec: &PodSpec) -> QosClass {
-    let mut any = false;
+    let mut requests: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, i64> = BTreeMap::new();
     let mut guaranteed = true;
     let containers = spec
         .containers
         .iter()
         .chain(spec.init_containers.iter().flatten());
-    let mut count = 0;
     for c in containers {
-        count += 1;
         let res = c.resources.as_ref();
-        let requests = res.and_then(|r| r.requests.as_ref());
-        let limits = res.and_then(|r| r.limits.as_ref());
+        let mut limited = 0;
         for name in ["cpu", "memory"] {
-            let req = requests.and_then(|m| m.get(name));
-            let lim = limits.and_then(|m| m.get(name));
-            if req.is_some() || lim.is_some() {
-                any = true;
+            let positive = |list: Option<&BTreeMap<String, Quantity>>| {
+                list.and_then(|m| m.get(name))
+                    .and_then(|q| crate::quantity::milli(q).ok())
+                    .filter(|v| *v > 0)
+            };
+            let limit = positive(res.and_then(|r| r.limits.as_ref()));
+            // A missing request is its limit, as API defaulting sets it.
+            let request = match res
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|m| m.get(name))
+            {
+                Some(_) => positive(res.and_then(|r| r.requests.as_ref())),
+                None => limit,
+            };
+            if let Some(v) = request {
+                *requests.entry(name).or_default() += v;
             }
-            match (req, lim) {
-                (_, None) => guaranteed = false,
-                (Some(r), Some(l)) if crate::quantity::milli(r) != crate::quantity::milli(l) => {
-                    guaranteed = false
-                }
-                _ => {}
+            if let Some(v) = limit {
+                *limits.entry(name).or_default() += v;
+                limited += 1;
             }
         }
+        if limited < 2 {
+            guaranteed = false;
+        }
     }
-    if !any {
-        QosClass::BestEffort
-    } else if guaranteed && count > 0 {
+    if requests.is_empty() && limits.is_empty() {
+        return QosClass::BestEffort;
+    }
+    let equal = requests.iter().all(|(k, v)| limits.get(k) == Some(v));
+    if guaranteed && equal && requests.len() == limits.len() {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable
@@ -97,5 +113,9 @@ mod tests {
         assert_eq!(qos_class(&spec(&milli, &both)), QosClass::Guaranteed);
         assert_eq!(qos_class(&spec(&[("cpu", "1")], &[])), QosClass::Burstable);
         assert_eq!(qos_class(&spec(&[], &[("cpu", "1")])), QosClass::Burstable);
+        // Limits only: requests default to them.
+        assert_eq!(qos_class(&spec(&[], &both)), QosClass::Guaranteed);
+        // Zero quantities do not count.
+        assert_eq!(qos_class(&spec(&[("cpu", "0")], &[])), QosClass::BestEffort);
     }
 }
