@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::framework::{PluginName, Profile};
-use crate::plugins::node_resources::{FitArgs, Strategy};
+use crate::plugins::node_resources::{FitArgs, ResourceName, Strategy};
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
@@ -375,7 +375,7 @@ fn one() -> i64 {
 fn resources(
     field: &str,
     v: &serde_json::Value,
-) -> Result<Option<Vec<(String, i64)>>, ConfigError> {
+) -> Result<Option<Vec<(ResourceName, i64)>>, ConfigError> {
     let Some(list) = v.get("resources") else {
         return Ok(None);
     };
@@ -390,7 +390,10 @@ fn resources(
         }
     }
     Ok(Some(
-        specs.into_iter().map(|r| (r.name, r.weight)).collect(),
+        specs
+            .into_iter()
+            .map(|r| (ResourceName::parse(&r.name), r.weight))
+            .collect(),
     ))
 }
 
@@ -607,7 +610,7 @@ extenders:
             .any(|(p, _)| *p == PluginName::NodeResourcesBalancedAllocation));
         assert!(packer.scores.contains(&(PluginName::ImageLocality, 5)));
         assert_eq!(packer.fit.strategy, Strategy::MostAllocated);
-        assert_eq!(packer.fit.resources, [("cpu".to_string(), 2)]);
+        assert_eq!(packer.fit.resources, [(ResourceName::Cpu, 2)]);
         let e = &c.extenders[0];
         assert_eq!(e.url_prefix, "http://127.0.0.1:8888/scheduler");
         assert_eq!(e.http_timeout, Duration::from_millis(1500));

@@ -108,7 +108,7 @@ pub struct Profile {
     pub filters: Vec<PluginName>,
     pub scores: Vec<(PluginName, i64)>,
     pub fit: node_resources::FitArgs,
-    pub balanced_resources: Vec<(String, i64)>,
+    pub balanced_resources: Vec<(node_resources::ResourceName, i64)>,
     pub hard_pod_affinity_weight: i64,
     /// PodTopologySpread's `defaultingType: System` constraints.
     pub system_default_spreading: bool,
@@ -143,7 +143,7 @@ impl Profile {
                 (ImageLocality, 1),
             ],
             fit: node_resources::FitArgs::default(),
-            balanced_resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
+            balanced_resources: node_resources::ResourceName::cpu_and_memory(),
             hard_pod_affinity_weight: 1,
             system_default_spreading: true,
             percentage_of_nodes_to_score: None,

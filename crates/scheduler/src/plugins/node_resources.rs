@@ -15,29 +15,56 @@ pub enum Strategy {
     RequestedToCapacityRatio(Vec<(i64, i64)>),
 }
 
+/// A resource name resolved once at configuration, so scoring does not compare strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceName {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Pods,
+    Scalar(String),
+}
+
+impl ResourceName {
+    pub fn parse(name: &str) -> ResourceName {
+        match name {
+            "cpu" => ResourceName::Cpu,
+            "memory" => ResourceName::Memory,
+            "ephemeral-storage" => ResourceName::EphemeralStorage,
+            "pods" => ResourceName::Pods,
+            other => ResourceName::Scalar(other.to_string()),
+        }
+    }
+
+    /// The default cpu and memory, weight 1 each.
+    pub fn cpu_and_memory() -> Vec<(ResourceName, i64)> {
+        vec![(ResourceName::Cpu, 1), (ResourceName::Memory, 1)]
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitArgs {
     pub strategy: Strategy,
-    /// (resource name, weight).
-    pub resources: Vec<(String, i64)>,
+    /// (resource, weight).
+    pub resources: Vec<(ResourceName, i64)>,
 }
 
 impl Default for FitArgs {
     fn default() -> Self {
         FitArgs {
             strategy: Strategy::LeastAllocated,
-            resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
+            resources: ResourceName::cpu_and_memory(),
         }
     }
 }
 
-fn amount(r: &Resources, name: &str) -> i64 {
+fn amount(r: &Resources, name: &ResourceName) -> i64 {
     match name {
-        "cpu" => r.milli_cpu,
-        "memory" => r.memory,
-        "ephemeral-storage" => r.ephemeral_storage,
-        "pods" => r.pods,
-        other => r.scalar.get(other).copied().unwrap_or(0),
+        ResourceName::Cpu => r.milli_cpu,
+        ResourceName::Memory => r.memory,
+        ResourceName::EphemeralStorage => r.ephemeral_storage,
+        ResourceName::Pods => r.pods,
+        ResourceName::Scalar(other) => r.scalar.get(other).copied().unwrap_or(0),
     }
 }
 
@@ -48,19 +75,24 @@ pub fn filter(pod: &PodInfo, node: &NodeInfo) -> Result<(), Unfit> {
     if node.pods.len() as i64 + 1 > allowed {
         reasons.push("Too many pods".to_string());
     }
-    let req = &pod.requests;
-    let free = |name: &str| amount(&node.allocatable, name) - amount(&node.requested, name);
-    for (name, want) in [
-        ("cpu", req.milli_cpu),
-        ("memory", req.memory),
-        ("ephemeral-storage", req.ephemeral_storage),
+    let (req, alloc, used) = (&pod.requests, &node.allocatable, &node.requested);
+    for (name, want, free) in [
+        ("cpu", req.milli_cpu, alloc.milli_cpu - used.milli_cpu),
+        ("memory", req.memory, alloc.memory - used.memory),
+        (
+            "ephemeral-storage",
+            req.ephemeral_storage,
+            alloc.ephemeral_storage - used.ephemeral_storage,
+        ),
     ] {
-        if want > 0 && want > free(name) {
+        if want > 0 && want > free {
             reasons.push(format!("Insufficient {name}"));
         }
     }
     for (name, want) in &req.scalar {
-        if *want > 0 && *want > free(name) {
+        let free = alloc.scalar.get(name).copied().unwrap_or(0)
+            - used.scalar.get(name).copied().unwrap_or(0);
+        if *want > 0 && *want > free {
             reasons.push(format!("Insufficient {name}"));
         }
     }
@@ -135,7 +167,7 @@ pub fn score(pod: &PodInfo, node: &NodeInfo, args: &FitArgs) -> i64 {
 
 /// Balanced allocation: 100 × (1 − the spread of the resources' utilisation fractions),
 /// actual requests (not defaulted).
-pub fn balanced_score(pod: &PodInfo, node: &NodeInfo, resources: &[(String, i64)]) -> i64 {
+pub fn balanced_score(pod: &PodInfo, node: &NodeInfo, resources: &[(ResourceName, i64)]) -> i64 {
     let mut fractions = Vec::with_capacity(resources.len());
     for (name, _) in resources {
         let capacity = amount(&node.allocatable, name);
@@ -162,7 +194,7 @@ pub fn balanced_score(pod: &PodInfo, node: &NodeInfo, resources: &[(String, i64)
 }
 
 /// Balanced allocation says nothing about a pod that requests nothing it weighs.
-pub fn balanced_skip(pod: &PodInfo, resources: &[(String, i64)]) -> bool {
+pub fn balanced_skip(pod: &PodInfo, resources: &[(ResourceName, i64)]) -> bool {
     resources
         .iter()
         .all(|(name, _)| amount(&pod.requests, name) == 0)
@@ -268,7 +300,7 @@ mod tests {
     fn balanced_allocation() {
         let s = snap_with(&[]);
         let n = s.node("n").unwrap();
-        let res = [("cpu".to_string(), 1), ("memory".to_string(), 1)];
+        let res = ResourceName::cpu_and_memory();
         // cpu 1/2 = .5, memory 2/4 = .5 → perfectly balanced.
         assert_eq!(
             balanced_score(&pod("p").cpu("1").memory("2Gi").info(), n, &res),
