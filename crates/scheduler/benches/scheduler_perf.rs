@@ -152,7 +152,11 @@ impl Drop for Proc {
     }
 }
 
+/// `CAIRN_CONTROL_BIN` (e.g. a frame-pointer build for profiling), else a fresh release build.
 fn control_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("CAIRN_CONTROL_BIN") {
+        return PathBuf::from(bin);
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let st = Command::new(env!("CARGO"))
         .args(["build", "--release", "-p", "cairn-control"])
