@@ -122,6 +122,8 @@ mod tests {
         // Relabelled: no longer counted.
         s.add_pod(pod("w1").label("app", "cache").info(), "a");
         s.add_pod(pod("w3").label("app", "web").info(), "b");
+        // A status-only node update keeps the cache; it must still be right afterwards.
+        s.upsert_node(&node("a", "8", "16Gi", &[("zone", "z1")]));
         let cached = read(&s);
         s.domains.clear();
         assert_eq!(cached, read(&s));

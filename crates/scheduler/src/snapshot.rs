@@ -181,11 +181,14 @@ impl Snapshot {
     }
 
     pub fn upsert_node(&mut self, node: &Node) {
-        self.domains.clear();
         let fresh = NodeInfo::from_node(node);
         let name = fresh.name.clone();
         match self.index.get(&name) {
             Some(&i) => {
+                // Status heartbeats keep the labels: domain counts stay valid.
+                if self.nodes[i].labels != fresh.labels {
+                    self.domains.clear();
+                }
                 self.count_images(i, -1);
                 self.count_keys(i, -1);
                 self.nodes[i].update_from(fresh);
@@ -193,6 +196,7 @@ impl Snapshot {
                 self.count_keys(i, 1);
             }
             None => {
+                self.domains.clear();
                 self.nodes.push(fresh);
                 let i = self.nodes.len() - 1;
                 self.index.insert(name.clone(), i);
