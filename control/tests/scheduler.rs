@@ -263,6 +263,18 @@ fn affinity_spread_and_gates() {
         r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
     ]);
     wait_bound(&k, "gated");
+    // Required affinity to a label no pod has: waits. Labelling a bound pod is a cluster
+    // event that updates the scheduler's view and retries the waiting pod.
+    create_pod(
+        &k,
+        "needs-friend",
+        json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"friend": "yes"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+    );
+    assert!(wait_failed(&k, "needs-friend")
+        .starts_with("0/3 nodes are available: 3 node(s) didn't match pod affinity rules."));
+    k.ok(&["label", "pod", "sp0", "friend=yes"]);
+    assert_eq!(wait_bound(&k, "needs-friend"), node_of(&k, "sp0"));
     // An invalid operator never reaches the scheduler: 422 at admission.
     let bad = pod_json(
         "bad",

@@ -176,6 +176,12 @@ impl Snapshot {
         self.image_nodes.get(image).copied().unwrap_or(0)
     }
 
+    /// The placed pod with this UID.
+    pub fn placed_pod(&self, uid: &str) -> Option<&SharedPod> {
+        let node = self.node(self.placed.get(uid)?)?;
+        node.pods.iter().find(|p| p.uid == uid)
+    }
+
     pub fn node_of(&self, uid: &str) -> Option<&str> {
         self.placed.get(uid).map(String::as_str)
     }

@@ -251,6 +251,16 @@ impl Scheduler {
             {
                 return;
             }
+            // Agents update their pods' status often; what placement depends on of a bound
+            // pod (labels, deletion; the rest of its spec is immutable) rarely changes.
+            let unchanged = self.snapshot.node_of(&id) == Some(node.as_str())
+                && self.snapshot.placed_pod(&id).is_some_and(|p| {
+                    Some(&p.labels) == pod.metadata.labels.as_ref().or(Some(&Default::default()))
+                        && p.terminating == pod.metadata.deletion_timestamp.is_some()
+                });
+            if unchanged {
+                return;
+            }
             match PodInfo::from_pod(&pod) {
                 Ok(info) => self.snapshot.add_pod(info, &node),
                 Err(e) => warn!(error = %e, "bound pod not counted"),
