@@ -70,31 +70,6 @@ fn node_term(t: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-/// A `metav1.LabelSelector` (`In`, `NotIn`, `Exists`, `DoesNotExist`).
-fn label_selector(sel: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
-    for (j, r) in list(sel.get("matchExpressions")) {
-        let rp = format!("{p}.matchExpressions[{j}]");
-        let op = text(r, "operator");
-        let vals = values(r);
-        match op {
-            "In" | "NotIn" if vals.is_empty() => errs.push(Cause::required_detail(
-                format!("{rp}.values"),
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            "Exists" | "DoesNotExist" if !vals.is_empty() => errs.push(Cause::forbidden(
-                format!("{rp}.values"),
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => errs.push(Cause::not_supported(
-                format!("{rp}.operator"),
-                other,
-                &["In", "NotIn", "Exists", "DoesNotExist"],
-            )),
-        }
-    }
-}
-
 fn weight(o: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let w = o.get("weight").and_then(Value::as_i64).unwrap_or(0);
     if !(1..=100).contains(&w) {
@@ -108,10 +83,10 @@ fn weight(o: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
 
 fn pod_term(t: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if let Some(sel) = t.get("labelSelector").and_then(Value::as_object) {
-        label_selector(sel, &format!("{p}.labelSelector"), errs);
+        crate::validation::validate_label_selector(sel, &format!("{p}.labelSelector"), errs);
     }
     if let Some(sel) = t.get("namespaceSelector").and_then(Value::as_object) {
-        label_selector(sel, &format!("{p}.namespaceSelector"), errs);
+        crate::validation::validate_label_selector(sel, &format!("{p}.namespaceSelector"), errs);
     }
     if text(t, "topologyKey").is_empty() {
         errs.push(Cause::required_detail(
@@ -162,7 +137,7 @@ fn spread_constraints(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>)
             ));
         }
         if let Some(sel) = c.get("labelSelector").and_then(Value::as_object) {
-            label_selector(sel, &format!("{cp}.labelSelector"), errs);
+            crate::validation::validate_label_selector(sel, &format!("{cp}.labelSelector"), errs);
         }
         if let Some(min) = c.get("minDomains").and_then(Value::as_i64) {
             if min <= 0 {
@@ -320,7 +295,11 @@ mod tests {
         );
         assert_eq!(errs.len(), 3, "{errs:?}");
         assert!(errs[0].ends_with("weight: Invalid value: 0: must be in the range 1-100"));
-        assert!(errs[1].contains("Unsupported value: \"Gt\""));
+        // The project's (and upstream's) label selector check: Invalid, not Unsupported.
+        assert!(
+            errs[1].contains("operator: Invalid value: \"Gt\": not a valid selector operator"),
+            "{errs:?}"
+        );
         let errs = check(
             json!({"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}]}),
         );

@@ -1229,7 +1229,7 @@ fn go_selector(sel: Option<&Value>) -> String {
     format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}")
 }
 
-fn validate_label_selector(sel: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_label_selector(sel: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     validate_labels(sel, "matchLabels", &format!("{p}.matchLabels"), errs);
     for (i, e) in objs(sel, "matchExpressions") {
         let ep = format!("{p}.matchExpressions[{i}]");

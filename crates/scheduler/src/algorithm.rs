@@ -59,6 +59,29 @@ pub fn num_feasible_nodes_to_find(percentage: Option<i32>, num_all: usize) -> us
     (num_all * pct / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
+/// The cycle state every filter plugin's pre-filter computes for the pod.
+pub fn pre_filter(pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> CycleState {
+    let mut state = CycleState::default();
+    for p in &profile.filters {
+        plugins::pre_filter(*p, pod, snap, &mut state);
+    }
+    state
+}
+
+/// The profile's filters on one node, stopping at the first that refuses.
+pub fn run_filters(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    state: &CycleState,
+    snap: &Snapshot,
+    profile: &Profile,
+) -> Result<(), Unfit> {
+    profile
+        .filters
+        .iter()
+        .try_for_each(|p| plugins::filter(*p, pod, node, state, snap))
+}
+
 pub fn find_feasible<'a>(
     pod: &PodInfo,
     snap: &'a Snapshot,
@@ -80,11 +103,7 @@ pub fn find_feasible<'a>(
         }
         let node = &all[(start + i) % all.len()];
         processed += 1;
-        let verdict = profile
-            .filters
-            .iter()
-            .try_for_each(|p| plugins::filter(*p, pod, node, state, snap));
-        match verdict {
+        match run_filters(pod, node, state, snap, profile) {
             Ok(()) => found.nodes.push(node),
             Err(unfit) => found.failures.push((node, unfit)),
         }
@@ -139,7 +158,8 @@ pub fn select_host(totals: &[i64], cursor: &mut Cursor) -> usize {
     best
 }
 
-fn histogram(failures: &[(&NodeInfo, Unfit)]) -> BTreeMap<String, usize> {
+/// Reason → number of nodes refused for it.
+pub fn histogram(failures: &[(&NodeInfo, Unfit)]) -> BTreeMap<String, usize> {
     let mut reasons = BTreeMap::new();
     for (_, u) in failures {
         for r in &u.reasons {
@@ -159,10 +179,7 @@ pub fn schedule(
     if snap.num_nodes() == 0 {
         return Err(FitError::NoNodes);
     }
-    let mut state = CycleState::default();
-    for p in &profile.filters {
-        plugins::pre_filter(*p, pod, snap, &mut state);
-    }
+    let mut state = pre_filter(pod, snap, profile);
     let found = find_feasible(pod, snap, profile, &state, cursor);
     let evaluated = found.nodes.len() + found.failures.len();
     let chosen = match found.nodes.len() {

@@ -24,13 +24,14 @@ impl FitError {
             post_filter: None,
         }
     }
+}
 
-    /// The histogram, sorted as strings as upstream sorts it.
-    fn histogram(reasons: &BTreeMap<String, usize>) -> String {
-        let mut items: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        items.sort();
-        items.join(", ")
-    }
+/// `"1 Insufficient cpu, 2 node(s) ..."`: counts before reasons, sorted as strings as
+/// upstream sorts them.
+pub fn format_histogram(reasons: &BTreeMap<String, usize>) -> String {
+    let mut items: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    items.sort();
+    items.join(", ")
 }
 
 impl std::fmt::Display for FitError {
@@ -44,7 +45,7 @@ impl std::fmt::Display for FitError {
             } => {
                 write!(f, "0/{num_all_nodes} nodes are available:")?;
                 if !reasons.is_empty() {
-                    write!(f, " {}.", Self::histogram(reasons))?;
+                    write!(f, " {}.", format_histogram(reasons))?;
                 }
                 if let Some(p) = post_filter {
                     write!(f, " {p}")?;

@@ -8,8 +8,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::algorithm;
+use crate::fit_error::format_histogram;
 use crate::framework::{CycleState, Profile};
-use crate::plugins;
 use crate::pod_info::{PodInfo, SharedPod};
 use crate::snapshot::{NodeInfo, Snapshot};
 
@@ -31,11 +32,7 @@ fn fits(
     snap: &Snapshot,
     profile: &Profile,
 ) -> Result<(), bool> {
-    profile
-        .filters
-        .iter()
-        .try_for_each(|p| plugins::filter(*p, pod, node, state, snap))
-        .map_err(|u| u.unresolvable)
+    algorithm::run_filters(pod, node, state, snap, profile).map_err(|u| u.unresolvable)
 }
 
 /// Victims on one node, or None when evicting every lower-priority pod would not help.
@@ -79,11 +76,8 @@ pub fn preempt(pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> Result<Pree
     if pod.preemption_never {
         return Err("preemption: not eligible due to preemptionPolicy=Never.".into());
     }
-    let mut state = CycleState::default();
-    for p in &profile.filters {
-        plugins::pre_filter(*p, pod, snap, &mut state);
-    }
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    let state = algorithm::pre_filter(pod, snap, profile);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut candidates: Vec<Preemption> = Vec::new();
     for node in snap.nodes() {
         if candidates.len() >= MAX_CANDIDATES {
@@ -92,7 +86,7 @@ pub fn preempt(pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> Result<Pree
         match fits(pod, node, &state, snap, profile) {
             Ok(()) | Err(false) => {}
             Err(true) => {
-                *reasons.entry(NOT_HELPFUL).or_default() += 1;
+                *reasons.entry(NOT_HELPFUL.into()).or_default() += 1;
                 continue;
             }
         }
@@ -101,7 +95,7 @@ pub fn preempt(pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> Result<Pree
                 node: node.name.clone(),
                 victims,
             }),
-            None => *reasons.entry(NO_VICTIMS).or_default() += 1,
+            None => *reasons.entry(NO_VICTIMS.into()).or_default() += 1,
         }
     }
     let key = |c: &Preemption| {
@@ -120,15 +114,11 @@ pub fn preempt(pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> Result<Pree
     };
     match candidates.into_iter().min_by_key(key) {
         Some(c) => Ok(c),
-        None => {
-            let mut items: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-            items.sort();
-            Err(format!(
-                "preemption: 0/{} nodes are available: {}.",
-                snap.num_nodes(),
-                items.join(", ")
-            ))
-        }
+        None => Err(format!(
+            "preemption: 0/{} nodes are available: {}.",
+            snap.num_nodes(),
+            format_histogram(&reasons)
+        )),
     }
 }
 

@@ -37,30 +37,31 @@ pub struct NodeInfo {
 
 impl NodeInfo {
     pub fn from_node(node: &Node) -> NodeInfo {
-        let spec = node.spec.clone().unwrap_or_default();
-        let status = node.status.clone().unwrap_or_default();
-        let (allocatable, malformed) = Resources::from_list_lossy(
-            status
-                .allocatable
-                .as_ref()
-                .or(status.capacity.as_ref())
-                .unwrap_or(&Default::default()),
-        );
+        Self::from_shared(Arc::new(node.clone()))
+    }
+
+    /// Takes the node without copying it (the informer hands it over).
+    pub fn from_shared(node: Arc<Node>) -> NodeInfo {
+        let spec = node.spec.as_ref();
+        let status = node.status.as_ref();
+        let list = status.and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref()));
+        let (allocatable, malformed) =
+            Resources::from_list_lossy(list.unwrap_or(&Default::default()));
         let mut images = HashMap::new();
-        for img in status.images.iter().flatten() {
+        for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
             for n in img.names.iter().flatten() {
                 images.insert(normalize_image(n), img.size_bytes.unwrap_or(0));
             }
         }
         NodeInfo {
-            node: Arc::new(node.clone()),
             name: node.metadata.name.clone().unwrap_or_default(),
             labels: node.metadata.labels.clone().unwrap_or_default(),
-            taints: spec.taints.unwrap_or_default(),
-            unschedulable: spec.unschedulable.unwrap_or(false),
+            taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
+            unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
             allocatable,
             images,
             malformed,
+            node,
             ..Default::default()
         }
     }
@@ -187,7 +188,14 @@ impl Snapshot {
     }
 
     pub fn upsert_node(&mut self, node: &Node) {
-        let fresh = NodeInfo::from_node(node);
+        self.upsert_node_shared(Arc::new(node.clone()));
+    }
+
+    /// Adds or updates a node without copying it; returns the allocatable quantities that
+    /// did not parse (counted as zero).
+    pub fn upsert_node_shared(&mut self, node: Arc<Node>) -> Vec<String> {
+        let fresh = NodeInfo::from_shared(node);
+        let malformed = fresh.malformed.clone();
         let name = fresh.name.clone();
         match self.index.get(&name) {
             Some(&i) => {
@@ -213,6 +221,7 @@ impl Snapshot {
                 }
             }
         }
+        malformed
     }
 
     fn count_images(&mut self, i: usize, delta: isize) {

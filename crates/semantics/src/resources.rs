@@ -62,38 +62,29 @@ impl Resources {
         Ok(())
     }
 
-    pub fn add(&mut self, o: &Resources) {
-        self.milli_cpu = self.milli_cpu.saturating_add(o.milli_cpu);
-        self.memory = self.memory.saturating_add(o.memory);
-        self.ephemeral_storage = self.ephemeral_storage.saturating_add(o.ephemeral_storage);
-        self.pods = self.pods.saturating_add(o.pods);
+    /// Applies `f` kind by kind (a scalar missing on one side counts as zero).
+    fn combine(&mut self, o: &Resources, f: fn(i64, i64) -> i64) {
+        self.milli_cpu = f(self.milli_cpu, o.milli_cpu);
+        self.memory = f(self.memory, o.memory);
+        self.ephemeral_storage = f(self.ephemeral_storage, o.ephemeral_storage);
+        self.pods = f(self.pods, o.pods);
         for (k, v) in &o.scalar {
             let e = self.scalar.entry(k.clone()).or_default();
-            *e = e.saturating_add(*v);
+            *e = f(*e, *v);
         }
     }
 
+    pub fn add(&mut self, o: &Resources) {
+        self.combine(o, i64::saturating_add);
+    }
+
     pub fn sub(&mut self, o: &Resources) {
-        self.milli_cpu = self.milli_cpu.saturating_sub(o.milli_cpu);
-        self.memory = self.memory.saturating_sub(o.memory);
-        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(o.ephemeral_storage);
-        self.pods = self.pods.saturating_sub(o.pods);
-        for (k, v) in &o.scalar {
-            let e = self.scalar.entry(k.clone()).or_default();
-            *e = e.saturating_sub(*v);
-        }
+        self.combine(o, i64::saturating_sub);
     }
 
     /// Each kind set to the larger of the two.
     pub fn max_with(&mut self, o: &Resources) {
-        self.milli_cpu = self.milli_cpu.max(o.milli_cpu);
-        self.memory = self.memory.max(o.memory);
-        self.ephemeral_storage = self.ephemeral_storage.max(o.ephemeral_storage);
-        self.pods = self.pods.max(o.pods);
-        for (k, v) in &o.scalar {
-            let e = self.scalar.entry(k.clone()).or_insert(*v);
-            *e = (*e).max(*v);
-        }
+        self.combine(o, i64::max);
     }
 
     pub fn is_zero(&self) -> bool {

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use cairn_semantics::selector::Labels;
+
 use crate::framework::Unfit;
 use crate::pod_info::{AffinityTerm, PodInfo, HOSTNAME_KEY};
 use crate::snapshot::{NodeInfo, Snapshot};
@@ -214,6 +216,20 @@ pub struct ScoreState {
 }
 
 impl ScoreState {
+    /// Adds `sign` × each term's weight for the terms that match `target`.
+    fn add_matching(
+        &mut self,
+        terms: &[AffinityTerm],
+        target: &PodInfo,
+        ns_labels: Option<&Labels>,
+        sign: i64,
+        node: &NodeInfo,
+    ) {
+        for t in terms.iter().filter(|t| t.matches(target, ns_labels)) {
+            self.add(t, sign * t.weight, node);
+        }
+    }
+
     fn add(&mut self, t: &AffinityTerm, weight: i64, node: &NodeInfo) {
         if let Some(v) = node.labels.get(&t.topology_key) {
             *self
@@ -239,16 +255,8 @@ pub fn pre_score(pod: &PodInfo, snap: &Snapshot, hard_weight: i64) -> Option<Sco
         for e in &node.pods {
             if has_preferred {
                 let ens = snap.namespaces.get(&e.namespace);
-                for t in pod.preferred_affinity.iter().filter(|t| t.matches(e, ens)) {
-                    s.add(t, t.weight, node);
-                }
-                for t in pod
-                    .preferred_anti_affinity
-                    .iter()
-                    .filter(|t| t.matches(e, ens))
-                {
-                    s.add(t, -t.weight, node);
-                }
+                s.add_matching(&pod.preferred_affinity, e, ens, 1, node);
+                s.add_matching(&pod.preferred_anti_affinity, e, ens, -1, node);
             }
             if !e.has_affinity() {
                 continue;
@@ -262,20 +270,8 @@ pub fn pre_score(pod: &PodInfo, snap: &Snapshot, hard_weight: i64) -> Option<Sco
                     s.add(t, hard_weight, node);
                 }
             }
-            for t in e
-                .preferred_affinity
-                .iter()
-                .filter(|t| t.matches(pod, own_ns))
-            {
-                s.add(t, t.weight, node);
-            }
-            for t in e
-                .preferred_anti_affinity
-                .iter()
-                .filter(|t| t.matches(pod, own_ns))
-            {
-                s.add(t, -t.weight, node);
-            }
+            s.add_matching(&e.preferred_affinity, pod, own_ns, 1, node);
+            s.add_matching(&e.preferred_anti_affinity, pod, own_ns, -1, node);
         }
     }
     (!s.scores.is_empty()).then_some(s)

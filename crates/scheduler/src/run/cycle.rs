@@ -10,8 +10,7 @@ use tracing::warn;
 use super::extender::{Extender, ExtenderError};
 use crate::algorithm::{self, Cursor};
 use crate::fit_error::FitError;
-use crate::framework::{CycleState, Profile};
-use crate::plugins;
+use crate::framework::Profile;
 use crate::pod_info::PodInfo;
 use crate::snapshot::{NodeInfo, Snapshot};
 
@@ -29,22 +28,14 @@ pub async fn schedule_with_extenders(
     snap: &Snapshot,
     profile: &Profile,
     cursor: &mut Cursor,
-    extenders: &[Extender],
+    extenders: &[std::sync::Arc<Extender>],
 ) -> Result<String, CycleError> {
     if snap.num_nodes() == 0 {
         return Err(FitError::NoNodes.into());
     }
-    let mut state = CycleState::default();
-    for p in &profile.filters {
-        plugins::pre_filter(*p, info, snap, &mut state);
-    }
+    let mut state = algorithm::pre_filter(info, snap, profile);
     let found = algorithm::find_feasible(info, snap, profile, &state, cursor);
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    for (_, u) in &found.failures {
-        for r in &u.reasons {
-            *reasons.entry(r.clone()).or_default() += 1;
-        }
-    }
+    let mut reasons: BTreeMap<String, usize> = algorithm::histogram(&found.failures);
     let mut nodes: Vec<&NodeInfo> = found.nodes;
     for ext in extenders.iter().filter(|e| e.interested(info)) {
         if nodes.is_empty() {

@@ -55,7 +55,8 @@ struct Synced {
 pub struct Scheduler {
     client: Client,
     config: SchedulerConfig,
-    extenders: Vec<Extender>,
+    /// Shared with bind tasks (one HTTP client each, not one per bind).
+    extenders: Vec<Arc<Extender>>,
     snapshot: Snapshot,
     queue: SchedulingQueue,
     cursor: Cursor,
@@ -85,7 +86,7 @@ impl Scheduler {
             .extenders
             .iter()
             .cloned()
-            .map(Extender::new)
+            .map(|c| Extender::new(c).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let (tx, mut rx) = mpsc::channel(INPUT_BUFFER);
         let _informers = informers::start(&client, &tx);
@@ -165,11 +166,10 @@ impl Scheduler {
                 if let Some(seen) = self.synced.relist_nodes.as_mut() {
                     seen.insert(name.clone());
                 }
-                let info = crate::snapshot::NodeInfo::from_node(&n);
-                if !info.malformed.is_empty() {
-                    warn!(node = name, resources = ?info.malformed, "node has malformed allocatable quantities; counted as zero");
+                let malformed = self.snapshot.upsert_node_shared(Arc::new(n));
+                if !malformed.is_empty() {
+                    warn!(node = name, resources = ?malformed, "node has malformed allocatable quantities; counted as zero");
                 }
-                self.snapshot.upsert_node(&n);
                 self.queue.move_all(now);
             }
             Event::Delete(n) => self
@@ -353,10 +353,16 @@ impl Scheduler {
         match result {
             Ok(node) => {
                 debug!(node, "assumed");
-                self.snapshot.add_pod(info.clone(), &node);
+                // Decided before the pod info moves into the snapshot.
+                let binder = self
+                    .extenders
+                    .iter()
+                    .find(|e| e.binds() && e.interested(&info))
+                    .cloned();
+                self.snapshot.add_pod(info, &node);
                 self.assumed.insert(id.clone(), node.clone());
                 self.queue.done(&id);
-                self.spawn_bind(pod, info, node).await;
+                self.spawn_bind(pod, id, binder, node).await;
             }
             Err(CycleError::Fit(mut fit)) => {
                 self.queue.unschedulable(&id, now);
@@ -434,25 +440,23 @@ impl Scheduler {
         });
     }
 
-    async fn spawn_bind(&mut self, pod: Arc<Pod>, info: PodInfo, node: String) {
+    async fn spawn_bind(
+        &mut self,
+        pod: Arc<Pod>,
+        uid: String,
+        binder: Option<Arc<Extender>>,
+        node: String,
+    ) {
         // Waiting for a permit bounds the binds in flight (back-pressure on the loop).
         let Ok(permit) = self.binds.clone().acquire_owned().await else {
             return;
         };
-        let binder = self
-            .extenders
-            .iter()
-            .position(|e| e.binds() && e.interested(&info));
-        let ext = binder.map(|i| self.extenders[i].config.clone());
         let client = self.client.clone();
         let tx = self.tx.clone();
         let reporter = self.reporter.clone();
         tokio::spawn(async move {
-            let result = match ext {
-                Some(cfg) => match Extender::new(cfg) {
-                    Ok(e) => e.bind(&pod, &node).await.map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                },
+            let result = match binder {
+                Some(e) => e.bind(&pod, &node).await.map_err(|e| e.to_string()),
                 None => bind(&client, &pod, &node).await,
             };
             drop(permit);
@@ -467,13 +471,7 @@ impl Scheduler {
                 );
             }
             // The loop may have stopped; then nobody needs the result.
-            let _ = tx
-                .send(Input::Bound {
-                    uid: info.uid.clone(),
-                    pod,
-                    result,
-                })
-                .await;
+            let _ = tx.send(Input::Bound { uid, pod, result }).await;
         });
     }
 }

@@ -88,6 +88,18 @@ impl Reporter {
         }
     }
 
+    /// The write for a repeat of an event already recorded, if it is one.
+    fn repeat(&self, key: &(String, String, String)) -> Option<EventWrite> {
+        let mut seen = self.seen.lock();
+        let (namespace, name, count) = seen.get_mut(key)?;
+        *count += 1;
+        Some(EventWrite::Repeat {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            count: *count,
+        })
+    }
+
     fn new_event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) -> Event {
         let now = k8s_openapi::jiff::Timestamp::now();
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -132,29 +144,21 @@ impl Reporter {
     }
 
     pub fn event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
-        let key = (
-            pod.metadata.uid.clone().unwrap_or_default(),
-            reason.to_string(),
-            message.to_string(),
-        );
-        let repeat = {
-            let mut seen = self.seen.lock();
-            match seen.get_mut(&key) {
-                Some((namespace, name, count)) => {
-                    *count += 1;
-                    Some(EventWrite::Repeat {
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                        count: *count,
-                    })
-                }
-                None => None,
+        // Only failures repeat (Scheduled/Preempted happen once per pod), so only they are
+        // remembered and looked up.
+        let key = (kind == "Warning").then(|| {
+            (
+                pod.metadata.uid.clone().unwrap_or_default(),
+                reason.to_string(),
+                message.to_string(),
+            )
+        });
+        if let Some(key) = &key {
+            if let Some(w) = self.repeat(key) {
+                // Full queue: dropped, like a new event would be.
+                let _ = self.events.try_send(w);
+                return;
             }
-        };
-        if let Some(w) = repeat {
-            // Full queue: dropped, like a new event would be.
-            let _ = self.events.try_send(w);
-            return;
         }
         let ev = self.new_event(pod, kind, reason, message);
         let ev_name = ev.metadata.name.clone().unwrap_or_default();
@@ -168,8 +172,7 @@ impl Reporter {
             debug!("event queue full, event dropped");
             return;
         }
-        // Only failures repeat; Scheduled/Preempted happen once per pod.
-        if kind == "Warning" {
+        if let Some(key) = key {
             let mut seen = self.seen.lock();
             if seen.len() >= MAX_REMEMBERED {
                 seen.clear();
