@@ -20,6 +20,9 @@ use crate::allocator::{AllocError, IpAllocator, PortAllocator};
 use crate::decorate::{OWNER_UIDS_FIELD, UID_FIELD};
 use crate::objects::*;
 
+mod binding;
+mod bootstrap;
+
 /// How unknown fields in a body are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldValidation {
@@ -1256,186 +1259,16 @@ impl ApiState {
         }
         Ok(())
     }
-
-    /// Binds a pod to a node (`pods/binding`): sets `spec.nodeName` once, with the
-    /// PodScheduled condition. Bypasses update validation, which forbids nodeName changes.
-    pub async fn bind_pod(
-        &self,
-        ns: Option<&str>,
-        name: &str,
-        node: &str,
-    ) -> Result<Written, Status> {
-        let r = registry::find("", "v1", "pods")
-            .ok_or_else(|| Status::internal("pods not registered"))?;
-        let key = r.key(ns, name);
-        for _ in 0..10 {
-            let current = self.get(r, ns, name)?;
-            let mut pod: Value = serde_json::from_slice(&current.bytes)
-                .map_err(|e| Status::internal(e.to_string()))?;
-            if let Some(bound) = pod
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-            {
-                return Err(Status::conflict(
-                    "pods",
-                    name,
-                    &format!("pod {name} is already assigned to node \"{bound}\""),
-                ));
-            }
-            if has_deletion_timestamp(&pod) {
-                return Err(Status::conflict(
-                    "pods",
-                    name,
-                    "pod is being deleted, cannot be assigned to a host",
-                ));
-            }
-            pod["spec"]["nodeName"] = json!(node);
-            if !pod.get("status").is_some_and(Value::is_object) {
-                pod["status"] = json!({});
-            }
-            let mut conditions: Vec<Value> = pod
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-            conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now_rfc3339()}));
-            pod["status"]["conditions"] = Value::Array(conditions);
-            remove_meta(&mut pod, "resourceVersion");
-            let bytes =
-                Bytes::from(serde_json::to_vec(&pod).map_err(|e| Status::internal(e.to_string()))?);
-            match self
-                .cache
-                .backend()
-                .update(&key, bytes, current.mod_revision)
-                .await
-            {
-                Ok(rev) => return self.written(&key, rev, Vec::new()).await,
-                Err(StoreError::Conflict { actual, .. }) => self.settle(actual).await?,
-                Err(e) => return Err(store_status(e, r, name)),
-            }
-        }
-        Err(Status::conflict(
-            "pods",
-            name,
-            "too many concurrent updates",
-        ))
-    }
-
-    /// Creates what a fresh cluster has: the initial namespaces and the `kubernetes` Service.
-    pub async fn bootstrap(&self) -> Result<(), Status> {
-        let nsr = registry::find("", "v1", "namespaces")
-            .ok_or_else(|| Status::internal("namespaces not registered"))?;
-        let opts = WriteOptions {
-            field_manager: Some("cairn-control".into()),
-            ..Default::default()
-        };
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            if self.cache.get(&nsr.key(None, ns)).is_none() {
-                self.create(nsr, None, json!({"metadata": {"name": ns}}), &opts)
-                    .await?;
-            }
-        }
-        let pcr = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
-            .ok_or_else(|| Status::internal("priorityclasses not registered"))?;
-        for (name, value, description) in cairn_api::scheduling_validation::SYSTEM_PRIORITY_CLASSES
-        {
-            if self.cache.get(&pcr.key(None, name)).is_none() {
-                let body =
-                    json!({"metadata": {"name": name}, "value": value, "description": description});
-                self.create(pcr, None, body, &opts).await?;
-            }
-        }
-        let svc = registry::find("", "v1", "services")
-            .ok_or_else(|| Status::internal("services not registered"))?;
-        if self
-            .cache
-            .get(&svc.key(Some("default"), "kubernetes"))
-            .is_none()
-        {
-            let ip = self.first_service_ip().to_string();
-            let body = json!({
-                "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
-                "spec": {
-                    "clusterIP": ip,
-                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.settings.advertise_port}],
-                    "sessionAffinity": "None",
-                    "type": "ClusterIP",
-                },
-            });
-            self.create(svc, Some("default"), body, &opts).await?;
-        }
-        let eps = registry::find("", "v1", "endpoints")
-            .ok_or_else(|| Status::internal("endpoints not registered"))?;
-        let desired = json!({
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [{
-                "addresses": [{"ip": self.settings.advertise_address.to_string()}],
-                "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
-            }],
-        });
-        match self.cache.get(&eps.key(Some("default"), "kubernetes")) {
-            None => {
-                self.create(eps, Some("default"), desired, &opts).await?;
-            }
-            Some(o) => {
-                let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
-                if cur.get("subsets") != desired.get("subsets") {
-                    self.guaranteed_update(eps, Some("default"), "kubernetes", None, &opts, |c| {
-                        let mut n = c.clone();
-                        n["subsets"] = desired["subsets"].clone();
-                        Ok(n)
-                    })
-                    .await?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
-/// The pod's QoS class, from its containers' requests and limits (Kubernetes' GetPodQOS).
+/// The pod's QoS class (`cairn-semantics`, Kubernetes' GetPodQOS).
 pub fn qos_class(pod: &Value) -> &'static str {
-    let mut containers: Vec<&Value> = Vec::new();
-    for field in ["containers", "initContainers"] {
-        if let Some(list) = pod
-            .pointer(&format!("/spec/{field}"))
-            .and_then(Value::as_array)
-        {
-            containers.extend(list.iter());
-        }
-    }
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in &containers {
-        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
-        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
-        let has = |m: Option<&serde_json::Map<String, Value>>, k: &str| {
-            m.is_some_and(|m| m.contains_key(k))
-        };
-        for res in ["cpu", "memory"] {
-            if has(requests, res) || has(limits, res) {
-                any = true;
-            }
-            if !has(limits, res) {
-                guaranteed = false;
-            } else if let (Some(req), Some(lim)) = (
-                requests.and_then(|m| m.get(res)),
-                limits.and_then(|m| m.get(res)),
-            ) {
-                if req != lim {
-                    guaranteed = false;
-                }
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed && !containers.is_empty() {
-        "Guaranteed"
-    } else {
-        "Burstable"
+    let spec = pod.get("spec").and_then(|s| {
+        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(s.clone()).ok()
+    });
+    match spec {
+        Some(spec) => cairn_semantics::qos::qos_class(&spec).as_str(),
+        None => "BestEffort",
     }
 }
 

@@ -1,0 +1,81 @@
+//! What a fresh cluster has: namespaces, the system PriorityClasses, the `kubernetes`
+//! Service and its Endpoints.
+
+use cairn_api::registry;
+use cairn_api::status::Status;
+use serde_json::{json, Value};
+
+use super::{ApiState, WriteOptions};
+
+impl ApiState {
+    /// Creates what a fresh cluster has: the initial namespaces and the `kubernetes` Service.
+    pub async fn bootstrap(&self) -> Result<(), Status> {
+        let nsr = registry::find("", "v1", "namespaces")
+            .ok_or_else(|| Status::internal("namespaces not registered"))?;
+        let opts = WriteOptions {
+            field_manager: Some("cairn-control".into()),
+            ..Default::default()
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if self.cache.get(&nsr.key(None, ns)).is_none() {
+                self.create(nsr, None, json!({"metadata": {"name": ns}}), &opts)
+                    .await?;
+            }
+        }
+        let pcr = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
+            .ok_or_else(|| Status::internal("priorityclasses not registered"))?;
+        for (name, value, description) in cairn_api::scheduling_validation::SYSTEM_PRIORITY_CLASSES
+        {
+            if self.cache.get(&pcr.key(None, name)).is_none() {
+                let body =
+                    json!({"metadata": {"name": name}, "value": value, "description": description});
+                self.create(pcr, None, body, &opts).await?;
+            }
+        }
+        let svc = registry::find("", "v1", "services")
+            .ok_or_else(|| Status::internal("services not registered"))?;
+        if self
+            .cache
+            .get(&svc.key(Some("default"), "kubernetes"))
+            .is_none()
+        {
+            let ip = self.first_service_ip().to_string();
+            let body = json!({
+                "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {
+                    "clusterIP": ip,
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": self.settings.advertise_port}],
+                    "sessionAffinity": "None",
+                    "type": "ClusterIP",
+                },
+            });
+            self.create(svc, Some("default"), body, &opts).await?;
+        }
+        let eps = registry::find("", "v1", "endpoints")
+            .ok_or_else(|| Status::internal("endpoints not registered"))?;
+        let desired = json!({
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{
+                "addresses": [{"ip": self.settings.advertise_address.to_string()}],
+                "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
+            }],
+        });
+        match self.cache.get(&eps.key(Some("default"), "kubernetes")) {
+            None => {
+                self.create(eps, Some("default"), desired, &opts).await?;
+            }
+            Some(o) => {
+                let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
+                if cur.get("subsets") != desired.get("subsets") {
+                    self.guaranteed_update(eps, Some("default"), "kubernetes", None, &opts, |c| {
+                        let mut n = c.clone();
+                        n["subsets"] = desired["subsets"].clone();
+                        Ok(n)
+                    })
+                    .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
