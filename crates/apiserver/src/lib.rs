@@ -7,6 +7,7 @@
 
 pub mod allocator;
 pub mod decorate;
+mod decorate_raw;
 pub mod discovery;
 pub mod handlers;
 pub mod nodeipam;

@@ -83,7 +83,12 @@ pub fn field_string(obj: &Value, path: &str) -> Option<String> {
     for part in path.split('.') {
         cur = cur.get(part)?;
     }
-    match cur {
+    field_leaf_string(path, cur)
+}
+
+/// A selectable field's value as the string selectors compare with.
+pub fn field_leaf_string(path: &str, leaf: &Value) -> Option<String> {
+    match leaf {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => Some(n.to_string()),
