@@ -7,6 +7,11 @@ use cairn_api::status::Status;
 use cairn_store::cache::WatchCache;
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use cairn_store::Revision;
+use parking_lot::Mutex;
+
 struct Class {
     name: String,
     value: i64,
@@ -14,42 +19,77 @@ struct Class {
     preemption_policy: String,
 }
 
-fn classes(cache: &WatchCache) -> Vec<Class> {
-    let Some(r) = registry::find("scheduling.k8s.io", "v1", "priorityclasses") else {
-        return Vec::new();
-    };
-    cache
-        .list(&r.key_prefix())
-        .0
-        .iter()
-        .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
-        .map(|v| Class {
-            name: v
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            value: v.get("value").and_then(Value::as_i64).unwrap_or(0),
-            global_default: v
-                .get("globalDefault")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            preemption_policy: v
-                .get("preemptionPolicy")
-                .and_then(Value::as_str)
-                .unwrap_or("PreemptLowerPriority")
-                .to_string(),
-        })
-        .collect()
+/// The parsed PriorityClasses, reused while none of them changed: every pod create
+/// consults them, and parsing each class per create showed in the scheduler benchmark.
+#[derive(Default)]
+pub struct ClassMemo {
+    built_from: Mutex<Memo>,
+}
+
+/// (key, modRevision) of each class the parsed list was built from, and the list.
+type Memo = (Vec<(String, Revision)>, Arc<Vec<Class>>);
+
+impl ClassMemo {
+    fn classes(&self, cache: &WatchCache) -> Arc<Vec<Class>> {
+        let Some(r) = registry::find("scheduling.k8s.io", "v1", "priorityclasses") else {
+            return Arc::default();
+        };
+        let (objects, _) = cache.list(&r.key_prefix());
+        let mut memo = self.built_from.lock();
+        let unchanged = memo.0.len() == objects.len()
+            && memo
+                .0
+                .iter()
+                .zip(&objects)
+                .all(|((key, rev), o)| *key == o.key && *rev == o.mod_revision);
+        if !unchanged {
+            let parsed = objects
+                .iter()
+                .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
+                .map(|v| parse_class(&v))
+                .collect();
+            let built_from = objects
+                .iter()
+                .map(|o| (o.key.clone(), o.mod_revision))
+                .collect();
+            *memo = (built_from, Arc::new(parsed));
+        }
+        Arc::clone(&memo.1)
+    }
+}
+
+fn parse_class(v: &Value) -> Class {
+    Class {
+        name: v
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        value: v.get("value").and_then(Value::as_i64).unwrap_or(0),
+        global_default: v
+            .get("globalDefault")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        preemption_policy: v
+            .get("preemptionPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("PreemptLowerPriority")
+            .to_string(),
+    }
 }
 
 /// Sets a new pod's priority from its class; refuses unknown classes and a priority the
 /// client set that the class contradicts, in kube-apiserver's words.
-pub fn admit_pod(cache: &WatchCache, pod: &mut Value, name: &str) -> Result<(), Status> {
+pub fn admit_pod(
+    memo: &ClassMemo,
+    cache: &WatchCache,
+    pod: &mut Value,
+    name: &str,
+) -> Result<(), Status> {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return Ok(());
     };
-    let all = classes(cache);
+    let all = memo.classes(cache);
     let wanted = spec
         .get("priorityClassName")
         .and_then(Value::as_str)
@@ -91,7 +131,12 @@ pub fn admit_pod(cache: &WatchCache, pod: &mut Value, name: &str) -> Result<(), 
 }
 
 /// A second global default is refused.
-pub fn admit_class(cache: &WatchCache, class: &Value, old: Option<&Value>) -> Result<(), Status> {
+pub fn admit_class(
+    memo: &ClassMemo,
+    cache: &WatchCache,
+    class: &Value,
+    old: Option<&Value>,
+) -> Result<(), Status> {
     if !class
         .get("globalDefault")
         .and_then(Value::as_bool)
@@ -110,10 +155,8 @@ pub fn admit_class(cache: &WatchCache, class: &Value, old: Option<&Value>) -> Re
     if was_default {
         return Ok(());
     }
-    if let Some(other) = classes(cache)
-        .into_iter()
-        .find(|c| c.global_default && c.name != me)
-    {
+    let all = memo.classes(cache);
+    if let Some(other) = all.iter().find(|c| c.global_default && c.name != me) {
         return Err(Status::forbidden(format!(
             "PriorityClass.scheduling.k8s.io \"{me}\" is forbidden: PriorityClass {} is already marked as default. Only one default can exist",
             other.name

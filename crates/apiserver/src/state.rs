@@ -79,6 +79,7 @@ pub struct ApiState {
     pub settings: ServerSettings,
     cluster_ips: Mutex<IpAllocator>,
     node_ports: Mutex<PortAllocator>,
+    priority_classes: crate::priority::ClassMemo,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -185,6 +186,7 @@ impl ApiState {
             settings,
             cluster_ips: Mutex::new(IpAllocator::new(service_cidr)),
             node_ports: Mutex::new(PortAllocator::new(node_port_range.0, node_port_range.1)),
+            priority_classes: Default::default(),
         });
         state.restore_allocations();
         state
@@ -377,10 +379,9 @@ impl ApiState {
         let obj = self.cache.get(&nsr.key(None, ns)).ok_or_else(|| {
             Status::not_found("namespaces", ns).with_details("", "namespaces", ns)
         })?;
-        let v: Value = serde_json::from_slice(&obj.bytes).unwrap_or(Value::Null);
-        if has_deletion_timestamp(&v)
-            || v.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
-        {
+        // A deleted namespace gets `status.phase: Terminating` in the same write as its
+        // deletionTimestamp (see `delete_once`), so the cached field answers without a parse.
+        if obj.fields.get("status.phase").map(String::as_str) == Some("Terminating") {
             let mut s = Status::forbidden(format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             ));
@@ -448,10 +449,10 @@ impl ApiState {
         self.admit_kind_specific(r, &mut obj, None);
         let name = name_of(&obj).to_string();
         if r.kind == "Pod" && r.group.is_empty() {
-            crate::priority::admit_pod(&self.cache, &mut obj, &name)?;
+            crate::priority::admit_pod(&self.priority_classes, &self.cache, &mut obj, &name)?;
         }
         if crate::priority::is_priority_class(r) {
-            crate::priority::admit_class(&self.cache, &obj, None)?;
+            crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
         }
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
         let causes = cairn_api::validation::validate_create(r, &obj);
@@ -707,7 +708,7 @@ impl ApiState {
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
         self.admit_kind_specific(r, &mut obj, Some(old));
         if crate::priority::is_priority_class(r) {
-            crate::priority::admit_class(&self.cache, &obj, Some(old))?;
+            crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
         }
         let causes = cairn_api::validation::validate_update(r, old, &obj);
         if !causes.is_empty() {
