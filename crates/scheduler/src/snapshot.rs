@@ -127,6 +127,11 @@ pub struct Snapshot {
     shared_hostnames: usize,
     /// Spread constraints' per-domain counts, kept across cycles.
     pub domains: DomainCache,
+    /// Placed pods (on nodes or orphaned) with required anti-affinity terms: when none
+    /// exist, InterPodAffinity's pre-filter need not visit every node.
+    anti_affinity_pods: usize,
+    /// Placed pods with any pod (anti-)affinity term, for InterPodAffinity's pre-score.
+    affinity_pods: usize,
 }
 
 impl Snapshot {
@@ -181,6 +186,16 @@ impl Snapshot {
     pub fn placed_pod(&self, uid: &str) -> Option<&SharedPod> {
         let node = self.node(self.placed.get(uid)?)?;
         node.pods.iter().find(|p| p.uid == uid)
+    }
+
+    /// Whether any placed pod has required anti-affinity terms.
+    pub fn any_required_anti_affinity(&self) -> bool {
+        self.anti_affinity_pods > 0
+    }
+
+    /// Whether any placed pod has a pod (anti-)affinity term.
+    pub fn any_pod_affinity(&self) -> bool {
+        self.affinity_pods > 0
     }
 
     pub fn node_of(&self, uid: &str) -> Option<&str> {
@@ -254,6 +269,12 @@ impl Snapshot {
         self.remove_pod(&pod.uid);
         let uid = pod.uid.clone();
         let shared = Arc::new(pod);
+        if !shared.required_anti_affinity.is_empty() {
+            self.anti_affinity_pods += 1;
+        }
+        if shared.has_affinity() {
+            self.affinity_pods += 1;
+        }
         match self.index.get(node) {
             Some(&i) => {
                 self.domains.pod_changed(&shared, &self.nodes[i], 1);
@@ -269,6 +290,17 @@ impl Snapshot {
     }
 
     pub fn remove_pod(&mut self, uid: &str) -> Option<SharedPod> {
+        let removed = self.take_pod(uid)?;
+        if !removed.required_anti_affinity.is_empty() {
+            self.anti_affinity_pods -= 1;
+        }
+        if removed.has_affinity() {
+            self.affinity_pods -= 1;
+        }
+        Some(removed)
+    }
+
+    fn take_pod(&mut self, uid: &str) -> Option<SharedPod> {
         let node = self.placed.remove(uid)?;
         match self.index.get(&node) {
             Some(&i) => {
@@ -293,6 +325,24 @@ impl Snapshot {
 mod tests {
     use super::*;
     use crate::testing::{node, pod};
+
+    #[test]
+    fn affinity_counts_follow_pods_across_nodes_and_orphans() {
+        let mut s = Snapshot::default();
+        s.upsert_node(&node("n1", "4", "8Gi", &[]));
+        s.add_pod(pod("plain").info(), "n1");
+        assert!(!s.any_required_anti_affinity() && !s.any_pod_affinity());
+        s.add_pod(pod("anti").anti_affinity("app", "web", "zone").info(), "n1");
+        // Re-placing the same pod does not count it twice.
+        s.add_pod(pod("anti").anti_affinity("app", "web", "zone").info(), "gone");
+        assert!(s.any_required_anti_affinity() && s.any_pod_affinity());
+        s.remove_node("n1");
+        assert!(s.any_required_anti_affinity(), "orphaned pods still count");
+        assert!(s.remove_pod("uid-anti").is_some());
+        assert!(!s.any_required_anti_affinity() && !s.any_pod_affinity());
+        assert!(s.remove_pod("uid-anti").is_none());
+        assert!(!s.any_required_anti_affinity());
+    }
 
     #[test]
     fn malformed_allocatable_counts_as_zero_and_is_reported() {

@@ -82,6 +82,9 @@ pub fn pre_filter(pod: &PodInfo, snap: &Snapshot) -> Option<FilterState> {
         .iter()
         .any(|t| !per_node(t, lazy));
     let mut any_anti = false;
+    if !incoming_affinity && !incoming_anti && !snap.any_required_anti_affinity() {
+        return (!pod.required_anti_affinity.is_empty()).then_some(s);
+    }
     for node in snap.nodes() {
         if node.pods_with_required_anti_affinity > 0 {
             any_anti = true;
@@ -248,6 +251,9 @@ pub fn pre_score(pod: &PodInfo, snap: &Snapshot, hard_weight: i64) -> Option<Sco
         !pod.preferred_affinity.is_empty() || !pod.preferred_anti_affinity.is_empty();
     let own_ns = snap.namespaces.get(&pod.namespace);
     let mut s = ScoreState::default();
+    if !has_preferred && !snap.any_pod_affinity() {
+        return None;
+    }
     for node in snap.nodes() {
         if !has_preferred && node.pods_with_affinity == 0 {
             continue;
