@@ -58,6 +58,19 @@ enum Command {
         /// KubeSchedulerConfiguration file for the embedded scheduler.
         #[arg(long)]
         scheduler_config: Option<PathBuf>,
+        /// Controllers to run in this process, kube-controller-manager's syntax: `*` for
+        /// the default set, `name` to add one, `-name` to leave one out, `` for none.
+        #[arg(long, default_value = "*")]
+        controllers: String,
+    },
+    /// Run only the controllers, against any Kubernetes API server.
+    Controllers {
+        /// Kubeconfig of the API server to act for.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Controllers to run (see `serve --controllers`).
+        #[arg(long, default_value = "*")]
+        controllers: String,
     },
     /// Run only the scheduler, against any Kubernetes API server.
     Scheduler {
@@ -101,6 +114,27 @@ async fn run_scheduler(
     anyhow::bail!("scheduler stopped")
 }
 
+async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    let kconf =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    kube::Client::try_from(kconf).context("building the API client")
+}
+
+async fn run_controllers(
+    client: kube::Client,
+    selection: cairn_controllers::Selection,
+) -> anyhow::Result<()> {
+    if selection.names().is_empty() {
+        return std::future::pending().await;
+    }
+    cairn_controllers::run(client, &selection).await;
+    anyhow::bail!("controllers stopped")
+}
+
 /// mimalloc instead of glibc's malloc: the API server and scheduler allocate many small,
 /// short-lived JSON values per request, where glibc spent ~18 % of the API server's CPU in
 /// malloc/free/consolidation under the scheduler benchmark.
@@ -130,7 +164,9 @@ async fn main() -> anyhow::Result<()> {
             node_cidr_mask_size,
             scheduler,
             scheduler_config,
+            controllers,
         } => {
+            let controllers = cairn_controllers::Selection::parse(&controllers)?;
             // A config error stops startup before anything listens.
             let scheduler_config = match (scheduler, scheduler_config) {
                 (false, _) => None,
@@ -154,6 +190,7 @@ async fn main() -> anyhow::Result<()> {
             };
             let server = cairn_apiserver::start(config).await?;
             let url = server.url();
+            let controllers_client = kube_client_for_url(&url)?;
             let scheduler_task = async move {
                 match scheduler_config {
                     Some(cfg) => run_scheduler(kube_client_for_url(&url)?, cfg).await,
@@ -163,6 +200,7 @@ async fn main() -> anyhow::Result<()> {
             tokio::select! {
                 r = server.wait() => r?,
                 r = scheduler_task => r?,
+                r = run_controllers(controllers_client, controllers) => r?,
                 _ = tokio::signal::ctrl_c() => {}
             }
             Ok(())
@@ -172,17 +210,20 @@ async fn main() -> anyhow::Result<()> {
                 Some(path) => cairn_scheduler::config::SchedulerConfig::load(&path)?,
                 None => cairn_scheduler::config::SchedulerConfig::default(),
             };
-            let kc = kube::config::Kubeconfig::read_from(&kubeconfig)
-                .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
-            let kconf = kube::Config::from_custom_kubeconfig(
-                kc,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
-            let client = kube::Client::try_from(kconf).context("building the API client")?;
+            let client = client_from_kubeconfig(&kubeconfig).await?;
             tokio::select! {
                 r = run_scheduler(client, cfg) => r,
+                _ = tokio::signal::ctrl_c() => Ok(()),
+            }
+        }
+        Command::Controllers {
+            kubeconfig,
+            controllers,
+        } => {
+            let selection = cairn_controllers::Selection::parse(&controllers)?;
+            let client = client_from_kubeconfig(&kubeconfig).await?;
+            tokio::select! {
+                r = run_controllers(client, selection) => r,
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }

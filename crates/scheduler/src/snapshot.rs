@@ -334,7 +334,10 @@ mod tests {
         assert!(!s.any_required_anti_affinity() && !s.any_pod_affinity());
         s.add_pod(pod("anti").anti_affinity("app", "web", "zone").info(), "n1");
         // Re-placing the same pod does not count it twice.
-        s.add_pod(pod("anti").anti_affinity("app", "web", "zone").info(), "gone");
+        s.add_pod(
+            pod("anti").anti_affinity("app", "web", "zone").info(),
+            "gone",
+        );
         assert!(s.any_required_anti_affinity() && s.any_pod_affinity());
         s.remove_node("n1");
         assert!(s.any_required_anti_affinity(), "orphaned pods still count");

@@ -1,7 +1,9 @@
 //! Kubernetes semantics shared by the API server, the agent, the scheduler and the
 //! controllers, typed over k8s-openapi and free of IO: resource quantities, a pod's
-//! effective requests, QoS class, label/node selectors, taints and tolerations.
+//! effective requests, QoS class, label/node selectors, taints and tolerations, a pod's
+//! lifecycle state (active, ready, available) and scale-down order.
 
+pub mod pod_state;
 pub mod qos;
 pub mod quantity;
 pub mod resources;

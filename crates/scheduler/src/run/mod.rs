@@ -297,7 +297,7 @@ impl Scheduler {
         self.queue.move_all(now);
         self.reporter.event(
             &pod,
-            "Warning",
+            cairn_events::EventType::Warning,
             "FailedScheduling",
             &format!("Binding rejected: {message}"),
         );
@@ -431,7 +431,7 @@ impl Scheduler {
                     pod.metadata.uid.as_deref().unwrap_or(""),
                     p.node
                 );
-                reporter.event(&victim, "Normal", "Preempted", &msg);
+                reporter.event(&victim, cairn_events::EventType::Normal, "Preempted", &msg);
                 let vapi = Api::<Pod>::namespaced(client.clone(), &v.namespace);
                 if let Err(e) = vapi.delete(&v.name, &DeleteParams::default()).await {
                     warn!(victim = v.name, error = %e, "could not delete preemption victim");
@@ -465,7 +465,7 @@ impl Scheduler {
                 let name = pod.metadata.name.as_deref().unwrap_or("");
                 reporter.event(
                     &pod,
-                    "Normal",
+                    cairn_events::EventType::Normal,
                     "Scheduled",
                     &format!("Successfully assigned {ns}/{name} to {node}"),
                 );

@@ -1,0 +1,170 @@
+//! Rollouts: RollingUpdate (surge the new ReplicaSet, scale old ones down while at most
+//! maxUnavailable pods are missing) and Recreate (old pods gone first), upstream
+//! `rolling.go` / `recreate.go`.
+
+use std::sync::Arc;
+
+use cairn_semantics::pod_state;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+
+use super::util::{self, spec_replicas};
+use super::{cleanup, replicasets, status, Ctx, Error};
+
+/// The new ReplicaSet's size for this step (upstream `NewRSNewReplicas`).
+pub fn new_rs_replicas(d: &Deployment, all: &[Arc<ReplicaSet>], new: Option<&ReplicaSet>) -> i32 {
+    let desired = util::desired(d);
+    let new_replicas = new.map(spec_replicas).unwrap_or(0);
+    if util::is_recreate(d) {
+        return desired;
+    }
+    let max_total = desired + util::max_surge(d);
+    let current: i32 = all.iter().map(|rs| spec_replicas(rs)).sum();
+    if current >= max_total {
+        return new_replicas;
+    }
+    new_replicas + (max_total - current).min(desired - new_replicas).max(0)
+}
+
+fn active(old: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+    old.iter()
+        .filter(|rs| spec_replicas(rs) > 0)
+        .cloned()
+        .collect()
+}
+
+pub async fn rollout_rolling(
+    d: &Deployment,
+    ctx: &Ctx,
+    all: &[Arc<ReplicaSet>],
+) -> Result<Action, Error> {
+    let new = replicasets::new_rs(d, ctx, all, true).await?;
+    let (_, old) = replicasets::split(d, all);
+    let mut all_now: Vec<Arc<ReplicaSet>> = old.clone();
+    if let Some(n) = &new {
+        all_now.push(n.clone());
+    }
+    if let Some(n) = &new {
+        let desired = util::desired(d);
+        let target = if spec_replicas(n) > desired {
+            desired
+        } else {
+            new_rs_replicas(d, &all_now, Some(n))
+        };
+        if target != spec_replicas(n) && replicasets::scale(d, ctx, n, target).await? {
+            return status::sync_rollout_status(d, ctx, &all_now, new.as_deref()).await;
+        }
+    }
+    if reconcile_old(d, ctx, &all_now, &active(&old), new.as_deref()).await? {
+        return status::sync_rollout_status(d, ctx, &all_now, new.as_deref()).await;
+    }
+    if status::complete(d, &all_now, new.as_deref()) {
+        cleanup::old_replicasets(d, ctx, &old).await?;
+    }
+    status::sync_rollout_status(d, ctx, &all_now, new.as_deref()).await
+}
+
+/// Scales old ReplicaSets down as far as availability allows: first their unavailable
+/// pods, then available ones down to `replicas - maxUnavailable` available in total.
+async fn reconcile_old(
+    d: &Deployment,
+    ctx: &Ctx,
+    all: &[Arc<ReplicaSet>],
+    old: &[Arc<ReplicaSet>],
+    new: Option<&ReplicaSet>,
+) -> Result<bool, Error> {
+    let old_pods: i32 = old.iter().map(|rs| spec_replicas(rs)).sum();
+    if old_pods == 0 {
+        return Ok(false);
+    }
+    let all_pods: i32 = all.iter().map(|rs| spec_replicas(rs)).sum();
+    let min_available = util::desired(d) - util::max_unavailable(d);
+    let new_unavailable = new
+        .map(|n| spec_replicas(n) - util::available(n))
+        .unwrap_or(0);
+    let max_scaled_down = all_pods - min_available - new_unavailable;
+    if max_scaled_down <= 0 {
+        return Ok(false);
+    }
+    let mut cleaned = 0;
+    let mut sizes: Vec<i32> = old.iter().map(|rs| spec_replicas(rs)).collect();
+    for (rs, size) in old.iter().zip(sizes.iter_mut()) {
+        let unavailable = *size - util::available(rs);
+        if cleaned >= max_scaled_down || *size == 0 || unavailable <= 0 {
+            continue;
+        }
+        let k = (max_scaled_down - cleaned).min(unavailable);
+        *size -= k;
+        cleaned += k;
+        replicasets::scale(d, ctx, rs, *size).await?;
+    }
+    let available: i32 = all.iter().map(|rs| util::available(rs)).sum();
+    let mut done = 0;
+    if available > min_available {
+        let budget = available - min_available;
+        for (rs, size) in old.iter().zip(sizes.iter_mut()) {
+            if done >= budget || *size == 0 {
+                continue;
+            }
+            let k = (*size).min(budget - done);
+            *size -= k;
+            done += k;
+            replicasets::scale(d, ctx, rs, *size).await?;
+        }
+    }
+    Ok(cleaned + done > 0)
+}
+
+/// Whether pods of other templates still run (Recreate starts new ones only after).
+fn old_pods_running(
+    d: &Deployment,
+    ctx: &Ctx,
+    old: &[Arc<ReplicaSet>],
+    new: Option<&ReplicaSet>,
+) -> bool {
+    if old.iter().any(|rs| util::status_of(rs).0 > 0) {
+        return true;
+    }
+    let ns = d.namespace();
+    let old_uids: Vec<Option<String>> = old.iter().map(|rs| rs.uid()).collect();
+    let new_uid = new.and_then(|n| n.uid());
+    ctx.pods.state().iter().any(|p| {
+        let owner = crate::owner::controller_of(&p.metadata).map(|r| Some(r.uid.clone()));
+        p.namespace() == ns
+            && owner
+                .as_ref()
+                .is_some_and(|o| old_uids.contains(o) && *o != new_uid)
+            && !pod_state::is_terminal(p)
+    })
+}
+
+pub async fn rollout_recreate(
+    d: &Deployment,
+    ctx: &Ctx,
+    all: &[Arc<ReplicaSet>],
+) -> Result<Action, Error> {
+    let new = replicasets::new_rs(d, ctx, all, false).await?;
+    let (_, old) = replicasets::split(d, all);
+    let mut scaled = false;
+    for rs in active(&old) {
+        scaled |= replicasets::scale(d, ctx, &rs, 0).await?;
+    }
+    if scaled || old_pods_running(d, ctx, &old, new.as_deref()) {
+        return status::sync_rollout_status(d, ctx, all, new.as_deref()).await;
+    }
+    let new = match new {
+        Some(n) => n,
+        None => match replicasets::new_rs(d, ctx, all, true).await? {
+            Some(n) => n,
+            None => return status::sync_rollout_status(d, ctx, all, None).await,
+        },
+    };
+    replicasets::scale(d, ctx, &new, util::desired(d)).await?;
+    let mut all_now = old.clone();
+    all_now.push(new.clone());
+    if status::complete(d, &all_now, Some(&new)) {
+        cleanup::old_replicasets(d, ctx, &old).await?;
+    }
+    status::sync_rollout_status(d, ctx, &all_now, Some(&new)).await
+}

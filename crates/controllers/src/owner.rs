@@ -1,0 +1,164 @@
+//! Controller references (`ownerReferences` with `controller: true`) and claiming, as
+//! upstream's ControllerRefManager does: an owner adopts matching orphans and releases
+//! objects it controls that its selector no longer matches.
+
+use cairn_semantics::selector::Selector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use std::fmt::Debug;
+
+/// The reference a controller puts on what it creates or adopts.
+pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
+    OwnerReference {
+        api_version: K::api_version(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        name: owner.name_any(),
+        uid: owner.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The object's controller reference, if it has one.
+pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+}
+
+/// What an owner does with an object in its namespace.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Controlled by the owner and matched: it counts.
+    Mine,
+    /// An orphan the owner's selector matches: adopt it, then it counts.
+    Adopt,
+    /// Controlled by the owner but no longer matched: let it go.
+    Release,
+    /// Someone else's, or not for this owner.
+    Ignore,
+}
+
+/// Upstream's ClaimObject decision for one object.
+pub fn classify(
+    owner_uid: &str,
+    owner_deleting: bool,
+    selector: &Selector,
+    meta: &ObjectMeta,
+) -> Claim {
+    let empty = Default::default();
+    let labels = meta.labels.as_ref().unwrap_or(&empty);
+    match controller_of(meta) {
+        Some(r) if r.uid != owner_uid => Claim::Ignore,
+        Some(_) if selector.matches(labels) => Claim::Mine,
+        Some(_) if owner_deleting => Claim::Ignore,
+        Some(_) => Claim::Release,
+        None if owner_deleting || meta.deletion_timestamp.is_some() => Claim::Ignore,
+        None if selector.matches(labels) => Claim::Adopt,
+        None => Claim::Ignore,
+    }
+}
+
+fn patch_owners<K>(obj: &K, refs: Vec<OwnerReference>) -> Patch<serde_json::Value>
+where
+    K: Resource,
+{
+    // resourceVersion makes the patch conditional: a concurrent change of the owners
+    // fails it (Conflict) instead of being overwritten.
+    Patch::Merge(json!({"metadata": {
+        "ownerReferences": refs,
+        "uid": obj.uid(),
+        "resourceVersion": obj.resource_version(),
+    }}))
+}
+
+/// Adds `owner` as the controller of the orphan `obj`.
+pub async fn adopt<K>(api: &Api<K>, obj: &K, owner: OwnerReference) -> Result<K, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let mut refs = obj.meta().owner_references.clone().unwrap_or_default();
+    refs.push(owner);
+    api.patch(
+        &obj.name_any(),
+        &PatchParams::default(),
+        &patch_owners(obj, refs),
+    )
+    .await
+}
+
+/// Removes the owner `owner_uid` from `obj`'s owners.
+pub async fn release<K>(api: &Api<K>, obj: &K, owner_uid: &str) -> Result<K, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let refs: Vec<OwnerReference> = obj
+        .meta()
+        .owner_references
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.uid != owner_uid)
+        .collect();
+    api.patch(
+        &obj.name_any(),
+        &PatchParams::default(),
+        &patch_owners(obj, refs),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn meta(labels: &[(&str, &str)], controller: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            owner_references: controller.map(|uid| {
+                vec![OwnerReference {
+                    uid: uid.into(),
+                    controller: Some(true),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn claim_decisions() {
+        let sel = Selector::from_map(&BTreeMap::from([("app".to_string(), "web".to_string())]));
+        let web = [("app", "web")];
+        let db = [("app", "db")];
+        assert_eq!(
+            classify("me", false, &sel, &meta(&web, Some("me"))),
+            Claim::Mine
+        );
+        assert_eq!(
+            classify("me", false, &sel, &meta(&db, Some("me"))),
+            Claim::Release
+        );
+        assert_eq!(
+            classify("me", true, &sel, &meta(&db, Some("me"))),
+            Claim::Ignore
+        );
+        assert_eq!(
+            classify("me", false, &sel, &meta(&web, Some("other"))),
+            Claim::Ignore
+        );
+        assert_eq!(classify("me", false, &sel, &meta(&web, None)), Claim::Adopt);
+        assert_eq!(classify("me", true, &sel, &meta(&web, None)), Claim::Ignore);
+        assert_eq!(classify("me", false, &sel, &meta(&db, None)), Claim::Ignore);
+    }
+}

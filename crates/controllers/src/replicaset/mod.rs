@@ -1,0 +1,209 @@
+//! The ReplicaSet controller: keeps `spec.replicas` active pods from the template,
+//! adopting matching orphans and releasing pods it no longer selects, and reports counts
+//! and the `ReplicaFailure` condition in status (upstream `pkg/controller/replicaset`).
+
+mod manage;
+mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_events::Recorder;
+use cairn_semantics::pod_state;
+use cairn_semantics::selector::Selector;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use thiserror::Error;
+use tracing::{info_span, warn, Instrument};
+
+use crate::expectations::Expectations;
+use crate::owner::{self, Claim};
+use crate::retry::Retries;
+
+/// Most pods created or deleted in one sync (upstream's burstReplicas).
+pub const BURST_REPLICAS: usize = 500;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("replicaset {key}: {source}")]
+    Api {
+        key: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("replicaset {key}: invalid selector: {message}")]
+    Selector { key: String, message: String },
+}
+
+pub struct Ctx {
+    pub client: Client,
+    pub pods: Store<Pod>,
+    pub replicasets: Store<ReplicaSet>,
+    pub recorder: Recorder,
+    pub expectations: Expectations,
+    pub retries: Retries,
+}
+
+fn key_of(rs: &ReplicaSet) -> String {
+    format!("{}/{}", rs.namespace().unwrap_or_default(), rs.name_any())
+}
+
+/// The ReplicaSets a touched pod concerns: its controller, or for an orphan every
+/// ReplicaSet in its namespace whose selector matches it (a candidate for adoption).
+pub fn pod_owners(replicasets: Store<ReplicaSet>) -> impl Fn(&Pod) -> Vec<ObjectRef<ReplicaSet>> {
+    move |pod| {
+        let ns = pod.namespace().unwrap_or_default();
+        if let Some(r) = owner::controller_of(&pod.metadata) {
+            if r.kind == "ReplicaSet" {
+                return vec![ObjectRef::new(&r.name).within(&ns)];
+            }
+            return Vec::new();
+        }
+        let empty = Default::default();
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        replicasets
+            .state()
+            .iter()
+            .filter(|rs| rs.namespace().as_deref() == Some(ns.as_str()))
+            .filter(|rs| selector_of(rs).is_ok_and(|s| !s.is_everything() && s.matches(labels)))
+            .map(|rs| ObjectRef::from_obj(rs.as_ref()))
+            .collect()
+    }
+}
+
+fn selector_of(rs: &ReplicaSet) -> Result<Selector, Error> {
+    let spec = rs.spec.as_ref();
+    let sel = spec.map(|s| s.selector.clone()).unwrap_or_default();
+    Selector::from_label_selector(&sel).map_err(|e| Error::Selector {
+        key: key_of(rs),
+        message: e.to_string(),
+    })
+}
+
+/// Runs the controller until its triggers end.
+pub async fn run(
+    ctx: Arc<Ctx>,
+    triggers: impl Stream<Item = ObjectRef<ReplicaSet>> + Send + 'static,
+    resync: impl Stream<Item = ()> + Send + 'static,
+) {
+    let store = ctx.replicasets.clone();
+    Controller::for_stream(futures::stream::empty(), store)
+        .reconcile_on(triggers)
+        .reconcile_all_on(resync)
+        .with_config(Config::default().concurrency(16))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "replicaset reconcile");
+            }
+        })
+        .await;
+}
+
+fn error_policy(rs: Arc<ReplicaSet>, err: &Error, ctx: Arc<Ctx>) -> Action {
+    let wait = ctx.retries.failed(&key_of(&rs));
+    warn!(error = %err, retry_in = ?wait, "replicaset sync failed");
+    Action::requeue(wait)
+}
+
+async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let key = key_of(&rs);
+    let span = info_span!("reconcile", replicaset = %key);
+    let action = sync(&rs, &ctx, &key).instrument(span).await?;
+    ctx.retries.succeeded(&key);
+    Ok(action)
+}
+
+/// The pods this ReplicaSet owns after claiming (active ones only).
+async fn claim_pods(
+    rs: &ReplicaSet,
+    ctx: &Ctx,
+    selector: &Selector,
+) -> Result<Vec<Arc<Pod>>, Error> {
+    let ns = rs.namespace().unwrap_or_default();
+    let uid = rs.uid().unwrap_or_default();
+    let deleting = rs.metadata.deletion_timestamp.is_some();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut mine = Vec::new();
+    for pod in ctx.pods.state() {
+        if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(&pod) {
+            continue;
+        }
+        match owner::classify(&uid, deleting, selector, &pod.metadata) {
+            Claim::Mine => mine.push(pod),
+            Claim::Adopt => match owner::adopt(&api, pod.as_ref(), owner::controller_ref(rs)).await
+            {
+                Ok(adopted) => mine.push(Arc::new(adopted)),
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    return Err(Error::Api {
+                        key: key_of(rs),
+                        source: e,
+                    })
+                }
+            },
+            Claim::Release => match owner::release(&api, pod.as_ref(), &uid).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    return Err(Error::Api {
+                        key: key_of(rs),
+                        source: e,
+                    })
+                }
+            },
+            Claim::Ignore => {}
+        }
+    }
+    Ok(mine)
+}
+
+async fn sync(rs: &ReplicaSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
+    let selector = selector_of(rs)?;
+    let ns = rs.namespace().unwrap_or_default();
+    let satisfied = ctx.expectations.satisfied(
+        key,
+        |name| ctx.pods.get(&ObjectRef::new(name).within(&ns)).is_some(),
+        |name| {
+            ctx.pods
+                .get(&ObjectRef::new(name).within(&ns))
+                .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+        },
+    );
+    let mine = claim_pods(rs, ctx, &selector).await?;
+    let mut failure = None;
+    if satisfied && rs.metadata.deletion_timestamp.is_none() {
+        failure = manage::manage_replicas(rs, ctx, key, &mine).await.err();
+    }
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let new_status = status::calculate(rs, &mine, failure.as_ref(), now);
+    status::write(rs, ctx, key, new_status.clone()).await?;
+    if let Some(e) = failure {
+        return Err(Error::Api {
+            key: key.to_string(),
+            source: e.source,
+        });
+    }
+    let replicas = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let min_ready = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.min_ready_seconds)
+        .unwrap_or(0);
+    if !satisfied {
+        // Outstanding creates/deletes: look again soon even if an event was missed.
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    if min_ready > 0
+        && new_status.ready_replicas == Some(replicas)
+        && new_status.available_replicas != Some(replicas)
+    {
+        return Ok(Action::requeue(Duration::from_secs(min_ready as u64)));
+    }
+    Ok(Action::await_change())
+}
