@@ -1,0 +1,141 @@
+//! Simulated nodes for control-plane tests: Node objects plus a small "kubelet" that
+//! marks bound pods Running and Ready (or Running and not Ready when the pod has the
+//! label `sim.cairn.dev/ready: "false"`) and finishes graceful deletions at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Kubectl;
+
+pub const NOT_READY_LABEL: &str = "sim.cairn.dev/ready";
+
+pub fn add_node(k: &Kubectl, name: &str, cpu: &str) {
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &node.to_string());
+}
+
+pub struct FakeKubelet {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for FakeKubelet {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Now in RFC 3339 (UTC, seconds), without a time crate in the tests' dependencies.
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn status_patch(pod: &Value, ready: bool, ip: &str) -> Value {
+    let flag = if ready { "True" } else { "False" };
+    let t = now();
+    let containers: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
+                   "restartCount": 0, "started": true, "state": {"running": {"startedAt": t}}})
+        })
+        .collect();
+    json!({"status": {
+        "phase": "Running", "podIP": ip, "startTime": t,
+        "conditions": [
+            {"type": "Ready", "status": flag, "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": flag, "lastTransitionTime": t},
+        ],
+        "containerStatuses": containers,
+    }})
+}
+
+async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), reqwest::Error> {
+    let list: Value = c.get(format!("{url}/api/v1/pods")).send().await?.json().await?;
+    for pod in list["items"].as_array().cloned().unwrap_or_default() {
+        let ns = pod["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+        let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let base = format!("{url}/api/v1/namespaces/{ns}/pods/{name}");
+        if pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty() {
+            continue;
+        }
+        if !pod["metadata"]["deletionTimestamp"].is_null() {
+            // The containers "stopped": finish the deletion, as a kubelet does.
+            c.delete(format!("{base}?gracePeriodSeconds=0")).send().await?;
+            continue;
+        }
+        let ready = pod["metadata"]["labels"][NOT_READY_LABEL].as_str() != Some("false");
+        let is_ready = pod["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == if ready { "True" } else { "False" }));
+        if pod["status"]["phase"] == "Running" && is_ready {
+            continue;
+        }
+        *seq += 1;
+        let ip = format!("10.244.{}.{}", *seq / 250, *seq % 250 + 2);
+        c.patch(format!("{base}/status"))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(status_patch(&pod, ready, &ip).to_string())
+            .send()
+            .await?;
+    }
+    Ok(())
+}
+
+/// Starts the simulated kubelet for every node of the server at `url`.
+pub fn start_kubelet(url: &str) -> FakeKubelet {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let url = url.to_string();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let c = reqwest::Client::new();
+            let mut seq = 0;
+            while !flag.load(Ordering::SeqCst) {
+                // Errors (a pod deleted meanwhile) are retried on the next pass.
+                let _ = sync_once(&c, &url, &mut seq).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+    });
+    FakeKubelet { stop, thread: Some(thread) }
+}
