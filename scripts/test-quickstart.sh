@@ -93,6 +93,25 @@ wait_log bb "hello from cairn"
 wait_log bb-local "imported image works"
 step "kubectl logs through the forward shows both pods' output"
 
+# The seed scenario: a Deployment's ReplicaSet creates the pods, the scheduler binds them,
+# the agent runs them; a deleted pod is replaced.
+kubectl create deployment httpd-app --image=busybox --replicas=2 -- sh -c 'exec sleep 3600' >/dev/null
+kubectl rollout status deployment/httpd-app --timeout="$WAIT" >/dev/null || fail "deployment httpd-app did not roll out"
+[ "$(kubectl get deployment httpd-app -o 'jsonpath={.status.readyReplicas}')" = 2 ] || fail "deployment httpd-app is not 2/2"
+running() {
+    kubectl get pods -l app=httpd-app -o 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.status.containerStatuses[0].state.running.startedAt}{"\n"}{end}' |
+        grep -c '^|.' || true
+}
+[ "$(running)" = 2 ] || fail "httpd-app does not have two running containers"
+victim=$(kubectl get pods -l app=httpd-app -o 'jsonpath={.items[0].metadata.name}')
+kubectl delete pod "$victim" --wait=false >/dev/null
+deadline=$((SECONDS + CAIRN_TIMEOUT))
+until [ "$(running)" = 2 ] && ! kubectl get pods -l app=httpd-app -o name | grep -q "/$victim\$"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "deleted pod $victim was not replaced: $(kubectl get pods -l app=httpd-app 2>&1)"
+    sleep 0.5
+done
+step "seed scenario: deployment httpd-app 2/2 with two running containers; a deleted pod was replaced"
+
 old_pids=$(cat "$CAIRN_RUN_DIR"/*.pid)
 step "re-running up.sh"
 ./scripts/up.sh >"$base/up2.out" 2>&1 || { cat "$base/up2.out" >&2; fail "second up.sh failed"; }
