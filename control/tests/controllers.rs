@@ -40,7 +40,13 @@ fn pods_of(k: &Kubectl, app: &str) -> Vec<Value> {
 }
 
 fn ready_replicas(k: &Kubectl, deploy: &str) -> String {
-    k.ok(&["get", "deployment", deploy, "-o", "jsonpath={.status.readyReplicas}/{.status.replicas}/{.status.updatedReplicas}"])
+    k.ok(&[
+        "get",
+        "deployment",
+        deploy,
+        "-o",
+        "jsonpath={.status.readyReplicas}/{.status.replicas}/{.status.updatedReplicas}",
+    ])
 }
 
 /// Pod state seen through a watch, checked at every event: never more than `max_total`
@@ -57,10 +63,15 @@ impl RolloutWatch {
         let violations = Arc::new(Mutex::new(Vec::new()));
         let events = Arc::new(Mutex::new(0));
         let (s, v, e) = (stop.clone(), violations.clone(), events.clone());
-        let watch_url = format!("{url}/api/v1/namespaces/default/pods?watch=true&labelSelector=app%3D{app}");
+        let watch_url =
+            format!("{url}/api/v1/namespaces/default/pods?watch=true&labelSelector=app%3D{app}");
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let body = rt.block_on(async { reqwest::get(&watch_url).await.unwrap().bytes_stream() });
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let body =
+                rt.block_on(async { reqwest::get(&watch_url).await.unwrap().bytes_stream() });
             let mut body = Box::pin(body);
             let mut state: HashMap<String, (bool, bool)> = HashMap::new();
             let mut buf = Vec::new();
@@ -69,7 +80,10 @@ impl RolloutWatch {
             while !s.load(Ordering::SeqCst) {
                 use futures::StreamExt;
                 let Some(Ok(chunk)) = rt.block_on(async {
-                    tokio::time::timeout(Duration::from_millis(200), body.next()).await.ok().flatten()
+                    tokio::time::timeout(Duration::from_millis(200), body.next())
+                        .await
+                        .ok()
+                        .flatten()
                 }) else {
                     continue;
                 };
@@ -87,7 +101,8 @@ impl RolloutWatch {
                         state.remove(&name);
                     } else {
                         let ready = pod["status"]["conditions"].as_array().is_some_and(|c| {
-                            c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+                            c.iter()
+                                .any(|c| c["type"] == "Ready" && c["status"] == "True")
                         });
                         state.insert(name, (true, ready));
                     }
@@ -95,12 +110,18 @@ impl RolloutWatch {
                     let ready = state.values().filter(|(_, r)| *r).count();
                     armed |= ready > min_ready;
                     if armed && (state.len() > max_total || ready < min_ready) {
-                        v.lock().unwrap().push(format!("{} pods, {ready} ready", state.len()));
+                        v.lock()
+                            .unwrap()
+                            .push(format!("{} pods, {ready} ready", state.len()));
                     }
                 }
             }
         });
-        RolloutWatch { stop, violations, events }
+        RolloutWatch {
+            stop,
+            violations,
+            events,
+        }
     }
 
     fn finish(self) -> (Vec<String>, usize) {
@@ -122,8 +143,16 @@ fn seed_scenario_scale_rollout_undo_pause() {
     add_node(&k, "node-2", "4");
 
     // The seed: create deployment → 2/2 on two nodes.
-    k.ok(&["create", "deployment", "httpd-app", "--image=httpd", "--replicas=2"]);
-    wait_until("httpd-app 2/2", 30, || ready_replicas(&k, "httpd-app") == "2/2/2");
+    k.ok(&[
+        "create",
+        "deployment",
+        "httpd-app",
+        "--image=httpd",
+        "--replicas=2",
+    ]);
+    wait_until("httpd-app 2/2", 30, || {
+        ready_replicas(&k, "httpd-app") == "2/2/2"
+    });
     let table = k.ok(&["get", "deployment", "httpd-app"]);
     assert!(table.contains("2/2"), "{table}");
     let nodes: std::collections::BTreeSet<String> = pods_of(&k, "httpd-app")
@@ -137,19 +166,31 @@ fn seed_scenario_scale_rollout_undo_pause() {
     // Scale up and down; the not-ready pod goes first.
     k.ok(&["scale", "deployment/httpd-app", "--replicas=4"]);
     wait_until("4 ready", 30, || ready_replicas(&k, "httpd-app") == "4/4/4");
-    let victim = pods_of(&k, "httpd-app")[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let victim = pods_of(&k, "httpd-app")[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
     k.ok(&["label", "pod", &victim, &format!("{NOT_READY_LABEL}=false")]);
-    wait_until("victim not ready", 30, || ready_replicas(&k, "httpd-app") == "3/4/4");
+    wait_until("victim not ready", 30, || {
+        ready_replicas(&k, "httpd-app") == "3/4/4"
+    });
     k.ok(&["scale", "deployment/httpd-app", "--replicas=3"]);
     wait_until("3 pods", 30, || pods_of(&k, "httpd-app").len() == 3);
     assert!(
-        pods_of(&k, "httpd-app").iter().all(|p| p["metadata"]["name"] != victim.as_str()),
+        pods_of(&k, "httpd-app")
+            .iter()
+            .all(|p| p["metadata"]["name"] != victim.as_str()),
         "the not-ready pod {victim} is deleted first"
     );
     wait_until("3/3", 30, || ready_replicas(&k, "httpd-app") == "3/3/3");
 
     // A rolling update never exceeds maxSurge nor drops below replicas - maxUnavailable.
-    k.ok(&["patch", "deployment/httpd-app", "-p", r#"{"spec":{"replicas":4,"strategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}}}"#]);
+    k.ok(&[
+        "patch",
+        "deployment/httpd-app",
+        "-p",
+        r#"{"spec":{"replicas":4,"strategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}}}"#,
+    ]);
     wait_until("4/4", 30, || ready_replicas(&k, "httpd-app") == "4/4/4");
     let watch = RolloutWatch::start(&server.url, "httpd-app", 5, 3);
     std::thread::sleep(Duration::from_millis(300));
@@ -158,10 +199,18 @@ fn seed_scenario_scale_rollout_undo_pause() {
     assert!(out.contains("successfully rolled out"), "{out}");
     let (violations, events) = watch.finish();
     assert!(events > 8, "the watch saw the rollout ({events} events)");
-    assert!(violations.is_empty(), "surge/unavailability bounds broken: {violations:?}");
+    assert!(
+        violations.is_empty(),
+        "surge/unavailability bounds broken: {violations:?}"
+    );
     let images: Vec<String> = pods_of(&k, "httpd-app")
         .iter()
-        .map(|p| p["spec"]["containers"][0]["image"].as_str().unwrap().to_string())
+        .map(|p| {
+            p["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(images, vec!["httpd:2.4"; 4]);
 
@@ -171,12 +220,24 @@ fn seed_scenario_scale_rollout_undo_pause() {
     k.ok(&["rollout", "undo", "deployment/httpd-app"]);
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=60s"]);
     assert!(out.contains("successfully rolled out"), "{out}");
-    let image = k.ok(&["get", "deployment/httpd-app", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]);
+    let image = k.ok(&[
+        "get",
+        "deployment/httpd-app",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+    ]);
     assert_eq!(image, "httpd");
     wait_until("pods back on httpd", 30, || {
-        pods_of(&k, "httpd-app").iter().all(|p| p["spec"]["containers"][0]["image"] == "httpd")
+        pods_of(&k, "httpd-app")
+            .iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == "httpd")
     });
-    let revision = k.ok(&["get", "deployment/httpd-app", "-o", "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}"]);
+    let revision = k.ok(&[
+        "get",
+        "deployment/httpd-app",
+        "-o",
+        "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
+    ]);
     assert_eq!(revision, "3", "undo makes the old template revision 3");
 
     // Paused: a template change starts nothing until resumed.
@@ -185,7 +246,12 @@ fn seed_scenario_scale_rollout_undo_pause() {
     std::thread::sleep(Duration::from_secs(2));
     let rs_count = || json(&k, &["get", "rs"])["items"].as_array().unwrap().len();
     assert_eq!(rs_count(), 2, "no new ReplicaSet while paused");
-    let reason = k.ok(&["get", "deployment/httpd-app", "-o", "jsonpath={.status.conditions[?(@.type==\"Progressing\")].reason}"]);
+    let reason = k.ok(&[
+        "get",
+        "deployment/httpd-app",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Progressing\")].reason}",
+    ]);
     assert_eq!(reason, "DeploymentPaused");
     k.ok(&["rollout", "resume", "deployment/httpd-app"]);
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=60s"]);
@@ -193,13 +259,18 @@ fn seed_scenario_scale_rollout_undo_pause() {
     assert_eq!(rs_count(), 3);
 
     // Deleting a pod gets it replaced.
-    let gone = pods_of(&k, "httpd-app")[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let gone = pods_of(&k, "httpd-app")[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
     k.ok(&["delete", "pod", &gone, "--wait=false"]);
     wait_until("replacement", 30, || {
         let pods = pods_of(&k, "httpd-app");
         pods.len() == 4 && pods.iter().all(|p| p["metadata"]["name"] != gone.as_str())
     });
-    wait_until("4/4 again", 30, || ready_replicas(&k, "httpd-app") == "4/4/4");
+    wait_until("4/4 again", 30, || {
+        ready_replicas(&k, "httpd-app") == "4/4/4"
+    });
 }
 
 #[test]
@@ -217,10 +288,14 @@ fn deadline_adoption_service_accounts_and_bad_input() {
       "spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
     k.ok_stdin(&["apply", "-f", "-"], stuck);
     let err = String::from_utf8_lossy(
-        &k.output(&["rollout", "status", "deployment/stuck", "--timeout=60s"]).stderr,
+        &k.output(&["rollout", "status", "deployment/stuck", "--timeout=60s"])
+            .stderr,
     )
     .into_owned();
-    assert!(err.contains("deployment \"stuck\" exceeded its progress deadline"), "{err}");
+    assert!(
+        err.contains("deployment \"stuck\" exceeded its progress deadline"),
+        "{err}"
+    );
 
     // A ReplicaSet adopts a matching orphan and creates only what is missing.
     let orphan = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"orphan","labels":{"app":"web"}},
@@ -233,7 +308,13 @@ fn deadline_adoption_service_accounts_and_bad_input() {
     wait_until("web 2/2", 30, || {
         k.ok(&["get", "rs", "web", "-o", "jsonpath={.status.readyReplicas}"]) == "2"
     });
-    let owner = k.ok(&["get", "pod", "orphan", "-o", "jsonpath={.metadata.ownerReferences[0].name}"]);
+    let owner = k.ok(&[
+        "get",
+        "pod",
+        "orphan",
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].name}",
+    ]);
     assert_eq!(owner, "web");
     assert_eq!(pods_of(&k, "web").len(), 2);
     let status = json(&k, &["get", "rs", "web"])["status"].clone();
@@ -243,23 +324,36 @@ fn deadline_adoption_service_accounts_and_bad_input() {
 
     // Every namespace gets its default ServiceAccount.
     k.ok(&["create", "namespace", "team-a"]);
-    wait_until("default sa", 30, || k.output(&["get", "sa", "default", "-n", "team-a"]).status.success());
+    wait_until("default sa", 30, || {
+        k.output(&["get", "sa", "default", "-n", "team-a"])
+            .status
+            .success()
+    });
     k.ok(&["delete", "sa", "default", "-n", "team-a"]);
-    wait_until("default sa back", 30, || k.output(&["get", "sa", "default", "-n", "team-a"]).status.success());
+    wait_until("default sa back", 30, || {
+        k.output(&["get", "sa", "default", "-n", "team-a"])
+            .status
+            .success()
+    });
 
     // Bad input is refused at admission, in upstream's words.
     let bad_selector = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad"},
       "spec":{"selector":{"matchLabels":{"app":"x"}},
       "template":{"metadata":{"labels":{"app":"y"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
     let err = apply_fails(&k, bad_selector);
-    assert!(err.contains("`selector` does not match template `labels`"), "{err}");
+    assert!(
+        err.contains("`selector` does not match template `labels`"),
+        "{err}"
+    );
     let zero = bad_selector.replace("\"y\"", "\"x\"").replace(
         "\"selector\"",
         "\"strategy\":{\"rollingUpdate\":{\"maxSurge\":0,\"maxUnavailable\":0}},\"selector\"",
     );
     let err = apply_fails(&k, &zero);
     assert!(err.contains("may not be 0 when `maxSurge` is 0"), "{err}");
-    let negative = bad_selector.replace("\"y\"", "\"x\"").replace("\"selector\"", "\"replicas\":-1,\"selector\"");
+    let negative = bad_selector
+        .replace("\"y\"", "\"x\"")
+        .replace("\"selector\"", "\"replicas\":-1,\"selector\"");
     let err = apply_fails(&k, &negative);
     assert!(err.contains("spec.replicas"), "{err}");
 }
@@ -273,7 +367,12 @@ fn apply_fails(k: &Kubectl, body: &str) -> String {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success(), "apply unexpectedly succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -89,9 +89,17 @@ fn status_patch(pod: &Value, ready: bool, ip: &str) -> Value {
 }
 
 async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), reqwest::Error> {
-    let list: Value = c.get(format!("{url}/api/v1/pods")).send().await?.json().await?;
+    let list: Value = c
+        .get(format!("{url}/api/v1/pods"))
+        .send()
+        .await?
+        .json()
+        .await?;
     for pod in list["items"].as_array().cloned().unwrap_or_default() {
-        let ns = pod["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
         let base = format!("{url}/api/v1/namespaces/{ns}/pods/{name}");
         if pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty() {
@@ -99,13 +107,17 @@ async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), 
         }
         if !pod["metadata"]["deletionTimestamp"].is_null() {
             // The containers "stopped": finish the deletion, as a kubelet does.
-            c.delete(format!("{base}?gracePeriodSeconds=0")).send().await?;
+            c.delete(format!("{base}?gracePeriodSeconds=0"))
+                .send()
+                .await?;
             continue;
         }
         let ready = pod["metadata"]["labels"][NOT_READY_LABEL].as_str() != Some("false");
-        let is_ready = pod["status"]["conditions"]
-            .as_array()
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == if ready { "True" } else { "False" }));
+        let is_ready = pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "Ready" && c["status"] == if ready { "True" } else { "False" }
+            })
+        });
         if pod["status"]["phase"] == "Running" && is_ready {
             continue;
         }
@@ -126,7 +138,10 @@ pub fn start_kubelet(url: &str) -> FakeKubelet {
     let flag = stop.clone();
     let url = url.to_string();
     let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let c = reqwest::Client::new();
             let mut seq = 0;
@@ -137,5 +152,8 @@ pub fn start_kubelet(url: &str) -> FakeKubelet {
             }
         });
     });
-    FakeKubelet { stop, thread: Some(thread) }
+    FakeKubelet {
+        stop,
+        thread: Some(thread),
+    }
 }

@@ -28,6 +28,7 @@ where
     writer: reflector::store::Writer<K>,
     api: Api<K>,
     listeners: Vec<Listener<K>>,
+    prune: fn(&mut K),
 }
 
 impl<K> Informer<K>
@@ -42,7 +43,15 @@ where
             writer,
             api,
             listeners: Vec::new(),
+            prune: |_| {},
         }
+    }
+
+    /// Drops what no controller reads from each object before it is cached: the caches
+    /// hold every pod of the cluster, so this is most of the controllers' memory.
+    pub fn pruned(mut self, prune: fn(&mut K)) -> Self {
+        self.prune = prune;
+        self
     }
 
     /// The keys `map` derives from every touched object, as a stream for a controller.
@@ -72,6 +81,7 @@ where
             mut writer,
             api,
             listeners,
+            prune,
             ..
         } = self;
         tokio::spawn(async move {
@@ -80,7 +90,10 @@ where
                 .boxed();
             while let Some(ev) = stream.next().await {
                 match ev {
-                    Ok(ev) => {
+                    Ok(mut ev) => {
+                        if let Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) = &mut ev {
+                            prune(o);
+                        }
                         writer.apply_watcher_event(&ev);
                         if let Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) = &ev {
                             listeners.iter().for_each(|l| l(o));

@@ -38,6 +38,37 @@ fn resync_ticks() -> impl futures::Stream<Item = ()> + Send + 'static {
     .map(|_| ())
 }
 
+/// What the controllers read of a pod: metadata (without managedFields), the node, the
+/// phase, the Ready condition and restart counts. Everything else is dropped from the
+/// cache (pods are created from their owners' templates, never from cached pods).
+fn prune_pod(pod: &mut Pod) {
+    pod.metadata.managed_fields = None;
+    if let Some(spec) = pod.spec.take() {
+        pod.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            node_name: spec.node_name,
+            ..Default::default()
+        });
+    }
+    if let Some(status) = pod.status.take() {
+        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: status.phase,
+            conditions: status
+                .conditions
+                .map(|c| c.into_iter().filter(|c| c.type_ == "Ready").collect()),
+            container_statuses: status.container_statuses.map(|cs| {
+                cs.into_iter()
+                    .map(|c| k8s_openapi::api::core::v1::ContainerStatus {
+                        name: c.name,
+                        restart_count: c.restart_count,
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        });
+    }
+}
+
 /// The shared caches every controller reads.
 struct Informers {
     pods: informer::Informer<Pod>,
@@ -127,7 +158,7 @@ fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
 /// controller reads are watched.
 pub async fn run(client: Client, selection: &Selection) {
     let mut inf = Informers {
-        pods: informer::Informer::new(Api::all(client.clone())),
+        pods: informer::Informer::new(Api::all(client.clone())).pruned(prune_pod),
         replicasets: informer::Informer::new(Api::all(client.clone())),
         deployments: informer::Informer::new(Api::all(client.clone())),
         namespaces: informer::Informer::new(Api::all(client.clone())),

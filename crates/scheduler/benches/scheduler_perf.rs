@@ -10,12 +10,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_scheduler::{schedule, Cursor, Profile, Snapshot};
+use cairn_testsupport::control_plane::{control_binary, cpu_secs, vm_kib, ControlPlane, Proc};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Value};
 
@@ -142,103 +142,18 @@ fn algorithm_only(shape: Shape) {
     );
 }
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // Best effort: the process may have exited already.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `CAIRN_CONTROL_BIN` (e.g. a frame-pointer build for profiling), else a fresh release build.
-fn control_binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("CAIRN_CONTROL_BIN") {
-        return PathBuf::from(bin);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "cairn-control"])
-        .current_dir(&root)
-        .status()
-        .unwrap();
-    assert!(st.success(), "building cairn-control failed");
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("target"));
-    target.join("release/cairn-control")
-}
-
-fn start_cluster(bin: &Path, dir: &Path) -> (Proc, Proc, String) {
-    let log = std::fs::File::create(dir.join("control.log")).unwrap();
-    let server = Proc(
-        Command::new(bin)
-            .args([
-                "serve",
-                "--bind",
-                "127.0.0.1:0",
-                "--scheduler=false",
-                // Upstream's scheduler_perf runs no node IPAM either; 5,000 nodes would
-                // exhaust the default /16 and add an Event per node to the measured run.
-                "--allocate-node-cidrs=false",
-                "--data-dir",
-            ])
-            .arg(dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
-    let url_file = dir.join("server-url");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let url = loop {
-        if let Ok(u) = std::fs::read_to_string(&url_file) {
-            break u.trim().to_string();
-        }
-        assert!(Instant::now() < deadline, "cairn-control did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let kc = Command::new(bin)
-        .args(["kubeconfig", "--data-dir"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    std::fs::write(dir.join("kubeconfig"), &kc.stdout).unwrap();
-    let slog = std::fs::File::create(dir.join("scheduler.log")).unwrap();
-    let scheduler = Proc(
-        Command::new(bin)
-            .args(["scheduler", "--kubeconfig"])
-            .arg(dir.join("kubeconfig"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(slog)
-            .spawn()
-            .unwrap(),
-    );
-    (server, scheduler, url)
-}
-
-/// utime + stime of a process, in seconds.
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of stat; index 11 and 12 after the ')'.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn vm_kib(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+fn start_cluster(bin: &Path, dir: &Path) -> (ControlPlane, Proc, String) {
+    // Upstream's scheduler_perf runs no node IPAM either; 5,000 nodes would exhaust the
+    // default /16 and add an Event per node to the measured run.
+    let args = [
+        "--scheduler=false",
+        "--controllers=",
+        "--allocate-node-cidrs=false",
+    ];
+    let cp = ControlPlane::start(bin, dir, &args).unwrap();
+    let scheduler = cp.sidecar("scheduler", &[]).unwrap();
+    let url = cp.url.clone();
+    (cp, scheduler, url)
 }
 
 /// Watches pods; records when each is first seen bound.
@@ -336,8 +251,8 @@ fn end_to_end(bin: &Path, shape: Shape) {
     // For attaching a profiler to either process.
     eprintln!(
         "api server pid {}, scheduler pid {}",
-        server.0.id(),
-        scheduler.0.id()
+        server.server.pid(),
+        scheduler.pid()
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -350,12 +265,12 @@ fn end_to_end(bin: &Path, shape: Shape) {
         create_all(&http, &url, "/api/v1/namespaces/default/pods", init_objs).await;
         wait_bound(&bound, init, Duration::from_secs(120)).await;
         let objs = (0..measured).map(|i| (format!("m-{i}"), pod_json(&format!("m-{i}"), Some(shape)))).collect();
-        let cpu0 = (cpu_secs(server.0.id()), cpu_secs(scheduler.0.id()));
+        let cpu0 = (cpu_secs(server.server.pid()), cpu_secs(scheduler.pid()));
         let t0 = Instant::now();
         let created = create_all(&http, &url, "/api/v1/namespaces/default/pods", objs).await;
         wait_bound(&bound, init + measured, Duration::from_secs(600)).await;
         let wall = t0.elapsed().as_secs_f64();
-        let cpu = (cpu_secs(server.0.id()) - cpu0.0, cpu_secs(scheduler.0.id()) - cpu0.1);
+        let cpu = (cpu_secs(server.server.pid()) - cpu0.0, cpu_secs(scheduler.pid()) - cpu0.1);
         let bound = bound.lock().unwrap();
         let last = created.keys().filter_map(|n| bound.get(n)).max().copied().unwrap_or(t0);
         let mut lat: Vec<Duration> = created.iter().filter_map(|(n, c)| bound.get(n).map(|b| b.saturating_duration_since(*c))).collect();
@@ -367,8 +282,8 @@ fn end_to_end(bin: &Path, shape: Shape) {
             measured as f64 / secs,
             ms(percentile(&lat, 0.5)),
             ms(percentile(&lat, 0.99)),
-            vm_kib(scheduler.0.id(), "VmRSS:") as f64 / 1024.0,
-            vm_kib(scheduler.0.id(), "VmHWM:") as f64 / 1024.0,
+            vm_kib(scheduler.pid(), "VmRSS:") as f64 / 1024.0,
+            vm_kib(scheduler.pid(), "VmHWM:") as f64 / 1024.0,
         );
         println!(
             "           CPU while measuring: API server {:.0} %, scheduler {:.0} % of one core",
@@ -397,7 +312,7 @@ fn main() {
     if args.iter().all(|a| a == "algo") && !args.is_empty() {
         return;
     }
-    let bin = control_binary();
+    let bin = control_binary(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap();
     for (key, shape) in shapes {
         if want(key) {
             end_to_end(&bin, shape);

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod containerd;
+pub mod control_plane;
 pub mod images;
 pub mod netns;
 mod proc_util;
