@@ -2,7 +2,8 @@
 //! `Store` that every controller reads, and fans each touched object (added, changed or
 //! deleted) out to the controllers as the keys they must reconcile. Deletions reach the
 //! controllers too (kube-runtime's shared streams only carry applied objects), so a
-//! deleted pod wakes its ReplicaSet at once.
+//! deleted pod wakes its ReplicaSet at once. A cache may keep a compact form `S` of the
+//! watched kind `K` (see [`crate::cached_pod`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -17,48 +18,63 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-type Listener<K> = Box<dyn Fn(&K) + Send + Sync>;
+type Listener<S> = Box<dyn Fn(&S) + Send + Sync>;
 
-pub struct Informer<K>
+pub struct Informer<K, S = K>
 where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    S: Resource + Clone + 'static,
+    S::DynamicType: Eq + Hash + Clone,
 {
-    pub store: Store<K>,
-    writer: reflector::store::Writer<K>,
+    pub store: Store<S>,
+    writer: reflector::store::Writer<S>,
     api: Api<K>,
-    listeners: Vec<Listener<K>>,
-    prune: fn(&mut K),
+    listeners: Vec<Listener<S>>,
+    convert: fn(K) -> S,
 }
 
-impl<K> Informer<K>
+impl<K> Informer<K, K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     pub fn new(api: Api<K>) -> Self {
+        Informer::converting(api, |k| k)
+    }
+}
+
+fn map_event<K, S>(ev: Event<K>, convert: fn(K) -> S) -> Event<S> {
+    match ev {
+        Event::Apply(o) => Event::Apply(convert(o)),
+        Event::Delete(o) => Event::Delete(convert(o)),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(convert(o)),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
+impl<K, S> Informer<K, S>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    S: Resource + Clone + Debug + Send + Sync + 'static,
+    S::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    /// A cache of `convert(object)` for every object the watch of `api` brings.
+    pub fn converting(api: Api<K>, convert: fn(K) -> S) -> Self {
         let (store, writer) = reflector::store();
         Informer {
             store,
             writer,
             api,
             listeners: Vec::new(),
-            prune: |_| {},
+            convert,
         }
-    }
-
-    /// Drops what no controller reads from each object before it is cached: the caches
-    /// hold every pod of the cluster, so this is most of the controllers' memory.
-    pub fn pruned(mut self, prune: fn(&mut K)) -> Self {
-        self.prune = prune;
-        self
     }
 
     /// The keys `map` derives from every touched object, as a stream for a controller.
     /// Subscribe before [`Informer::start`].
     pub fn subscribe<T>(
         &mut self,
-        map: impl Fn(&K) -> Vec<ObjectRef<T>> + Send + Sync + 'static,
+        map: impl Fn(&S) -> Vec<ObjectRef<T>> + Send + Sync + 'static,
     ) -> impl Stream<Item = ObjectRef<T>> + Send + 'static
     where
         T: Resource<DynamicType = ()> + 'static,
@@ -81,7 +97,7 @@ where
             mut writer,
             api,
             listeners,
-            prune,
+            convert,
             ..
         } = self;
         tokio::spawn(async move {
@@ -90,10 +106,8 @@ where
                 .boxed();
             while let Some(ev) = stream.next().await {
                 match ev {
-                    Ok(mut ev) => {
-                        if let Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) = &mut ev {
-                            prune(o);
-                        }
+                    Ok(ev) => {
+                        let ev = map_event(ev, convert);
                         writer.apply_watcher_event(&ev);
                         if let Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) = &ev {
                             listeners.iter().for_each(|l| l(o));

@@ -4,6 +4,7 @@
 //! ([`retry`]). They are clients of any Kubernetes API server: `cairn-control serve`
 //! runs them in-process, `cairn-control controllers --kubeconfig F` alone.
 
+pub mod cached_pod;
 pub mod deployment;
 pub mod expectations;
 pub mod informer;
@@ -25,6 +26,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::Client;
 use tracing::info;
 
+use cached_pod::CachedPod;
+
 pub use select::Selection;
 
 /// How often every object is reconciled even without events (repairs missed ones).
@@ -38,40 +41,9 @@ fn resync_ticks() -> impl futures::Stream<Item = ()> + Send + 'static {
     .map(|_| ())
 }
 
-/// What the controllers read of a pod: metadata (without managedFields), the node, the
-/// phase, the Ready condition and restart counts. Everything else is dropped from the
-/// cache (pods are created from their owners' templates, never from cached pods).
-fn prune_pod(pod: &mut Pod) {
-    pod.metadata.managed_fields = None;
-    if let Some(spec) = pod.spec.take() {
-        pod.spec = Some(k8s_openapi::api::core::v1::PodSpec {
-            node_name: spec.node_name,
-            ..Default::default()
-        });
-    }
-    if let Some(status) = pod.status.take() {
-        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
-            phase: status.phase,
-            conditions: status
-                .conditions
-                .map(|c| c.into_iter().filter(|c| c.type_ == "Ready").collect()),
-            container_statuses: status.container_statuses.map(|cs| {
-                cs.into_iter()
-                    .map(|c| k8s_openapi::api::core::v1::ContainerStatus {
-                        name: c.name,
-                        restart_count: c.restart_count,
-                        ..Default::default()
-                    })
-                    .collect()
-            }),
-            ..Default::default()
-        });
-    }
-}
-
 /// The shared caches every controller reads.
 struct Informers {
-    pods: informer::Informer<Pod>,
+    pods: informer::Informer<Pod, CachedPod>,
     replicasets: informer::Informer<ReplicaSet>,
     deployments: informer::Informer<Deployment>,
     namespaces: informer::Informer<Namespace>,
@@ -158,7 +130,7 @@ fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
 /// controller reads are watched.
 pub async fn run(client: Client, selection: &Selection) {
     let mut inf = Informers {
-        pods: informer::Informer::new(Api::all(client.clone())).pruned(prune_pod),
+        pods: informer::Informer::converting(Api::all(client.clone()), CachedPod::from),
         replicasets: informer::Informer::new(Api::all(client.clone())),
         deployments: informer::Informer::new(Api::all(client.clone())),
         namespaces: informer::Informer::new(Api::all(client.clone())),

@@ -6,6 +6,7 @@ use cairn_semantics::selector::Selector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
+
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::fmt::Debug;
@@ -63,41 +64,45 @@ pub fn classify(
     }
 }
 
-fn patch_owners<K>(obj: &K, refs: Vec<OwnerReference>) -> Patch<serde_json::Value>
-where
-    K: Resource,
-{
+fn patch_owners(meta: &ObjectMeta, refs: Vec<OwnerReference>) -> Patch<serde_json::Value> {
     // resourceVersion makes the patch conditional: a concurrent change of the owners
     // fails it (Conflict) instead of being overwritten.
     Patch::Merge(json!({"metadata": {
         "ownerReferences": refs,
-        "uid": obj.uid(),
-        "resourceVersion": obj.resource_version(),
+        "uid": meta.uid,
+        "resourceVersion": meta.resource_version,
     }}))
 }
 
-/// Adds `owner` as the controller of the orphan `obj`.
-pub async fn adopt<K>(api: &Api<K>, obj: &K, owner: OwnerReference) -> Result<K, kube::Error>
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+/// Adds `owner` as the controller of the orphan whose metadata is `meta`.
+pub async fn adopt<K>(
+    api: &Api<K>,
+    meta: &ObjectMeta,
+    owner: OwnerReference,
+) -> Result<K, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let mut refs = obj.meta().owner_references.clone().unwrap_or_default();
+    let mut refs = meta.owner_references.clone().unwrap_or_default();
     refs.push(owner);
     api.patch(
-        &obj.name_any(),
+        name_of(meta),
         &PatchParams::default(),
-        &patch_owners(obj, refs),
+        &patch_owners(meta, refs),
     )
     .await
 }
 
-/// Removes the owner `owner_uid` from `obj`'s owners.
-pub async fn release<K>(api: &Api<K>, obj: &K, owner_uid: &str) -> Result<K, kube::Error>
+/// Removes the owner `owner_uid` from the owners of the object whose metadata is `meta`.
+pub async fn release<K>(api: &Api<K>, meta: &ObjectMeta, owner_uid: &str) -> Result<K, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let refs: Vec<OwnerReference> = obj
-        .meta()
+    let refs: Vec<OwnerReference> = meta
         .owner_references
         .clone()
         .unwrap_or_default()
@@ -105,9 +110,9 @@ where
         .filter(|r| r.uid != owner_uid)
         .collect();
     api.patch(
-        &obj.name_any(),
+        name_of(meta),
         &PatchParams::default(),
-        &patch_owners(obj, refs),
+        &patch_owners(meta, refs),
     )
     .await
 }

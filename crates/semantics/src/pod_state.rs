@@ -1,52 +1,107 @@
 //! A pod's lifecycle state as the controllers read it (upstream `pkg/api/v1/pod` and
 //! `controller_utils`): active, terminating, ready, available after `minReadySeconds`, and
-//! the scale-down order of ReplicaSets (`getPodsToDelete`).
+//! the scale-down order of ReplicaSets (`getPodsToDelete`). Written over [`PodView`], so
+//! a full `Pod` and a cache's compact copy of one answer alike.
 
 use std::cmp::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+/// The facts of a pod these rules read.
+pub trait PodView {
+    fn phase(&self) -> &str;
+    fn deleting(&self) -> bool;
+    /// The Ready condition: whether it is True, and since when (if known).
+    fn ready_condition(&self) -> Option<(bool, Option<Timestamp>)>;
+    fn node_name(&self) -> &str;
+    /// The highest restart count among its containers.
+    fn max_restarts(&self) -> i32;
+    fn uid(&self) -> &str;
+    fn created(&self) -> Option<Timestamp>;
+    fn annotation(&self, key: &str) -> Option<&str>;
+}
+
+impl PodView for Pod {
+    fn phase(&self) -> &str {
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("")
+    }
+    fn deleting(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+    fn ready_condition(&self) -> Option<(bool, Option<Timestamp>)> {
+        let c = self
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Ready")?;
+        Some((
+            c.status == "True",
+            c.last_transition_time.as_ref().map(|t| t.0),
+        ))
+    }
+    fn node_name(&self) -> &str {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or("")
+    }
+    fn max_restarts(&self) -> i32 {
+        self.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|cs| cs.iter().map(|c| c.restart_count).max())
+            .unwrap_or(0)
+    }
+    fn uid(&self) -> &str {
+        self.metadata.uid.as_deref().unwrap_or("")
+    }
+    fn created(&self) -> Option<Timestamp> {
+        self.metadata.creation_timestamp.as_ref().map(|t| t.0)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+}
+
 /// Not finished (`Succeeded`/`Failed`) and not being deleted.
-pub fn is_active(pod: &Pod) -> bool {
-    !is_terminal(pod) && pod.metadata.deletion_timestamp.is_none()
+pub fn is_active<P: PodView + ?Sized>(pod: &P) -> bool {
+    !is_terminal(pod) && !pod.deleting()
 }
 
 /// Finished: phase `Succeeded` or `Failed`.
-pub fn is_terminal(pod: &Pod) -> bool {
-    matches!(phase(pod), "Succeeded" | "Failed")
+pub fn is_terminal<P: PodView + ?Sized>(pod: &P) -> bool {
+    matches!(pod.phase(), "Succeeded" | "Failed")
 }
 
 /// Being deleted but not finished yet.
-pub fn is_terminating(pod: &Pod) -> bool {
-    !is_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
-}
-
-pub fn phase(pod: &Pod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
+pub fn is_terminating<P: PodView + ?Sized>(pod: &P) -> bool {
+    !is_terminal(pod) && pod.deleting()
 }
 
 /// When the pod's Ready condition is True: since when (`None` inside when unknown).
-fn ready_since(pod: &Pod) -> Option<Option<Timestamp>> {
-    let cond = pod
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready")?;
-    (cond.status == "True").then(|| cond.last_transition_time.as_ref().map(|t| t.0))
+fn ready_since<P: PodView + ?Sized>(pod: &P) -> Option<Option<Timestamp>> {
+    match pod.ready_condition()? {
+        (true, since) => Some(since),
+        (false, _) => None,
+    }
 }
 
-pub fn is_ready(pod: &Pod) -> bool {
+pub fn is_ready<P: PodView + ?Sized>(pod: &P) -> bool {
     ready_since(pod).is_some()
 }
 
 /// Ready for more than `min_ready_seconds` at `now` (ready is enough when it is 0).
-pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+pub fn is_available<P: PodView + ?Sized>(pod: &P, min_ready_seconds: i32, now: Timestamp) -> bool {
     match ready_since(pod) {
         None => false,
         Some(_) if min_ready_seconds <= 0 => true,
@@ -57,54 +112,40 @@ pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
 
 /// When a pod becomes available, if it is ready but not yet available: the controller
 /// re-checks then.
-pub fn available_at(pod: &Pod, min_ready_seconds: i32) -> Option<Timestamp> {
+pub fn available_at<P: PodView + ?Sized>(pod: &P, min_ready_seconds: i32) -> Option<Timestamp> {
     let since = ready_since(pod)??;
     Some(since + SignedDuration::from_secs(i64::from(min_ready_seconds)))
 }
 
-fn max_restarts(pod: &Pod) -> i32 {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().map(|c| c.restart_count).max())
-        .unwrap_or(0)
-}
-
-fn phase_rank(pod: &Pod) -> u8 {
-    match phase(pod) {
+fn phase_rank<P: PodView + ?Sized>(pod: &P) -> u8 {
+    match pod.phase() {
         "Unknown" => 1,
         "Running" => 2,
         _ => 0,
     }
 }
 
-fn deletion_cost(pod: &Pod) -> i32 {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("controller.kubernetes.io/pod-deletion-cost"))
+fn deletion_cost<P: PodView + ?Sized>(pod: &P) -> i32 {
+    pod.annotation("controller.kubernetes.io/pod-deletion-cost")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
-fn node_name(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
-}
-
 /// A pod with the number of related active pods on its node (upstream's "rank").
-pub struct Ranked<'a> {
-    pub pod: &'a Pod,
+pub struct Ranked<'a, P: PodView + ?Sized> {
+    pub pod: &'a P,
     pub colocated: usize,
 }
 
 /// Orders pods for deletion, first to go first (upstream's `ActivePodsWithRanks` with
 /// pod-deletion-cost and logarithmic scale-down, both on by default).
-pub fn deletion_order(a: &Ranked, b: &Ranked, now: Timestamp) -> Ordering {
+pub fn deletion_order<P: PodView + ?Sized>(
+    a: &Ranked<P>,
+    b: &Ranked<P>,
+    now: Timestamp,
+) -> Ordering {
     let (p, q) = (a.pod, b.pod);
-    let (pn, qn) = (node_name(p), node_name(q));
+    let (pn, qn) = (p.node_name(), q.node_name());
     if pn != qn && (pn.is_empty() || qn.is_empty()) {
         return if pn.is_empty() {
             Ordering::Less
@@ -118,14 +159,11 @@ pub fn deletion_order(a: &Ranked, b: &Ranked, now: Timestamp) -> Ordering {
         .then_with(|| deletion_cost(p).cmp(&deletion_cost(q)))
         .then_with(|| b.colocated.cmp(&a.colocated))
         .then_with(|| ready_time_order(p, q, now))
-        .then_with(|| max_restarts(q).cmp(&max_restarts(p)))
-        .then_with(|| {
-            let created = |x: &Pod| x.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            newer_first(created(p), created(q), p, q, now)
-        })
+        .then_with(|| q.max_restarts().cmp(&p.max_restarts()))
+        .then_with(|| newer_first(p.created(), q.created(), p, q, now))
 }
 
-fn ready_time_order(p: &Pod, q: &Pod, now: Timestamp) -> Ordering {
+fn ready_time_order<P: PodView + ?Sized>(p: &P, q: &P, now: Timestamp) -> Ordering {
     match (ready_since(p), ready_since(q)) {
         (Some(a), Some(b)) if a != b => newer_first(a, b, p, q, now),
         _ => Ordering::Equal,
@@ -134,11 +172,11 @@ fn ready_time_order(p: &Pod, q: &Pod, now: Timestamp) -> Ordering {
 
 /// The more recent time first (no time counts as most recent); times compared in
 /// log2 buckets of their age, equal buckets by UID.
-fn newer_first(
+fn newer_first<P: PodView + ?Sized>(
     a: Option<Timestamp>,
     b: Option<Timestamp>,
-    p: &Pod,
-    q: &Pod,
+    p: &P,
+    q: &P,
     now: Timestamp,
 ) -> Ordering {
     match (a, b) {
@@ -151,13 +189,7 @@ fn newer_first(
                 let age = now.duration_since(t).as_nanos().max(1) as u128;
                 127 - age.leading_zeros()
             };
-            match bucket(a).cmp(&bucket(b)) {
-                Ordering::Equal => {
-                    let uid = |x: &Pod| x.metadata.uid.clone().unwrap_or_default();
-                    uid(p).cmp(&uid(q))
-                }
-                other => other,
-            }
+            bucket(a).cmp(&bucket(b)).then_with(|| p.uid().cmp(q.uid()))
         }
     }
 }
@@ -235,10 +267,10 @@ mod tests {
             &pending,
             &unassigned,
         ];
-        let mut ranked: Vec<Ranked> = pods
+        let mut ranked: Vec<Ranked<Pod>> = pods
             .iter()
             .map(|p| Ranked {
-                pod: p,
+                pod: *p,
                 colocated: 1,
             })
             .collect();

@@ -16,13 +16,13 @@ use cairn_events::{EventType, Note, Recorder};
 use cairn_semantics::selector::Selector;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
 use tracing::{info_span, warn, Instrument};
 
+use crate::cached_pod::CachedPod;
 use crate::owner;
 use crate::retry::Retries;
 
@@ -40,7 +40,7 @@ pub enum Error {
 
 pub struct Ctx {
     pub client: Client,
-    pub pods: Store<Pod>,
+    pub pods: Store<CachedPod>,
     pub replicasets: Store<ReplicaSet>,
     pub deployments: Store<Deployment>,
     pub recorder: Recorder,
@@ -103,7 +103,9 @@ pub fn rs_owners(
 }
 
 /// The Deployment a touched pod's ReplicaSet belongs to (Recreate waits for old pods).
-pub fn pod_owners(replicasets: Store<ReplicaSet>) -> impl Fn(&Pod) -> Vec<ObjectRef<Deployment>> {
+pub fn pod_owners(
+    replicasets: Store<ReplicaSet>,
+) -> impl Fn(&CachedPod) -> Vec<ObjectRef<Deployment>> {
     move |pod| {
         let ns = pod.namespace().unwrap_or_default();
         let Some(r) = owner::controller_of(&pod.metadata).filter(|r| r.kind == "ReplicaSet") else {

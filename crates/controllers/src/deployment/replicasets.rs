@@ -39,12 +39,14 @@ pub async fn claim(
         }
         match owner::classify(&uid, deleting, selector, &rs.metadata) {
             Claim::Mine => mine.push(rs),
-            Claim::Adopt => match owner::adopt(&api, rs.as_ref(), owner::controller_ref(d)).await {
-                Ok(adopted) => mine.push(Arc::new(adopted)),
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(api_error(d)(e)),
-            },
-            Claim::Release => match owner::release(&api, rs.as_ref(), &uid).await {
+            Claim::Adopt => {
+                match owner::adopt(&api, &rs.metadata, owner::controller_ref(d)).await {
+                    Ok(adopted) => mine.push(Arc::new(adopted)),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(api_error(d)(e)),
+                }
+            }
+            Claim::Release => match owner::release(&api, &rs.metadata, &uid).await {
                 Ok(_) | Err(kube::Error::Api(_)) => {}
                 Err(e) => return Err(api_error(d)(e)),
             },

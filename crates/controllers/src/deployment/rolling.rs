@@ -135,7 +135,7 @@ fn old_pods_running(
             && owner
                 .as_ref()
                 .is_some_and(|o| old_uids.contains(o) && *o != new_uid)
-            && !pod_state::is_terminal(p)
+            && !pod_state::is_terminal(p.as_ref())
     })
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cairn_events::{EventType, Note};
-use cairn_semantics::pod_state::{self, Ranked};
+use cairn_semantics::pod_state::{self, PodView, Ranked};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,6 +14,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
 
 use super::{Ctx, BURST_REPLICAS};
+use crate::cached_pod::CachedPod;
 use crate::owner;
 
 /// Why a sync could not reach its replica count.
@@ -27,7 +28,7 @@ pub async fn manage_replicas(
     rs: &ReplicaSet,
     ctx: &Ctx,
     key: &str,
-    mine: &[Arc<Pod>],
+    mine: &[Arc<CachedPod>],
 ) -> Result<(), ManageError> {
     let want = rs
         .spec
@@ -132,31 +133,19 @@ async fn create_pods(rs: &ReplicaSet, ctx: &Ctx, key: &str, n: usize) -> Result<
 
 /// The `n` pods to delete first: upstream's ranking, where a pod's rank is how many
 /// active pods of this ReplicaSet share its node.
-fn victims(mine: &[Arc<Pod>], n: usize) -> Vec<Arc<Pod>> {
+fn victims(mine: &[Arc<CachedPod>], n: usize) -> Vec<Arc<CachedPod>> {
     if n >= mine.len() {
         return mine.to_vec();
     }
     let mut per_node = std::collections::HashMap::<&str, usize>::new();
     for p in mine {
-        let node = p
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .unwrap_or("");
-        *per_node.entry(node).or_default() += 1;
+        *per_node.entry(p.node_name()).or_default() += 1;
     }
-    let mut ranked: Vec<Ranked> = mine
+    let mut ranked: Vec<Ranked<CachedPod>> = mine
         .iter()
-        .map(|p| {
-            let node = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .unwrap_or("");
-            Ranked {
-                pod: p,
-                colocated: per_node.get(node).copied().unwrap_or(0),
-            }
+        .map(|p| Ranked {
+            pod: p.as_ref(),
+            colocated: per_node.get(p.node_name()).copied().unwrap_or(0),
         })
         .collect();
     let now = k8s_openapi::jiff::Timestamp::now();
@@ -181,7 +170,7 @@ async fn delete_pods(
     rs: &ReplicaSet,
     ctx: &Ctx,
     key: &str,
-    mine: &[Arc<Pod>],
+    mine: &[Arc<CachedPod>],
     n: usize,
 ) -> Result<(), kube::Error> {
     let ns = rs.namespace().unwrap_or_default();

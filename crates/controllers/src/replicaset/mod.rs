@@ -21,6 +21,7 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 use tracing::{info_span, warn, Instrument};
 
+use crate::cached_pod::CachedPod;
 use crate::expectations::Expectations;
 use crate::owner::{self, Claim};
 use crate::retry::Retries;
@@ -42,7 +43,7 @@ pub enum Error {
 
 pub struct Ctx {
     pub client: Client,
-    pub pods: Store<Pod>,
+    pub pods: Store<CachedPod>,
     pub replicasets: Store<ReplicaSet>,
     pub recorder: Recorder,
     pub expectations: Expectations,
@@ -55,7 +56,9 @@ fn key_of(rs: &ReplicaSet) -> String {
 
 /// The ReplicaSets a touched pod concerns: its controller, or for an orphan every
 /// ReplicaSet in its namespace whose selector matches it (a candidate for adoption).
-pub fn pod_owners(replicasets: Store<ReplicaSet>) -> impl Fn(&Pod) -> Vec<ObjectRef<ReplicaSet>> {
+pub fn pod_owners(
+    replicasets: Store<ReplicaSet>,
+) -> impl Fn(&CachedPod) -> Vec<ObjectRef<ReplicaSet>> {
     move |pod| {
         let ns = pod.namespace().unwrap_or_default();
         if let Some(r) = owner::controller_of(&pod.metadata) {
@@ -124,30 +127,31 @@ async fn claim_pods(
     rs: &ReplicaSet,
     ctx: &Ctx,
     selector: &Selector,
-) -> Result<Vec<Arc<Pod>>, Error> {
+) -> Result<Vec<Arc<CachedPod>>, Error> {
     let ns = rs.namespace().unwrap_or_default();
     let uid = rs.uid().unwrap_or_default();
     let deleting = rs.metadata.deletion_timestamp.is_some();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let mut mine = Vec::new();
     for pod in ctx.pods.state() {
-        if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(&pod) {
+        if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(pod.as_ref()) {
             continue;
         }
         match owner::classify(&uid, deleting, selector, &pod.metadata) {
             Claim::Mine => mine.push(pod),
-            Claim::Adopt => match owner::adopt(&api, pod.as_ref(), owner::controller_ref(rs)).await
-            {
-                Ok(adopted) => mine.push(Arc::new(adopted)),
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => {
-                    return Err(Error::Api {
-                        key: key_of(rs),
-                        source: e,
-                    })
+            Claim::Adopt => {
+                match owner::adopt(&api, &pod.metadata, owner::controller_ref(rs)).await {
+                    Ok(adopted) => mine.push(Arc::new(CachedPod::from(adopted))),
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => {
+                        return Err(Error::Api {
+                            key: key_of(rs),
+                            source: e,
+                        })
+                    }
                 }
-            },
-            Claim::Release => match owner::release(&api, pod.as_ref(), &uid).await {
+            }
+            Claim::Release => match owner::release(&api, &pod.metadata, &uid).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use cairn_semantics::pod_state;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -13,10 +12,11 @@ use kube::ResourceExt;
 
 use super::manage::ManageError;
 use super::{Ctx, Error};
+use crate::cached_pod::CachedPod;
 
 pub fn calculate(
     rs: &ReplicaSet,
-    mine: &[Arc<Pod>],
+    mine: &[Arc<CachedPod>],
     failure: Option<&ManageError>,
     now: Timestamp,
 ) -> ReplicaSetStatus {
@@ -27,7 +27,7 @@ pub fn calculate(
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     let min_ready = spec.and_then(|s| s.min_ready_seconds).unwrap_or(0);
-    let count = |f: &dyn Fn(&Pod) -> bool| mine.iter().filter(|p| f(p)).count() as i32;
+    let count = |f: &dyn Fn(&CachedPod) -> bool| mine.iter().filter(|p| f(p)).count() as i32;
     let fully_labeled = count(&|p| {
         let labels = p.metadata.labels.as_ref();
         template_labels
