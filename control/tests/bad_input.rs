@@ -314,3 +314,111 @@ async fn bad_requests_get_status_errors() {
     assert_eq!(kept["metadata"]["labels"]["v"], "1");
     assert_eq!(kept["spec"]["containers"][0]["image"], "busybox");
 }
+
+/// Objects and errors as kube-apiserver serializes them: status counters Go writes even
+/// when zero, Status members in metav1.Status's order ending with a newline, subresources
+/// answering only their verbs, and `pods/log` in discovery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serialized_like_kube_apiserver() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
+    let c = reqwest::Client::new();
+    let url = &server.url;
+    let tmpl = json!({"metadata": {"labels": {"app": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": tmpl}});
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": tmpl}});
+    for (plural, obj) in [("replicasets", rs), ("daemonsets", ds)] {
+        let r = c
+            .post(format!("{url}/apis/apps/v1/namespaces/default/{plural}"))
+            .json(&obj)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+    }
+    let get = |path: String| {
+        let c = c.clone();
+        async move {
+            c.get(path)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let rs = get(format!(
+        "{url}/apis/apps/v1/namespaces/default/replicasets/rs"
+    ))
+    .await;
+    assert_eq!(rs["status"], json!({"replicas": 0}), "{rs}");
+    let ds = get(format!(
+        "{url}/apis/apps/v1/namespaces/default/daemonsets/ds"
+    ))
+    .await;
+    for f in [
+        "currentNumberScheduled",
+        "numberMisscheduled",
+        "desiredNumberScheduled",
+        "numberReady",
+    ] {
+        assert_eq!(ds["status"][f], 0, "{f}: {ds}");
+    }
+
+    let missing = c
+        .get(format!("{url}/api/v1/namespaces/default/pods/nope"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        missing,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"pods\"},\"code\":404}\n"
+    );
+
+    let pods = format!("{url}/api/v1/namespaces/default/pods");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    assert_eq!(
+        c.post(&pods)
+            .json(&pod)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        201
+    );
+    for (method, sub) in [
+        (reqwest::Method::GET, "binding"),
+        (reqwest::Method::PUT, "log"),
+        (reqwest::Method::DELETE, "status"),
+    ] {
+        let r = c
+            .request(method.clone(), format!("{pods}/p/{sub}"))
+            .json(&pod)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 405, "{method} pods/{sub}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["reason"], "MethodNotAllowed");
+    }
+    let core = get(format!("{url}/api/v1")).await;
+    let names: Vec<&str> = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"pods/log") && names.contains(&"pods/binding"),
+        "{names:?}"
+    );
+}

@@ -13,6 +13,7 @@ use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
 pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
+    default_status_counters(resource, obj);
     let Some(o) = obj.as_object_mut() else {
         return;
     };
@@ -460,6 +461,27 @@ fn default_replica_set(o: &mut Map<String, Value>) {
     };
     set_default(spec, "replicas", json!(1));
     default_template(spec);
+}
+
+/// Status fields Go serializes even when zero (not `omitempty`): kube-apiserver's answers
+/// always carry them, and clients (the Python client) refuse objects without them.
+pub fn default_status_counters(resource: &ResourceInfo, obj: &mut Value) {
+    let fields: &[&str] = match (resource.group, resource.kind) {
+        ("apps", "ReplicaSet") => &["replicas"],
+        ("apps", "DaemonSet") => &[
+            "currentNumberScheduled",
+            "numberMisscheduled",
+            "desiredNumberScheduled",
+            "numberReady",
+        ],
+        _ => return,
+    };
+    let Some(status) = obj.as_object_mut().and_then(|o| child_obj(o, "status")) else {
+        return;
+    };
+    for f in fields {
+        set_default(status, f, json!(0));
+    }
 }
 
 fn default_daemon_set(o: &mut Map<String, Value>) {

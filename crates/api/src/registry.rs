@@ -162,6 +162,14 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: ALL_VERBS,
         subresources: &[
             status("Pod"),
+            // Served by cairn-apiserver's log proxy; listed so discovery shows it.
+            Subresource {
+                name: "log",
+                kind: "Pod",
+                group: "",
+                version: "",
+                verbs: &["get"],
+            },
             Subresource {
                 name: "binding",
                 kind: "Binding",

@@ -253,16 +253,16 @@ impl Status {
         s
     }
 
-    /// The Status object as JSON.
+    /// The Status object as JSON, members in metav1.Status's order (kind, apiVersion,
+    /// metadata, status, message, reason, details, code; details: name, group, kind,
+    /// causes, retryAfterSeconds), as kube-apiserver writes them.
     pub fn to_json(&self) -> Value {
         let mut details = serde_json::Map::new();
         if let Some(name) = &self.details.name {
             details.insert("name".into(), json!(name));
         }
-        if let Some(group) = &self.details.group {
-            if !group.is_empty() {
-                details.insert("group".into(), json!(group));
-            }
+        if let Some(group) = self.details.group.as_ref().filter(|g| !g.is_empty()) {
+            details.insert("group".into(), json!(group));
         }
         if let Some(kind) = &self.details.kind {
             details.insert("kind".into(), json!(kind));
@@ -279,19 +279,18 @@ impl Status {
         if let Some(secs) = self.details.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(secs));
         }
-        let mut out = json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
+        let mut out = serde_json::Map::new();
+        out.insert("kind".into(), json!("Status"));
+        out.insert("apiVersion".into(), json!("v1"));
+        out.insert("metadata".into(), json!({}));
+        out.insert("status".into(), json!("Failure"));
+        out.insert("message".into(), json!(self.message));
+        out.insert("reason".into(), json!(self.reason));
         if !details.is_empty() {
-            out["details"] = Value::Object(details);
+            out.insert("details".into(), Value::Object(details));
         }
-        out
+        out.insert("code".into(), json!(self.code));
+        Value::Object(out)
     }
 
     /// A `Success` Status (as returned by some deletes).

@@ -27,7 +27,10 @@ pub type AppState = Arc<ApiState>;
 
 pub fn status_response(s: &Status) -> Response {
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = serde_json::to_vec(&s.to_json()).unwrap_or_default();
+    let mut body = serde_json::to_vec(&s.to_json()).unwrap_or_default();
+    // kube-apiserver's JSON encoder ends every body with a newline; some clients compare
+    // error texts byte for byte.
+    body.push(b'\n');
     let mut resp = (code, body).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -268,6 +271,33 @@ fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, Status>
     })
 }
 
+/// A subresource answers only the verbs it lists (e.g. `pods/log` only `get`,
+/// `pods/binding` only `create`), as kube-apiserver registers them.
+fn check_subresource_verb(
+    r: &ResourceInfo,
+    sub: Option<&str>,
+    method: &Method,
+) -> Result<(), Status> {
+    let Some(sub) = sub.and_then(|s| r.subresource(s)) else {
+        return Ok(());
+    };
+    let verb = match *method {
+        Method::GET => "get",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::POST => "create",
+        Method::DELETE => "delete",
+        _ => "",
+    };
+    if sub.verbs.contains(&verb) {
+        return Ok(());
+    }
+    Err(Status::method_not_allowed(format!(
+        "the server does not allow this method on the requested resource ({}/{})",
+        r.plural, sub.name
+    )))
+}
+
 async fn resource(
     state: AppState,
     rp: ResourcePath,
@@ -287,6 +317,7 @@ async fn resource(
         name = rp.name.as_deref().unwrap_or("")
     );
     async move {
+        check_subresource_verb(r, rp.subresource.as_deref(), &method)?;
         match (method, rp.name.as_deref(), rp.subresource.as_deref()) {
             (Method::GET, None, None) => {
                 let repr = request::negotiate(accept.as_deref())?;

@@ -607,6 +607,7 @@ impl ApiState {
         // Clients do not create status for these kinds (their strategies reset it).
         if old.is_none() && matches!(r.kind, "Deployment" | "ReplicaSet" | "DaemonSet" | "Pod") {
             obj["status"] = json!({});
+            cairn_api::defaults::default_status_counters(r, obj);
         }
         if old.is_none() && r.kind == "Service" {
             obj["status"] = json!({"loadBalancer": {}});
