@@ -108,7 +108,7 @@ impl RolloutWatch {
                     }
                     *e.lock().unwrap() += 1;
                     let ready = state.values().filter(|(_, r)| *r).count();
-                    armed |= ready > min_ready;
+                    armed |= ready >= min_ready;
                     if armed && (state.len() > max_total || ready < min_ready) {
                         v.lock()
                             .unwrap()
@@ -376,4 +376,64 @@ fn apply_fails(k: &Kubectl, body: &str) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success(), "apply unexpectedly succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn daemonset_follows_nodes_taints_and_rolls() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let _kubelet = start_kubelet(&server.url);
+    let k = Kubectl::new(33, &server);
+    for n in ["node-1", "node-2", "node-3"] {
+        add_node(&k, n, "4");
+    }
+    let ds = r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"agent"},
+      "spec":{"selector":{"matchLabels":{"app":"agent"}},
+      "updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}},
+      "template":{"metadata":{"labels":{"app":"agent"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
+    k.ok_stdin(&["apply", "-f", "-"], ds);
+    let nodes_with_pods = || {
+        let mut n: Vec<String> = pods_of(&k, "agent")
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+            .collect();
+        n.sort();
+        n
+    };
+    let ready = || {
+        k.ok(&["get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}/{.status.updatedNumberScheduled}"])
+    };
+    wait_until("3 daemon pods ready", 30, || ready() == "3/3/3");
+    assert_eq!(nodes_with_pods(), ["node-1", "node-2", "node-3"]);
+
+    // A joining node gets one; a tainted node loses its pod; a removed node's pod goes.
+    add_node(&k, "node-4", "4");
+    wait_until("4 daemon pods", 30, || ready() == "4/4/4");
+    k.ok(&["taint", "node", "node-3", "dedicated=infra:NoSchedule"]);
+    wait_until("node-3 skipped", 30, || {
+        nodes_with_pods() == ["node-1", "node-2", "node-4"]
+    });
+    k.ok(&["delete", "node", "node-2"]);
+    wait_until("node-2 gone", 30, || {
+        nodes_with_pods() == ["node-1", "node-4"]
+    });
+    wait_until("2/2", 30, || ready() == "2/2/2");
+    // Tolerating the taint brings node-3 back, through a rolling update.
+    let watch = RolloutWatch::start(&server.url, "agent", 4, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    k.ok(&["patch", "ds", "agent", "-p", r#"{"spec":{"template":{"spec":{"tolerations":[{"key":"dedicated","operator":"Exists"}]}}}}"#]);
+    let out = k.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    wait_until("3/3 updated", 30, || ready() == "3/3/3");
+    assert_eq!(nodes_with_pods(), ["node-1", "node-3", "node-4"]);
+    let (violations, events) = watch.finish();
+    assert!(events > 4, "the watch saw the rollout ({events} events)");
+    assert!(
+        violations.is_empty(),
+        "maxUnavailable broken: {violations:?}"
+    );
+    let status = json(&k, &["get", "ds", "agent"])["status"].clone();
+    assert_eq!(status["numberMisscheduled"], 0);
+    assert_eq!(status["numberAvailable"], 3);
 }

@@ -21,12 +21,40 @@ pub struct CachedPod {
     /// The Ready condition: True or not, and its last transition.
     pub ready: Option<(bool, Option<Timestamp>)>,
     pub max_restarts: i32,
+    /// The node a not-yet-bound pod is pinned to by a required node-affinity term
+    /// `metadata.name In [node]` (how DaemonSet pods are placed).
+    pub pinned_node: Option<String>,
+}
+
+/// The node of a required `matchFields metadata.name In [one node]` term, if that is the
+/// pod's only required node-affinity term.
+fn pinned_node(pod: &Pod) -> Option<String> {
+    let terms = &pod
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let [term] = terms.as_slice() else {
+        return None;
+    };
+    let [field] = term.match_fields.as_deref()? else {
+        return None;
+    };
+    let values = field.values.as_deref()?;
+    (field.key == "metadata.name" && field.operator == "In" && values.len() == 1)
+        .then(|| values[0].clone())
 }
 
 impl From<Pod> for CachedPod {
     fn from(pod: Pod) -> CachedPod {
         let ready = pod.ready_condition();
         let max_restarts = pod.max_restarts();
+        let pinned_node = pinned_node(&pod);
         let mut metadata = pod.metadata;
         metadata.managed_fields = None;
         CachedPod {
@@ -35,6 +63,7 @@ impl From<Pod> for CachedPod {
             phase: pod.status.and_then(|s| s.phase),
             ready,
             max_restarts,
+            pinned_node,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! runs them in-process, `cairn-control controllers --kubeconfig F` alone.
 
 pub mod cached_pod;
+pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod informer;
@@ -19,8 +20,8 @@ use std::time::Duration;
 
 use cairn_events::Recorder;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Client;
@@ -48,6 +49,8 @@ struct Informers {
     deployments: informer::Informer<Deployment>,
     namespaces: informer::Informer<Namespace>,
     serviceaccounts: informer::Informer<ServiceAccount>,
+    nodes: informer::Informer<Node>,
+    daemonsets: informer::Informer<DaemonSet>,
 }
 
 type Task = futures::future::BoxFuture<'static, ()>;
@@ -108,6 +111,27 @@ fn start_deployment(client: &Client, inf: &mut Informers) -> Task {
     Box::pin(deployment::run(ctx, triggers, resync_ticks()))
 }
 
+fn start_daemonset(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .daemonsets
+        .subscribe(|d: &DaemonSet| vec![ObjectRef::from_obj(d)]);
+    let pods = inf.pods.subscribe(daemonset::pod_owner);
+    let nodes = inf
+        .nodes
+        .subscribe(daemonset::node_daemonsets(inf.daemonsets.store.clone()));
+    let ctx = Arc::new(daemonset::Ctx {
+        client: client.clone(),
+        pods: inf.pods.store.clone(),
+        nodes: inf.nodes.store.clone(),
+        daemonsets: inf.daemonsets.store.clone(),
+        recorder: Recorder::start(client.clone(), "daemonset-controller"),
+        expectations: Default::default(),
+        retries: Default::default(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), nodes.boxed()]);
+    Box::pin(daemonset::run(ctx, triggers, resync_ticks()))
+}
+
 fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
     let own = inf
         .namespaces
@@ -135,12 +159,15 @@ pub async fn run(client: Client, selection: &Selection) {
         deployments: informer::Informer::new(Api::all(client.clone())),
         namespaces: informer::Informer::new(Api::all(client.clone())),
         serviceaccounts: informer::Informer::new(Api::all(client.clone())),
+        nodes: informer::Informer::new(Api::all(client.clone())),
+        daemonsets: informer::Informer::new(Api::all(client.clone())),
     };
     let mut controllers: Vec<Task> = Vec::new();
-    let (rs, deploy, sa) = (
+    let (rs, deploy, sa, ds) = (
         selection.enabled("replicaset"),
         selection.enabled("deployment"),
         selection.enabled("serviceaccount"),
+        selection.enabled("daemonset"),
     );
     if rs {
         controllers.push(start_replicaset(&client, &mut inf));
@@ -151,6 +178,9 @@ pub async fn run(client: Client, selection: &Selection) {
     if sa {
         controllers.push(start_serviceaccount(&client, &mut inf));
     }
+    if ds {
+        controllers.push(start_daemonset(&client, &mut inf));
+    }
     let mut informers = Vec::new();
     let stores = (
         inf.pods.store.clone(),
@@ -159,11 +189,20 @@ pub async fn run(client: Client, selection: &Selection) {
         inf.namespaces.store.clone(),
         inf.serviceaccounts.store.clone(),
     );
-    if rs || deploy {
+    let (node_store, ds_store) = (inf.nodes.store.clone(), inf.daemonsets.store.clone());
+    if rs || deploy || ds {
         informers.push(inf.pods.start("pods"));
-        informers.push(inf.replicasets.start("replicasets"));
         ready(&stores.0).await;
+    }
+    if rs || deploy {
+        informers.push(inf.replicasets.start("replicasets"));
         ready(&stores.1).await;
+    }
+    if ds {
+        informers.push(inf.nodes.start("nodes"));
+        informers.push(inf.daemonsets.start("daemonsets"));
+        ready(&node_store).await;
+        ready(&ds_store).await;
     }
     if deploy {
         informers.push(inf.deployments.start("deployments"));

@@ -2,7 +2,11 @@
 //! upstream's ControllerRefManager does: an owner adopts matching orphans and releases
 //! objects it controls that its selector no longer matches.
 
+use cairn_semantics::pod_state;
 use cairn_semantics::selector::Selector;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cached_pod::CachedPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -115,6 +119,47 @@ where
         &patch_owners(meta, refs),
     )
     .await
+}
+
+/// The active pods in `owner`'s namespace that it controls after claiming: matching
+/// orphans adopted, controlled pods it no longer selects released. A pod deleted
+/// meanwhile (404) is skipped; other API errors end the claim.
+pub async fn claim_pods<K>(
+    client: &kube::Client,
+    pods: &kube::runtime::reflector::Store<CachedPod>,
+    owner: &K,
+    selector: &Selector,
+) -> Result<Vec<std::sync::Arc<CachedPod>>, kube::Error>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let ns = owner.namespace().unwrap_or_default();
+    let uid = owner.uid().unwrap_or_default();
+    let deleting = owner.meta().deletion_timestamp.is_some();
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut mine = Vec::new();
+    for pod in pods.state() {
+        if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(pod.as_ref()) {
+            continue;
+        }
+        let result = match classify(&uid, deleting, selector, &pod.metadata) {
+            Claim::Mine => {
+                mine.push(pod);
+                continue;
+            }
+            Claim::Adopt => adopt(&api, &pod.metadata, controller_ref(owner))
+                .await
+                .map(|adopted| mine.push(std::sync::Arc::new(CachedPod::from(adopted)))),
+            Claim::Release => release(&api, &pod.metadata, &uid).await.map(|_| ()),
+            Claim::Ignore => continue,
+        };
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(mine)
 }
 
 #[cfg(test)]

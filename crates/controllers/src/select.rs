@@ -9,6 +9,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("replicaset", true),
     ("deployment", true),
     ("serviceaccount", true),
+    ("daemonset", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]
@@ -92,10 +93,10 @@ mod tests {
     fn kube_controller_manager_syntax() {
         assert_eq!(
             Selection::default().names(),
-            ["replicaset", "deployment", "serviceaccount"]
+            ["replicaset", "deployment", "serviceaccount", "daemonset"]
         );
         let s = Selection::parse("*,-deployment").unwrap();
-        assert_eq!(s.names(), ["replicaset", "serviceaccount"]);
+        assert_eq!(s.names(), ["replicaset", "serviceaccount", "daemonset"]);
         let s = Selection::parse("replicaset").unwrap();
         assert_eq!(s.names(), ["replicaset"]);
         assert!(Selection::parse("").unwrap().names().is_empty());

@@ -9,12 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_events::Recorder;
-use cairn_semantics::pod_state;
 use cairn_semantics::selector::Selector;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
@@ -23,7 +20,7 @@ use tracing::{info_span, warn, Instrument};
 
 use crate::cached_pod::CachedPod;
 use crate::expectations::Expectations;
-use crate::owner::{self, Claim};
+use crate::owner;
 use crate::retry::Retries;
 
 /// Most pods created or deleted in one sync (upstream's burstReplicas).
@@ -128,43 +125,12 @@ async fn claim_pods(
     ctx: &Ctx,
     selector: &Selector,
 ) -> Result<Vec<Arc<CachedPod>>, Error> {
-    let ns = rs.namespace().unwrap_or_default();
-    let uid = rs.uid().unwrap_or_default();
-    let deleting = rs.metadata.deletion_timestamp.is_some();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut mine = Vec::new();
-    for pod in ctx.pods.state() {
-        if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(pod.as_ref()) {
-            continue;
-        }
-        match owner::classify(&uid, deleting, selector, &pod.metadata) {
-            Claim::Mine => mine.push(pod),
-            Claim::Adopt => {
-                match owner::adopt(&api, &pod.metadata, owner::controller_ref(rs)).await {
-                    Ok(adopted) => mine.push(Arc::new(CachedPod::from(adopted))),
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => {
-                        return Err(Error::Api {
-                            key: key_of(rs),
-                            source: e,
-                        })
-                    }
-                }
-            }
-            Claim::Release => match owner::release(&api, &pod.metadata, &uid).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => {
-                    return Err(Error::Api {
-                        key: key_of(rs),
-                        source: e,
-                    })
-                }
-            },
-            Claim::Ignore => {}
-        }
-    }
-    Ok(mine)
+    owner::claim_pods(&ctx.client, &ctx.pods, rs, selector)
+        .await
+        .map_err(|source| Error::Api {
+            key: key_of(rs),
+            source,
+        })
 }
 
 async fn sync(rs: &ReplicaSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {

@@ -1,0 +1,378 @@
+//! The DaemonSet controller: one pod per eligible node (nodeSelector, node affinity,
+//! taints against the template's and the default daemon tolerations), placed by the
+//! scheduler through a node-affinity term naming the node; pods on nodes that no longer
+//! qualify (or are gone) removed; RollingUpdate by `maxUnavailable` or OnDelete; status
+//! counts (upstream `pkg/controller/daemon`).
+
+mod placement;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_events::{EventType, Note, Recorder};
+use cairn_semantics::pod_state;
+use cairn_semantics::selector::Selector;
+use futures::future::join_all;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use thiserror::Error;
+use tracing::{info_span, warn, Instrument};
+
+use crate::cached_pod::CachedPod;
+use crate::deployment::util::compute_hash;
+use crate::expectations::Expectations;
+use crate::owner;
+use crate::retry::Retries;
+
+pub use placement::HASH_LABEL;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("daemonset {key}: {source}")]
+    Api {
+        key: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("daemonset {key}: invalid selector: {message}")]
+    Selector { key: String, message: String },
+}
+
+pub struct Ctx {
+    pub client: Client,
+    pub pods: Store<CachedPod>,
+    pub nodes: Store<Node>,
+    pub daemonsets: Store<DaemonSet>,
+    pub recorder: Recorder,
+    pub expectations: Expectations,
+    pub retries: Retries,
+}
+
+fn key_of(ds: &DaemonSet) -> String {
+    format!("{}/{}", ds.namespace().unwrap_or_default(), ds.name_any())
+}
+
+/// A touched pod wakes its controlling DaemonSet.
+pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<DaemonSet>> {
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    owner::controller_of(&pod.metadata)
+        .filter(|r| r.kind == "DaemonSet")
+        .map(|r| vec![ObjectRef::new(&r.name).within(&ns)])
+        .unwrap_or_default()
+}
+
+/// A node that joins, changes or leaves concerns every DaemonSet.
+pub fn node_daemonsets(
+    daemonsets: Store<DaemonSet>,
+) -> impl Fn(&Node) -> Vec<ObjectRef<DaemonSet>> {
+    move |_| {
+        daemonsets
+            .state()
+            .iter()
+            .map(|d| ObjectRef::from_obj(d.as_ref()))
+            .collect()
+    }
+}
+
+pub async fn run(
+    ctx: Arc<Ctx>,
+    triggers: impl Stream<Item = ObjectRef<DaemonSet>> + Send + 'static,
+    resync: impl Stream<Item = ()> + Send + 'static,
+) {
+    Controller::for_stream(futures::stream::empty(), ctx.daemonsets.clone())
+        .reconcile_on(triggers)
+        .reconcile_all_on(resync)
+        .with_config(Config::default().concurrency(8))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(ds: Arc<DaemonSet>, err: &Error, ctx: Arc<Ctx>) -> Action {
+    let wait = ctx.retries.failed(&key_of(&ds));
+    warn!(error = %err, retry_in = ?wait, "daemonset sync failed");
+    Action::requeue(wait)
+}
+
+async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let key = key_of(&ds);
+    let action = sync(&ds, &ctx, &key)
+        .instrument(info_span!("reconcile", daemonset = %key))
+        .await?;
+    ctx.retries.succeeded(&key);
+    Ok(action)
+}
+
+/// What one sync found: per eligible node its daemon pod (the oldest), and what to change.
+#[derive(Default)]
+struct Plan {
+    kept: BTreeMap<String, Arc<CachedPod>>,
+    desired: usize,
+    misscheduled: usize,
+    create_on: Vec<String>,
+    delete: Vec<Arc<CachedPod>>,
+}
+
+fn node_of(p: &CachedPod) -> String {
+    p.node_name
+        .clone()
+        .or_else(|| p.pinned_node.clone())
+        .unwrap_or_default()
+}
+
+fn plan(ds: &DaemonSet, nodes: &[Arc<Node>], mine: Vec<Arc<CachedPod>>) -> Plan {
+    let mut by_node: BTreeMap<String, Vec<Arc<CachedPod>>> = BTreeMap::new();
+    for p in mine {
+        by_node.entry(node_of(&p)).or_default().push(p);
+    }
+    let mut plan = Plan::default();
+    for node in nodes {
+        let name = node.name_any();
+        let mut pods = by_node.remove(&name).unwrap_or_default();
+        if !placement::should_run(ds, node) {
+            plan.misscheduled += usize::from(!pods.is_empty());
+            plan.delete.extend(pods);
+            continue;
+        }
+        plan.desired += 1;
+        pods.sort_by_key(|p| {
+            (
+                p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                p.metadata.name.clone(),
+            )
+        });
+        let mut pods = pods.into_iter();
+        match pods.next() {
+            Some(oldest) => {
+                plan.kept.insert(name, oldest);
+                plan.delete.extend(pods);
+            }
+            None => plan.create_on.push(name),
+        }
+    }
+    // Pods for nodes that are gone.
+    plan.delete.extend(by_node.into_values().flatten());
+    plan
+}
+
+fn hash_of(ds: &DaemonSet) -> String {
+    let template = ds
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    compute_hash(
+        &template,
+        ds.status.as_ref().and_then(|s| s.collision_count),
+    )
+}
+
+fn updated(p: &CachedPod, hash: &str) -> bool {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(HASH_LABEL))
+        .map(String::as_str)
+        == Some(hash)
+}
+
+/// RollingUpdate: old pods that are not available go at once; available ones as long
+/// as no more than `maxUnavailable` nodes lack an available pod.
+fn rolling_deletes(ds: &DaemonSet, plan: &Plan, hash: &str, min_ready: i32) -> Vec<Arc<CachedPod>> {
+    let strategy = ds.spec.as_ref().and_then(|s| s.update_strategy.as_ref());
+    if strategy.and_then(|s| s.type_.as_deref()) == Some("OnDelete") {
+        return Vec::new();
+    }
+    let max = strategy
+        .and_then(|s| s.rolling_update.as_ref())
+        .and_then(|r| r.max_unavailable.clone())
+        .unwrap_or(IntOrString::Int(1));
+    let max = match max {
+        IntOrString::Int(i) => i.max(0) as usize,
+        IntOrString::String(s) => {
+            let pct: usize = s.trim_end_matches('%').parse().unwrap_or(0);
+            (pct * plan.desired).div_ceil(100)
+        }
+    };
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let available = |p: &CachedPod| pod_state::is_available(p, min_ready, now);
+    let available_nodes = plan.kept.values().filter(|p| available(p)).count();
+    let mut budget = max.saturating_sub(plan.desired.saturating_sub(available_nodes));
+    let mut out = Vec::new();
+    for p in plan.kept.values().filter(|p| !updated(p, hash)) {
+        if !available(p) {
+            out.push(p.clone());
+        } else if budget > 0 {
+            budget -= 1;
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
+    let api_err = |source| Error::Api {
+        key: key.to_string(),
+        source,
+    };
+    let sel = ds
+        .spec
+        .as_ref()
+        .map(|s| s.selector.clone())
+        .unwrap_or_default();
+    let selector = Selector::from_label_selector(&sel).map_err(|e| Error::Selector {
+        key: key.to_string(),
+        message: e.to_string(),
+    })?;
+    let ns = ds.namespace().unwrap_or_default();
+    let satisfied = ctx.expectations.satisfied(
+        key,
+        |name| ctx.pods.get(&ObjectRef::new(name).within(&ns)).is_some(),
+        |name| {
+            ctx.pods
+                .get(&ObjectRef::new(name).within(&ns))
+                .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+        },
+    );
+    let mine = owner::claim_pods(&ctx.client, &ctx.pods, ds, &selector)
+        .await
+        .map_err(api_err)?;
+    let hash = hash_of(ds);
+    let min_ready = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.min_ready_seconds)
+        .unwrap_or(0);
+    let plan = plan(ds, &ctx.nodes.state(), mine);
+    if satisfied && ds.metadata.deletion_timestamp.is_none() {
+        let mut delete = plan.delete.clone();
+        delete.extend(rolling_deletes(ds, &plan, &hash, min_ready));
+        apply(ds, ctx, key, &plan.create_on, &delete, &hash)
+            .await
+            .map_err(api_err)?;
+    }
+    write_status(ds, ctx, &plan, &hash, min_ready)
+        .await
+        .map_err(api_err)?;
+    if !satisfied || !plan.create_on.is_empty() || !plan.delete.is_empty() {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    Ok(Action::await_change())
+}
+
+async fn apply(
+    ds: &DaemonSet,
+    ctx: &Ctx,
+    key: &str,
+    create_on: &[String],
+    delete: &[Arc<CachedPod>],
+    hash: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ds.namespace().unwrap_or_default());
+    let note = |kind, reason: &str, message: &str| {
+        ctx.recorder.record(
+            cairn_events::reference(ds),
+            &Note {
+                kind,
+                reason,
+                message,
+                action: "Sync",
+            },
+        )
+    };
+    let pods: Vec<Pod> = create_on
+        .iter()
+        .map(|n| placement::pod_for(ds, n, hash))
+        .collect();
+    let pp = PostParams::default();
+    for (result, node) in join_all(pods.iter().map(|p| api.create(&pp, p)))
+        .await
+        .into_iter()
+        .zip(create_on)
+    {
+        match result {
+            Ok(p) => {
+                ctx.expectations.created(key, &p.name_any());
+                note(
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    &format!("Created pod: {}", p.name_any()),
+                );
+            }
+            Err(e) => {
+                note(
+                    EventType::Warning,
+                    "FailedCreate",
+                    &format!("Error creating pod for node {node}: {e}"),
+                );
+                return Err(e);
+            }
+        }
+    }
+    let names: Vec<String> = delete.iter().map(|p| p.name_any()).collect();
+    names.iter().for_each(|n| ctx.expectations.deleted(key, n));
+    let dp = DeleteParams::default();
+    for (result, name) in join_all(names.iter().map(|n| api.delete(n, &dp)))
+        .await
+        .into_iter()
+        .zip(&names)
+    {
+        match result {
+            Ok(_) => note(
+                EventType::Normal,
+                "SuccessfulDelete",
+                &format!("Deleted pod: {name}"),
+            ),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn write_status(
+    ds: &DaemonSet,
+    ctx: &Ctx,
+    plan: &Plan,
+    hash: &str,
+    min_ready: i32,
+) -> Result<(), kube::Error> {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let count = |f: &dyn Fn(&CachedPod) -> bool| plan.kept.values().filter(|p| f(p)).count() as i32;
+    let available = count(&|p| pod_state::is_available(p, min_ready, now));
+    let desired = plan.desired as i32;
+    let old = ds.status.clone().unwrap_or_default();
+    let status = DaemonSetStatus {
+        current_number_scheduled: plan.kept.len() as i32,
+        desired_number_scheduled: desired,
+        number_misscheduled: plan.misscheduled as i32,
+        number_ready: count(&|p| pod_state::is_ready(p)),
+        number_available: Some(available),
+        number_unavailable: Some(desired - available),
+        updated_number_scheduled: Some(count(&|p| updated(p, hash))),
+        observed_generation: ds.metadata.generation,
+        collision_count: old.collision_count,
+        conditions: old.conditions.clone(),
+    };
+    if ds.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<DaemonSet> =
+        Api::namespaced(ctx.client.clone(), &ds.namespace().unwrap_or_default());
+    let patch = Patch::Merge(serde_json::json!({ "status": status }));
+    match api
+        .patch_status(&ds.name_any(), &PatchParams::default(), &patch)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
