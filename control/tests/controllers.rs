@@ -336,6 +336,44 @@ fn deadline_adoption_service_accounts_and_bad_input() {
             .success()
     });
 
+    // Deleting a namespace empties it through the API, then removes it.
+    k.ok(&[
+        "create",
+        "deployment",
+        "app",
+        "--image=busybox",
+        "--replicas=2",
+        "-n",
+        "team-a",
+    ]);
+    wait_until("app 2/2 in team-a", 30, || {
+        k.ok(&[
+            "get",
+            "deploy",
+            "app",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ]) == "2"
+    });
+    let finalizers = k.ok(&["get", "ns", "team-a", "-o", "jsonpath={.spec.finalizers}"]);
+    assert!(finalizers.contains("kubernetes"), "{finalizers}");
+    k.ok(&["delete", "namespace", "team-a", "--wait=false"]);
+    wait_until("team-a gone", 60, || {
+        !k.output(&["get", "ns", "team-a"]).status.success()
+    });
+    let left = k.ok(&[
+        "get",
+        "pods,rs,deploy,sa",
+        "-A",
+        "-o",
+        "name",
+        "--field-selector",
+        "metadata.namespace=team-a",
+    ]);
+    assert!(left.trim().is_empty(), "left in team-a: {left}");
+
     // Bad input is refused at admission, in upstream's words.
     let bad_selector = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad"},
       "spec":{"selector":{"matchLabels":{"app":"x"}},

@@ -134,7 +134,17 @@ pub static RESOURCES: &[ResourceInfo] = &[
         verbs: &[
             "create", "delete", "get", "list", "patch", "update", "watch",
         ],
-        subresources: &[status("Namespace")],
+        subresources: &[
+            status("Namespace"),
+            // The namespace controller clears `spec.finalizers` through it.
+            Subresource {
+                name: "finalize",
+                kind: "Namespace",
+                group: "",
+                version: "",
+                verbs: &["update"],
+            },
+        ],
         field_selectors: &["status.phase"],
     },
     ResourceInfo {

@@ -183,10 +183,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
     write_server_url(&config.data_dir, &format!("http://{addr}"))?;
 
-    let mut background = vec![
-        tokio::spawn(Arc::clone(&state).namespace_loop()),
-        tokio::spawn(compaction_loop(backend, config.compaction_interval)),
-    ];
+    let mut background = vec![tokio::spawn(compaction_loop(
+        backend,
+        config.compaction_interval,
+    ))];
     if let Some(ipam) = config.node_ipam {
         background.push(tokio::spawn(nodeipam::node_ipam_loop(
             Arc::clone(&state),

@@ -5,7 +5,6 @@
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use cairn_api::registry::{self, ResourceInfo, RESOURCES};
@@ -644,7 +643,20 @@ impl ApiState {
         let mut new = new;
         Self::check_type(r, &mut new, r.kind)?;
         let (new, warnings) = Self::normalize(r, new, opts)?;
-        let mut obj = if subresource == Some("status") {
+        let mut obj = if subresource == Some("finalize") {
+            // `namespaces/finalize` changes only spec.finalizers (the namespace controller
+            // removes `kubernetes` once the namespace is empty).
+            let mut merged = old.clone();
+            let finalizers = new
+                .pointer("/spec/finalizers")
+                .cloned()
+                .unwrap_or(json!([]));
+            if !merged.get("spec").is_some_and(Value::is_object) {
+                merged["spec"] = json!({});
+            }
+            merged["spec"]["finalizers"] = finalizers;
+            merged
+        } else if subresource == Some("status") {
             // Status writes change only status (and nothing of spec or metadata).
             let mut merged = old.clone();
             merged["status"] = new.get("status").cloned().unwrap_or(Value::Null);
@@ -656,6 +668,10 @@ impl ApiState {
             merged
         } else {
             let mut n = new;
+            if r.kind == "Namespace" && r.group.is_empty() {
+                // Only `namespaces/finalize` changes a namespace's spec, as upstream.
+                n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+            }
             if has_status_subresource(r) {
                 match old.get("status") {
                     Some(s) => n["status"] = s.clone(),
@@ -759,7 +775,10 @@ impl ApiState {
         }
         let written = self.written(key, rev, warnings).await?;
         // A terminating object whose last finalizer was just removed goes away now.
-        if has_deletion_timestamp(&obj) && finalizers(&obj).is_empty() && !self.awaits_node(r, &obj)
+        if has_deletion_timestamp(&obj)
+            && finalizers(&obj).is_empty()
+            && spec_finalizers(&obj).is_empty()
+            && !self.awaits_node(r, &obj)
         {
             self.remove_now(r, key, &obj, rev).await?;
         }
@@ -1197,70 +1216,14 @@ impl ApiState {
             }
         });
     }
+}
 
-    /// Finishes namespace deletion: removes everything in terminating namespaces, then the
-    /// namespace itself. Runs forever; polls once a second.
-    pub async fn namespace_loop(self: Arc<Self>) {
-        let Some(nsr) = registry::find("", "v1", "namespaces") else {
-            return;
-        };
-        loop {
-            let (namespaces, _) = self.cache.list(&nsr.list_prefix(None));
-            for n in namespaces {
-                let Ok(v) = serde_json::from_slice::<Value>(&n.bytes) else {
-                    continue;
-                };
-                if has_deletion_timestamp(&v) {
-                    let name = name_of(&v).to_string();
-                    if let Err(e) = self.finalize_namespace(&name).await {
-                        warn!(namespace = %name, error = %e, "finalizing namespace");
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-
-    async fn finalize_namespace(self: &Arc<Self>, ns: &str) -> Result<(), Status> {
-        let mut remaining = 0;
-        for r in RESOURCES.iter().filter(|r| r.namespaced) {
-            let (objects, _) = self.cache.list(&r.list_prefix(Some(ns)));
-            for o in objects {
-                remaining += 1;
-                let name = o.fields.get("metadata.name").cloned().unwrap_or_default();
-                let terminating = serde_json::from_slice::<Value>(&o.bytes)
-                    .map(|v| has_deletion_timestamp(&v))
-                    .unwrap_or(false);
-                if terminating {
-                    continue;
-                }
-                if let Err(e) = self
-                    .delete(r, Some(ns), &name, &DeleteOptions::default())
-                    .await
-                {
-                    if e.code != 404 {
-                        warn!(object = %o.key, error = %e, "deleting namespace content");
-                    }
-                }
-            }
-        }
-        if remaining > 0 {
-            return Ok(());
-        }
-        let Some(nsr) = registry::find("", "v1", "namespaces") else {
-            return Ok(());
-        };
-        let key = nsr.key(None, ns);
-        if let Some(o) = self.cache.get(&key) {
-            let v: Value =
-                serde_json::from_slice(&o.bytes).map_err(|e| Status::internal(e.to_string()))?;
-            if finalizers(&v).is_empty() {
-                self.remove_now(nsr, &key, &v, o.mod_revision).await?;
-                info!(namespace = ns, "namespace deleted");
-            }
-        }
-        Ok(())
-    }
+/// A namespace's `spec.finalizers` (other kinds have none).
+fn spec_finalizers(obj: &Value) -> Vec<&str> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// The pod's QoS class (`cairn-semantics`, Kubernetes' GetPodQOS).

@@ -9,6 +9,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod informer;
+pub mod namespace;
 pub mod owner;
 pub mod replicaset;
 pub mod retry;
@@ -132,6 +133,18 @@ fn start_daemonset(client: &Client, inf: &mut Informers) -> Task {
     Box::pin(daemonset::run(ctx, triggers, resync_ticks()))
 }
 
+fn start_namespace(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .namespaces
+        .subscribe(|n: &Namespace| vec![ObjectRef::from_obj(n)]);
+    let ctx = Arc::new(namespace::Ctx {
+        client: client.clone(),
+        namespaces: inf.namespaces.store.clone(),
+        retries: Default::default(),
+    });
+    Box::pin(namespace::run(ctx, own, resync_ticks()))
+}
+
 fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
     let own = inf
         .namespaces
@@ -169,6 +182,7 @@ pub async fn run(client: Client, selection: &Selection) {
         selection.enabled("serviceaccount"),
         selection.enabled("daemonset"),
     );
+    let ns = selection.enabled("namespace");
     if rs {
         controllers.push(start_replicaset(&client, &mut inf));
     }
@@ -180,6 +194,9 @@ pub async fn run(client: Client, selection: &Selection) {
     }
     if ds {
         controllers.push(start_daemonset(&client, &mut inf));
+    }
+    if ns {
+        controllers.push(start_namespace(&client, &mut inf));
     }
     let mut informers = Vec::new();
     let stores = (
@@ -208,10 +225,12 @@ pub async fn run(client: Client, selection: &Selection) {
         informers.push(inf.deployments.start("deployments"));
         ready(&stores.2).await;
     }
-    if sa {
+    if sa || ns {
         informers.push(inf.namespaces.start("namespaces"));
-        informers.push(inf.serviceaccounts.start("serviceaccounts"));
         ready(&stores.3).await;
+    }
+    if sa {
+        informers.push(inf.serviceaccounts.start("serviceaccounts"));
         ready(&stores.4).await;
     }
     // Only now: counting replicas against a half-listed cache would create pods twice.

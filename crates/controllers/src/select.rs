@@ -10,6 +10,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("deployment", true),
     ("serviceaccount", true),
     ("daemonset", true),
+    ("namespace", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]
@@ -93,10 +94,19 @@ mod tests {
     fn kube_controller_manager_syntax() {
         assert_eq!(
             Selection::default().names(),
-            ["replicaset", "deployment", "serviceaccount", "daemonset"]
+            [
+                "replicaset",
+                "deployment",
+                "serviceaccount",
+                "daemonset",
+                "namespace"
+            ]
         );
         let s = Selection::parse("*,-deployment").unwrap();
-        assert_eq!(s.names(), ["replicaset", "serviceaccount", "daemonset"]);
+        assert_eq!(
+            s.names(),
+            ["replicaset", "serviceaccount", "daemonset", "namespace"]
+        );
         let s = Selection::parse("replicaset").unwrap();
         assert_eq!(s.names(), ["replicaset"]);
         assert!(Selection::parse("").unwrap().names().is_empty());

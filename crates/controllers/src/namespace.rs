@@ -1,0 +1,136 @@
+//! The Namespace controller: a namespace being deleted is emptied through the API —
+//! every namespaced resource the server serves (found by discovery) is deleted — and
+//! once nothing is left its `kubernetes` finalizer is removed through
+//! `namespaces/finalize`, after which the API server removes the namespace (upstream
+//! `pkg/controller/namespace`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::discovery::{verbs, Discovery, Scope};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use thiserror::Error;
+use tracing::{info, info_span, warn, Instrument};
+
+use crate::retry::Retries;
+
+const FINALIZER: &str = "kubernetes";
+
+#[derive(Debug, Error)]
+#[error("namespace controller, namespace {namespace}: {source}")]
+pub struct Error {
+    namespace: String,
+    #[source]
+    source: kube::Error,
+}
+
+pub struct Ctx {
+    pub client: Client,
+    pub namespaces: Store<Namespace>,
+    pub retries: Retries,
+}
+
+pub async fn run(
+    ctx: Arc<Ctx>,
+    triggers: impl Stream<Item = ObjectRef<Namespace>> + Send + 'static,
+    resync: impl Stream<Item = ()> + Send + 'static,
+) {
+    Controller::for_stream(futures::stream::empty(), ctx.namespaces.clone())
+        .reconcile_on(triggers)
+        .reconcile_all_on(resync)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(ns: Arc<Namespace>, err: &Error, ctx: Arc<Ctx>) -> Action {
+    let wait = ctx.retries.failed(&ns.name_any());
+    warn!(error = %err, retry_in = ?wait, "namespace sync failed");
+    Action::requeue(wait)
+}
+
+async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let name = ns.name_any();
+    if ns.metadata.deletion_timestamp.is_none() {
+        return Ok(Action::await_change());
+    }
+    let span = info_span!("reconcile", namespace = %name);
+    let err = |source| Error {
+        namespace: name.clone(),
+        source,
+    };
+    let remaining = delete_content(&ctx.client, &name)
+        .instrument(span)
+        .await
+        .map_err(err)?;
+    ctx.retries.succeeded(&name);
+    if remaining > 0 {
+        // Pods wait for their kubelets; look again shortly.
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    finalize(&ctx.client, &ns).await.map_err(err)?;
+    Ok(Action::await_change())
+}
+
+/// Deletes everything in the namespace; returns how many objects were still there.
+async fn delete_content(client: &Client, ns: &str) -> Result<usize, kube::Error> {
+    let discovery = Discovery::new(client.clone()).run().await?;
+    let mut remaining = 0;
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            let deletable =
+                caps.supports_operation(verbs::LIST) && caps.supports_operation(verbs::DELETE);
+            if caps.scope != Scope::Namespaced || !deletable {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+            for obj in api.list(&ListParams::default()).await?.items {
+                remaining += 1;
+                if obj.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                match api
+                    .delete(&obj.name_any(), &DeleteParams::background())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(remaining)
+}
+
+/// Removes the `kubernetes` finalizer; the API server then removes the namespace.
+async fn finalize(client: &Client, ns: &Namespace) -> Result<(), kube::Error> {
+    let mut next = ns.clone();
+    next.metadata.managed_fields = None;
+    let spec = next.spec.get_or_insert_with(Default::default);
+    spec.finalizers = Some(
+        spec.finalizers
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != FINALIZER)
+            .collect(),
+    );
+    let api: Api<Namespace> = Api::all(client.clone());
+    match api
+        .replace_subresource("finalize", &ns.name_any(), &PostParams::default(), &next)
+        .await
+    {
+        Ok(_) => {
+            info!(namespace = %ns.name_any(), "namespace emptied and finalized");
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
