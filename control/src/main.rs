@@ -135,6 +135,30 @@ async fn run_controllers(
     anyhow::bail!("controllers stopped")
 }
 
+/// Serves the API with the scheduler and controllers beside it until one stops or ^C.
+async fn serve(
+    config: cairn_apiserver::ServerConfig,
+    scheduler_config: Option<cairn_scheduler::config::SchedulerConfig>,
+    controllers: cairn_controllers::Selection,
+) -> anyhow::Result<()> {
+    let server = cairn_apiserver::start(config).await?;
+    let url = server.url();
+    let controllers_client = kube_client_for_url(&url)?;
+    let scheduler_task = async move {
+        match scheduler_config {
+            Some(cfg) => run_scheduler(kube_client_for_url(&url)?, cfg).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = server.wait() => r?,
+        r = scheduler_task => r?,
+        r = run_controllers(controllers_client, controllers) => r?,
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}
+
 /// mimalloc instead of glibc's malloc: the API server and scheduler allocate many small,
 /// short-lived JSON values per request, where glibc spent ~18 % of the API server's CPU in
 /// malloc/free/consolidation under the scheduler benchmark.
@@ -188,22 +212,7 @@ async fn main() -> anyhow::Result<()> {
             } else {
                 None
             };
-            let server = cairn_apiserver::start(config).await?;
-            let url = server.url();
-            let controllers_client = kube_client_for_url(&url)?;
-            let scheduler_task = async move {
-                match scheduler_config {
-                    Some(cfg) => run_scheduler(kube_client_for_url(&url)?, cfg).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = server.wait() => r?,
-                r = scheduler_task => r?,
-                r = run_controllers(controllers_client, controllers) => r?,
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            Ok(())
+            serve(config, scheduler_config, controllers).await
         }
         Command::Scheduler { kubeconfig, config } => {
             let cfg = match config {

@@ -643,47 +643,7 @@ impl ApiState {
         let mut new = new;
         Self::check_type(r, &mut new, r.kind)?;
         let (new, warnings) = Self::normalize(r, new, opts)?;
-        let mut obj = if subresource == Some("finalize") {
-            // `namespaces/finalize` changes only spec.finalizers (the namespace controller
-            // removes `kubernetes` once the namespace is empty).
-            let mut merged = old.clone();
-            let finalizers = new
-                .pointer("/spec/finalizers")
-                .cloned()
-                .unwrap_or(json!([]));
-            if !merged.get("spec").is_some_and(Value::is_object) {
-                merged["spec"] = json!({});
-            }
-            merged["spec"]["finalizers"] = finalizers;
-            merged
-        } else if subresource == Some("status") {
-            // Status writes change only status (and nothing of spec or metadata).
-            let mut merged = old.clone();
-            merged["status"] = new.get("status").cloned().unwrap_or(Value::Null);
-            if merged["status"].is_null() {
-                if let Some(m) = merged.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            merged
-        } else {
-            let mut n = new;
-            if r.kind == "Namespace" && r.group.is_empty() {
-                // Only `namespaces/finalize` changes a namespace's spec, as upstream.
-                n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
-            }
-            if has_status_subresource(r) {
-                match old.get("status") {
-                    Some(s) => n["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = n.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-            }
-            n
-        };
+        let mut obj = scoped_update(r, old, new, subresource);
         cairn_api::defaults::apply_defaults(r, &mut obj);
         // Metadata the client may not change.
         for field in [
@@ -1215,6 +1175,53 @@ impl ApiState {
                 }
             }
         });
+    }
+}
+
+/// What a write through `subresource` may change of `old`: `/finalize` only a
+/// namespace's spec.finalizers, `/status` only status; the main resource everything but
+/// status (for kinds with a status subresource) and a namespace's spec.
+fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<&str>) -> Value {
+    if subresource == Some("finalize") {
+        // `namespaces/finalize` changes only spec.finalizers (the namespace controller
+        // removes `kubernetes` once the namespace is empty).
+        let mut merged = old.clone();
+        let finalizers = new
+            .pointer("/spec/finalizers")
+            .cloned()
+            .unwrap_or(json!([]));
+        if !merged.get("spec").is_some_and(Value::is_object) {
+            merged["spec"] = json!({});
+        }
+        merged["spec"]["finalizers"] = finalizers;
+        merged
+    } else if subresource == Some("status") {
+        // Status writes change only status (and nothing of spec or metadata).
+        let mut merged = old.clone();
+        merged["status"] = new.get("status").cloned().unwrap_or(Value::Null);
+        if merged["status"].is_null() {
+            if let Some(m) = merged.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        merged
+    } else {
+        let mut n = new;
+        if r.kind == "Namespace" && r.group.is_empty() {
+            // Only `namespaces/finalize` changes a namespace's spec, as upstream.
+            n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+        }
+        if has_status_subresource(r) {
+            match old.get("status") {
+                Some(s) => n["status"] = s.clone(),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        n
     }
 }
 
