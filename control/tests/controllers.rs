@@ -474,4 +474,27 @@ fn daemonset_follows_nodes_taints_and_rolls() {
     let status = json(&k, &["get", "ds", "agent"])["status"].clone();
     assert_eq!(status["numberMisscheduled"], 0);
     assert_eq!(status["numberAvailable"], 3);
+
+    // maxSurge: each node gets its new pod before the old one goes, one node at a time.
+    let watch = RolloutWatch::start(&server.url, "agent", 4, 3);
+    std::thread::sleep(Duration::from_millis(300));
+    k.ok(&["patch", "ds", "agent", "-p", r#"{"spec":{"updateStrategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":0}},"template":{"spec":{"containers":[{"name":"c","image":"busybox:1.36"}]}}}}"#]);
+    let out = k.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    wait_until("3 pods on busybox:1.36", 30, || {
+        let pods = pods_of(&k, "agent");
+        pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "busybox:1.36")
+    });
+    let (violations, events) = watch.finish();
+    assert!(
+        events > 6,
+        "the watch saw the surge rollout ({events} events)"
+    );
+    assert!(
+        violations.is_empty(),
+        "maxSurge/maxUnavailable broken: {violations:?}"
+    );
 }

@@ -5,8 +5,8 @@
 //! counts (upstream `pkg/controller/daemon`).
 
 mod placement;
+mod plan;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,6 @@ use futures::future::join_all;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -110,58 +109,6 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     Ok(action)
 }
 
-/// What one sync found: per eligible node its daemon pod (the oldest), and what to change.
-#[derive(Default)]
-struct Plan {
-    kept: BTreeMap<String, Arc<CachedPod>>,
-    desired: usize,
-    misscheduled: usize,
-    create_on: Vec<String>,
-    delete: Vec<Arc<CachedPod>>,
-}
-
-fn node_of(p: &CachedPod) -> String {
-    p.node_name
-        .clone()
-        .or_else(|| p.pinned_node.clone())
-        .unwrap_or_default()
-}
-
-fn plan(ds: &DaemonSet, nodes: &[Arc<Node>], mine: Vec<Arc<CachedPod>>) -> Plan {
-    let mut by_node: BTreeMap<String, Vec<Arc<CachedPod>>> = BTreeMap::new();
-    for p in mine {
-        by_node.entry(node_of(&p)).or_default().push(p);
-    }
-    let mut plan = Plan::default();
-    for node in nodes {
-        let name = node.name_any();
-        let mut pods = by_node.remove(&name).unwrap_or_default();
-        if !placement::should_run(ds, node) {
-            plan.misscheduled += usize::from(!pods.is_empty());
-            plan.delete.extend(pods);
-            continue;
-        }
-        plan.desired += 1;
-        pods.sort_by_key(|p| {
-            (
-                p.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                p.metadata.name.clone(),
-            )
-        });
-        let mut pods = pods.into_iter();
-        match pods.next() {
-            Some(oldest) => {
-                plan.kept.insert(name, oldest);
-                plan.delete.extend(pods);
-            }
-            None => plan.create_on.push(name),
-        }
-    }
-    // Pods for nodes that are gone.
-    plan.delete.extend(by_node.into_values().flatten());
-    plan
-}
-
 fn hash_of(ds: &DaemonSet) -> String {
     let template = ds
         .spec
@@ -172,49 +119,6 @@ fn hash_of(ds: &DaemonSet) -> String {
         &template,
         ds.status.as_ref().and_then(|s| s.collision_count),
     )
-}
-
-fn updated(p: &CachedPod, hash: &str) -> bool {
-    p.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(HASH_LABEL))
-        .map(String::as_str)
-        == Some(hash)
-}
-
-/// RollingUpdate: old pods that are not available go at once; available ones as long
-/// as no more than `maxUnavailable` nodes lack an available pod.
-fn rolling_deletes(ds: &DaemonSet, plan: &Plan, hash: &str, min_ready: i32) -> Vec<Arc<CachedPod>> {
-    let strategy = ds.spec.as_ref().and_then(|s| s.update_strategy.as_ref());
-    if strategy.and_then(|s| s.type_.as_deref()) == Some("OnDelete") {
-        return Vec::new();
-    }
-    let max = strategy
-        .and_then(|s| s.rolling_update.as_ref())
-        .and_then(|r| r.max_unavailable.clone())
-        .unwrap_or(IntOrString::Int(1));
-    let max = match max {
-        IntOrString::Int(i) => i.max(0) as usize,
-        IntOrString::String(s) => {
-            let pct: usize = s.trim_end_matches('%').parse().unwrap_or(0);
-            (pct * plan.desired).div_ceil(100)
-        }
-    };
-    let now = k8s_openapi::jiff::Timestamp::now();
-    let available = |p: &CachedPod| pod_state::is_available(p, min_ready, now);
-    let available_nodes = plan.kept.values().filter(|p| available(p)).count();
-    let mut budget = max.saturating_sub(plan.desired.saturating_sub(available_nodes));
-    let mut out = Vec::new();
-    for p in plan.kept.values().filter(|p| !updated(p, hash)) {
-        if !available(p) {
-            out.push(p.clone());
-        } else if budget > 0 {
-            budget -= 1;
-            out.push(p.clone());
-        }
-    }
-    out
 }
 
 async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
@@ -250,10 +154,10 @@ async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
         .as_ref()
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0);
-    let plan = plan(ds, &ctx.nodes.state(), mine);
+    let plan = plan::plan(ds, &ctx.nodes.state(), mine, &hash, min_ready);
     if satisfied && ds.metadata.deletion_timestamp.is_none() {
         let mut delete = plan.delete.clone();
-        delete.extend(rolling_deletes(ds, &plan, &hash, min_ready));
+        delete.extend(plan::rolling_deletes(ds, &plan, &hash, min_ready));
         apply(ds, ctx, key, &plan.create_on, &delete, &hash)
             .await
             .map_err(api_err)?;
@@ -287,6 +191,25 @@ async fn apply(
             },
         )
     };
+    // Deletions first: a replaced pod is terminating before its successor appears.
+    let names: Vec<String> = delete.iter().map(|p| p.name_any()).collect();
+    names.iter().for_each(|n| ctx.expectations.deleted(key, n));
+    let dp = DeleteParams::default();
+    for (result, name) in join_all(names.iter().map(|n| api.delete(n, &dp)))
+        .await
+        .into_iter()
+        .zip(&names)
+    {
+        match result {
+            Ok(_) => note(
+                EventType::Normal,
+                "SuccessfulDelete",
+                &format!("Deleted pod: {name}"),
+            ),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
     let pods: Vec<Pod> = create_on
         .iter()
         .map(|n| placement::pod_for(ds, n, hash))
@@ -316,31 +239,13 @@ async fn apply(
             }
         }
     }
-    let names: Vec<String> = delete.iter().map(|p| p.name_any()).collect();
-    names.iter().for_each(|n| ctx.expectations.deleted(key, n));
-    let dp = DeleteParams::default();
-    for (result, name) in join_all(names.iter().map(|n| api.delete(n, &dp)))
-        .await
-        .into_iter()
-        .zip(&names)
-    {
-        match result {
-            Ok(_) => note(
-                EventType::Normal,
-                "SuccessfulDelete",
-                &format!("Deleted pod: {name}"),
-            ),
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(e),
-        }
-    }
     Ok(())
 }
 
 async fn write_status(
     ds: &DaemonSet,
     ctx: &Ctx,
-    plan: &Plan,
+    plan: &plan::Plan,
     hash: &str,
     min_ready: i32,
 ) -> Result<(), kube::Error> {
@@ -356,7 +261,7 @@ async fn write_status(
         number_ready: count(&|p| pod_state::is_ready(p)),
         number_available: Some(available),
         number_unavailable: Some(desired - available),
-        updated_number_scheduled: Some(count(&|p| updated(p, hash))),
+        updated_number_scheduled: Some(count(&|p| plan::updated(p, hash))),
         observed_generation: ds.metadata.generation,
         collision_count: old.collision_count,
         conditions: old.conditions.clone(),
