@@ -93,11 +93,11 @@ impl Resource for CachedPod {
 }
 
 impl PodView for CachedPod {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
     fn phase(&self) -> &str {
         self.phase.as_deref().unwrap_or("")
-    }
-    fn deleting(&self) -> bool {
-        self.metadata.deletion_timestamp.is_some()
     }
     fn ready_condition(&self) -> Option<(bool, Option<Timestamp>)> {
         self.ready
@@ -107,19 +107,6 @@ impl PodView for CachedPod {
     }
     fn max_restarts(&self) -> i32 {
         self.max_restarts
-    }
-    fn uid(&self) -> &str {
-        self.metadata.uid.as_deref().unwrap_or("")
-    }
-    fn created(&self) -> Option<Timestamp> {
-        self.metadata.creation_timestamp.as_ref().map(|t| t.0)
-    }
-    fn annotation(&self, key: &str) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
     }
 }
 

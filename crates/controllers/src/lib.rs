@@ -13,6 +13,7 @@ pub mod namespace;
 pub mod owner;
 pub mod replicaset;
 pub mod retry;
+pub mod runner;
 pub mod select;
 pub mod serviceaccount;
 

@@ -7,15 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::discovery::{verbs, Discovery, Scope};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::info;
 
 use crate::retry::Retries;
 
@@ -40,18 +40,14 @@ pub async fn run(
     triggers: impl Stream<Item = ObjectRef<Namespace>> + Send + 'static,
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
-    Controller::for_stream(futures::stream::empty(), ctx.namespaces.clone())
-        .reconcile_on(triggers)
-        .reconcile_all_on(resync)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let store = ctx.namespaces.clone();
+    crate::runner::run("namespace", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
-fn error_policy(ns: Arc<Namespace>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let wait = ctx.retries.failed(&ns.name_any());
-    warn!(error = %err, retry_in = ?wait, "namespace sync failed");
-    Action::requeue(wait)
+impl crate::runner::Retrying for Ctx {
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -59,16 +55,11 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     if ns.metadata.deletion_timestamp.is_none() {
         return Ok(Action::await_change());
     }
-    let span = info_span!("reconcile", namespace = %name);
     let err = |source| Error {
         namespace: name.clone(),
         source,
     };
-    let remaining = delete_content(&ctx.client, &name)
-        .instrument(span)
-        .await
-        .map_err(err)?;
-    ctx.retries.succeeded(&name);
+    let remaining = delete_content(&ctx.client, &name).await.map_err(err)?;
     if remaining > 0 {
         // Pods wait for their kubelets; look again shortly.
         return Ok(Action::requeue(Duration::from_secs(1)));

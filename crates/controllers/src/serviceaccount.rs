@@ -3,15 +3,14 @@
 
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-use tracing::warn;
 
 use crate::retry::Retries;
 
@@ -45,18 +44,14 @@ pub async fn run(
     triggers: impl Stream<Item = ObjectRef<Namespace>> + Send + 'static,
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
-    Controller::for_stream(futures::stream::empty(), ctx.namespaces.clone())
-        .reconcile_on(triggers)
-        .reconcile_all_on(resync)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let store = ctx.namespaces.clone();
+    crate::runner::run("serviceaccount", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
-fn error_policy(ns: Arc<Namespace>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let wait = ctx.retries.failed(&ns.name_any());
-    warn!(error = %err, retry_in = ?wait, "serviceaccount sync failed");
-    Action::requeue(wait)
+impl crate::runner::Retrying for Ctx {
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -68,7 +63,6 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .get(&ObjectRef::new(DEFAULT).within(&name))
         .is_some();
     if terminating || present {
-        ctx.retries.succeeded(&name);
         return Ok(Action::await_change());
     }
     let sa = ServiceAccount {
@@ -91,6 +85,5 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             })
         }
     }
-    ctx.retries.succeeded(&name);
     Ok(Action::await_change())
 }

@@ -6,20 +6,34 @@
 use std::cmp::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-/// The facts of a pod these rules read.
+/// The facts of a pod these rules read. The metadata-based ones have defaults.
 pub trait PodView {
+    fn metadata(&self) -> &ObjectMeta;
     fn phase(&self) -> &str;
-    fn deleting(&self) -> bool;
     /// The Ready condition: whether it is True, and since when (if known).
     fn ready_condition(&self) -> Option<(bool, Option<Timestamp>)>;
     fn node_name(&self) -> &str;
     /// The highest restart count among its containers.
     fn max_restarts(&self) -> i32;
-    fn uid(&self) -> &str;
-    fn created(&self) -> Option<Timestamp>;
-    fn annotation(&self, key: &str) -> Option<&str>;
+    fn deleting(&self) -> bool {
+        self.metadata().deletion_timestamp.is_some()
+    }
+    fn uid(&self) -> &str {
+        self.metadata().uid.as_deref().unwrap_or("")
+    }
+    fn created(&self) -> Option<Timestamp> {
+        self.metadata().creation_timestamp.as_ref().map(|t| t.0)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata()
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
 }
 
 impl PodView for Pod {
@@ -29,8 +43,8 @@ impl PodView for Pod {
             .and_then(|s| s.phase.as_deref())
             .unwrap_or("")
     }
-    fn deleting(&self) -> bool {
-        self.metadata.deletion_timestamp.is_some()
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
     }
     fn ready_condition(&self) -> Option<(bool, Option<Timestamp>)> {
         let c = self
@@ -57,19 +71,6 @@ impl PodView for Pod {
             .and_then(|s| s.container_statuses.as_ref())
             .and_then(|cs| cs.iter().map(|c| c.restart_count).max())
             .unwrap_or(0)
-    }
-    fn uid(&self) -> &str {
-        self.metadata.uid.as_deref().unwrap_or("")
-    }
-    fn created(&self) -> Option<Timestamp> {
-        self.metadata.creation_timestamp.as_ref().map(|t| t.0)
-    }
-    fn annotation(&self, key: &str) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
     }
 }
 

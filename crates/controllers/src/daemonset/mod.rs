@@ -14,15 +14,14 @@ use cairn_events::{EventType, Note, Recorder};
 use cairn_semantics::pod_state;
 use cairn_semantics::selector::Selector;
 use futures::future::join_all;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-use tracing::{info_span, warn, Instrument};
 
 use crate::cached_pod::CachedPod;
 use crate::deployment::util::compute_hash;
@@ -55,7 +54,7 @@ pub struct Ctx {
 }
 
 fn key_of(ds: &DaemonSet) -> String {
-    format!("{}/{}", ds.namespace().unwrap_or_default(), ds.name_any())
+    crate::runner::key_of(ds)
 }
 
 /// A touched pod wakes its controlling DaemonSet.
@@ -85,28 +84,18 @@ pub async fn run(
     triggers: impl Stream<Item = ObjectRef<DaemonSet>> + Send + 'static,
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
-    Controller::for_stream(futures::stream::empty(), ctx.daemonsets.clone())
-        .reconcile_on(triggers)
-        .reconcile_all_on(resync)
-        .with_config(Config::default().concurrency(8))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let store = ctx.daemonsets.clone();
+    crate::runner::run("daemonset", store, triggers, resync, 8, ctx, reconcile).await;
 }
 
-fn error_policy(ds: Arc<DaemonSet>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let wait = ctx.retries.failed(&key_of(&ds));
-    warn!(error = %err, retry_in = ?wait, "daemonset sync failed");
-    Action::requeue(wait)
+impl crate::runner::Retrying for Ctx {
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = key_of(&ds);
-    let action = sync(&ds, &ctx, &key)
-        .instrument(info_span!("reconcile", daemonset = %key))
-        .await?;
-    ctx.retries.succeeded(&key);
-    Ok(action)
+    sync(&ds, &ctx, &key_of(&ds)).await
 }
 
 fn hash_of(ds: &DaemonSet) -> String {

@@ -14,13 +14,12 @@ use std::sync::Arc;
 
 use cairn_events::{EventType, Note, Recorder};
 use cairn_semantics::selector::Selector;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-use tracing::{info_span, warn, Instrument};
 
 use crate::cached_pod::CachedPod;
 use crate::owner;
@@ -62,7 +61,7 @@ impl Ctx {
 }
 
 pub(crate) fn key_of(d: &Deployment) -> String {
-    format!("{}/{}", d.namespace().unwrap_or_default(), d.name_any())
+    crate::runner::key_of(d)
 }
 
 fn selector_of(d: &Deployment) -> Result<Selector, Error> {
@@ -126,31 +125,17 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.deployments.clone();
-    Controller::for_stream(futures::stream::empty(), store)
-        .reconcile_on(triggers)
-        .reconcile_all_on(resync)
-        .with_config(Config::default().concurrency(8))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "deployment reconcile");
-            }
-        })
-        .await;
+    crate::runner::run("deployment", store, triggers, resync, 8, ctx, reconcile).await;
 }
 
-fn error_policy(d: Arc<Deployment>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let wait = ctx.retries.failed(&key_of(&d));
-    warn!(error = %err, retry_in = ?wait, "deployment sync failed");
-    Action::requeue(wait)
+impl crate::runner::Retrying for Ctx {
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = key_of(&d);
-    let span = info_span!("reconcile", deployment = %key);
-    let action = sync(&d, &ctx).instrument(span).await?;
-    ctx.retries.succeeded(&key);
-    Ok(action)
+    sync(&d, &ctx).await
 }
 
 async fn sync(d: &Deployment, ctx: &Ctx) -> Result<Action, Error> {

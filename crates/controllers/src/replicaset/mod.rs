@@ -10,18 +10,18 @@ use std::time::Duration;
 
 use cairn_events::Recorder;
 use cairn_semantics::selector::Selector;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-use tracing::{info_span, warn, Instrument};
 
 use crate::cached_pod::CachedPod;
 use crate::expectations::Expectations;
 use crate::owner;
 use crate::retry::Retries;
+use crate::runner;
 
 /// Most pods created or deleted in one sync (upstream's burstReplicas).
 pub const BURST_REPLICAS: usize = 500;
@@ -48,7 +48,7 @@ pub struct Ctx {
 }
 
 fn key_of(rs: &ReplicaSet) -> String {
-    format!("{}/{}", rs.namespace().unwrap_or_default(), rs.name_any())
+    runner::key_of(rs)
 }
 
 /// The ReplicaSets a touched pod concerns: its controller, or for an orphan every
@@ -92,31 +92,17 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.replicasets.clone();
-    Controller::for_stream(futures::stream::empty(), store)
-        .reconcile_on(triggers)
-        .reconcile_all_on(resync)
-        .with_config(Config::default().concurrency(16))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "replicaset reconcile");
-            }
-        })
-        .await;
+    runner::run("replicaset", store, triggers, resync, 16, ctx, reconcile).await;
 }
 
-fn error_policy(rs: Arc<ReplicaSet>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let wait = ctx.retries.failed(&key_of(&rs));
-    warn!(error = %err, retry_in = ?wait, "replicaset sync failed");
-    Action::requeue(wait)
+impl runner::Retrying for Ctx {
+    fn retries(&self) -> &Retries {
+        &self.retries
+    }
 }
 
 async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = key_of(&rs);
-    let span = info_span!("reconcile", replicaset = %key);
-    let action = sync(&rs, &ctx, &key).instrument(span).await?;
-    ctx.retries.succeeded(&key);
-    Ok(action)
+    sync(&rs, &ctx, &key_of(&rs)).await
 }
 
 /// The pods this ReplicaSet owns after claiming (active ones only).

@@ -1,0 +1,90 @@
+//! The run loop every controller shares: a kube-runtime `Controller` over a shared
+//! store, woken by the informers' key streams and a periodic resync, with client-go's
+//! per-key back-off on errors (reset by a success) and a tracing span per reconcile.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use tracing::{info_span, warn, Instrument};
+
+use crate::retry::Retries;
+
+/// A controller's context gives the runner its retry state.
+pub trait Retrying {
+    fn retries(&self) -> &Retries;
+}
+
+/// `namespace/name`, or `name` for cluster-scoped objects.
+pub fn key_of<K: Resource>(obj: &K) -> String {
+    let meta = obj.meta();
+    let name = meta.name.as_deref().unwrap_or("");
+    match meta.namespace.as_deref() {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+fn error_policy<K, C, E>(obj: Arc<K>, err: &E, ctx: Arc<C>) -> Action
+where
+    K: Resource,
+    C: Retrying,
+    E: Display,
+{
+    let wait = ctx.retries().failed(&key_of(obj.as_ref()));
+    warn!(error = %err, retry_in = ?wait, "sync failed");
+    Action::requeue(wait)
+}
+
+/// Runs `sync` for every key the triggers and the resync bring, at most `concurrency`
+/// objects at a time and never one object twice at once.
+pub async fn run<K, C, E, F, Fut>(
+    controller: &'static str,
+    store: Store<K>,
+    triggers: impl Stream<Item = ObjectRef<K>> + Send + 'static,
+    resync: impl Stream<Item = ()> + Send + 'static,
+    concurrency: u16,
+    ctx: Arc<C>,
+    sync: F,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    C: Retrying + Send + Sync + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+{
+    let reconcile = move |obj: Arc<K>, ctx: Arc<C>| {
+        let sync = sync.clone();
+        async move {
+            let key = key_of(obj.as_ref());
+            let span = info_span!("reconcile", controller, object = %key);
+            let result = sync(obj, ctx.clone()).instrument(span).await;
+            if result.is_ok() {
+                ctx.retries().succeeded(&key);
+            }
+            result
+        }
+    };
+    Controller::for_stream(futures::stream::empty(), store)
+        .reconcile_on(triggers)
+        .reconcile_all_on(resync)
+        .with_config(Config::default().concurrency(concurrency))
+        .run(reconcile, error_policy::<K, C, E>, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(controller, error = %e, "reconcile");
+            }
+        })
+        .await;
+}
