@@ -18,7 +18,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-type Listener<S> = Box<dyn Fn(&S) + Send + Sync>;
+/// Called with each touched object and whether it was deleted.
+type Listener<S> = Box<dyn Fn(&S, bool) + Send + Sync>;
 
 pub struct Informer<K, S = K>
 where
@@ -79,11 +80,22 @@ where
     where
         T: Resource<DynamicType = ()> + 'static,
     {
+        self.subscribe_with_deletions(move |obj, _| map(obj))
+    }
+
+    /// As [`Informer::subscribe`], `map` also told whether the object was deleted.
+    pub fn subscribe_with_deletions<T>(
+        &mut self,
+        map: impl Fn(&S, bool) -> Vec<ObjectRef<T>> + Send + Sync + 'static,
+    ) -> impl Stream<Item = ObjectRef<T>> + Send + 'static
+    where
+        T: Resource<DynamicType = ()> + 'static,
+    {
         // Unbounded: a controller's queue de-duplicates keys as fast as they come, and a
         // bounded channel would stall the watch for every other controller.
         let (tx, rx) = mpsc::unbounded_channel();
-        self.listeners.push(Box::new(move |obj| {
-            for key in map(obj) {
+        self.listeners.push(Box::new(move |obj, deleted| {
+            for key in map(obj, deleted) {
                 // Err: that controller stopped; the others go on.
                 let _ = tx.send(key);
             }
@@ -109,8 +121,12 @@ where
                     Ok(ev) => {
                         let ev = map_event(ev, convert);
                         writer.apply_watcher_event(&ev);
-                        if let Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) = &ev {
-                            listeners.iter().for_each(|l| l(o));
+                        match &ev {
+                            Event::Apply(o) | Event::InitApply(o) => {
+                                listeners.iter().for_each(|l| l(o, false))
+                            }
+                            Event::Delete(o) => listeners.iter().for_each(|l| l(o, true)),
+                            Event::Init | Event::InitDone => {}
                         }
                     }
                     Err(e) => warn!(resource = what, error = %e, "watch failed, re-listing"),

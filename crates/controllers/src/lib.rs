@@ -120,7 +120,7 @@ fn start_daemonset(client: &Client, inf: &mut Informers) -> Task {
     let pods = inf.pods.subscribe(daemonset::pod_owner);
     let nodes = inf
         .nodes
-        .subscribe(daemonset::node_daemonsets(inf.daemonsets.store.clone()));
+        .subscribe_with_deletions(daemonset::node_daemonsets(inf.daemonsets.store.clone()));
     let ctx = Arc::new(daemonset::Ctx {
         client: client.clone(),
         pods: inf.pods.store.clone(),

@@ -66,11 +66,34 @@ pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<DaemonSet>> {
         .unwrap_or_default()
 }
 
-/// A node that joins, changes or leaves concerns every DaemonSet.
+/// A node that joins, leaves, or changes what placement reads (labels, taints) concerns
+/// every DaemonSet; its status heartbeats (every node, every few seconds) do not.
 pub fn node_daemonsets(
     daemonsets: Store<DaemonSet>,
-) -> impl Fn(&Node) -> Vec<ObjectRef<DaemonSet>> {
-    move |_| {
+) -> impl Fn(&Node, bool) -> Vec<ObjectRef<DaemonSet>> {
+    let seen: parking_lot::Mutex<std::collections::HashMap<String, u64>> = Default::default();
+    move |node, deleted| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        node.metadata.labels.hash(&mut h);
+        if let Some(spec) = &node.spec {
+            serde_json::to_string(&spec.taints)
+                .unwrap_or_default()
+                .hash(&mut h);
+        }
+        let fingerprint = h.finish();
+        let changed = {
+            let mut seen = seen.lock();
+            if deleted {
+                seen.remove(&node.name_any());
+                true
+            } else {
+                seen.insert(node.name_any(), fingerprint) != Some(fingerprint)
+            }
+        };
+        if !changed {
+            return Vec::new();
+        }
         daemonsets
             .state()
             .iter()
@@ -268,5 +291,31 @@ async fn write_status(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::watcher::Event;
+
+    #[test]
+    fn node_heartbeats_do_not_wake_daemonsets() {
+        let (store, mut writer) = kube::runtime::reflector::store::<DaemonSet>();
+        let ds: DaemonSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "agent", "namespace": "kube-system"}}))
+        .unwrap();
+        writer.apply_watcher_event(&Event::Apply(ds));
+        let map = node_daemonsets(store);
+        let mut node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "labels": {"zone": "a"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+        .unwrap();
+        assert_eq!(map(&node, false).len(), 1, "a new node");
+        node.status = None;
+        assert!(map(&node, false).is_empty(), "a status-only change");
+        node.metadata.labels = Some([("zone".to_string(), "b".to_string())].into());
+        assert_eq!(map(&node, false).len(), 1, "a label change");
+        assert_eq!(map(&node, true).len(), 1, "a deletion");
     }
 }
