@@ -397,21 +397,7 @@ fn deadline_adoption_service_accounts_and_bad_input() {
 }
 
 fn apply_fails(k: &Kubectl, body: &str) -> String {
-    use std::io::Write;
-    let mut child = k
-        .command(&["apply", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = k.output_stdin(&["apply", "-f", "-"], body);
     assert!(!out.status.success(), "apply unexpectedly succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

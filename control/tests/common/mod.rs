@@ -152,8 +152,8 @@ impl Kubectl {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Runs kubectl with `stdin` as its standard input.
-    pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+    /// Runs kubectl with `stdin` as its standard input, whatever its exit.
+    pub fn output_stdin(&self, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -168,7 +168,12 @@ impl Kubectl {
             .unwrap()
             .write_all(stdin.as_bytes())
             .unwrap();
-        let out = child.wait_with_output().unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl with `stdin` as its standard input.
+    pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.output_stdin(args, stdin);
         assert!(
             out.status.success(),
             "kubectl {} failed:\nstdout: {}\nstderr: {}",
