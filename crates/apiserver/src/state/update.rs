@@ -1,0 +1,291 @@
+//! Updates (PUT and the writes PATCH and apply resolve to): what a write through a
+//! subresource may change, admission and validation of the result, the optimistic
+//! concurrency check, and removal of a terminating object whose finalizers are gone.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+impl ApiState {
+    /// Prepares `new` as the update of `old` (main resource, or the `status` subresource).
+    fn prepare_update(
+        &self,
+        r: &ResourceInfo,
+        old: &Value,
+        new: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), Status> {
+        let mut new = new;
+        Self::check_type(r, &mut new, r.kind)?;
+        let (new, warnings) = Self::normalize(r, new, opts)?;
+        let mut obj = scoped_update(r, old, new, subresource);
+        cairn_api::defaults::apply_defaults(r, &mut obj);
+        // Metadata the client may not change.
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ] {
+            match old.get("metadata").and_then(|m| m.get(field)) {
+                Some(v) => set_meta(&mut obj, field, v.clone()),
+                None => remove_meta(&mut obj, field),
+            }
+        }
+        for field in ["name", "namespace"] {
+            let old_v = meta_str(old, field).unwrap_or("");
+            let new_v = meta_str(&obj, field).unwrap_or("");
+            if new_v.is_empty() {
+                set_meta(&mut obj, field, json!(old_v));
+            } else if new_v != old_v {
+                return Err(Status::bad_request(format!(
+                    "the {field} of the object ({new_v}) does not match the {field} on the URL ({old_v})"
+                )));
+            }
+        }
+        if !r.namespaced {
+            remove_meta(&mut obj, "namespace");
+        }
+        remove_meta(&mut obj, "resourceVersion");
+        if tracks_generation(r) && spec_of(&obj) != spec_of(old) {
+            let gen = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                + 1;
+            set_meta(&mut obj, "generation", json!(gen));
+        }
+        let op = if opts.apply { "Apply" } else { "Update" };
+        Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
+        self.admit_kind_specific(r, &mut obj, Some(old));
+        if crate::priority::is_priority_class(r) {
+            crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
+        }
+        let causes = cairn_api::validation::validate_update(r, old, &obj);
+        if !causes.is_empty() {
+            return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
+        }
+        Ok((obj, warnings))
+    }
+
+    /// Writes `obj` as the new state of `old` (at `old_rev`), handling Service allocations
+    /// and the removal of terminating objects whose finalizers are gone.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_update(
+        &self,
+        r: &ResourceInfo,
+        key: &str,
+        old: &Value,
+        old_rev: Revision,
+        mut obj: Value,
+        warnings: Vec<String>,
+        dry_run: bool,
+    ) -> Result<Written, Status> {
+        let name = name_of(&obj).to_string();
+        let mut allocs = Allocations::default();
+        if r.kind == "Service" {
+            self.allocate_service(&mut obj, Some(old), &mut allocs, &name)?;
+        }
+        if dry_run {
+            self.release(&allocs);
+            let bytes = serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?;
+            return Ok(Written {
+                bytes: Bytes::from(bytes),
+                revision: old_rev,
+                warnings,
+            });
+        }
+        let bytes =
+            Bytes::from(serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?);
+        let rev = match self.cache.backend().update(key, bytes, old_rev).await {
+            Ok(rev) => rev,
+            Err(e) => {
+                self.release(&allocs);
+                return Err(store_status(e, r, &name));
+            }
+        };
+        if r.kind == "Service" {
+            self.release_dropped_service_allocations(old, &obj);
+        }
+        let written = self.written(key, rev, warnings).await?;
+        // A terminating object whose last finalizer was just removed goes away now.
+        if has_deletion_timestamp(&obj)
+            && finalizers(&obj).is_empty()
+            && spec_finalizers(&obj).is_empty()
+            && !self.awaits_node(r, &obj)
+        {
+            self.remove_now(r, key, &obj, rev).await?;
+        }
+        Ok(written)
+    }
+
+    /// PUT: replaces the object (or its status). `resourceVersion` in the body, when given,
+    /// is a precondition. Creates the object when it does not exist and the kind allows it.
+    pub async fn update(
+        &self,
+        r: &'static ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<(Written, bool), Status> {
+        let key = r.key(ns, name);
+        let Some(current) = self.cache.get(&key) else {
+            if subresource.is_none()
+                && matches!(
+                    r.kind,
+                    "Node" | "Lease" | "Endpoints" | "Event" | "EndpointSlice"
+                )
+            {
+                // Kubernetes allows create-on-update for these kinds (AllowCreateOnUpdate).
+                return Ok((self.create(r, ns, body, opts).await?, true));
+            }
+            return Err(
+                Status::not_found(&r.group_resource(), name).with_details(r.group, r.plural, name)
+            );
+        };
+        let body_name = meta_str(&body, "name").unwrap_or("");
+        if !body_name.is_empty() && body_name != name {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let expected = match meta_str(&body, "resourceVersion").filter(|v| !v.is_empty()) {
+            Some(v) => Some(v.parse::<Revision>().map_err(|_| {
+                Status::bad_request(format!("invalid resourceVersion {v:?}: must be an integer"))
+            })?),
+            None => None,
+        };
+        let old: Value =
+            serde_json::from_slice(&current.bytes).map_err(|e| Status::internal(e.to_string()))?;
+        if let Some(expected) = expected {
+            if expected != current.mod_revision {
+                return Err(store_status(
+                    StoreError::Conflict {
+                        key: key.clone(),
+                        expected,
+                        actual: current.mod_revision,
+                    },
+                    r,
+                    name,
+                ));
+            }
+        }
+        let (obj, warnings) = self.prepare_update(r, &old, body, subresource, opts)?;
+        let w = self
+            .commit_update(
+                r,
+                &key,
+                &old,
+                expected.unwrap_or(current.mod_revision),
+                obj,
+                warnings,
+                opts.dry_run,
+            )
+            .await?;
+        Ok((w, false))
+    }
+
+    /// Read-modify-write with retries on conflict, as Kubernetes' GuaranteedUpdate:
+    /// `mutate` gets the current object and returns the desired one.
+    pub async fn guaranteed_update<F>(
+        &self,
+        r: &'static ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+        mut mutate: F,
+    ) -> Result<Written, Status>
+    where
+        F: FnMut(&Value) -> Result<Value, Status>,
+    {
+        let key = r.key(ns, name);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let current = self.get(r, ns, name)?;
+            let old: Value = serde_json::from_slice(&current.bytes)
+                .map_err(|e| Status::internal(e.to_string()))?;
+            let desired = mutate(&old)?;
+            let (obj, warnings) = self.prepare_update(r, &old, desired, subresource, opts)?;
+            match self
+                .commit_update(
+                    r,
+                    &key,
+                    &old,
+                    current.mod_revision,
+                    obj,
+                    warnings,
+                    opts.dry_run,
+                )
+                .await
+            {
+                Err(s) if s.code == 409 && s.reason == "Conflict" && attempt < 10 => {
+                    // The cache was behind the store: let it catch up and retry.
+                    let rev = self.cache.backend().current_revision().await.unwrap_or(0);
+                    self.settle(rev).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// What a write through `subresource` may change of `old`: `/finalize` only a
+/// namespace's spec.finalizers, `/status` only status; the main resource everything but
+/// status (for kinds with a status subresource) and a namespace's spec.
+fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<&str>) -> Value {
+    if subresource == Some("finalize") {
+        // `namespaces/finalize` changes only spec.finalizers (the namespace controller
+        // removes `kubernetes` once the namespace is empty).
+        let mut merged = old.clone();
+        let finalizers = new
+            .pointer("/spec/finalizers")
+            .cloned()
+            .unwrap_or(json!([]));
+        if !merged.get("spec").is_some_and(Value::is_object) {
+            merged["spec"] = json!({});
+        }
+        merged["spec"]["finalizers"] = finalizers;
+        merged
+    } else if subresource == Some("status") {
+        // Status writes change only status (and nothing of spec or metadata).
+        let mut merged = old.clone();
+        merged["status"] = new.get("status").cloned().unwrap_or(Value::Null);
+        if merged["status"].is_null() {
+            if let Some(m) = merged.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        merged
+    } else {
+        let mut n = new;
+        if r.kind == "Namespace" && r.group.is_empty() {
+            // Only `namespaces/finalize` changes a namespace's spec, as upstream.
+            n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+        }
+        if has_status_subresource(r) {
+            match old.get("status") {
+                Some(s) => n["status"] = s.clone(),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        n
+    }
+}
+
+/// A namespace's `spec.finalizers` (other kinds have none).
+fn spec_finalizers(obj: &Value) -> Vec<&str> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
