@@ -1,0 +1,288 @@
+//! Label selectors and the workloads that use them (Deployment, ReplicaSet, DaemonSet).
+
+use super::*;
+
+/// A label selector printed as Go's `%#v` of `v1.LabelSelector` (what Kubernetes shows for an
+/// invalid or changed selector).
+pub(super) fn go_selector(sel: Option<&Value>) -> String {
+    let empty = Map::new();
+    let sel = sel.and_then(Value::as_object).unwrap_or(&empty);
+    let labels = match obj(sel, "matchLabels") {
+        Some(m) if !m.is_empty() => go_repr(&Value::Object(m.clone())),
+        Some(_) => "map[string]string{}".to_string(),
+        None => "map[string]string(nil)".to_string(),
+    };
+    let exprs: Vec<String> = objs(sel, "matchExpressions")
+        .map(|(_, e)| {
+            let values = match field(e, "values").and_then(Value::as_array) {
+                Some(vs) => format!(
+                    "[]string{{{}}}",
+                    vs.iter().map(go_repr).collect::<Vec<_>>().join(", ")
+                ),
+                None => "[]string(nil)".to_string(),
+            };
+            format!(
+                "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}",
+                go_repr(&Value::from(s(e, "key"))),
+                go_repr(&Value::from(s(e, "operator")))
+            )
+        })
+        .collect();
+    let exprs = if field(sel, "matchExpressions").is_none() {
+        "[]v1.LabelSelectorRequirement(nil)".to_string()
+    } else {
+        format!("[]v1.LabelSelectorRequirement{{{}}}", exprs.join(", "))
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}")
+}
+
+pub(crate) fn validate_label_selector(sel: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    validate_labels(sel, "matchLabels", &format!("{p}.matchLabels"), errs);
+    for (i, e) in objs(sel, "matchExpressions") {
+        let ep = format!("{p}.matchExpressions[{i}]");
+        let values = arr(e, "values");
+        match s(e, "operator") {
+            "In" | "NotIn" => {
+                if values.is_empty() {
+                    errs.push(Cause::required_detail(
+                        format!("{ep}.values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !values.is_empty() {
+                    errs.push(Cause::forbidden(
+                        format!("{ep}.values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            other => errs.push(Cause::invalid(
+                format!("{ep}.operator"),
+                other,
+                "not a valid selector operator",
+            )),
+        }
+        let key = s(e, "key");
+        for msg in is_qualified_name(key) {
+            errs.push(Cause::invalid(format!("{ep}.key"), key, &msg));
+        }
+        for (j, v) in values.iter().enumerate() {
+            let v = v.as_str().unwrap_or("");
+            for msg in is_valid_label_value(v) {
+                errs.push(Cause::invalid(format!("{ep}.values[{j}]"), v, &msg));
+            }
+        }
+    }
+}
+
+/// Whether `labels` satisfy the label selector `sel` (`matchLabels` and `matchExpressions`).
+pub fn selector_matches(sel: &Map<String, Value>, labels: &BTreeMap<String, String>) -> bool {
+    let labels_ok = obj(sel, "matchLabels").is_none_or(|m| {
+        m.iter()
+            .all(|(k, v)| labels.get(k).map(String::as_str) == Some(v.as_str().unwrap_or("")))
+    });
+    labels_ok
+        && objs(sel, "matchExpressions").all(|(_, e)| {
+            let key = s(e, "key");
+            let values: Vec<&str> = arr(e, "values").iter().filter_map(Value::as_str).collect();
+            let have = labels.get(key);
+            match s(e, "operator") {
+                "In" => have.is_some_and(|v| values.contains(&v.as_str())),
+                "NotIn" => have.is_none_or(|v| !values.contains(&v.as_str())),
+                "Exists" => have.is_some(),
+                "DoesNotExist" => have.is_none(),
+                _ => false,
+            }
+        })
+}
+
+pub(super) fn selector_is_empty(sel: &Map<String, Value>) -> bool {
+    obj(sel, "matchLabels").is_none_or(Map::is_empty) && arr(sel, "matchExpressions").is_empty()
+}
+
+/// Selector and template checks shared by Deployments, ReplicaSets and DaemonSets.
+pub(super) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs: &mut Vec<Cause>) {
+    let selector = obj(spec, "selector");
+    match selector {
+        None => errs.push(Cause::required("spec.selector")),
+        Some(sel) => {
+            validate_label_selector(sel, "spec.selector", errs);
+            if selector_is_empty(sel) {
+                errs.push(Cause::invalid_repr(
+                    "spec.selector",
+                    &go_selector(field(spec, "selector")),
+                    &format!("empty selector is invalid for {kind_word}"),
+                ));
+            }
+        }
+    }
+    let Some(template) = obj(spec, "template") else {
+        errs.push(Cause::required("spec.template"));
+        return;
+    };
+    let empty = Map::new();
+    let tmeta = obj(template, "metadata").unwrap_or(&empty);
+    if let Some(sel) = selector {
+        if !selector_is_empty(sel) && !selector_matches(sel, &str_map(tmeta, "labels")) {
+            errs.push(Cause::invalid_value(
+                "spec.template.metadata.labels",
+                field(tmeta, "labels").unwrap_or(&Value::Object(Map::new())),
+                "`selector` does not match template `labels`",
+            ));
+        }
+    }
+    validate_labels(tmeta, "labels", "spec.template.metadata.labels", errs);
+    let tspec = obj(template, "spec").unwrap_or(&empty);
+    validate_pod_spec(tspec, "spec.template.spec", errs);
+    let rp = s(tspec, "restartPolicy");
+    if !rp.is_empty() && rp != "Always" {
+        errs.push(Cause::not_supported(
+            "spec.template.spec.restartPolicy",
+            rp,
+            &["Always"],
+        ));
+    }
+    if field(tspec, "activeDeadlineSeconds").is_some() {
+        errs.push(Cause::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in ReplicaSet is not Supported",
+        ));
+    }
+}
+
+pub(super) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec", errs);
+    validate_workload(spec, "deployment", errs);
+    if let Some(strategy) = obj(spec, "strategy") {
+        let t = s(strategy, "type");
+        match t {
+            "Recreate" => {
+                if field(strategy, "rollingUpdate").is_some() {
+                    errs.push(Cause::forbidden(
+                        "spec.strategy.rollingUpdate",
+                        "may not be specified when strategy `type` is 'Recreate'",
+                    ));
+                }
+            }
+            "RollingUpdate" => {
+                if let Some(ru) = obj(strategy, "rollingUpdate") {
+                    validate_rolling_update(ru, "spec.strategy.rollingUpdate", true, errs);
+                }
+            }
+            "" => errs.push(Cause::required("spec.strategy.type")),
+            other => errs.push(Cause::not_supported(
+                "spec.strategy.type",
+                other,
+                &["Recreate", "RollingUpdate"],
+            )),
+        }
+    }
+    for key in [
+        "minReadySeconds",
+        "revisionHistoryLimit",
+        "progressDeadlineSeconds",
+    ] {
+        nonnegative(spec, key, "spec", errs);
+    }
+    if let Some(pds) = int(spec, "progressDeadlineSeconds") {
+        if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
+            errs.push(Cause::invalid_value(
+                "spec.progressDeadlineSeconds",
+                &Value::from(pds),
+                "must be greater than minReadySeconds",
+            ));
+        }
+    }
+}
+
+/// `maxUnavailable`/`maxSurge`: non-negative ints or percentages, not both zero.
+pub(super) fn validate_rolling_update(
+    ru: &Map<String, Value>,
+    p: &str,
+    unavailable_max_100: bool,
+    errs: &mut Vec<Cause>,
+) {
+    let mut zero = [false, false];
+    for (i, key) in ["maxUnavailable", "maxSurge"].iter().enumerate() {
+        let Some(v) = field(ru, key) else {
+            zero[i] = true;
+            continue;
+        };
+        let kp = format!("{p}.{key}");
+        match v {
+            Value::Number(n) => {
+                let n = n.as_i64().unwrap_or(-1);
+                zero[i] = n == 0;
+                if n < 0 {
+                    errs.push(Cause::invalid_value(&kp, v, IS_NEGATIVE));
+                }
+            }
+            Value::String(pct) => {
+                let digits = pct
+                    .strip_suffix('%')
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+                match digits.and_then(|d| d.parse::<u64>().ok()) {
+                    None => errs.push(Cause::invalid(
+                        &kp,
+                        pct,
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    )),
+                    Some(n) => {
+                        zero[i] = n == 0;
+                        if unavailable_max_100 && i == 0 && n > 100 {
+                            errs.push(Cause::invalid(&kp, pct, "must not be greater than 100%"));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if zero[0] && zero[1] {
+        errs.push(Cause::invalid_value(
+            format!("{p}.maxUnavailable"),
+            field(ru, "maxUnavailable").unwrap_or(&Value::from(0)),
+            "may not be 0 when `maxSurge` is 0",
+        ));
+    }
+}
+
+pub(super) fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    // Kubernetes says "deployment" here too.
+    validate_workload(spec, "deployment", errs);
+}
+
+pub(super) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_workload(spec, "daemonset", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    nonnegative(spec, "revisionHistoryLimit", "spec", errs);
+    if let Some(strategy) = obj(spec, "updateStrategy") {
+        match s(strategy, "type") {
+            "OnDelete" => {}
+            "RollingUpdate" => {
+                if let Some(ru) = obj(strategy, "rollingUpdate") {
+                    validate_rolling_update(ru, "spec.updateStrategy.rollingUpdate", true, errs);
+                }
+            }
+            "" => errs.push(Cause::required("spec.updateStrategy.type")),
+            other => errs.push(Cause::not_supported(
+                "spec.updateStrategy.type",
+                other,
+                &["OnDelete", "RollingUpdate"],
+            )),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Services

@@ -1,0 +1,583 @@
+//! Pods: spec, volumes, containers, resources, tolerations, and what a pod update may change.
+
+use super::*;
+
+pub(super) fn validate_pod(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_pod_spec(spec, "spec", errs);
+}
+
+pub(super) fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    let volumes = validate_volumes(spec, p, errs);
+
+    let mut names = HashSet::new();
+    for (i, c) in objs(spec, "initContainers") {
+        let cp = format!("{p}.initContainers[{i}]");
+        validate_container(c, &cp, &volumes, &mut names, errs);
+        let rp = s(c, "restartPolicy");
+        if !rp.is_empty() && rp != "Always" {
+            errs.push(Cause::not_supported(
+                format!("{cp}.restartPolicy"),
+                rp,
+                &["Always"],
+            ));
+        }
+    }
+    if arr(spec, "containers").is_empty() {
+        errs.push(Cause::required(format!("{p}.containers")));
+    }
+    for (i, c) in objs(spec, "containers") {
+        let cp = format!("{p}.containers[{i}]");
+        validate_container(c, &cp, &volumes, &mut names, errs);
+        if field(c, "restartPolicy").is_some() {
+            errs.push(Cause::forbidden(
+                format!("{cp}.restartPolicy"),
+                "may not be set for non-init containers",
+            ));
+        }
+    }
+    for (i, c) in objs(spec, "ephemeralContainers") {
+        let cp = format!("{p}.ephemeralContainers[{i}]");
+        validate_container(c, &cp, &volumes, &mut names, errs);
+    }
+
+    require_one_of(
+        errs,
+        format!("{p}.restartPolicy"),
+        s(spec, "restartPolicy"),
+        &["Always", "OnFailure", "Never"],
+    );
+    match s(spec, "dnsPolicy") {
+        "" => errs.push(Cause::required(format!("{p}.dnsPolicy"))),
+        "ClusterFirst" | "ClusterFirstWithHostNet" | "Default" => {}
+        "None" => {
+            let has_ns = path(spec, &["dnsConfig", "nameservers"])
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
+            if !has_ns {
+                errs.push(Cause::required_detail(
+                    format!("{p}.dnsConfig"),
+                    "must provide `dnsConfig` when `dnsPolicy` is None",
+                ));
+            }
+        }
+        other => errs.push(Cause::not_supported(
+            format!("{p}.dnsPolicy"),
+            other,
+            &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"],
+        )),
+    }
+    validate_labels(spec, "nodeSelector", &format!("{p}.nodeSelector"), errs);
+    crate::scheduling_validation::validate_scheduling(spec, p, errs);
+    for key in ["serviceAccountName", "nodeName", "schedulerName"] {
+        let v = s(spec, key);
+        if !v.is_empty() {
+            for msg in is_dns1123_subdomain(v) {
+                errs.push(Cause::invalid(format!("{p}.{key}"), v, &msg));
+            }
+        }
+    }
+    for key in ["hostname", "subdomain"] {
+        let v = s(spec, key);
+        if !v.is_empty() {
+            for msg in is_dns1123_label(v) {
+                errs.push(Cause::invalid(format!("{p}.{key}"), v, &msg));
+            }
+        }
+    }
+    if let Some(ads) = int(spec, "activeDeadlineSeconds") {
+        if !(1..=i64::from(i32::MAX)).contains(&ads) {
+            errs.push(Cause::invalid_value(
+                format!("{p}.activeDeadlineSeconds"),
+                &Value::from(ads),
+                &format!("must be between 1 and {}, inclusive", i32::MAX),
+            ));
+        }
+    }
+    validate_tolerations(spec, &format!("{p}.tolerations"), errs);
+}
+
+/// Validates `volumes` and returns their names.
+pub(super) fn validate_volumes(
+    spec: &Map<String, Value>,
+    p: &str,
+    errs: &mut Vec<Cause>,
+) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for (i, v) in objs(spec, "volumes") {
+        let vp = format!("{p}.volumes[{i}]");
+        let name = s(v, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(format!("{vp}.name")));
+        } else {
+            for msg in is_dns1123_label(name) {
+                errs.push(Cause::invalid(format!("{vp}.name"), name, &msg));
+            }
+            if !names.insert(name.to_string()) {
+                errs.push(Cause::duplicate(format!("{vp}.name"), name));
+            }
+        }
+        let sources: Vec<&String> = v
+            .iter()
+            .filter(|(k, val)| *k != "name" && !val.is_null())
+            .map(|(k, _)| k)
+            .collect();
+        match sources.as_slice() {
+            [] => errs.push(Cause::required_detail(
+                vp.clone(),
+                "must specify a volume type",
+            )),
+            [_] => {}
+            [_, rest @ ..] => {
+                for k in rest {
+                    errs.push(Cause::forbidden(
+                        format!("{vp}.{k}"),
+                        "may not specify more than 1 volume type",
+                    ));
+                }
+            }
+        }
+        if let Some(src) = obj(v, "secret") {
+            if s(src, "secretName").is_empty() {
+                errs.push(Cause::required(format!("{vp}.secret.secretName")));
+            }
+            validate_mode(src, &format!("{vp}.secret"), errs);
+        }
+        if let Some(src) = obj(v, "configMap") {
+            if s(src, "name").is_empty() {
+                errs.push(Cause::required(format!("{vp}.configMap.name")));
+            }
+            validate_mode(src, &format!("{vp}.configMap"), errs);
+        }
+        if let Some(src) = obj(v, "hostPath") {
+            if s(src, "path").is_empty() {
+                errs.push(Cause::required(format!("{vp}.hostPath.path")));
+            }
+        }
+        if let Some(src) = obj(v, "persistentVolumeClaim") {
+            if s(src, "claimName").is_empty() {
+                errs.push(Cause::required(format!(
+                    "{vp}.persistentVolumeClaim.claimName"
+                )));
+            }
+        }
+    }
+    names
+}
+
+pub(super) fn validate_mode(src: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    if let Some(mode) = int(src, "defaultMode") {
+        if !(0..=0o777).contains(&mode) {
+            errs.push(Cause::invalid_value(
+                format!("{p}.defaultMode"),
+                &Value::from(mode),
+                "must be a number between 0 and 0777 (octal), both inclusive",
+            ));
+        }
+    }
+}
+
+pub(super) fn validate_container(
+    c: &Map<String, Value>,
+    p: &str,
+    volumes: &HashSet<String>,
+    names: &mut HashSet<String>,
+    errs: &mut Vec<Cause>,
+) {
+    let name = s(c, "name");
+    if name.is_empty() {
+        errs.push(Cause::required(format!("{p}.name")));
+    } else {
+        for msg in is_dns1123_label(name) {
+            errs.push(Cause::invalid(format!("{p}.name"), name, &msg));
+        }
+        if !names.insert(name.to_string()) {
+            errs.push(Cause::duplicate(format!("{p}.name"), name));
+        }
+    }
+    let image = s(c, "image");
+    if image.is_empty() {
+        errs.push(Cause::required(format!("{p}.image")));
+    } else if image.trim() != image {
+        errs.push(Cause::invalid(
+            format!("{p}.image"),
+            image,
+            "must not have leading or trailing whitespace",
+        ));
+    }
+    require_one_of(
+        errs,
+        format!("{p}.imagePullPolicy"),
+        s(c, "imagePullPolicy"),
+        &["Always", "IfNotPresent", "Never"],
+    );
+    require_one_of(
+        errs,
+        format!("{p}.terminationMessagePolicy"),
+        s(c, "terminationMessagePolicy"),
+        &["FallbackToLogsOnError", "File"],
+    );
+
+    let mut port_names = HashSet::new();
+    for (i, port) in objs(c, "ports") {
+        let pp = format!("{p}.ports[{i}]");
+        let pname = s(port, "name");
+        if !pname.is_empty() {
+            for msg in is_valid_port_name(pname) {
+                errs.push(Cause::invalid(format!("{pp}.name"), pname, &msg));
+            }
+            if !port_names.insert(pname.to_string()) {
+                errs.push(Cause::duplicate(format!("{pp}.name"), pname));
+            }
+        }
+        match int(port, "containerPort") {
+            None | Some(0) => errs.push(Cause::required(format!("{pp}.containerPort"))),
+            Some(n) if !(1..=65535).contains(&n) => errs.push(Cause::invalid_value(
+                format!("{pp}.containerPort"),
+                &Value::from(n),
+                &port_range_error(),
+            )),
+            _ => {}
+        }
+        if let Some(n) = int(port, "hostPort") {
+            if n != 0 && !(1..=65535).contains(&n) {
+                errs.push(Cause::invalid_value(
+                    format!("{pp}.hostPort"),
+                    &Value::from(n),
+                    &port_range_error(),
+                ));
+            }
+        }
+        validate_protocol(port, &pp, errs);
+    }
+
+    for (i, env) in objs(c, "env") {
+        let ep = format!("{p}.env[{i}]");
+        let name = s(env, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(format!("{ep}.name")));
+        } else if name
+            .chars()
+            .any(|ch| !ch.is_ascii() || ch.is_ascii_control() || ch == '=')
+        {
+            errs.push(Cause::invalid(
+                format!("{ep}.name"),
+                name,
+                "a valid environment variable name must consist only of printable ASCII characters other than '='",
+            ));
+        }
+    }
+
+    let mut mount_paths = HashSet::new();
+    for (i, m) in objs(c, "volumeMounts") {
+        let mp = format!("{p}.volumeMounts[{i}]");
+        let name = s(m, "name");
+        if name.is_empty() {
+            errs.push(Cause::required(format!("{mp}.name")));
+        } else if !volumes.contains(name) {
+            errs.push(Cause::not_found(format!("{mp}.name"), name));
+        }
+        let mount_path = s(m, "mountPath");
+        if mount_path.is_empty() {
+            errs.push(Cause::required(format!("{mp}.mountPath")));
+        } else if !mount_paths.insert(mount_path.to_string()) {
+            errs.push(Cause::invalid(
+                format!("{mp}.mountPath"),
+                mount_path,
+                "must be unique",
+            ));
+        }
+        let sub_path = s(m, "subPath");
+        if sub_path.starts_with('/') {
+            errs.push(Cause::invalid(
+                format!("{mp}.subPath"),
+                sub_path,
+                "must be a relative path",
+            ));
+        } else if sub_path.split('/').any(|seg| seg == "..") {
+            errs.push(Cause::invalid(
+                format!("{mp}.subPath"),
+                sub_path,
+                "must not contain '..'",
+            ));
+        }
+    }
+
+    validate_resources(c, p, errs);
+
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = obj(c, key) {
+            let pp = format!("{p}.{key}");
+            let handlers = ["exec", "httpGet", "tcpSocket", "grpc"]
+                .iter()
+                .filter(|h| field(probe, h).is_some())
+                .count();
+            if handlers == 0 {
+                errs.push(Cause::required_detail(
+                    pp.clone(),
+                    "must specify a handler type",
+                ));
+            } else if handlers > 1 {
+                errs.push(Cause::forbidden(
+                    pp.clone(),
+                    "may not specify more than 1 handler type",
+                ));
+            }
+            for k in [
+                "initialDelaySeconds",
+                "timeoutSeconds",
+                "periodSeconds",
+                "successThreshold",
+                "failureThreshold",
+            ] {
+                nonnegative(probe, k, &pp, errs);
+            }
+            if key != "readinessProbe" {
+                if let Some(st) = int(probe, "successThreshold") {
+                    if st != 1 {
+                        errs.push(Cause::invalid_value(
+                            format!("{pp}.successThreshold"),
+                            &Value::from(st),
+                            "must be 1",
+                        ));
+                    }
+                }
+            }
+            for h in ["httpGet", "tcpSocket"] {
+                if let Some(port) = path(probe, &[h, "port"]) {
+                    validate_port_num_or_name(port, &format!("{pp}.{h}.port"), errs);
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
+    require_one_of(
+        errs,
+        format!("{pp}.protocol"),
+        s(port, "protocol"),
+        &["SCTP", "TCP", "UDP"],
+    );
+}
+
+pub(super) fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Cause>) {
+    match port {
+        Value::Number(n) => {
+            let v = n.as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&v) {
+                errs.push(Cause::invalid_value(p, port, &port_range_error()));
+            }
+        }
+        Value::String(name) => {
+            for msg in is_valid_port_name(name) {
+                errs.push(Cause::invalid(p, name, &msg));
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    let Some(res) = obj(c, "resources") else {
+        return;
+    };
+    let limits = obj(res, "limits");
+    for (kind, list) in [("limits", limits), ("requests", obj(res, "requests"))] {
+        let Some(list) = list else { continue };
+        for (name, q) in list {
+            let q = q.as_str().unwrap_or("");
+            let key_path = format!("{p}.resources.{kind}[{name}]");
+            match quantity_nanos(q) {
+                Some(n) if n < 0 => errs.push(Cause::invalid(key_path, q, IS_NEGATIVE)),
+                Some(_) => {}
+                None => errs.push(Cause::invalid(key_path, q, "must be a valid quantity")),
+            }
+        }
+    }
+    let (Some(limits), Some(requests)) = (limits, obj(res, "requests")) else {
+        return;
+    };
+    for (name, req) in requests {
+        let Some(limit) = limits.get(name) else {
+            continue;
+        };
+        let (req_s, limit_s) = (req.as_str().unwrap_or(""), limit.as_str().unwrap_or(""));
+        let (Some(r), Some(l)) = (quantity_nanos(req_s), quantity_nanos(limit_s)) else {
+            continue;
+        };
+        let native = !name.contains('/') || name.contains("kubernetes.io/");
+        let overcommit = native && !name.starts_with("hugepages-");
+        if r != l && !overcommit {
+            errs.push(Cause::invalid(
+                format!("{p}.resources.requests"),
+                req_s,
+                &format!("must be equal to {name} limit of {limit_s}"),
+            ));
+        } else if r > l {
+            errs.push(Cause::invalid(
+                format!("{p}.resources.requests"),
+                req_s,
+                &format!("must be less than or equal to {name} limit of {limit_s}"),
+            ));
+        }
+    }
+}
+
+pub(super) fn validate_tolerations(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    for (i, t) in objs(spec, "tolerations") {
+        let tp = format!("{p}[{i}]");
+        let key = s(t, "key");
+        if !key.is_empty() {
+            for msg in is_qualified_name(key) {
+                errs.push(Cause::invalid(format!("{tp}.key"), key, &msg));
+            }
+        }
+        let operator = s(t, "operator");
+        if key.is_empty() && operator != "Exists" {
+            errs.push(Cause::invalid(
+                format!("{tp}.operator"),
+                operator,
+                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+            ));
+        }
+        match operator {
+            "" | "Equal" => {
+                let value = s(t, "value");
+                for msg in is_valid_label_value(value) {
+                    errs.push(Cause::invalid(format!("{tp}.operator"), value, &msg));
+                }
+            }
+            "Exists" => {
+                if !s(t, "value").is_empty() {
+                    errs.push(Cause::invalid_value(
+                        format!("{tp}.operator"),
+                        &Value::Object(t.clone()),
+                        "value must be empty when `operator` is 'Exists'",
+                    ));
+                }
+            }
+            other => errs.push(Cause::not_supported(
+                format!("{tp}.operator"),
+                other,
+                &["Equal", "Exists"],
+            )),
+        }
+        let effect = s(t, "effect");
+        if field(t, "tolerationSeconds").is_some() && effect != "NoExecute" {
+            errs.push(Cause::invalid(
+                format!("{tp}.effect"),
+                effect,
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
+        }
+        if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            errs.push(Cause::not_supported(
+                format!("{tp}.effect"),
+                effect,
+                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
+            ));
+        }
+    }
+}
+
+pub(super) const POD_UPDATE_MESSAGE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+pub(super) fn validate_pod_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    let empty = Map::new();
+    let os = obj(old, "spec").unwrap_or(&empty);
+    let ns = obj(new, "spec").unwrap_or(&empty);
+
+    for key in ["containers", "initContainers"] {
+        if arr(os, key).len() != arr(ns, key).len() {
+            errs.push(Cause::forbidden(
+                format!("spec.{key}"),
+                "pod updates may not add or remove containers",
+            ));
+            return;
+        }
+    }
+
+    match (
+        int(os, "activeDeadlineSeconds"),
+        int(ns, "activeDeadlineSeconds"),
+    ) {
+        (Some(o), Some(n)) if n < o => {}
+        (Some(o), Some(n)) if n > o => {
+            errs.push(Cause::invalid_value(
+                "spec.activeDeadlineSeconds",
+                &Value::from(n),
+                "must be less than or equal to previous value",
+            ));
+            return;
+        }
+        (Some(_), None) => errs.push(Cause::invalid_value(
+            "spec.activeDeadlineSeconds",
+            &Value::Null,
+            "must not update from a positive integer to nil value",
+        )),
+        _ => {}
+    }
+
+    // Tolerations may only be added (and NoExecute ones shortened).
+    let new_tols = arr(ns, "tolerations");
+    for old_t in arr(os, "tolerations") {
+        let found = new_tols.iter().any(|new_t| {
+            let mut a = strip(Some(old_t));
+            let b = strip(Some(new_t));
+            if let (Some(a), Some(secs)) = (a.as_object_mut(), b.get("tolerationSeconds")) {
+                a.insert("tolerationSeconds".into(), secs.clone());
+            } else if let Some(a) = a.as_object_mut() {
+                a.remove("tolerationSeconds");
+            }
+            a == b
+        });
+        if !found {
+            errs.push(Cause::forbidden(
+                "spec.tolerations",
+                "existing toleration can not be modified except its tolerationSeconds",
+            ));
+            return;
+        }
+    }
+
+    // Everything else must be unchanged: compare with the mutable fields carried over.
+    let mut munged = ns.clone();
+    for key in ["containers", "initContainers"] {
+        if let (Some(new_list), Some(old_list)) = (
+            munged.get_mut(key).and_then(Value::as_array_mut),
+            os.get(key).and_then(Value::as_array),
+        ) {
+            for (n, o) in new_list.iter_mut().zip(old_list) {
+                if let (Some(n), Some(img)) = (n.as_object_mut(), o.get("image")) {
+                    n.insert("image".into(), img.clone());
+                }
+            }
+        }
+    }
+    crate::scheduling_validation::validate_gates_update(os, ns, errs);
+    for key in ["activeDeadlineSeconds", "tolerations", "schedulingGates"] {
+        match os.get(key) {
+            Some(v) => munged.insert(key.into(), v.clone()),
+            None => munged.remove(key),
+        };
+    }
+    if int(os, "terminationGracePeriodSeconds").is_some_and(|g| g < 0)
+        && int(ns, "terminationGracePeriodSeconds") == Some(1)
+    {
+        if let Some(v) = os.get("terminationGracePeriodSeconds") {
+            munged.insert("terminationGracePeriodSeconds".into(), v.clone());
+        }
+    }
+    if strip(Some(&Value::Object(munged))) != strip(Some(&Value::Object(os.clone()))) {
+        errs.push(Cause::forbidden("spec", POD_UPDATE_MESSAGE));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Label selectors and workloads
