@@ -32,6 +32,10 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("apps", "Deployment") => default_deployment(o),
         ("apps", "ReplicaSet") => default_replica_set(o),
         ("apps", "DaemonSet") => default_daemon_set(o),
+        ("apps", "StatefulSet") => default_stateful_set(o),
+        ("", "ReplicationController") => default_replication_controller(o),
+        ("batch", "Job") => default_job(o),
+        ("batch", "CronJob") => default_cron_job(o),
         ("discovery.k8s.io", "EndpointSlice") => default_endpoint_slice(o),
         ("scheduling.k8s.io", "PriorityClass") => {
             set_default(o, "preemptionPolicy", json!("PreemptLowerPriority"));
@@ -156,21 +160,198 @@ fn default_replica_set(o: &mut Map<String, Value>) {
 /// Status fields Go serializes even when zero (not `omitempty`): kube-apiserver's answers
 /// always carry them, and clients (the Python client) refuse objects without them.
 pub fn default_status_counters(resource: &ResourceInfo, obj: &mut Value) {
-    let fields: &[&str] = match (resource.group, resource.kind) {
-        ("apps", "ReplicaSet") => &["replicas"],
-        ("apps", "DaemonSet") => &[
-            "currentNumberScheduled",
-            "numberMisscheduled",
-            "desiredNumberScheduled",
-            "numberReady",
-        ],
-        _ => return,
-    };
+    let fields = crate::schema::workload_status_counters(resource.kind);
+    if fields.is_empty() || !matches!(resource.group, "" | "apps") {
+        return;
+    }
     let Some(status) = obj.as_object_mut().and_then(|o| child_obj(o, "status")) else {
         return;
     };
     for f in fields {
         set_default(status, f, json!(0));
+    }
+}
+
+fn default_stateful_set(o: &mut Map<String, Value>) {
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default_str(spec, "podManagementPolicy", "OrderedReady");
+    if let Some(strategy) = child_obj(spec, "updateStrategy") {
+        set_default_str(strategy, "type", "RollingUpdate");
+        if str_of(strategy, "type") == "RollingUpdate" {
+            if let Some(ru) = child_obj(strategy, "rollingUpdate") {
+                set_default(ru, "partition", json!(0));
+            }
+        }
+    }
+    if let Some(policy) = child_obj(spec, "persistentVolumeClaimRetentionPolicy") {
+        set_default_str(policy, "whenDeleted", "Retain");
+        set_default_str(policy, "whenScaled", "Retain");
+    }
+    set_default(spec, "replicas", json!(1));
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    for pvc in list_objs(spec, "volumeClaimTemplates") {
+        // Embedded claims are defaulted as PersistentVolumeClaims are.
+        set_default_str(pvc, "apiVersion", "v1");
+        set_default_str(pvc, "kind", "PersistentVolumeClaim");
+        if let Some(pvc_spec) = child_obj(pvc, "spec") {
+            set_default_str(pvc_spec, "volumeMode", "Filesystem");
+        }
+        if let Some(status) = child_obj(pvc, "status") {
+            set_default_str(status, "phase", "Pending");
+        }
+    }
+    default_template(spec);
+}
+
+/// Template labels, as a map, when the object's own `field` (labels or selector) is empty.
+fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
+    spec.get("template")?
+        .get("metadata")?
+        .get("labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned()
+}
+
+fn is_empty_map(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        _ => false,
+    }
+}
+
+fn default_replication_controller(o: &mut Map<String, Value>) {
+    let labels = o
+        .get("spec")
+        .and_then(Value::as_object)
+        .and_then(template_labels);
+    if let Some(labels) = labels {
+        if let Some(spec) = child_obj(o, "spec") {
+            if is_empty_map(spec.get("selector")) {
+                spec.insert("selector".into(), labels.clone());
+            }
+        }
+        if let Some(meta) = child_obj(o, "metadata") {
+            if is_empty_map(meta.get("labels")) {
+                meta.insert("labels".into(), labels);
+            }
+        }
+    }
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default(spec, "replicas", json!(1));
+    default_template(spec);
+}
+
+/// `SetDefaults_Job` (the server's selector is generated at admission, before this).
+fn default_job_spec(spec: &mut Map<String, Value>) {
+    if is_unset(spec.get("completions")) && is_unset(spec.get("parallelism")) {
+        spec.insert("completions".into(), json!(1));
+    }
+    set_default(spec, "parallelism", json!(1));
+    let backoff = if is_unset(spec.get("backoffLimitPerIndex")) {
+        6
+    } else {
+        i64::from(i32::MAX)
+    };
+    set_default(spec, "backoffLimit", json!(backoff));
+    set_default_str(spec, "completionMode", "NonIndexed");
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "manualSelector", json!(false));
+    let replacement = if is_unset(spec.get("podFailurePolicy")) {
+        "TerminatingOrFailed"
+    } else {
+        "Failed"
+    };
+    set_default_str(spec, "podReplacementPolicy", replacement);
+    if let Some(policy) = existing_obj(spec, "podFailurePolicy") {
+        for rule in list_objs(policy, "rules") {
+            for pattern in list_objs(rule, "onPodConditions") {
+                set_default_str(pattern, "status", "True");
+            }
+        }
+    }
+    default_template(spec);
+}
+
+fn default_job(o: &mut Map<String, Value>) {
+    let labels = o
+        .get("spec")
+        .and_then(Value::as_object)
+        .and_then(template_labels);
+    if let (Some(labels), Some(meta)) = (labels, child_obj(o, "metadata")) {
+        if is_empty_map(meta.get("labels")) {
+            meta.insert("labels".into(), labels);
+        }
+    }
+    if let Some(spec) = child_obj(o, "spec") {
+        default_job_spec(spec);
+    }
+}
+
+/// What the Job strategy does on create unless `spec.manualSelector` is true: a selector on
+/// the Job's uid, and the labels it matches added to the pod template (both the
+/// `batch.kubernetes.io/` names and the legacy ones). A Job without labels of its own
+/// takes the template's.
+pub fn generate_job_selector(obj: &mut Value) {
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(spec) = existing_obj(o, "spec") else {
+        return;
+    };
+    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
+        return;
+    }
+    spec.insert(
+        "selector".into(),
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+    );
+    if let Some(labels) = existing_obj(spec, "template")
+        .and_then(|t| child_obj(t, "metadata"))
+        .and_then(|m| child_obj(m, "labels"))
+    {
+        labels.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+        labels.insert("batch.kubernetes.io/job-name".into(), json!(name));
+        labels.insert("controller-uid".into(), json!(uid));
+        labels.insert("job-name".into(), json!(name));
+    }
+    let labels = o
+        .get("spec")
+        .and_then(Value::as_object)
+        .and_then(template_labels);
+    if let (Some(labels), Some(meta)) = (labels, child_obj(o, "metadata")) {
+        if is_empty_map(meta.get("labels")) {
+            meta.insert("labels".into(), labels);
+        }
+    }
+}
+
+fn default_cron_job(o: &mut Map<String, Value>) {
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default_str(spec, "concurrencyPolicy", "Allow");
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "successfulJobsHistoryLimit", json!(3));
+    set_default(spec, "failedJobsHistoryLimit", json!(1));
+    // Only the nested pod template is defaulted (SetDefaults_Job is for Jobs, not their
+    // templates): each Job gets its defaults and selector when it is created.
+    if let Some(job_spec) = existing_obj(spec, "jobTemplate").and_then(|t| child_obj(t, "spec")) {
+        default_template(job_spec);
     }
 }
 

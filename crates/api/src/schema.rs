@@ -100,7 +100,7 @@ pub fn normalize_kind(
     kind: &str,
     obj: &Value,
 ) -> Result<Normalized, SchemaError> {
-    use k8s_openapi::api::{apps, autoscaling, coordination, core, discovery, scheduling};
+    use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, scheduling};
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
     let mut out = match (api_version, kind) {
         ("v1", "Namespace") => roundtrip::<core::v1::Namespace>(kind, version, obj),
@@ -116,6 +116,15 @@ pub fn normalize_kind(
         ("apps/v1", "Deployment") => roundtrip::<apps::v1::Deployment>(kind, version, obj),
         ("apps/v1", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(kind, version, obj),
         ("apps/v1", "DaemonSet") => roundtrip::<apps::v1::DaemonSet>(kind, version, obj),
+        ("apps/v1", "StatefulSet") => roundtrip::<apps::v1::StatefulSet>(kind, version, obj),
+        ("apps/v1", "ControllerRevision") => {
+            roundtrip::<apps::v1::ControllerRevision>(kind, version, obj)
+        }
+        ("v1", "ReplicationController") => {
+            roundtrip::<core::v1::ReplicationController>(kind, version, obj)
+        }
+        ("batch/v1", "Job") => roundtrip::<batch::v1::Job>(kind, version, obj),
+        ("batch/v1", "CronJob") => roundtrip::<batch::v1::CronJob>(kind, version, obj),
         ("discovery.k8s.io/v1", "EndpointSlice") => {
             roundtrip::<discovery::v1::EndpointSlice>(kind, version, obj)
         }
@@ -239,38 +248,41 @@ pub fn go_zero_values(kind: &str, obj: &mut Value) {
                 ensure_obj(status, "loadBalancer");
             }
         }
-        "Deployment" | "ReplicaSet" | "DaemonSet" => {
+        "Deployment"
+        | "ReplicaSet"
+        | "DaemonSet"
+        | "StatefulSet"
+        | "ReplicationController"
+        | "Job" => {
             ensure_obj(o, "spec");
             ensure_obj(o, "status");
-            if kind == "Deployment" {
-                condition_times(o, &["lastUpdateTime", "lastTransitionTime"]);
-            } else {
-                condition_times(o, &["lastTransitionTime"]);
+            match kind {
+                "Deployment" => condition_times(o, &["lastUpdateTime", "lastTransitionTime"]),
+                "Job" => condition_times(o, &["lastProbeTime", "lastTransitionTime"]),
+                _ => condition_times(o, &["lastTransitionTime"]),
             }
-            if let Some(template) = o
-                .get_mut("spec")
-                .and_then(Value::as_object_mut)
-                .and_then(|s| s.get_mut("template"))
-                .and_then(Value::as_object_mut)
-            {
-                ensure_obj(template, "metadata");
-                if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
-                    ensure(meta, "creationTimestamp", Value::Null);
-                }
+            if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+                template_zero_values(spec);
+                claim_template_zero_values(spec);
             }
             if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
-                let zero_ints: &[&str] = match kind {
-                    "ReplicaSet" => &["replicas"],
-                    "DaemonSet" => &[
-                        "currentNumberScheduled",
-                        "numberMisscheduled",
-                        "desiredNumberScheduled",
-                        "numberReady",
-                    ],
-                    _ => &[],
-                };
-                for key in zero_ints {
+                for key in workload_status_counters(kind) {
                     ensure(status, key, Value::from(0));
+                }
+            }
+        }
+        "CronJob" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+            if let Some(job) = o
+                .get_mut("spec")
+                .and_then(Value::as_object_mut)
+                .and_then(|s| s.get_mut("jobTemplate"))
+                .and_then(Value::as_object_mut)
+            {
+                meta_creation_timestamp(job);
+                if let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) {
+                    template_zero_values(spec);
                 }
             }
         }
@@ -338,6 +350,50 @@ pub fn go_zero_values(kind: &str, obj: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// Status counters Go prints even when zero (not `omitempty`) for a workload kind.
+pub fn workload_status_counters(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "ReplicaSet" | "ReplicationController" => &["replicas"],
+        "StatefulSet" => &["replicas", "availableReplicas"],
+        "DaemonSet" => &[
+            "currentNumberScheduled",
+            "numberMisscheduled",
+            "desiredNumberScheduled",
+            "numberReady",
+        ],
+        _ => &[],
+    }
+}
+
+/// `metadata.creationTimestamp: null` of an embedded object (a zero `metav1.Time`).
+fn meta_creation_timestamp(o: &mut Map<String, Value>) {
+    ensure_obj(o, "metadata");
+    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        ensure(meta, "creationTimestamp", Value::Null);
+    }
+}
+
+/// The pod template's zero values under a workload's `spec.template`.
+fn template_zero_values(spec: &mut Map<String, Value>) {
+    if let Some(template) = spec.get_mut("template").and_then(Value::as_object_mut) {
+        meta_creation_timestamp(template);
+    }
+}
+
+/// A StatefulSet's `volumeClaimTemplates`: embedded PVCs print metadata and status.
+fn claim_template_zero_values(spec: &mut Map<String, Value>) {
+    if let Some(list) = spec
+        .get_mut("volumeClaimTemplates")
+        .and_then(Value::as_array_mut)
+    {
+        for pvc in list.iter_mut().filter_map(Value::as_object_mut) {
+            meta_creation_timestamp(pvc);
+            ensure_obj(pvc, "spec");
+            ensure_obj(pvc, "status");
+        }
     }
 }
 

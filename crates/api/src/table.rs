@@ -12,6 +12,8 @@ use serde_json::{json, Map, Value};
 
 use crate::registry::ResourceInfo;
 
+mod workloads;
+
 /// What a row's `object` holds (`includeObject` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IncludeObject {
@@ -128,6 +130,9 @@ const DESC_CONTAINERS: &str = "Names of each container in the template.";
 const DESC_IMAGES: &str = "Images referenced by each container in the template.";
 
 fn columns(resource: &ResourceInfo) -> Vec<Col> {
+    if let Some(cols) = workloads::columns(resource) {
+        return cols;
+    }
     match (resource.group, resource.kind) {
         ("", "Pod") => vec![
             NAME,
@@ -153,39 +158,6 @@ fn columns(resource: &ResourceInfo) -> Vec<Col> {
             wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
         ],
         ("", "Namespace") => vec![NAME, col("Status", "string", "The status of the namespace"), AGE],
-        ("apps", "Deployment") => vec![
-            NAME,
-            col("Ready", "string", "Number of the pod with ready state"),
-            col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-            col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
-        ],
-        ("apps", "ReplicaSet") => vec![
-            NAME,
-            col("Desired", "integer", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
-            col("Current", "integer", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
-            col("Ready", "integer", "The number of ready replicas for this replica set."),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
-        ],
-        ("apps", "DaemonSet") => vec![
-            NAME,
-            col("Desired", "integer", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-            col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-            col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
-            col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
-            col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
-            col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
-        ],
         ("", "Service") => vec![
             NAME,
             col("Type", "string", "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types"),
@@ -379,6 +351,9 @@ fn or_none(s: &str) -> String {
 fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
     let name = json!(get_str(obj, &["metadata", "name"]));
     let created = age(get(obj, &["metadata", "creationTimestamp"]), now);
+    if let Some(cells) = workloads::row(resource, obj, name.clone(), &created, now) {
+        return (cells, Vec::new());
+    }
     match (resource.group, resource.kind) {
         ("", "Pod") => pod_row(obj, now),
         ("", "Node") => (node_row(obj, name, created), Vec::new()),
@@ -390,62 +365,6 @@ fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<V
             ],
             Vec::new(),
         ),
-        ("apps", "Deployment") => {
-            let (names, images) = container_cells(obj);
-            let selector = match selector_string(get(obj, &["spec", "selector"])) {
-                Some(s) => s,
-                None => "<invalid>".to_string(),
-            };
-            let cells = vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    get_int(obj, &["status", "readyReplicas"]),
-                    get_int(obj, &["spec", "replicas"])
-                )),
-                json!(get_int(obj, &["status", "updatedReplicas"])),
-                json!(get_int(obj, &["status", "availableReplicas"])),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(selector),
-            ];
-            (cells, Vec::new())
-        }
-        ("apps", "ReplicaSet") => {
-            let (names, images) = container_cells(obj);
-            let cells = vec![
-                name,
-                json!(get_int(obj, &["spec", "replicas"])),
-                json!(get_int(obj, &["status", "replicas"])),
-                json!(get_int(obj, &["status", "readyReplicas"])),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(format_label_selector(get(obj, &["spec", "selector"]))),
-            ];
-            (cells, Vec::new())
-        }
-        ("apps", "DaemonSet") => {
-            let (names, images) = container_cells(obj);
-            let cells = vec![
-                name,
-                json!(get_int(obj, &["status", "desiredNumberScheduled"])),
-                json!(get_int(obj, &["status", "currentNumberScheduled"])),
-                json!(get_int(obj, &["status", "numberReady"])),
-                json!(get_int(obj, &["status", "updatedNumberScheduled"])),
-                json!(get_int(obj, &["status", "numberAvailable"])),
-                json!(format_labels(get(
-                    obj,
-                    &["spec", "template", "spec", "nodeSelector"]
-                ))),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(format_label_selector(get(obj, &["spec", "selector"]))),
-            ];
-            (cells, Vec::new())
-        }
         ("", "Service") => (service_row(obj, name, created), Vec::new()),
         ("", "Endpoints") => (
             vec![name, json!(format_endpoints(obj)), json!(created)],

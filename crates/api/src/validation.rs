@@ -30,11 +30,13 @@ const MAX_SECRET_SIZE: usize = 1024 * 1024;
 /// A required enum field: `Required value` when empty, `Unsupported value` when not one of
 /// `supported` (listed in the order Kubernetes prints them).
 mod apps;
+mod batch;
 mod names;
 mod pod;
 mod service;
 
 pub use apps::*;
+use batch::*;
 pub use names::*;
 use pod::*;
 use service::*;
@@ -66,6 +68,10 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("apps", "Deployment") => validate_deployment(o, &mut errs),
         ("apps", "ReplicaSet") => validate_replica_set(o, &mut errs),
         ("apps", "DaemonSet") => validate_daemon_set(o, &mut errs),
+        ("apps", "StatefulSet") => validate_stateful_set(o, &mut errs),
+        ("", "ReplicationController") => validate_replication_controller(o, &mut errs),
+        ("batch", "Job") => validate_job(o, &mut errs),
+        ("batch", "CronJob") => validate_cron_job(o, &mut errs),
         ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
         ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -101,20 +107,30 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
         ("scheduling.k8s.io", "PriorityClass") => {
             crate::scheduling_validation::validate_priority_class_update(o, n, &mut errs)
         }
+        ("apps", "StatefulSet") => {
+            selector_immutable(o, n, &mut errs);
+            validate_stateful_set_update(o, n, &mut errs);
+        }
+        ("batch", "Job") => validate_job_update(o, n, &mut errs),
         ("apps", "Deployment") | ("apps", "ReplicaSet") | ("apps", "DaemonSet") => {
-            let old_sel = path(o, &["spec", "selector"]);
-            let new_sel = path(n, &["spec", "selector"]);
-            if strip(old_sel) != strip(new_sel) {
-                errs.push(Cause::invalid_repr(
-                    "spec.selector",
-                    &go_selector(new_sel),
-                    IMMUTABLE,
-                ));
-            }
+            selector_immutable(o, n, &mut errs);
         }
         _ => {}
     }
     errs
+}
+
+/// A workload's `spec.selector` may not change (apps/v1).
+fn selector_immutable(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let old_sel = path(o, &["spec", "selector"]);
+    let new_sel = path(n, &["spec", "selector"]);
+    if strip(old_sel) != strip(new_sel) {
+        errs.push(Cause::invalid_repr(
+            "spec.selector",
+            &go_selector(new_sel),
+            IMMUTABLE,
+        ));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

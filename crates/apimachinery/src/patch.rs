@@ -31,6 +31,10 @@ pub const STRATEGIC_KINDS: &[&str] = &[
     "Deployment",
     "ReplicaSet",
     "DaemonSet",
+    "StatefulSet",
+    "ReplicationController",
+    "Job",
+    "CronJob",
     "Service",
     "Node",
     "Namespace",
@@ -706,6 +710,28 @@ static WORKLOAD: StructSchema = StructSchema {
     ],
 };
 
+/// CronJobSpec: the Job template's pod template is where the merge keys are.
+static JOB_TEMPLATE: StructSchema = StructSchema {
+    name: "JobTemplateSpec",
+    fields: &[
+        ("metadata", object(&OBJECT_META)),
+        ("spec", object(&WORKLOAD_SPEC)),
+    ],
+};
+
+static CRON_JOB_SPEC: StructSchema = StructSchema {
+    name: "CronJobSpec",
+    fields: &[("jobTemplate", object(&JOB_TEMPLATE))],
+};
+
+static CRON_JOB: StructSchema = StructSchema {
+    name: "CronJob",
+    fields: &[
+        ("metadata", object(&OBJECT_META)),
+        ("spec", object(&CRON_JOB_SPEC)),
+    ],
+};
+
 static SERVICE_SPEC: StructSchema = StructSchema {
     name: "ServiceSpec",
     fields: &[("ports", merge_by("port", None))],
@@ -769,7 +795,13 @@ static METADATA_ONLY: StructSchema = StructSchema {
 fn schema_for_kind(kind: &str) -> Schema {
     Some(match kind {
         "Pod" => &POD,
-        "Deployment" | "ReplicaSet" | "DaemonSet" => &WORKLOAD,
+        "Deployment"
+        | "ReplicaSet"
+        | "DaemonSet"
+        | "StatefulSet"
+        | "ReplicationController"
+        | "Job" => &WORKLOAD,
+        "CronJob" => &CRON_JOB,
         "Service" => &SERVICE,
         "Node" => &NODE,
         "Namespace" => &NAMESPACE,

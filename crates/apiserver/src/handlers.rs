@@ -752,7 +752,8 @@ fn selector_string(sel: &Value) -> String {
     parts.join(",")
 }
 
-/// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.
+/// The autoscaling/v1 Scale view of a Deployment, ReplicaSet, StatefulSet or
+/// ReplicationController.
 fn scale_of(obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_meta = json!({});
@@ -774,9 +775,22 @@ fn scale_of(obj: &Value) -> Value {
         "spec": {"replicas": obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0)},
         "status": {
             "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
-            "selector": obj.pointer("/spec/selector").map(selector_string).unwrap_or_default(),
+            "selector": obj.pointer("/spec/selector").map(scale_selector).unwrap_or_default(),
         },
     })
+}
+
+/// A Scale's `status.selector`: a label selector, or a ReplicationController's equality
+/// selector (a plain map of labels).
+fn scale_selector(selector: &Value) -> String {
+    let is_label_selector = selector.get("matchLabels").is_some_and(Value::is_object)
+        || selector
+            .get("matchExpressions")
+            .is_some_and(Value::is_array);
+    if is_label_selector || selector.as_object().is_none_or(|m| m.is_empty()) {
+        return selector_string(selector);
+    }
+    selector_string(&json!({ "matchLabels": selector }))
 }
 
 /// Updates `spec.replicas` through the scale subresource; `desired` maps the current

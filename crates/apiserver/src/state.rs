@@ -104,8 +104,11 @@ pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
 }
 
 /// Kinds whose `metadata.generation` tracks spec changes.
+/// Kinds whose strategies count `metadata.generation` (spec changes).
 fn tracks_generation(r: &ResourceInfo) -> bool {
-    r.group == "apps"
+    (r.group == "apps" && r.kind != "ControllerRevision")
+        || r.group == "batch"
+        || r.kind == "ReplicationController"
 }
 
 fn has_status_subresource(r: &ResourceInfo) -> bool {
@@ -605,9 +608,24 @@ impl ApiState {
     /// Mutations Kubernetes makes on admission that are not plain defaulting.
     fn admit_kind_specific(&self, r: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         // Clients do not create status for these kinds (their strategies reset it).
-        if old.is_none() && matches!(r.kind, "Deployment" | "ReplicaSet" | "DaemonSet" | "Pod") {
+        if old.is_none()
+            && matches!(
+                r.kind,
+                "Deployment"
+                    | "ReplicaSet"
+                    | "DaemonSet"
+                    | "StatefulSet"
+                    | "ReplicationController"
+                    | "Job"
+                    | "CronJob"
+                    | "Pod"
+            )
+        {
             obj["status"] = json!({});
             cairn_api::defaults::default_status_counters(r, obj);
+        }
+        if old.is_none() && r.kind == "Job" && r.group == "batch" {
+            cairn_api::defaults::generate_job_selector(obj);
         }
         if old.is_none() && r.kind == "Service" {
             obj["status"] = json!({"loadBalancer": {}});

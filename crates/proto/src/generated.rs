@@ -323,6 +323,41 @@ pub(crate) fn conv_core_v1_event(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::core::v1::ReplicationController`
+pub(crate) fn conv_core_v1_replication_controller(
+    m: k8s_pb::api::core::v1::ReplicationController,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::core::v1::ReplicationController {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_core_v1_replication_controller_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_core_v1_replication_controller_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::apps::v1::Deployment`
 pub(crate) fn conv_apps_v1_deployment(
     m: k8s_pb::api::apps::v1::Deployment,
@@ -1689,6 +1724,65 @@ pub(crate) fn conv_core_v1_event_series(
         f_last_observed_time,
         path,
         special_micro_time,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::core::v1::ReplicationControllerSpec`
+pub(crate) fn conv_core_v1_replication_controller_spec(
+    m: k8s_pb::api::core::v1::ReplicationControllerSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::core::v1::ReplicationControllerSpec {
+        replicas: f_replicas,
+        min_ready_seconds: f_min_ready_seconds,
+        selector: f_selector,
+        template: f_template,
+    } = m;
+    let mut out = Map::new();
+    pointer(&mut out, "replicas", f_replicas, path)?;
+    omitempty(&mut out, "minReadySeconds", f_min_ready_seconds, path)?;
+    string_map(&mut out, "selector", f_selector);
+    message(
+        &mut out,
+        "template",
+        f_template,
+        path,
+        conv_core_v1_pod_template_spec,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::core::v1::ReplicationControllerStatus`
+pub(crate) fn conv_core_v1_replication_controller_status(
+    m: k8s_pb::api::core::v1::ReplicationControllerStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::core::v1::ReplicationControllerStatus {
+        replicas: f_replicas,
+        fully_labeled_replicas: f_fully_labeled_replicas,
+        ready_replicas: f_ready_replicas,
+        available_replicas: f_available_replicas,
+        observed_generation: f_observed_generation,
+        conditions: f_conditions,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "replicas", f_replicas, path)?;
+    omitempty(
+        &mut out,
+        "fullyLabeledReplicas",
+        f_fully_labeled_replicas,
+        path,
+    )?;
+    omitempty(&mut out, "readyReplicas", f_ready_replicas, path)?;
+    omitempty(&mut out, "availableReplicas", f_available_replicas, path)?;
+    omitempty(&mut out, "observedGeneration", f_observed_generation, path)?;
+    messages(
+        &mut out,
+        "conditions",
+        f_conditions,
+        path,
+        conv_core_v1_replication_controller_condition,
     )?;
     Ok(Some(Value::Object(out)))
 }
@@ -3976,27 +4070,6 @@ pub(crate) fn conv_core_v1_endpoint_port(
     Ok(Some(Value::Object(out)))
 }
 
-/// `apimachinery::pkg::apis::meta::v1::LabelSelector`
-pub(crate) fn conv_apis_meta_v1_label_selector(
-    m: k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector,
-    path: &Path<'_>,
-) -> Result<Option<Value>, ProtoError> {
-    let k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector {
-        match_labels: f_match_labels,
-        match_expressions: f_match_expressions,
-    } = m;
-    let mut out = Map::new();
-    string_map(&mut out, "matchLabels", f_match_labels);
-    messages(
-        &mut out,
-        "matchExpressions",
-        f_match_expressions,
-        path,
-        conv_apis_meta_v1_label_selector_requirement,
-    )?;
-    Ok(Some(Value::Object(out)))
-}
-
 /// `api::core::v1::PodTemplateSpec`
 pub(crate) fn conv_core_v1_pod_template_spec(
     m: k8s_pb::api::core::v1::PodTemplateSpec,
@@ -4015,6 +4088,54 @@ pub(crate) fn conv_core_v1_pod_template_spec(
         conv_apis_meta_v1_object_meta,
     )?;
     message(&mut out, "spec", f_spec, path, conv_core_v1_pod_spec)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::core::v1::ReplicationControllerCondition`
+pub(crate) fn conv_core_v1_replication_controller_condition(
+    m: k8s_pb::api::core::v1::ReplicationControllerCondition,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::core::v1::ReplicationControllerCondition {
+        r#type: f_type,
+        status: f_status,
+        last_transition_time: f_last_transition_time,
+        reason: f_reason,
+        message: f_message,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    required(&mut out, "status", f_status, path)?;
+    message(
+        &mut out,
+        "lastTransitionTime",
+        f_last_transition_time,
+        path,
+        special_time,
+    )?;
+    omitempty(&mut out, "reason", f_reason, path)?;
+    omitempty(&mut out, "message", f_message, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `apimachinery::pkg::apis::meta::v1::LabelSelector`
+pub(crate) fn conv_apis_meta_v1_label_selector(
+    m: k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector {
+        match_labels: f_match_labels,
+        match_expressions: f_match_expressions,
+    } = m;
+    let mut out = Map::new();
+    string_map(&mut out, "matchLabels", f_match_labels);
+    messages(
+        &mut out,
+        "matchExpressions",
+        f_match_expressions,
+        path,
+        conv_apis_meta_v1_label_selector_requirement,
+    )?;
     Ok(Some(Value::Object(out)))
 }
 
@@ -7552,19 +7673,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(31),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(31),
+                shape: FieldShape::Message(32),
                 repeated: false,
             },
         ],
@@ -7575,19 +7696,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(32),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(34),
                 repeated: false,
             },
         ],
@@ -7598,7 +7719,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
@@ -7627,7 +7748,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
@@ -7662,19 +7783,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "secrets",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: true,
             },
             SchemaField {
@@ -7691,19 +7812,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(37),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(37),
+                shape: FieldShape::Message(38),
                 repeated: false,
             },
         ],
@@ -7714,19 +7835,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(40),
                 repeated: false,
             },
         ],
@@ -7737,13 +7858,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subsets",
-                shape: FieldShape::Message(40),
+                shape: FieldShape::Message(41),
                 repeated: true,
             },
         ],
@@ -7754,13 +7875,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "involvedObject",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: false,
             },
             SchemaField {
@@ -7778,19 +7899,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "source",
-                shape: FieldShape::Message(41),
+                shape: FieldShape::Message(42),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "firstTimestamp",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTimestamp",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -7808,13 +7929,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "eventTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "series",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7826,7 +7947,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "related",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: false,
             },
             SchemaField {
@@ -7844,24 +7965,47 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
-        name: "Deployment",
+        name: "ReplicationController",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(45),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(47),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "Deployment",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(30),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(48),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(49),
                 repeated: false,
             },
         ],
@@ -7872,19 +8016,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(50),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(48),
+                shape: FieldShape::Message(51),
                 repeated: false,
             },
         ],
@@ -7895,19 +8039,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(49),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(50),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
         ],
@@ -7918,13 +8062,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(51),
+                shape: FieldShape::Message(54),
                 repeated: false,
             },
         ],
@@ -7935,7 +8079,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
@@ -7947,13 +8091,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "endpoints",
-                shape: FieldShape::Message(52),
+                shape: FieldShape::Message(55),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(53),
+                shape: FieldShape::Message(56),
                 repeated: true,
             },
         ],
@@ -7964,19 +8108,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(54),
+                shape: FieldShape::Message(57),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(55),
+                shape: FieldShape::Message(58),
                 repeated: false,
             },
         ],
@@ -7993,7 +8137,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preconditions",
-                shape: FieldShape::Message(56),
+                shape: FieldShape::Message(59),
                 repeated: false,
             },
             SchemaField {
@@ -8028,19 +8172,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(57),
+                shape: FieldShape::Message(60),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(58),
+                shape: FieldShape::Message(61),
                 repeated: false,
             },
         ],
@@ -8051,19 +8195,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(59),
+                shape: FieldShape::Message(62),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(60),
+                shape: FieldShape::Message(63),
                 repeated: false,
             },
         ],
@@ -8074,19 +8218,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(61),
+                shape: FieldShape::Message(64),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(62),
+                shape: FieldShape::Message(65),
                 repeated: false,
             },
         ],
@@ -8097,19 +8241,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(63),
+                shape: FieldShape::Message(66),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(64),
+                shape: FieldShape::Message(67),
                 repeated: false,
             },
         ],
@@ -8120,19 +8264,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(65),
+                shape: FieldShape::Message(68),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(66),
+                shape: FieldShape::Message(69),
                 repeated: false,
             },
         ],
@@ -8143,13 +8287,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "rules",
-                shape: FieldShape::Message(67),
+                shape: FieldShape::Message(70),
                 repeated: true,
             },
         ],
@@ -8160,19 +8304,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "rules",
-                shape: FieldShape::Message(67),
+                shape: FieldShape::Message(70),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "aggregationRule",
-                shape: FieldShape::Message(68),
+                shape: FieldShape::Message(71),
                 repeated: false,
             },
         ],
@@ -8183,19 +8327,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subjects",
-                shape: FieldShape::Message(69),
+                shape: FieldShape::Message(72),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "roleRef",
-                shape: FieldShape::Message(70),
+                shape: FieldShape::Message(73),
                 repeated: false,
             },
         ],
@@ -8206,19 +8350,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subjects",
-                shape: FieldShape::Message(69),
+                shape: FieldShape::Message(72),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "roleRef",
-                shape: FieldShape::Message(70),
+                shape: FieldShape::Message(73),
                 repeated: false,
             },
         ],
@@ -8229,19 +8373,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(71),
+                shape: FieldShape::Message(74),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(72),
+                shape: FieldShape::Message(75),
                 repeated: false,
             },
         ],
@@ -8252,19 +8396,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(73),
+                shape: FieldShape::Message(76),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(74),
+                shape: FieldShape::Message(77),
                 repeated: false,
             },
         ],
@@ -8275,7 +8419,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
@@ -8310,19 +8454,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(75),
+                shape: FieldShape::Message(78),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(76),
+                shape: FieldShape::Message(79),
                 repeated: false,
             },
         ],
@@ -8375,13 +8519,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "creationTimestamp",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "deletionTimestamp",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -8405,7 +8549,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ownerReferences",
-                shape: FieldShape::Message(77),
+                shape: FieldShape::Message(80),
                 repeated: true,
             },
             SchemaField {
@@ -8417,7 +8561,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 17,
                 json: "managedFields",
-                shape: FieldShape::Message(78),
+                shape: FieldShape::Message(81),
                 repeated: true,
             },
         ],
@@ -8443,7 +8587,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(79),
+                shape: FieldShape::Message(82),
                 repeated: true,
             },
         ],
@@ -8454,7 +8598,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "ports",
-                shape: FieldShape::Message(80),
+                shape: FieldShape::Message(83),
                 repeated: true,
             },
             SchemaField {
@@ -8532,7 +8676,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "sessionAffinityConfig",
-                shape: FieldShape::Message(81),
+                shape: FieldShape::Message(84),
                 repeated: false,
             },
             SchemaField {
@@ -8579,13 +8723,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "loadBalancer",
-                shape: FieldShape::Message(82),
+                shape: FieldShape::Message(85),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(83),
+                shape: FieldShape::Message(86),
                 repeated: true,
             },
         ],
@@ -8652,25 +8796,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "volumes",
-                shape: FieldShape::Message(84),
+                shape: FieldShape::Message(87),
                 repeated: true,
             },
             SchemaField {
                 tag: 20,
                 json: "initContainers",
-                shape: FieldShape::Message(85),
+                shape: FieldShape::Message(88),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "containers",
-                shape: FieldShape::Message(85),
+                shape: FieldShape::Message(88),
                 repeated: true,
             },
             SchemaField {
                 tag: 34,
                 json: "ephemeralContainers",
-                shape: FieldShape::Message(86),
+                shape: FieldShape::Message(89),
                 repeated: true,
             },
             SchemaField {
@@ -8754,13 +8898,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "securityContext",
-                shape: FieldShape::Message(87),
+                shape: FieldShape::Message(90),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: true,
             },
             SchemaField {
@@ -8778,7 +8922,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 18,
                 json: "affinity",
-                shape: FieldShape::Message(88),
+                shape: FieldShape::Message(91),
                 repeated: false,
             },
             SchemaField {
@@ -8790,13 +8934,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 22,
                 json: "tolerations",
-                shape: FieldShape::Message(89),
+                shape: FieldShape::Message(92),
                 repeated: true,
             },
             SchemaField {
                 tag: 23,
                 json: "hostAliases",
-                shape: FieldShape::Message(90),
+                shape: FieldShape::Message(93),
                 repeated: true,
             },
             SchemaField {
@@ -8814,13 +8958,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 26,
                 json: "dnsConfig",
-                shape: FieldShape::Message(91),
+                shape: FieldShape::Message(94),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "readinessGates",
-                shape: FieldShape::Message(92),
+                shape: FieldShape::Message(95),
                 repeated: true,
             },
             SchemaField {
@@ -8844,13 +8988,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 32,
                 json: "overhead",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 33,
                 json: "topologySpreadConstraints",
-                shape: FieldShape::Message(94),
+                shape: FieldShape::Message(97),
                 repeated: true,
             },
             SchemaField {
@@ -8862,7 +9006,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 36,
                 json: "os",
-                shape: FieldShape::Message(95),
+                shape: FieldShape::Message(98),
                 repeated: false,
             },
             SchemaField {
@@ -8874,19 +9018,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 38,
                 json: "schedulingGates",
-                shape: FieldShape::Message(96),
+                shape: FieldShape::Message(99),
                 repeated: true,
             },
             SchemaField {
                 tag: 39,
                 json: "resourceClaims",
-                shape: FieldShape::Message(97),
+                shape: FieldShape::Message(100),
                 repeated: true,
             },
             SchemaField {
                 tag: 40,
                 json: "resources",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(101),
                 repeated: false,
             },
             SchemaField {
@@ -8898,7 +9042,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 42,
                 json: "workloadRef",
-                shape: FieldShape::Message(99),
+                shape: FieldShape::Message(102),
                 repeated: false,
             },
         ],
@@ -8921,7 +9065,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(100),
+                shape: FieldShape::Message(103),
                 repeated: true,
             },
             SchemaField {
@@ -8951,7 +9095,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 16,
                 json: "hostIPs",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(104),
                 repeated: true,
             },
             SchemaField {
@@ -8963,25 +9107,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 12,
                 json: "podIPs",
-                shape: FieldShape::Message(102),
+                shape: FieldShape::Message(105),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "startTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "initContainerStatuses",
-                shape: FieldShape::Message(103),
+                shape: FieldShape::Message(106),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "containerStatuses",
-                shape: FieldShape::Message(103),
+                shape: FieldShape::Message(106),
                 repeated: true,
             },
             SchemaField {
@@ -8993,7 +9137,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ephemeralContainerStatuses",
-                shape: FieldShape::Message(103),
+                shape: FieldShape::Message(106),
                 repeated: true,
             },
             SchemaField {
@@ -9005,25 +9149,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "resourceClaimStatuses",
-                shape: FieldShape::Message(104),
+                shape: FieldShape::Message(107),
                 repeated: true,
             },
             SchemaField {
                 tag: 18,
                 json: "extendedResourceClaimStatus",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(108),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "resources",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(101),
                 repeated: false,
             },
         ],
@@ -9058,13 +9202,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "taints",
-                shape: FieldShape::Message(106),
+                shape: FieldShape::Message(109),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "configSource",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
@@ -9081,13 +9225,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "allocatable",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
@@ -9099,31 +9243,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(108),
+                shape: FieldShape::Message(111),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "addresses",
-                shape: FieldShape::Message(109),
+                shape: FieldShape::Message(112),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "daemonEndpoints",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(113),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nodeInfo",
-                shape: FieldShape::Message(111),
+                shape: FieldShape::Message(114),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "images",
-                shape: FieldShape::Message(112),
+                shape: FieldShape::Message(115),
                 repeated: true,
             },
             SchemaField {
@@ -9135,25 +9279,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "volumesAttached",
-                shape: FieldShape::Message(113),
+                shape: FieldShape::Message(116),
                 repeated: true,
             },
             SchemaField {
                 tag: 11,
                 json: "config",
-                shape: FieldShape::Message(114),
+                shape: FieldShape::Message(117),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "runtimeHandlers",
-                shape: FieldShape::Message(115),
+                shape: FieldShape::Message(118),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "features",
-                shape: FieldShape::Message(116),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
@@ -9170,19 +9314,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "addresses",
-                shape: FieldShape::Message(117),
+                shape: FieldShape::Message(120),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "notReadyAddresses",
-                shape: FieldShape::Message(117),
+                shape: FieldShape::Message(120),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(118),
+                shape: FieldShape::Message(121),
                 repeated: true,
             },
         ],
@@ -9250,8 +9394,78 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "lastObservedTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(44),
                 repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ReplicationControllerSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "replicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "minReadySeconds",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "selector",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "template",
+                shape: FieldShape::Message(122),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ReplicationControllerStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "replicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "fullyLabeledReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "readyReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "availableReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "observedGeneration",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 6,
+                json: "conditions",
+                shape: FieldShape::Message(123),
+                repeated: true,
             },
         ],
     },
@@ -9267,19 +9481,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "strategy",
-                shape: FieldShape::Message(121),
+                shape: FieldShape::Message(125),
                 repeated: false,
             },
             SchemaField {
@@ -9356,7 +9570,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(126),
                 repeated: true,
             },
             SchemaField {
@@ -9385,13 +9599,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
         ],
@@ -9438,7 +9652,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(123),
+                shape: FieldShape::Message(127),
                 repeated: true,
             },
         ],
@@ -9449,19 +9663,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "template",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "updateStrategy",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(128),
                 repeated: false,
             },
             SchemaField {
@@ -9538,7 +9752,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(125),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
         ],
@@ -9561,13 +9775,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "acquireTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "renewTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
@@ -9602,7 +9816,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(126),
+                shape: FieldShape::Message(130),
                 repeated: false,
             },
             SchemaField {
@@ -9614,7 +9828,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetRef",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: false,
             },
             SchemaField {
@@ -9638,7 +9852,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "hints",
-                shape: FieldShape::Message(127),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
         ],
@@ -9721,7 +9935,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
@@ -9733,7 +9947,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "scopeSelector",
-                shape: FieldShape::Message(128),
+                shape: FieldShape::Message(132),
                 repeated: false,
             },
         ],
@@ -9744,13 +9958,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "used",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
         ],
@@ -9767,13 +9981,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(129),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -9797,13 +10011,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "dataSource",
-                shape: FieldShape::Message(130),
+                shape: FieldShape::Message(134),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "dataSourceRef",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(135),
                 repeated: false,
             },
             SchemaField {
@@ -9832,19 +10046,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(132),
+                shape: FieldShape::Message(136),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
@@ -9862,7 +10076,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 9,
                 json: "modifyVolumeStatus",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(137),
                 repeated: false,
             },
         ],
@@ -9879,19 +10093,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "volumeClaimTemplates",
-                shape: FieldShape::Message(17),
+                shape: FieldShape::Message(18),
                 repeated: true,
             },
             SchemaField {
@@ -9909,7 +10123,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "updateStrategy",
-                shape: FieldShape::Message(134),
+                shape: FieldShape::Message(138),
                 repeated: false,
             },
             SchemaField {
@@ -9927,13 +10141,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaimRetentionPolicy",
-                shape: FieldShape::Message(135),
+                shape: FieldShape::Message(139),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "ordinals",
-                shape: FieldShape::Message(136),
+                shape: FieldShape::Message(140),
                 repeated: false,
             },
         ],
@@ -9992,7 +10206,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(137),
+                shape: FieldShape::Message(141),
                 repeated: true,
             },
             SchemaField {
@@ -10027,13 +10241,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "podFailurePolicy",
-                shape: FieldShape::Message(138),
+                shape: FieldShape::Message(142),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "successPolicy",
-                shape: FieldShape::Message(139),
+                shape: FieldShape::Message(143),
                 repeated: false,
             },
             SchemaField {
@@ -10057,7 +10271,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -10069,7 +10283,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "template",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
             SchemaField {
@@ -10110,19 +10324,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "conditions",
-                shape: FieldShape::Message(140),
+                shape: FieldShape::Message(144),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "startTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "completionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -10164,7 +10378,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "uncountedTerminatedPods",
-                shape: FieldShape::Message(141),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
             SchemaField {
@@ -10211,7 +10425,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "jobTemplate",
-                shape: FieldShape::Message(142),
+                shape: FieldShape::Message(146),
                 repeated: false,
             },
             SchemaField {
@@ -10234,19 +10448,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "active",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: true,
             },
             SchemaField {
                 tag: 4,
                 json: "lastScheduleTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "lastSuccessfulTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
         ],
@@ -10291,7 +10505,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clusterRoleSelectors",
-            shape: FieldShape::Message(119),
+            shape: FieldShape::Message(124),
             repeated: true,
         }],
     },
@@ -10359,19 +10573,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "defaultBackend",
-                shape: FieldShape::Message(143),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "tls",
-                shape: FieldShape::Message(144),
+                shape: FieldShape::Message(148),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "rules",
-                shape: FieldShape::Message(145),
+                shape: FieldShape::Message(149),
                 repeated: true,
             },
         ],
@@ -10381,7 +10595,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "loadBalancer",
-            shape: FieldShape::Message(146),
+            shape: FieldShape::Message(150),
             repeated: false,
         }],
     },
@@ -10391,19 +10605,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "minAvailable",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
@@ -10426,7 +10640,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "disruptedPods",
-                shape: FieldShape::MapOfMessages(42),
+                shape: FieldShape::MapOfMessages(43),
                 repeated: false,
             },
             SchemaField {
@@ -10456,7 +10670,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "conditions",
-                shape: FieldShape::Message(83),
+                shape: FieldShape::Message(86),
                 repeated: true,
             },
         ],
@@ -10479,7 +10693,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "boundObjectRef",
-                shape: FieldShape::Message(148),
+                shape: FieldShape::Message(152),
                 repeated: false,
             },
         ],
@@ -10496,7 +10710,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "expirationTimestamp",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
         ],
@@ -10566,7 +10780,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "time",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -10578,7 +10792,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "fieldsV1",
-                shape: FieldShape::Message(149),
+                shape: FieldShape::Message(153),
                 repeated: false,
             },
             SchemaField {
@@ -10607,7 +10821,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -10654,7 +10868,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetPort",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
@@ -10670,7 +10884,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clientIP",
-            shape: FieldShape::Message(150),
+            shape: FieldShape::Message(154),
             repeated: false,
         }],
     },
@@ -10679,7 +10893,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(151),
+            shape: FieldShape::Message(155),
             repeated: true,
         }],
     },
@@ -10707,7 +10921,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -10736,7 +10950,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(152),
+                shape: FieldShape::Message(156),
                 repeated: false,
             },
         ],
@@ -10777,31 +10991,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(153),
+                shape: FieldShape::Message(157),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(154),
+                shape: FieldShape::Message(158),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(155),
+                shape: FieldShape::Message(159),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(101),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(156),
+                shape: FieldShape::Message(160),
                 repeated: true,
             },
             SchemaField {
@@ -10813,43 +11027,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(157),
+                shape: FieldShape::Message(161),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(158),
+                shape: FieldShape::Message(162),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(159),
+                shape: FieldShape::Message(163),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(161),
+                shape: FieldShape::Message(165),
                 repeated: false,
             },
             SchemaField {
@@ -10873,7 +11087,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(162),
+                shape: FieldShape::Message(166),
                 repeated: false,
             },
             SchemaField {
@@ -10902,7 +11116,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(167),
                 repeated: false,
             },
             SchemaField {
@@ -10919,13 +11133,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(168),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "windowsOptions",
-                shape: FieldShape::Message(165),
+                shape: FieldShape::Message(169),
                 repeated: false,
             },
             SchemaField {
@@ -10967,7 +11181,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "sysctls",
-                shape: FieldShape::Message(166),
+                shape: FieldShape::Message(170),
                 repeated: true,
             },
             SchemaField {
@@ -10979,13 +11193,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "seccompProfile",
-                shape: FieldShape::Message(167),
+                shape: FieldShape::Message(171),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(168),
+                shape: FieldShape::Message(172),
                 repeated: false,
             },
             SchemaField {
@@ -11002,19 +11216,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "nodeAffinity",
-                shape: FieldShape::Message(169),
+                shape: FieldShape::Message(173),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "podAffinity",
-                shape: FieldShape::Message(170),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "podAntiAffinity",
-                shape: FieldShape::Message(171),
+                shape: FieldShape::Message(175),
                 repeated: false,
             },
         ],
@@ -11089,7 +11303,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "options",
-                shape: FieldShape::Message(172),
+                shape: FieldShape::Message(176),
                 repeated: true,
             },
         ],
@@ -11136,7 +11350,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "labelSelector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -11212,19 +11426,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "claims",
-                shape: FieldShape::Message(173),
+                shape: FieldShape::Message(177),
                 repeated: true,
             },
         ],
@@ -11276,13 +11490,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -11329,13 +11543,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "state",
-                shape: FieldShape::Message(174),
+                shape: FieldShape::Message(178),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastState",
-                shape: FieldShape::Message(174),
+                shape: FieldShape::Message(178),
                 repeated: false,
             },
             SchemaField {
@@ -11377,31 +11591,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "resources",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(101),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "volumeMounts",
-                shape: FieldShape::Message(175),
+                shape: FieldShape::Message(179),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "user",
-                shape: FieldShape::Message(176),
+                shape: FieldShape::Message(180),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "allocatedResourcesStatus",
-                shape: FieldShape::Message(177),
+                shape: FieldShape::Message(181),
                 repeated: true,
             },
             SchemaField {
@@ -11435,7 +11649,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requestMappings",
-                shape: FieldShape::Message(178),
+                shape: FieldShape::Message(182),
                 repeated: true,
             },
             SchemaField {
@@ -11470,7 +11684,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "timeAdded",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
         ],
@@ -11480,7 +11694,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 2,
             json: "configMap",
-            shape: FieldShape::Message(179),
+            shape: FieldShape::Message(183),
             repeated: false,
         }],
     },
@@ -11502,13 +11716,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastHeartbeatTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -11547,7 +11761,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "kubeletEndpoint",
-            shape: FieldShape::Message(180),
+            shape: FieldShape::Message(184),
             repeated: false,
         }],
     },
@@ -11617,7 +11831,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "swap",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(185),
                 repeated: false,
             },
         ],
@@ -11662,19 +11876,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "assigned",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "active",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastKnownGood",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
@@ -11697,7 +11911,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "features",
-                shape: FieldShape::Message(182),
+                shape: FieldShape::Message(186),
                 repeated: false,
             },
         ],
@@ -11735,7 +11949,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "targetRef",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(35),
                 repeated: false,
             },
         ],
@@ -11770,6 +11984,58 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
+        name: "PodTemplateSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(30),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(37),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ReplicationControllerCondition",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "status",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "lastTransitionTime",
+                shape: FieldShape::Message(43),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "reason",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "message",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
         name: "LabelSelector",
         fields: &[
             SchemaField {
@@ -11781,25 +12047,8 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "matchExpressions",
-                shape: FieldShape::Message(183),
+                shape: FieldShape::Message(187),
                 repeated: true,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "PodTemplateSpec",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(29),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(36),
-                repeated: false,
             },
         ],
     },
@@ -11815,7 +12064,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(184),
+                shape: FieldShape::Message(188),
                 repeated: false,
             },
         ],
@@ -11838,13 +12087,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "lastUpdateTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -11879,7 +12128,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -11908,7 +12157,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(185),
+                shape: FieldShape::Message(189),
                 repeated: false,
             },
         ],
@@ -11931,7 +12180,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -11977,13 +12226,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "forZones",
-                shape: FieldShape::Message(186),
+                shape: FieldShape::Message(190),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "forNodes",
-                shape: FieldShape::Message(187),
+                shape: FieldShape::Message(191),
                 repeated: true,
             },
         ],
@@ -11993,7 +12242,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "matchExpressions",
-            shape: FieldShape::Message(188),
+            shape: FieldShape::Message(192),
             repeated: true,
         }],
     },
@@ -12003,13 +12252,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(93),
+                shape: FieldShape::MapOfMessages(96),
                 repeated: false,
             },
         ],
@@ -12084,13 +12333,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -12136,7 +12385,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(189),
+                shape: FieldShape::Message(193),
                 repeated: false,
             },
         ],
@@ -12185,7 +12434,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -12207,7 +12456,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(190),
+            shape: FieldShape::Message(194),
             repeated: true,
         }],
     },
@@ -12216,7 +12465,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(191),
+            shape: FieldShape::Message(195),
             repeated: true,
         }],
     },
@@ -12238,13 +12487,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -12284,13 +12533,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(63),
+                shape: FieldShape::Message(66),
                 repeated: false,
             },
         ],
@@ -12301,13 +12550,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "service",
-                shape: FieldShape::Message(192),
+                shape: FieldShape::Message(196),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resource",
-                shape: FieldShape::Message(130),
+                shape: FieldShape::Message(134),
                 repeated: false,
             },
         ],
@@ -12341,7 +12590,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(193),
+                shape: FieldShape::Message(197),
                 repeated: false,
             },
         ],
@@ -12351,7 +12600,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(194),
+            shape: FieldShape::Message(198),
             repeated: true,
         }],
     },
@@ -12449,7 +12698,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(195),
+                shape: FieldShape::Message(199),
                 repeated: true,
             },
         ],
@@ -12460,181 +12709,181 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hostPath",
-                shape: FieldShape::Message(196),
+                shape: FieldShape::Message(200),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "emptyDir",
-                shape: FieldShape::Message(197),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "gcePersistentDisk",
-                shape: FieldShape::Message(198),
+                shape: FieldShape::Message(202),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "awsElasticBlockStore",
-                shape: FieldShape::Message(199),
+                shape: FieldShape::Message(203),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "gitRepo",
-                shape: FieldShape::Message(200),
+                shape: FieldShape::Message(204),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "secret",
-                shape: FieldShape::Message(201),
+                shape: FieldShape::Message(205),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nfs",
-                shape: FieldShape::Message(202),
+                shape: FieldShape::Message(206),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "iscsi",
-                shape: FieldShape::Message(203),
+                shape: FieldShape::Message(207),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "glusterfs",
-                shape: FieldShape::Message(204),
+                shape: FieldShape::Message(208),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaim",
-                shape: FieldShape::Message(205),
+                shape: FieldShape::Message(209),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "rbd",
-                shape: FieldShape::Message(206),
+                shape: FieldShape::Message(210),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "flexVolume",
-                shape: FieldShape::Message(207),
+                shape: FieldShape::Message(211),
                 repeated: false,
             },
             SchemaField {
                 tag: 13,
                 json: "cinder",
-                shape: FieldShape::Message(208),
+                shape: FieldShape::Message(212),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "cephfs",
-                shape: FieldShape::Message(209),
+                shape: FieldShape::Message(213),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "flocker",
-                shape: FieldShape::Message(210),
+                shape: FieldShape::Message(214),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "downwardAPI",
-                shape: FieldShape::Message(211),
+                shape: FieldShape::Message(215),
                 repeated: false,
             },
             SchemaField {
                 tag: 17,
                 json: "fc",
-                shape: FieldShape::Message(212),
+                shape: FieldShape::Message(216),
                 repeated: false,
             },
             SchemaField {
                 tag: 18,
                 json: "azureFile",
-                shape: FieldShape::Message(213),
+                shape: FieldShape::Message(217),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "configMap",
-                shape: FieldShape::Message(214),
+                shape: FieldShape::Message(218),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "vsphereVolume",
-                shape: FieldShape::Message(215),
+                shape: FieldShape::Message(219),
                 repeated: false,
             },
             SchemaField {
                 tag: 21,
                 json: "quobyte",
-                shape: FieldShape::Message(216),
+                shape: FieldShape::Message(220),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "azureDisk",
-                shape: FieldShape::Message(217),
+                shape: FieldShape::Message(221),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "photonPersistentDisk",
-                shape: FieldShape::Message(218),
+                shape: FieldShape::Message(222),
                 repeated: false,
             },
             SchemaField {
                 tag: 26,
                 json: "projected",
-                shape: FieldShape::Message(219),
+                shape: FieldShape::Message(223),
                 repeated: false,
             },
             SchemaField {
                 tag: 24,
                 json: "portworxVolume",
-                shape: FieldShape::Message(220),
+                shape: FieldShape::Message(224),
                 repeated: false,
             },
             SchemaField {
                 tag: 25,
                 json: "scaleIO",
-                shape: FieldShape::Message(221),
+                shape: FieldShape::Message(225),
                 repeated: false,
             },
             SchemaField {
                 tag: 27,
                 json: "storageos",
-                shape: FieldShape::Message(222),
+                shape: FieldShape::Message(226),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "csi",
-                shape: FieldShape::Message(223),
+                shape: FieldShape::Message(227),
                 repeated: false,
             },
             SchemaField {
                 tag: 29,
                 json: "ephemeral",
-                shape: FieldShape::Message(224),
+                shape: FieldShape::Message(228),
                 repeated: false,
             },
             SchemaField {
                 tag: 30,
                 json: "image",
-                shape: FieldShape::Message(225),
+                shape: FieldShape::Message(229),
                 repeated: false,
             },
         ],
@@ -12686,13 +12935,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "configMapRef",
-                shape: FieldShape::Message(226),
+                shape: FieldShape::Message(230),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(227),
+                shape: FieldShape::Message(231),
                 repeated: false,
             },
         ],
@@ -12715,7 +12964,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "valueFrom",
-                shape: FieldShape::Message(228),
+                shape: FieldShape::Message(232),
                 repeated: false,
             },
         ],
@@ -12749,7 +12998,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "exitCodes",
-                shape: FieldShape::Message(229),
+                shape: FieldShape::Message(233),
                 repeated: false,
             },
         ],
@@ -12824,7 +13073,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(230),
+                shape: FieldShape::Message(234),
                 repeated: false,
             },
             SchemaField {
@@ -12871,13 +13120,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "postStart",
-                shape: FieldShape::Message(231),
+                shape: FieldShape::Message(235),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preStop",
-                shape: FieldShape::Message(231),
+                shape: FieldShape::Message(235),
                 repeated: false,
             },
             SchemaField {
@@ -12894,7 +13143,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capabilities",
-                shape: FieldShape::Message(232),
+                shape: FieldShape::Message(236),
                 repeated: false,
             },
             SchemaField {
@@ -12906,13 +13155,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(168),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "windowsOptions",
-                shape: FieldShape::Message(165),
+                shape: FieldShape::Message(169),
                 repeated: false,
             },
             SchemaField {
@@ -12954,13 +13203,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "seccompProfile",
-                shape: FieldShape::Message(167),
+                shape: FieldShape::Message(171),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(168),
+                shape: FieldShape::Message(172),
                 repeated: false,
             },
         ],
@@ -13001,31 +13250,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(153),
+                shape: FieldShape::Message(157),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(154),
+                shape: FieldShape::Message(158),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(155),
+                shape: FieldShape::Message(159),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(101),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(156),
+                shape: FieldShape::Message(160),
                 repeated: true,
             },
             SchemaField {
@@ -13037,43 +13286,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(157),
+                shape: FieldShape::Message(161),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(158),
+                shape: FieldShape::Message(162),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(159),
+                shape: FieldShape::Message(163),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(164),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(161),
+                shape: FieldShape::Message(165),
                 repeated: false,
             },
             SchemaField {
@@ -13097,7 +13346,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(162),
+                shape: FieldShape::Message(166),
                 repeated: false,
             },
             SchemaField {
@@ -13235,13 +13484,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(233),
+                shape: FieldShape::Message(237),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(234),
+                shape: FieldShape::Message(238),
                 repeated: true,
             },
         ],
@@ -13252,13 +13501,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(239),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(236),
+                shape: FieldShape::Message(240),
                 repeated: true,
             },
         ],
@@ -13269,13 +13518,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(239),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(236),
+                shape: FieldShape::Message(240),
                 repeated: true,
             },
         ],
@@ -13320,19 +13569,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "waiting",
-                shape: FieldShape::Message(237),
+                shape: FieldShape::Message(241),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "running",
-                shape: FieldShape::Message(238),
+                shape: FieldShape::Message(242),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "terminated",
-                shape: FieldShape::Message(239),
+                shape: FieldShape::Message(243),
                 repeated: false,
             },
         ],
@@ -13371,7 +13620,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "linux",
-            shape: FieldShape::Message(240),
+            shape: FieldShape::Message(244),
             repeated: false,
         }],
     },
@@ -13387,7 +13636,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(241),
+                shape: FieldShape::Message(245),
                 repeated: true,
             },
         ],
@@ -13514,13 +13763,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
         ],
@@ -13531,13 +13780,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
         ],
@@ -13595,7 +13844,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
         ],
@@ -13612,13 +13861,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "onExitCodes",
-                shape: FieldShape::Message(242),
+                shape: FieldShape::Message(246),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "onPodConditions",
-                shape: FieldShape::Message(243),
+                shape: FieldShape::Message(247),
                 repeated: true,
             },
         ],
@@ -13652,7 +13901,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(244),
+                shape: FieldShape::Message(248),
                 repeated: false,
             },
         ],
@@ -13662,7 +13911,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "http",
-            shape: FieldShape::Message(245),
+            shape: FieldShape::Message(249),
             repeated: false,
         }],
     },
@@ -13684,7 +13933,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(246),
+                shape: FieldShape::Message(250),
                 repeated: true,
             },
         ],
@@ -13741,7 +13990,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "sizeLimit",
-                shape: FieldShape::Message(93),
+                shape: FieldShape::Message(96),
                 repeated: false,
             },
         ],
@@ -13839,7 +14088,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(251),
                 repeated: true,
             },
             SchemaField {
@@ -13939,7 +14188,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14032,7 +14281,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14061,7 +14310,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14102,7 +14351,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
         ],
@@ -14137,7 +14386,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14171,7 +14420,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "items",
-                shape: FieldShape::Message(248),
+                shape: FieldShape::Message(252),
                 repeated: true,
             },
             SchemaField {
@@ -14246,13 +14495,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(251),
                 repeated: true,
             },
             SchemaField {
@@ -14403,7 +14652,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "sources",
-                shape: FieldShape::Message(249),
+                shape: FieldShape::Message(253),
                 repeated: true,
             },
             SchemaField {
@@ -14455,7 +14704,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14532,7 +14781,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
         ],
@@ -14567,7 +14816,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "nodePublishSecretRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
         ],
@@ -14577,7 +14826,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "volumeClaimTemplate",
-            shape: FieldShape::Message(250),
+            shape: FieldShape::Message(254),
             repeated: false,
         }],
     },
@@ -14604,7 +14853,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14621,7 +14870,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -14638,31 +14887,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "fieldRef",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(255),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(252),
+                shape: FieldShape::Message(256),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMapKeyRef",
-                shape: FieldShape::Message(253),
+                shape: FieldShape::Message(257),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "secretKeyRef",
-                shape: FieldShape::Message(254),
+                shape: FieldShape::Message(258),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "fileKeyRef",
-                shape: FieldShape::Message(255),
+                shape: FieldShape::Message(259),
                 repeated: false,
             },
         ],
@@ -14690,25 +14939,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(256),
+                shape: FieldShape::Message(260),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(257),
+                shape: FieldShape::Message(261),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(258),
+                shape: FieldShape::Message(262),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "grpc",
-                shape: FieldShape::Message(259),
+                shape: FieldShape::Message(263),
                 repeated: false,
             },
         ],
@@ -14719,25 +14968,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(256),
+                shape: FieldShape::Message(260),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(257),
+                shape: FieldShape::Message(261),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(258),
+                shape: FieldShape::Message(262),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "sleep",
-                shape: FieldShape::Message(260),
+                shape: FieldShape::Message(264),
                 repeated: false,
             },
         ],
@@ -14764,7 +15013,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "nodeSelectorTerms",
-            shape: FieldShape::Message(261),
+            shape: FieldShape::Message(265),
             repeated: true,
         }],
     },
@@ -14780,7 +15029,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preference",
-                shape: FieldShape::Message(261),
+                shape: FieldShape::Message(265),
                 repeated: false,
             },
         ],
@@ -14791,7 +15040,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "labelSelector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -14809,7 +15058,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "namespaceSelector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -14838,7 +15087,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "podAffinityTerm",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(239),
                 repeated: false,
             },
         ],
@@ -14865,7 +15114,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "startedAt",
-            shape: FieldShape::Message(42),
+            shape: FieldShape::Message(43),
             repeated: false,
         }],
     },
@@ -14899,13 +15148,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "startedAt",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "finishedAt",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
             SchemaField {
@@ -15018,7 +15267,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "paths",
-            shape: FieldShape::Message(262),
+            shape: FieldShape::Message(266),
             repeated: true,
         }],
     },
@@ -15080,13 +15329,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "fieldRef",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(255),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(252),
+                shape: FieldShape::Message(256),
                 repeated: false,
             },
             SchemaField {
@@ -15103,37 +15352,37 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "secret",
-                shape: FieldShape::Message(263),
+                shape: FieldShape::Message(267),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "downwardAPI",
-                shape: FieldShape::Message(264),
+                shape: FieldShape::Message(268),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMap",
-                shape: FieldShape::Message(265),
+                shape: FieldShape::Message(269),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "serviceAccountToken",
-                shape: FieldShape::Message(266),
+                shape: FieldShape::Message(270),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "clusterTrustBundle",
-                shape: FieldShape::Message(267),
+                shape: FieldShape::Message(271),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "podCertificate",
-                shape: FieldShape::Message(268),
+                shape: FieldShape::Message(272),
                 repeated: false,
             },
         ],
@@ -15144,13 +15393,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(29),
+                shape: FieldShape::Message(30),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(59),
+                shape: FieldShape::Message(62),
                 repeated: false,
             },
         ],
@@ -15190,7 +15439,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "divisor",
-                shape: FieldShape::Message(93),
+                shape: FieldShape::Message(96),
                 repeated: false,
             },
         ],
@@ -15201,7 +15450,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -15224,7 +15473,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
@@ -15291,7 +15540,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
@@ -15309,7 +15558,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "httpHeaders",
-                shape: FieldShape::Message(269),
+                shape: FieldShape::Message(273),
                 repeated: true,
             },
         ],
@@ -15320,7 +15569,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "port",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
@@ -15363,13 +15612,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "matchExpressions",
-                shape: FieldShape::Message(270),
+                shape: FieldShape::Message(274),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "matchFields",
-                shape: FieldShape::Message(270),
+                shape: FieldShape::Message(274),
                 repeated: true,
             },
         ],
@@ -15392,7 +15641,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "backend",
-                shape: FieldShape::Message(143),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
         ],
@@ -15403,13 +15652,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(251),
                 repeated: true,
             },
             SchemaField {
@@ -15425,7 +15674,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "items",
-            shape: FieldShape::Message(248),
+            shape: FieldShape::Message(252),
             repeated: true,
         }],
     },
@@ -15435,13 +15684,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(251),
                 repeated: true,
             },
             SchemaField {
@@ -15493,7 +15742,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "labelSelector",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -15610,6 +15859,7 @@ pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("v1", "Node"),
     ("v1", "Endpoints"),
     ("v1", "Event"),
+    ("v1", "ReplicationController"),
     ("apps/v1", "Deployment"),
     ("apps/v1", "ReplicaSet"),
     ("apps/v1", "DaemonSet"),
@@ -15666,73 +15916,82 @@ pub(crate) fn decode_kind(
         ("v1", "Event") => {
             root::<k8s_pb::api::core::v1::Event>(raw, "Event", 8, conv_core_v1_event)
         }
-        ("apps/v1", "Deployment") => {
-            root::<k8s_pb::api::apps::v1::Deployment>(raw, "Deployment", 9, conv_apps_v1_deployment)
-        }
+        ("v1", "ReplicationController") => root::<k8s_pb::api::core::v1::ReplicationController>(
+            raw,
+            "ReplicationController",
+            9,
+            conv_core_v1_replication_controller,
+        ),
+        ("apps/v1", "Deployment") => root::<k8s_pb::api::apps::v1::Deployment>(
+            raw,
+            "Deployment",
+            10,
+            conv_apps_v1_deployment,
+        ),
         ("apps/v1", "ReplicaSet") => root::<k8s_pb::api::apps::v1::ReplicaSet>(
             raw,
             "ReplicaSet",
-            10,
+            11,
             conv_apps_v1_replica_set,
         ),
         ("apps/v1", "DaemonSet") => {
-            root::<k8s_pb::api::apps::v1::DaemonSet>(raw, "DaemonSet", 11, conv_apps_v1_daemon_set)
+            root::<k8s_pb::api::apps::v1::DaemonSet>(raw, "DaemonSet", 12, conv_apps_v1_daemon_set)
         }
         ("coordination.k8s.io/v1", "Lease") => root::<k8s_pb::api::coordination::v1::Lease>(
             raw,
             "Lease",
-            12,
+            13,
             conv_coordination_v1_lease,
         ),
         ("discovery.k8s.io/v1", "EndpointSlice") => {
             root::<k8s_pb::api::discovery::v1::EndpointSlice>(
                 raw,
                 "EndpointSlice",
-                13,
+                14,
                 conv_discovery_v1_endpoint_slice,
             )
         }
         ("autoscaling/v1", "Scale") => {
-            root::<k8s_pb::api::autoscaling::v1::Scale>(raw, "Scale", 14, conv_autoscaling_v1_scale)
+            root::<k8s_pb::api::autoscaling::v1::Scale>(raw, "Scale", 15, conv_autoscaling_v1_scale)
         }
         (_, "DeleteOptions") => root::<k8s_pb::apimachinery::pkg::apis::meta::v1::DeleteOptions>(
             raw,
             "DeleteOptions",
-            15,
+            16,
             conv_apis_meta_v1_delete_options,
         ),
         ("v1", "ResourceQuota") => root::<k8s_pb::api::core::v1::ResourceQuota>(
             raw,
             "ResourceQuota",
-            16,
+            17,
             conv_core_v1_resource_quota,
         ),
         ("v1", "PersistentVolumeClaim") => root::<k8s_pb::api::core::v1::PersistentVolumeClaim>(
             raw,
             "PersistentVolumeClaim",
-            17,
+            18,
             conv_core_v1_persistent_volume_claim,
         ),
         ("apps/v1", "StatefulSet") => root::<k8s_pb::api::apps::v1::StatefulSet>(
             raw,
             "StatefulSet",
-            18,
+            19,
             conv_apps_v1_stateful_set,
         ),
         ("batch/v1", "Job") => {
-            root::<k8s_pb::api::batch::v1::Job>(raw, "Job", 19, conv_batch_v1_job)
+            root::<k8s_pb::api::batch::v1::Job>(raw, "Job", 20, conv_batch_v1_job)
         }
         ("batch/v1", "CronJob") => {
-            root::<k8s_pb::api::batch::v1::CronJob>(raw, "CronJob", 20, conv_batch_v1_cron_job)
+            root::<k8s_pb::api::batch::v1::CronJob>(raw, "CronJob", 21, conv_batch_v1_cron_job)
         }
         ("rbac.authorization.k8s.io/v1", "Role") => {
-            root::<k8s_pb::api::rbac::v1::Role>(raw, "Role", 21, conv_rbac_v1_role)
+            root::<k8s_pb::api::rbac::v1::Role>(raw, "Role", 22, conv_rbac_v1_role)
         }
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
             root::<k8s_pb::api::rbac::v1::ClusterRole>(
                 raw,
                 "ClusterRole",
-                22,
+                23,
                 conv_rbac_v1_cluster_role,
             )
         }
@@ -15740,7 +15999,7 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::rbac::v1::RoleBinding>(
                 raw,
                 "RoleBinding",
-                23,
+                24,
                 conv_rbac_v1_role_binding,
             )
         }
@@ -15748,21 +16007,21 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::rbac::v1::ClusterRoleBinding>(
                 raw,
                 "ClusterRoleBinding",
-                24,
+                25,
                 conv_rbac_v1_cluster_role_binding,
             )
         }
         ("networking.k8s.io/v1", "Ingress") => root::<k8s_pb::api::networking::v1::Ingress>(
             raw,
             "Ingress",
-            25,
+            26,
             conv_networking_v1_ingress,
         ),
         ("policy/v1", "PodDisruptionBudget") => {
             root::<k8s_pb::api::policy::v1::PodDisruptionBudget>(
                 raw,
                 "PodDisruptionBudget",
-                26,
+                27,
                 conv_policy_v1_pod_disruption_budget,
             )
         }
@@ -15770,7 +16029,7 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::scheduling::v1::PriorityClass>(
                 raw,
                 "PriorityClass",
-                27,
+                28,
                 conv_scheduling_v1_priority_class,
             )
         }
@@ -15778,7 +16037,7 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::authentication::v1::TokenRequest>(
                 raw,
                 "TokenRequest",
-                28,
+                29,
                 conv_authentication_v1_token_request,
             )
         }

@@ -1,4 +1,5 @@
-//! Label selectors and the workloads that use them (Deployment, ReplicaSet, DaemonSet).
+//! Label selectors and the workloads that use them (Deployment, ReplicaSet, DaemonSet,
+//! StatefulSet, ReplicationController).
 
 use super::*;
 
@@ -102,7 +103,8 @@ pub(super) fn selector_is_empty(sel: &Map<String, Value>) -> bool {
     obj(sel, "matchLabels").is_none_or(Map::is_empty) && arr(sel, "matchExpressions").is_empty()
 }
 
-/// Selector and template checks shared by Deployments, ReplicaSets and DaemonSets.
+/// Selector and template checks shared by Deployments, ReplicaSets, DaemonSets and
+/// StatefulSets.
 pub(super) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs: &mut Vec<Cause>) {
     let selector = obj(spec, "selector");
     match selector {
@@ -118,37 +120,64 @@ pub(super) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs
             }
         }
     }
+    let selector = selector.filter(|sel| !selector_is_empty(sel));
+    let owner = if kind_word == "statefulset" {
+        "StatefulSet"
+    } else {
+        "ReplicaSet"
+    };
+    validate_template(spec, "spec", selector, &["Always"], Some(owner), errs);
+}
+
+/// `spec.template`: present, its labels matched by `selector`, a valid pod spec whose
+/// restart policy is one of `restart_policies`; `deadline_owner` names the kind in the
+/// message when `activeDeadlineSeconds` is not allowed.
+pub(super) fn validate_template(
+    spec: &Map<String, Value>,
+    p: &str,
+    selector: Option<&Map<String, Value>>,
+    restart_policies: &[&str],
+    deadline_owner: Option<&str>,
+    errs: &mut Vec<Cause>,
+) {
     let Some(template) = obj(spec, "template") else {
-        errs.push(Cause::required("spec.template"));
+        errs.push(Cause::required(format!("{p}.template")));
         return;
     };
     let empty = Map::new();
     let tmeta = obj(template, "metadata").unwrap_or(&empty);
     if let Some(sel) = selector {
-        if !selector_is_empty(sel) && !selector_matches(sel, &str_map(tmeta, "labels")) {
+        if !selector_matches(sel, &str_map(tmeta, "labels")) {
             errs.push(Cause::invalid_value(
-                "spec.template.metadata.labels",
+                format!("{p}.template.metadata.labels"),
                 field(tmeta, "labels").unwrap_or(&Value::Object(Map::new())),
                 "`selector` does not match template `labels`",
             ));
         }
     }
-    validate_labels(tmeta, "labels", "spec.template.metadata.labels", errs);
+    validate_labels(
+        tmeta,
+        "labels",
+        &format!("{p}.template.metadata.labels"),
+        errs,
+    );
     let tspec = obj(template, "spec").unwrap_or(&empty);
-    validate_pod_spec(tspec, "spec.template.spec", errs);
+    validate_pod_spec(tspec, &format!("{p}.template.spec"), errs);
     let rp = s(tspec, "restartPolicy");
-    if !rp.is_empty() && rp != "Always" {
+    if !rp.is_empty() && !restart_policies.contains(&rp) {
         errs.push(Cause::not_supported(
-            "spec.template.spec.restartPolicy",
+            format!("{p}.template.spec.restartPolicy"),
             rp,
-            &["Always"],
+            restart_policies,
         ));
     }
-    if field(tspec, "activeDeadlineSeconds").is_some() {
-        errs.push(Cause::forbidden(
-            "spec.template.spec.activeDeadlineSeconds",
-            "activeDeadlineSeconds in ReplicaSet is not Supported",
-        ));
+    if let Some(owner) = deadline_owner {
+        if field(tspec, "activeDeadlineSeconds").is_some() {
+            errs.push(Cause::forbidden(
+                format!("{p}.template.spec.activeDeadlineSeconds"),
+                &format!("activeDeadlineSeconds in {owner} is not Supported"),
+            ));
+        }
     }
 }
 
@@ -281,6 +310,117 @@ pub(super) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>)
                 &["OnDelete", "RollingUpdate"],
             )),
         }
+    }
+}
+
+pub(super) fn validate_replication_controller(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    // An equality selector: a map of labels, required and non-empty.
+    let selector = obj(spec, "selector").filter(|m| !m.is_empty());
+    match selector {
+        None => errs.push(Cause::required("spec.selector")),
+        Some(_) => validate_labels(spec, "selector", "spec.selector", errs),
+    }
+    let as_label_selector = selector.map(|m| {
+        let mut sel = Map::new();
+        sel.insert("matchLabels".into(), Value::Object(m.clone()));
+        sel
+    });
+    validate_template(
+        spec,
+        "spec",
+        as_label_selector.as_ref(),
+        &["Always"],
+        Some("ReplicationController"),
+        errs,
+    );
+}
+
+pub(super) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    for key in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
+        nonnegative(spec, key, "spec", errs);
+    }
+    let policy = s(spec, "podManagementPolicy");
+    require_one_of(
+        errs,
+        "spec.podManagementPolicy".into(),
+        policy,
+        &["OrderedReady", "Parallel"],
+    );
+    if let Some(strategy) = obj(spec, "updateStrategy") {
+        match s(strategy, "type") {
+            "OnDelete" => {
+                if field(strategy, "rollingUpdate").is_some() {
+                    errs.push(Cause::invalid(
+                        "spec.updateStrategy.rollingUpdate",
+                        "OnDelete",
+                        "only allowed for updateStrategy 'RollingUpdate'",
+                    ));
+                }
+            }
+            "RollingUpdate" => {
+                if let Some(ru) = obj(strategy, "rollingUpdate") {
+                    nonnegative(ru, "partition", "spec.updateStrategy.rollingUpdate", errs);
+                }
+            }
+            "" => errs.push(Cause::required("spec.updateStrategy")),
+            other => errs.push(Cause::invalid(
+                "spec.updateStrategy",
+                other,
+                "must be 'RollingUpdate' or 'OnDelete'",
+            )),
+        }
+    }
+    if let Some(retention) = obj(spec, "persistentVolumeClaimRetentionPolicy") {
+        for key in ["whenDeleted", "whenScaled"] {
+            let p = format!("spec.persistentVolumeClaimRetentionPolicy.{key}");
+            require_one_of(errs, p, s(retention, key), &["Retain", "Delete"]);
+        }
+    }
+    for (i, pvc) in objs(spec, "volumeClaimTemplates") {
+        let name = obj(pvc, "metadata").map(|m| s(m, "name")).unwrap_or("");
+        let p = format!("spec.volumeClaimTemplates[{i}].metadata.name");
+        if name.is_empty() {
+            errs.push(Cause::required(p));
+        } else {
+            for msg in is_dns1123_subdomain(name) {
+                errs.push(Cause::invalid(&p, name, &msg));
+            }
+        }
+    }
+    validate_workload(spec, "statefulset", errs);
+}
+
+/// The spec fields a StatefulSet update may change (upstream `ValidateStatefulSetUpdate`).
+pub(super) fn validate_stateful_set_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    const MUTABLE: [&str; 7] = [
+        "replicas",
+        "ordinals",
+        "template",
+        "updateStrategy",
+        "persistentVolumeClaimRetentionPolicy",
+        "minReadySeconds",
+        "revisionHistoryLimit",
+    ];
+    let fixed = |o: &Map<String, Value>| -> Value {
+        let mut spec = obj(o, "spec").cloned().unwrap_or_default();
+        spec.retain(|k, _| !MUTABLE.contains(&k.as_str()));
+        strip(Some(&Value::Object(spec)))
+    };
+    if fixed(old) != fixed(new) {
+        errs.push(Cause::forbidden(
+            "spec",
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
     }
 }
 

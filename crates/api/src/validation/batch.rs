@@ -1,0 +1,248 @@
+//! Jobs and CronJobs (upstream `pkg/apis/batch/validation`).
+
+use super::*;
+
+/// Most completions or parallelism of an Indexed Job.
+const MAX_INDEXED: i64 = 100_000;
+/// Longest CronJob name: its Jobs are named `<cronjob>-<minutes since epoch>` (11 digits).
+const MAX_CRON_JOB_NAME: usize = 52;
+
+pub(super) fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_job_spec(spec, "spec", true, errs);
+}
+
+/// `spec` of a Job, or `spec.jobTemplate.spec` of a CronJob (`with_selector` false: a
+/// template's selector is generated per Job).
+pub(super) fn validate_job_spec(
+    spec: &Map<String, Value>,
+    p: &str,
+    with_selector: bool,
+    errs: &mut Vec<Cause>,
+) {
+    for key in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+        "ttlSecondsAfterFinished",
+    ] {
+        nonnegative(spec, key, p, errs);
+    }
+    let selector = obj(spec, "selector");
+    if with_selector {
+        match selector {
+            None => errs.push(Cause::required(format!("{p}.selector"))),
+            Some(sel) => validate_label_selector(sel, &format!("{p}.selector"), errs),
+        }
+    }
+    let selector = selector.filter(|sel| !selector_is_empty(sel));
+    validate_template(spec, p, selector, &["OnFailure", "Never"], None, errs);
+    let mode = s(spec, "completionMode");
+    match mode {
+        "" | "NonIndexed" => {
+            if field(spec, "backoffLimitPerIndex").is_some() {
+                errs.push(Cause::forbidden(
+                    format!("{p}.backoffLimitPerIndex"),
+                    "requires indexed completion mode",
+                ));
+            }
+        }
+        "Indexed" => validate_indexed(spec, p, errs),
+        other => errs.push(Cause::not_supported(
+            format!("{p}.completionMode"),
+            other,
+            &["NonIndexed", "Indexed"],
+        )),
+    }
+    if let Some(policy) = obj(spec, "podFailurePolicy") {
+        validate_pod_failure_policy(spec, policy, p, errs);
+    }
+}
+
+fn validate_indexed(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    match int(spec, "completions") {
+        None => errs.push(Cause::required_detail(
+            format!("{p}.completions"),
+            "when completion mode is Indexed",
+        )),
+        Some(c) if c > MAX_INDEXED => errs.push(Cause::invalid_value(
+            format!("{p}.completions"),
+            &Value::from(c),
+            "must be less than or equal to 100000",
+        )),
+        Some(_) => {}
+    }
+    if let Some(par) = int(spec, "parallelism").filter(|&n| n > MAX_INDEXED) {
+        errs.push(Cause::invalid_value(
+            format!("{p}.parallelism"),
+            &Value::from(par),
+            "must be less than or equal to 100000",
+        ));
+    }
+}
+
+fn validate_pod_failure_policy(
+    spec: &Map<String, Value>,
+    policy: &Map<String, Value>,
+    p: &str,
+    errs: &mut Vec<Cause>,
+) {
+    let rp = path(spec, &["template", "spec", "restartPolicy"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if rp != "Never" {
+        errs.push(Cause::invalid(
+            format!("{p}.template.spec.restartPolicy"),
+            rp,
+            "only \"Never\" is supported when podFailurePolicy is specified",
+        ));
+    }
+    for (i, rule) in objs(policy, "rules") {
+        let rp = format!("{p}.podFailurePolicy.rules[{i}]");
+        require_one_of(
+            errs,
+            format!("{rp}.action"),
+            s(rule, "action"),
+            &["Count", "FailIndex", "FailJob", "Ignore"],
+        );
+        let codes = obj(rule, "onExitCodes");
+        let conditions = field(rule, "onPodConditions").is_some();
+        if codes.is_some() == conditions {
+            errs.push(Cause::invalid(
+                &rp,
+                "",
+                "specifying one of OnExitCodes and OnPodConditions is required",
+            ));
+        }
+        if let Some(codes) = codes {
+            validate_exit_codes(codes, &format!("{rp}.onExitCodes"), errs);
+        }
+    }
+}
+
+fn validate_exit_codes(codes: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    let op = s(codes, "operator");
+    require_one_of(errs, format!("{p}.operator"), op, &["In", "NotIn"]);
+    let values: Vec<i64> = arr(codes, "values")
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    if values.is_empty() {
+        errs.push(Cause::invalid(
+            format!("{p}.values"),
+            "[]",
+            "at least one value is required",
+        ));
+    }
+    for (j, v) in values.iter().enumerate() {
+        let vp = format!("{p}.values[{j}]");
+        if j > 0 && values[j - 1] >= *v {
+            errs.push(Cause::invalid_value(
+                &vp,
+                &Value::from(*v),
+                "must be ordered and unique",
+            ));
+        }
+        if op == "In" && *v == 0 {
+            errs.push(Cause::invalid_value(
+                &vp,
+                &Value::from(*v),
+                "must not be 0 for the In operator",
+            ));
+        }
+    }
+}
+
+/// Fields a Job update may not change (the template only while suspended, as upstream
+/// allows its scheduling directives then; cairn allows the whole template).
+pub(super) fn validate_job_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    let suspended = path(new, &["spec", "suspend"]) == Some(&Value::Bool(true));
+    for key in ["selector", "completionMode", "template", "podFailurePolicy"] {
+        if key == "template" && suspended {
+            continue;
+        }
+        let before = strip(path(old, &["spec", key]));
+        let after = strip(path(new, &["spec", key]));
+        if before != after {
+            errs.push(Cause::invalid_repr(
+                format!("spec.{key}"),
+                &go_repr(&after),
+                IMMUTABLE,
+            ));
+        }
+    }
+}
+
+pub(super) fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let name = obj(o, "metadata").map(|m| s(m, "name")).unwrap_or("");
+    if name.len() > MAX_CRON_JOB_NAME {
+        errs.push(Cause::invalid(
+            "metadata.name",
+            name,
+            "must be no more than 52 characters",
+        ));
+    }
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_schedule(s(spec, "schedule"), errs);
+    if let Some(tz) = field(spec, "timeZone").and_then(Value::as_str) {
+        if let Err(msg) = check_time_zone(tz) {
+            errs.push(Cause::invalid("spec.timeZone", tz, &msg));
+        }
+    }
+    require_one_of(
+        errs,
+        "spec.concurrencyPolicy".into(),
+        s(spec, "concurrencyPolicy"),
+        &["Allow", "Forbid", "Replace"],
+    );
+    for key in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
+        nonnegative(spec, key, "spec", errs);
+    }
+    match obj(spec, "jobTemplate").and_then(|t| obj(t, "spec")) {
+        Some(job_spec) => validate_job_spec(job_spec, "spec.jobTemplate.spec", false, errs),
+        None => errs.push(Cause::required("spec.jobTemplate.spec.template")),
+    }
+}
+
+fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
+    if schedule.is_empty() {
+        errs.push(Cause::required("spec.schedule"));
+        return;
+    }
+    if schedule.contains("TZ") {
+        errs.push(Cause::invalid(
+            "spec.schedule",
+            schedule,
+            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ));
+        return;
+    }
+    if let Err(e) = crate::cron::parse(schedule) {
+        errs.push(Cause::invalid("spec.schedule", schedule, &e));
+    }
+}
+
+/// Go's `time.LoadLocation` acceptance: an IANA name the node's zone database knows, not
+/// `Local`.
+fn check_time_zone(tz: &str) -> Result<(), String> {
+    if tz.eq_ignore_ascii_case("local") || tz.contains(' ') {
+        return Err(
+            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
+                .into(),
+        );
+    }
+    crate::cron::time_zone(tz).map(|_| ())
+}
