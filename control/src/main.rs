@@ -58,19 +58,16 @@ enum Command {
         /// KubeSchedulerConfiguration file for the embedded scheduler.
         #[arg(long)]
         scheduler_config: Option<PathBuf>,
-        /// Controllers to run in this process, kube-controller-manager's syntax: `*` for
-        /// the default set, `name` to add one, `-name` to leave one out, `` for none.
-        #[arg(long, default_value = "*")]
-        controllers: String,
+        #[command(flatten)]
+        controllers: ControllerArgs,
     },
     /// Run only the controllers, against any Kubernetes API server.
     Controllers {
         /// Kubeconfig of the API server to act for.
         #[arg(long)]
         kubeconfig: PathBuf,
-        /// Controllers to run (see `serve --controllers`).
-        #[arg(long, default_value = "*")]
-        controllers: String,
+        #[command(flatten)]
+        controllers: ControllerArgs,
     },
     /// Run only the scheduler, against any Kubernetes API server.
     Scheduler {
@@ -124,14 +121,37 @@ async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::
     kube::Client::try_from(kconf).context("building the API client")
 }
 
+/// Which controllers run, and their tunables.
+#[derive(clap::Args, Debug)]
+struct ControllerArgs {
+    /// Controllers to run, kube-controller-manager's syntax: `*` for the default set,
+    /// `name` to add one, `-name` to leave one out, `` for none.
+    #[arg(long, default_value = "*")]
+    controllers: String,
+    /// Seconds a Job waits before replacing its first failed pod; the wait doubles with
+    /// each failure, up to six minutes (upstream's fixed back-off starts at 10 s).
+    #[arg(long, default_value_t = 10.0)]
+    job_backoff_seconds: f64,
+}
+
+impl ControllerArgs {
+    fn parse(&self) -> anyhow::Result<(cairn_controllers::Selection, cairn_controllers::Settings)> {
+        let selection = cairn_controllers::Selection::parse(&self.controllers)?;
+        let job_backoff = Duration::try_from_secs_f64(self.job_backoff_seconds).map_err(|e| {
+            anyhow::anyhow!("--job-backoff-seconds {}: {e}", self.job_backoff_seconds)
+        })?;
+        Ok((selection, cairn_controllers::Settings { job_backoff }))
+    }
+}
+
 async fn run_controllers(
     client: kube::Client,
-    selection: cairn_controllers::Selection,
+    (selection, settings): (cairn_controllers::Selection, cairn_controllers::Settings),
 ) -> anyhow::Result<()> {
     if selection.names().is_empty() {
         return std::future::pending().await;
     }
-    cairn_controllers::run(client, &selection).await;
+    cairn_controllers::run(client, &selection, settings).await;
     anyhow::bail!("controllers stopped")
 }
 
@@ -139,7 +159,7 @@ async fn run_controllers(
 async fn serve(
     config: cairn_apiserver::ServerConfig,
     scheduler_config: Option<cairn_scheduler::config::SchedulerConfig>,
-    controllers: cairn_controllers::Selection,
+    controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
 ) -> anyhow::Result<()> {
     let server = cairn_apiserver::start(config).await?;
     let url = server.url();
@@ -190,7 +210,7 @@ async fn main() -> anyhow::Result<()> {
             scheduler_config,
             controllers,
         } => {
-            let controllers = cairn_controllers::Selection::parse(&controllers)?;
+            let controllers = controllers.parse()?;
             // A config error stops startup before anything listens.
             let scheduler_config = match (scheduler, scheduler_config) {
                 (false, _) => None,
@@ -229,10 +249,10 @@ async fn main() -> anyhow::Result<()> {
             kubeconfig,
             controllers,
         } => {
-            let selection = cairn_controllers::Selection::parse(&controllers)?;
+            let controllers = controllers.parse()?;
             let client = client_from_kubeconfig(&kubeconfig).await?;
             tokio::select! {
-                r = run_controllers(client, selection) => r,
+                r = run_controllers(client, controllers) => r,
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }

@@ -1,6 +1,8 @@
 //! Simulated nodes for control-plane tests: Node objects plus a small "kubelet" that
 //! marks bound pods Running and Ready (or Running and not Ready when the pod has the
-//! label `sim.cairn.dev/ready: "false"`) and finishes graceful deletions at once.
+//! label `sim.cairn.dev/ready: "false"`), ends pods labelled `sim.cairn.dev/exit: "N"`
+//! after one pass as Running (Succeeded for 0, Failed with exit code N otherwise), and
+//! finishes graceful deletions at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use serde_json::{json, Value};
 use super::Kubectl;
 
 pub const NOT_READY_LABEL: &str = "sim.cairn.dev/ready";
+pub const EXIT_LABEL: &str = "sim.cairn.dev/exit";
 
 pub fn add_node(k: &Kubectl, name: &str, cpu: &str) {
     let node = json!({
@@ -88,6 +91,31 @@ fn status_patch(pod: &Value, ready: bool, ip: &str) -> Value {
     }})
 }
 
+/// The status of a pod whose containers all exited with `code`.
+fn exit_patch(pod: &Value, code: i64) -> Value {
+    let t = now();
+    let containers: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            json!({"name": c["name"], "image": c["image"], "imageID": "", "ready": false,
+                   "restartCount": 0, "started": false,
+                   "state": {"terminated": {"exitCode": code, "startedAt": t, "finishedAt": t,
+                             "reason": if code == 0 { "Completed" } else { "Error" }}}})
+        })
+        .collect();
+    json!({"status": {
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "conditions": [
+            {"type": "Ready", "status": "False", "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": "False", "lastTransitionTime": t},
+        ],
+        "containerStatuses": containers,
+    }})
+}
+
 async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), reqwest::Error> {
     let list: Value = c
         .get(format!("{url}/api/v1/pods"))
@@ -108,6 +136,19 @@ async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), 
         if !pod["metadata"]["deletionTimestamp"].is_null() {
             // The containers "stopped": finish the deletion, as a kubelet does.
             c.delete(format!("{base}?gracePeriodSeconds=0"))
+                .send()
+                .await?;
+            continue;
+        }
+        let phase = pod["status"]["phase"].as_str().unwrap_or("");
+        if phase == "Succeeded" || phase == "Failed" {
+            continue;
+        }
+        let exit = pod["metadata"]["labels"][EXIT_LABEL].as_str();
+        if let (Some(code), "Running") = (exit.and_then(|c| c.parse::<i64>().ok()), phase) {
+            c.patch(format!("{base}/status"))
+                .header("Content-Type", "application/merge-patch+json")
+                .body(exit_patch(&pod, code).to_string())
                 .send()
                 .await?;
             continue;

@@ -1,10 +1,8 @@
 //! The Kubernetes API as cairn-control serves it, with no IO: which resources exist
 //! ([`registry`]), how objects are defaulted ([`defaults`]) and validated ([`validation`]),
 //! how they print as `meta.k8s.io/v1` Tables ([`table`]), how bodies decode into their types
-//! ([`schema`]), `Status` errors ([`status`]), and CronJob schedules ([`cron`], which reads
-//! the node's zoneinfo for named time zones).
+//! ([`schema`]), and `Status` errors ([`status`]).
 
-pub mod cron;
 pub mod defaults;
 pub mod registry;
 pub mod scheduling_validation;

@@ -24,6 +24,54 @@ pub struct CachedPod {
     /// The node a not-yet-bound pod is pinned to by a required node-affinity term
     /// `metadata.name In [node]` (how DaemonSet pods are placed).
     pub pinned_node: Option<String>,
+    /// Restarts of all its containers (init ones included): a Job with `OnFailure` pods
+    /// counts them against its backoff limit.
+    pub total_restarts: i32,
+    /// Why a failed pod failed, for Jobs' pod failure policies; only kept for pods in
+    /// phase Failed.
+    pub failure: Option<Box<PodFailure>>,
+}
+
+/// Exit codes and conditions of a failed pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodFailure {
+    /// `(container, exit code)` of every terminated container, init containers included.
+    pub exit_codes: Vec<(String, i32)>,
+    /// `(type, status)` of the pod's conditions.
+    pub conditions: Vec<(String, String)>,
+}
+
+fn failure_of(status: &k8s_openapi::api::core::v1::PodStatus) -> PodFailure {
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    PodFailure {
+        exit_codes: containers
+            .filter_map(|c| {
+                let t = c.state.as_ref()?.terminated.as_ref()?;
+                Some((c.name.clone(), t.exit_code))
+            })
+            .collect(),
+        conditions: status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.clone(), c.status.clone()))
+            .collect(),
+    }
+}
+
+fn total_restarts(status: Option<&k8s_openapi::api::core::v1::PodStatus>) -> i32 {
+    status.map_or(0, |s| {
+        s.init_container_statuses
+            .iter()
+            .flatten()
+            .chain(s.container_statuses.iter().flatten())
+            .map(|c| c.restart_count)
+            .sum()
+    })
 }
 
 /// The node of a required `matchFields metadata.name In [one node]` term, if that is the
@@ -55,15 +103,24 @@ impl From<Pod> for CachedPod {
         let ready = pod.ready_condition();
         let max_restarts = pod.max_restarts();
         let pinned_node = pinned_node(&pod);
+        let total_restarts = total_restarts(pod.status.as_ref());
+        let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+        let failure = pod
+            .status
+            .as_ref()
+            .filter(|_| phase.as_deref() == Some("Failed"))
+            .map(|s| Box::new(failure_of(s)));
         let mut metadata = pod.metadata;
         metadata.managed_fields = None;
         CachedPod {
             metadata,
             node_name: pod.spec.and_then(|s| s.node_name),
-            phase: pod.status.and_then(|s| s.phase),
+            phase,
             ready,
             max_restarts,
             pinned_node,
+            total_restarts,
+            failure,
         }
     }
 }

@@ -31,6 +31,8 @@ where
     api: Api<K>,
     listeners: Vec<Listener<S>>,
     convert: fn(K) -> S,
+    /// Some controller reads the store or subscribed: the watch must run.
+    used: bool,
 }
 
 impl<K> Informer<K, K>
@@ -68,7 +70,14 @@ where
             api,
             listeners: Vec::new(),
             convert,
+            used: false,
         }
+    }
+
+    /// The cache, for a controller that reads it (which makes the watch run).
+    pub fn reader(&mut self) -> Store<S> {
+        self.used = true;
+        self.store.clone()
     }
 
     /// The keys `map` derives from every touched object, as a stream for a controller.
@@ -94,6 +103,7 @@ where
         // Unbounded: a controller's queue de-duplicates keys as fast as they come, and a
         // bounded channel would stall the watch for every other controller.
         let (tx, rx) = mpsc::unbounded_channel();
+        self.used = true;
         self.listeners.push(Box::new(move |obj, deleted| {
             for key in map(obj, deleted) {
                 // Err: that controller stopped; the others go on.
@@ -101,6 +111,20 @@ where
             }
         }));
         tokio_stream::wrappers::UnboundedReceiverStream::new(rx)
+    }
+
+    /// Starts the watch if a controller uses this cache, and waits until the cache holds
+    /// its first full list. Called for one cache at a time: kube-runtime's readiness signal
+    /// wakes only the last task that polled it, so concurrent waiters could sleep forever.
+    pub async fn start_if_used(self, what: &'static str) -> Option<tokio::task::JoinHandle<()>> {
+        if !self.used {
+            return None;
+        }
+        let store = self.store.clone();
+        let task = self.start(what);
+        // Err only when the writer is dropped, i.e. the process is stopping.
+        let _ = store.wait_until_ready().await;
+        Some(task)
     }
 
     /// Runs the watch (re-listing after errors with kube-runtime's default back-off).

@@ -5,10 +5,12 @@
 //! runs them in-process, `cairn-control controllers --kubeconfig F` alone.
 
 pub mod cached_pod;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod informer;
+pub mod job;
 pub mod namespace;
 pub mod owner;
 pub mod replicaset;
@@ -16,6 +18,7 @@ pub mod retry;
 pub mod runner;
 pub mod select;
 pub mod serviceaccount;
+pub mod slow_start;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +26,8 @@ use std::time::Duration;
 use cairn_events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, ServiceAccount};
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Client;
@@ -44,43 +48,82 @@ fn resync_ticks() -> impl futures::Stream<Item = ()> + Send + 'static {
     .map(|_| ())
 }
 
+/// Tunables of the controllers.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// First delay before a Job replaces a failed pod; it doubles per failure up to six
+    /// minutes (upstream's fixed 10 s; tests shorten it).
+    pub job_backoff: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            job_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
 /// The shared caches every controller reads.
 struct Informers {
+    settings: Settings,
     pods: informer::Informer<Pod, CachedPod>,
     replicasets: informer::Informer<ReplicaSet>,
+    replicationcontrollers: informer::Informer<ReplicationController, ReplicaSet>,
     deployments: informer::Informer<Deployment>,
     namespaces: informer::Informer<Namespace>,
     serviceaccounts: informer::Informer<ServiceAccount>,
     nodes: informer::Informer<Node>,
     daemonsets: informer::Informer<DaemonSet>,
+    jobs: informer::Informer<Job>,
+    cronjobs: informer::Informer<CronJob>,
 }
 
 type Task = futures::future::BoxFuture<'static, ()>;
-
-/// Waits until the store holds its first full list. One waiter per store: kube-runtime's
-/// readiness signal wakes only the last task that polled it, so concurrent waiters
-/// could sleep forever.
-async fn ready<K>(store: &kube::runtime::reflector::Store<K>)
-where
-    K: kube::Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    // Err only when the writer is dropped, i.e. the process is stopping.
-    let _ = store.wait_until_ready().await;
-}
 
 fn start_replicaset(client: &Client, inf: &mut Informers) -> Task {
     let own = inf
         .replicasets
         .subscribe(|rs: &ReplicaSet| vec![ObjectRef::from_obj(rs)]);
+    let flavor = replicaset::Flavor::ReplicaSet;
     let pods = inf
         .pods
-        .subscribe(replicaset::pod_owners(inf.replicasets.store.clone()));
+        .subscribe(replicaset::pod_owners(flavor, inf.replicasets.reader()));
+    let replicasets = inf.replicasets.reader();
+    start_replica_controller(client, inf, flavor, replicasets, own, pods)
+}
+
+fn start_replicationcontroller(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .replicationcontrollers
+        .subscribe(|rc: &ReplicaSet| vec![ObjectRef::from_obj(rc)]);
+    let flavor = replicaset::Flavor::ReplicationController;
+    let pods = inf.pods.subscribe(replicaset::pod_owners(
+        flavor,
+        inf.replicationcontrollers.reader(),
+    ));
+    let rcs = inf.replicationcontrollers.reader();
+    start_replica_controller(client, inf, flavor, rcs, own, pods)
+}
+
+fn start_replica_controller(
+    client: &Client,
+    inf: &mut Informers,
+    flavor: replicaset::Flavor,
+    store: kube::runtime::reflector::Store<ReplicaSet>,
+    own: impl futures::Stream<Item = ObjectRef<ReplicaSet>> + Send + 'static,
+    pods: impl futures::Stream<Item = ObjectRef<ReplicaSet>> + Send + 'static,
+) -> Task {
+    let component = match flavor {
+        replicaset::Flavor::ReplicaSet => "replicaset-controller",
+        replicaset::Flavor::ReplicationController => "replication-controller",
+    };
     let ctx = Arc::new(replicaset::Ctx {
+        flavor,
         client: client.clone(),
-        pods: inf.pods.store.clone(),
-        replicasets: inf.replicasets.store.clone(),
-        recorder: Recorder::start(client.clone(), "replicaset-controller"),
+        pods: inf.pods.reader(),
+        replicasets: store,
+        recorder: Recorder::start(client.clone(), component),
         expectations: Default::default(),
         retries: Default::default(),
     });
@@ -97,15 +140,15 @@ fn start_deployment(client: &Client, inf: &mut Informers) -> Task {
         .subscribe(|d: &Deployment| vec![ObjectRef::from_obj(d)]);
     let rss = inf
         .replicasets
-        .subscribe(deployment::rs_owners(inf.deployments.store.clone()));
+        .subscribe(deployment::rs_owners(inf.deployments.reader()));
     let pods = inf
         .pods
-        .subscribe(deployment::pod_owners(inf.replicasets.store.clone()));
+        .subscribe(deployment::pod_owners(inf.replicasets.reader()));
     let ctx = Arc::new(deployment::Ctx {
         client: client.clone(),
-        pods: inf.pods.store.clone(),
-        replicasets: inf.replicasets.store.clone(),
-        deployments: inf.deployments.store.clone(),
+        pods: inf.pods.reader(),
+        replicasets: inf.replicasets.reader(),
+        deployments: inf.deployments.reader(),
         recorder: Recorder::start(client.clone(), "deployment-controller"),
         retries: Default::default(),
     });
@@ -120,12 +163,12 @@ fn start_daemonset(client: &Client, inf: &mut Informers) -> Task {
     let pods = inf.pods.subscribe(daemonset::pod_owner);
     let nodes = inf
         .nodes
-        .subscribe_with_deletions(daemonset::node_daemonsets(inf.daemonsets.store.clone()));
+        .subscribe_with_deletions(daemonset::node_daemonsets(inf.daemonsets.reader()));
     let ctx = Arc::new(daemonset::Ctx {
         client: client.clone(),
-        pods: inf.pods.store.clone(),
-        nodes: inf.nodes.store.clone(),
-        daemonsets: inf.daemonsets.store.clone(),
+        pods: inf.pods.reader(),
+        nodes: inf.nodes.reader(),
+        daemonsets: inf.daemonsets.reader(),
         recorder: Recorder::start(client.clone(), "daemonset-controller"),
         expectations: Default::default(),
         retries: Default::default(),
@@ -140,7 +183,7 @@ fn start_namespace(client: &Client, inf: &mut Informers) -> Task {
         .subscribe(|n: &Namespace| vec![ObjectRef::from_obj(n)]);
     let ctx = Arc::new(namespace::Ctx {
         client: client.clone(),
-        namespaces: inf.namespaces.store.clone(),
+        namespaces: inf.namespaces.reader(),
         retries: Default::default(),
     });
     Box::pin(namespace::run(ctx, own, resync_ticks()))
@@ -153,8 +196,8 @@ fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
     let sas = inf.serviceaccounts.subscribe(serviceaccount::sa_namespace);
     let ctx = Arc::new(serviceaccount::Ctx {
         client: client.clone(),
-        namespaces: inf.namespaces.store.clone(),
-        serviceaccounts: inf.serviceaccounts.store.clone(),
+        namespaces: inf.namespaces.reader(),
+        serviceaccounts: inf.serviceaccounts.reader(),
         retries: Default::default(),
     });
     Box::pin(serviceaccount::run(
@@ -164,76 +207,122 @@ fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
     ))
 }
 
+fn start_job(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.jobs.subscribe(|j: &Job| vec![ObjectRef::from_obj(j)]);
+    let pods = inf.pods.subscribe_with_deletions(|p, _| job::pod_owner(p));
+    let ctx = Arc::new(job::Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        jobs: inf.jobs.reader(),
+        recorder: Recorder::start(client.clone(), "job-controller"),
+        expectations: Default::default(),
+        retries: Default::default(),
+        backoff: job::policy::Backoff::new(inf.settings.job_backoff),
+    });
+    Box::pin(job::run(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
+fn start_ttl_after_finished(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.jobs.subscribe(|j: &Job| vec![ObjectRef::from_obj(j)]);
+    let ctx = Arc::new(job::ttl::Ctx {
+        client: client.clone(),
+        jobs: inf.jobs.reader(),
+        retries: Default::default(),
+    });
+    Box::pin(job::ttl::run(ctx, own, resync_ticks()))
+}
+
+fn start_cronjob(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .cronjobs
+        .subscribe(|c: &CronJob| vec![ObjectRef::from_obj(c)]);
+    let jobs = inf
+        .jobs
+        .subscribe_with_deletions(|j, _| cronjob::job_owner(j));
+    let ctx = Arc::new(cronjob::Ctx {
+        client: client.clone(),
+        jobs: inf.jobs.reader(),
+        cronjobs: inf.cronjobs.reader(),
+        recorder: Recorder::start(client.clone(), "cronjob-controller"),
+        retries: Default::default(),
+    });
+    Box::pin(cronjob::run(
+        ctx,
+        futures::stream::select(own, jobs),
+        resync_ticks(),
+    ))
+}
+
+type Starter = fn(&Client, &mut Informers) -> Task;
+
+/// Every controller, by its `--controllers` name.
+const STARTERS: &[(&str, Starter)] = &[
+    ("replicaset", start_replicaset),
+    ("replicationcontroller", start_replicationcontroller),
+    ("deployment", start_deployment),
+    ("serviceaccount", start_serviceaccount),
+    ("daemonset", start_daemonset),
+    ("namespace", start_namespace),
+    ("job", start_job),
+    ("ttl-after-finished", start_ttl_after_finished),
+    ("cronjob", start_cronjob),
+];
+
+impl Informers {
+    fn new(client: &Client, settings: Settings) -> Self {
+        Informers {
+            settings,
+            pods: informer::Informer::converting(Api::all(client.clone()), CachedPod::from),
+            replicasets: informer::Informer::new(Api::all(client.clone())),
+            replicationcontrollers: informer::Informer::converting(
+                Api::all(client.clone()),
+                replicaset::rc::to_replica_set,
+            ),
+            deployments: informer::Informer::new(Api::all(client.clone())),
+            namespaces: informer::Informer::new(Api::all(client.clone())),
+            serviceaccounts: informer::Informer::new(Api::all(client.clone())),
+            nodes: informer::Informer::new(Api::all(client.clone())),
+            daemonsets: informer::Informer::new(Api::all(client.clone())),
+            jobs: informer::Informer::new(Api::all(client.clone())),
+            cronjobs: informer::Informer::new(Api::all(client.clone())),
+        }
+    }
+
+    /// Starts the watches some controller uses, one after another, each listed once
+    /// before the next starts.
+    async fn start_used(self) -> Vec<tokio::task::JoinHandle<()>> {
+        let started = [
+            self.pods.start_if_used("pods").await,
+            self.replicasets.start_if_used("replicasets").await,
+            self.replicationcontrollers
+                .start_if_used("replicationcontrollers")
+                .await,
+            self.nodes.start_if_used("nodes").await,
+            self.daemonsets.start_if_used("daemonsets").await,
+            self.deployments.start_if_used("deployments").await,
+            self.namespaces.start_if_used("namespaces").await,
+            self.serviceaccounts.start_if_used("serviceaccounts").await,
+            self.jobs.start_if_used("jobs").await,
+            self.cronjobs.start_if_used("cronjobs").await,
+        ];
+        started.into_iter().flatten().collect()
+    }
+}
+
 /// Runs the selected controllers until the process stops. Only the caches some selected
 /// controller reads are watched.
-pub async fn run(client: Client, selection: &Selection) {
-    let mut inf = Informers {
-        pods: informer::Informer::converting(Api::all(client.clone()), CachedPod::from),
-        replicasets: informer::Informer::new(Api::all(client.clone())),
-        deployments: informer::Informer::new(Api::all(client.clone())),
-        namespaces: informer::Informer::new(Api::all(client.clone())),
-        serviceaccounts: informer::Informer::new(Api::all(client.clone())),
-        nodes: informer::Informer::new(Api::all(client.clone())),
-        daemonsets: informer::Informer::new(Api::all(client.clone())),
-    };
-    let mut controllers: Vec<Task> = Vec::new();
-    let (rs, deploy, sa, ds) = (
-        selection.enabled("replicaset"),
-        selection.enabled("deployment"),
-        selection.enabled("serviceaccount"),
-        selection.enabled("daemonset"),
-    );
-    let ns = selection.enabled("namespace");
-    if rs {
-        controllers.push(start_replicaset(&client, &mut inf));
-    }
-    if deploy {
-        controllers.push(start_deployment(&client, &mut inf));
-    }
-    if sa {
-        controllers.push(start_serviceaccount(&client, &mut inf));
-    }
-    if ds {
-        controllers.push(start_daemonset(&client, &mut inf));
-    }
-    if ns {
-        controllers.push(start_namespace(&client, &mut inf));
-    }
-    let mut informers = Vec::new();
-    let stores = (
-        inf.pods.store.clone(),
-        inf.replicasets.store.clone(),
-        inf.deployments.store.clone(),
-        inf.namespaces.store.clone(),
-        inf.serviceaccounts.store.clone(),
-    );
-    let (node_store, ds_store) = (inf.nodes.store.clone(), inf.daemonsets.store.clone());
-    if rs || deploy || ds {
-        informers.push(inf.pods.start("pods"));
-        ready(&stores.0).await;
-    }
-    if rs || deploy {
-        informers.push(inf.replicasets.start("replicasets"));
-        ready(&stores.1).await;
-    }
-    if ds {
-        informers.push(inf.nodes.start("nodes"));
-        informers.push(inf.daemonsets.start("daemonsets"));
-        ready(&node_store).await;
-        ready(&ds_store).await;
-    }
-    if deploy {
-        informers.push(inf.deployments.start("deployments"));
-        ready(&stores.2).await;
-    }
-    if sa || ns {
-        informers.push(inf.namespaces.start("namespaces"));
-        ready(&stores.3).await;
-    }
-    if sa {
-        informers.push(inf.serviceaccounts.start("serviceaccounts"));
-        ready(&stores.4).await;
-    }
+pub async fn run(client: Client, selection: &Selection, settings: Settings) {
+    let mut inf = Informers::new(&client, settings);
+    let controllers: Vec<Task> = STARTERS
+        .iter()
+        .filter(|(name, _)| selection.enabled(name))
+        .map(|(_, start)| start(&client, &mut inf))
+        .collect();
+    let informers = inf.start_used().await;
     // Only now: counting replicas against a half-listed cache would create pods twice.
     info!(controllers = ?selection.names(), "controllers started");
     futures::future::join(

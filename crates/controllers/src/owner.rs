@@ -17,11 +17,17 @@ use std::fmt::Debug;
 
 /// The reference a controller puts on what it creates or adopts.
 pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
+    controller_ref_as(&K::api_version(&()), &K::kind(&()), owner.meta())
+}
+
+/// [`controller_ref`] for an owner kept in the cache as another type (a
+/// ReplicationController held as a ReplicaSet).
+pub fn controller_ref_as(api_version: &str, kind: &str, owner: &ObjectMeta) -> OwnerReference {
     OwnerReference {
-        api_version: K::api_version(&()).into_owned(),
-        kind: K::kind(&()).into_owned(),
-        name: owner.name_any(),
-        uid: owner.uid().unwrap_or_default(),
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: owner.name.clone().unwrap_or_default(),
+        uid: owner.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     }
@@ -124,18 +130,16 @@ where
 /// The active pods in `owner`'s namespace that it controls after claiming: matching
 /// orphans adopted, controlled pods it no longer selects released. A pod deleted
 /// meanwhile (404) is skipped; other API errors end the claim.
-pub async fn claim_pods<K>(
+pub async fn claim_pods(
     client: &kube::Client,
     pods: &kube::runtime::reflector::Store<CachedPod>,
-    owner: &K,
+    owner: &ObjectMeta,
+    owner_ref: OwnerReference,
     selector: &Selector,
-) -> Result<Vec<std::sync::Arc<CachedPod>>, kube::Error>
-where
-    K: Resource<DynamicType = ()>,
-{
-    let ns = owner.namespace().unwrap_or_default();
-    let uid = owner.uid().unwrap_or_default();
-    let deleting = owner.meta().deletion_timestamp.is_some();
+) -> Result<Vec<std::sync::Arc<CachedPod>>, kube::Error> {
+    let ns = owner.namespace.clone().unwrap_or_default();
+    let uid = owner.uid.clone().unwrap_or_default();
+    let deleting = owner.deletion_timestamp.is_some();
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut mine = Vec::new();
     for pod in pods.state() {
@@ -147,7 +151,7 @@ where
                 mine.push(pod);
                 continue;
             }
-            Claim::Adopt => adopt(&api, &pod.metadata, controller_ref(owner))
+            Claim::Adopt => adopt(&api, &pod.metadata, owner_ref.clone())
                 .await
                 .map(|adopted| mine.push(std::sync::Arc::new(CachedPod::from(adopted)))),
             Claim::Release => release(&api, &pod.metadata, &uid).await.map(|_| ()),

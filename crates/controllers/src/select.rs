@@ -7,10 +7,14 @@ use thiserror::Error;
 /// Every controller this crate has, with whether `*` includes it.
 pub const KNOWN: &[(&str, bool)] = &[
     ("replicaset", true),
+    ("replicationcontroller", true),
     ("deployment", true),
     ("serviceaccount", true),
     ("daemonset", true),
     ("namespace", true),
+    ("job", true),
+    ("ttl-after-finished", true),
+    ("cronjob", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

@@ -230,7 +230,7 @@ fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
         ));
         return;
     }
-    if let Err(e) = crate::cron::parse(schedule) {
+    if let Err(e) = cairn_semantics::cron::parse(schedule) {
         errs.push(Cause::invalid("spec.schedule", schedule, &e));
     }
 }
@@ -244,5 +244,5 @@ fn check_time_zone(tz: &str) -> Result<(), String> {
                 .into(),
         );
     }
-    crate::cron::time_zone(tz).map(|_| ())
+    cairn_semantics::cron::time_zone(tz).map(|_| ())
 }

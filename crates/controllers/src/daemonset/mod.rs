@@ -157,9 +157,15 @@ async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
                 .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
         },
     );
-    let mine = owner::claim_pods(&ctx.client, &ctx.pods, ds, &selector)
-        .await
-        .map_err(api_err)?;
+    let mine = owner::claim_pods(
+        &ctx.client,
+        &ctx.pods,
+        &ds.metadata,
+        owner::controller_ref(ds),
+        &selector,
+    )
+    .await
+    .map_err(api_err)?;
     let hash = hash_of(ds);
     let min_ready = ds
         .spec

@@ -9,13 +9,12 @@ use cairn_semantics::pod_state::{self, PodView, Ranked};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
 
 use super::{Ctx, BURST_REPLICAS};
 use crate::cached_pod::CachedPod;
-use crate::owner;
 
 /// Why a sync could not reach its replica count.
 pub struct ManageError {
@@ -58,7 +57,7 @@ pub async fn manage_replicas(
 }
 
 /// A new pod from the ReplicaSet's template (upstream `GetPodFromTemplate`).
-pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+pub fn pod_from_template(rs: &ReplicaSet, owner_ref: OwnerReference) -> Pod {
     let template = rs
         .spec
         .as_ref()
@@ -72,7 +71,7 @@ pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
             labels: meta.labels,
             annotations: meta.annotations,
             finalizers: meta.finalizers,
-            owner_references: Some(vec![owner::controller_ref(rs)]),
+            owner_references: Some(vec![owner_ref]),
             ..Default::default()
         },
         spec: template.spec,
@@ -80,55 +79,30 @@ pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
     }
 }
 
-fn namespace_terminating(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 403 && s.message.contains("is being terminated"))
-}
-
 async fn create_pods(rs: &ReplicaSet, ctx: &Ctx, key: &str, n: usize) -> Result<(), kube::Error> {
     let ns = rs.namespace().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let pod = pod_from_template(rs);
+    let pod = pod_from_template(rs, ctx.flavor.owner_ref(rs));
     let pp = PostParams::default();
-    let mut done = 0;
-    let mut batch = 1;
-    while done < n {
-        let size = batch.min(n - done);
-        let results = join_all((0..size).map(|_| api.create(&pp, &pod))).await;
-        let mut first_error = None;
-        for r in results {
-            match r {
-                Ok(created) => {
-                    let name = created.name_any();
-                    ctx.expectations.created(key, &name);
-                    note(
-                        ctx,
-                        rs,
-                        EventType::Normal,
-                        "SuccessfulCreate",
-                        &format!("Created pod: {name}"),
-                    );
-                }
-                // The namespace is going away: nothing to create, nothing to report.
-                Err(e) if namespace_terminating(&e) => {}
-                Err(e) => {
-                    note(
-                        ctx,
-                        rs,
-                        EventType::Warning,
-                        "FailedCreate",
-                        &format!("Error creating: {e}"),
-                    );
-                    first_error.get_or_insert(e);
-                }
+    crate::slow_start::in_batches(n, |_| async {
+        match api.create(&pp, &pod).await {
+            Ok(created) => {
+                let name = created.name_any();
+                ctx.expectations.created(key, &name);
+                let message = format!("Created pod: {name}");
+                note(ctx, rs, EventType::Normal, "SuccessfulCreate", &message);
+                Ok(())
+            }
+            // The namespace is going away: nothing to create, nothing to report.
+            Err(e) if crate::slow_start::namespace_terminating(&e) => Ok(()),
+            Err(e) => {
+                let message = format!("Error creating: {e}");
+                note(ctx, rs, EventType::Warning, "FailedCreate", &message);
+                Err(e)
             }
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        done += size;
-        batch *= 2;
-    }
-    Ok(())
+    })
+    .await
 }
 
 /// The `n` pods to delete first: upstream's ranking, where a pod's rank is how many
@@ -210,7 +184,7 @@ async fn delete_pods(
 
 fn note(ctx: &Ctx, rs: &ReplicaSet, kind: EventType, reason: &str, message: &str) {
     ctx.recorder.record(
-        cairn_events::reference(rs),
+        ctx.flavor.reference(rs),
         &Note {
             kind,
             reason,

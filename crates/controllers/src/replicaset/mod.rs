@@ -1,8 +1,11 @@
 //! The ReplicaSet controller: keeps `spec.replicas` active pods from the template,
 //! adopting matching orphans and releasing pods it no longer selects, and reports counts
 //! and the `ReplicaFailure` condition in status (upstream `pkg/controller/replicaset`).
+//! ReplicationControllers run through the same code ([`Flavor`]), held in the cache as
+//! ReplicaSets ([`rc::to_replica_set`]), as upstream's replication controller does.
 
 mod manage;
+pub mod rc;
 mod status;
 
 use std::sync::Arc;
@@ -12,6 +15,8 @@ use cairn_events::Recorder;
 use cairn_semantics::selector::Selector;
 use futures::Stream;
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
@@ -28,17 +33,64 @@ pub const BURST_REPLICAS: usize = 500;
 
 #[derive(Debug, Error)]
 pub enum Error {
-    #[error("replicaset {key}: {source}")]
+    #[error("{kind} {key}: {source}")]
     Api {
+        kind: &'static str,
         key: String,
         #[source]
         source: kube::Error,
     },
-    #[error("replicaset {key}: invalid selector: {message}")]
+    #[error("replica controller {key}: invalid selector: {message}")]
     Selector { key: String, message: String },
 }
 
+/// Which kind a replica controller manages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    ReplicaSet,
+    ReplicationController,
+}
+
+impl Flavor {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Flavor::ReplicaSet => "apps/v1",
+            Flavor::ReplicationController => "v1",
+        }
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            Flavor::ReplicaSet => "ReplicaSet",
+            Flavor::ReplicationController => "ReplicationController",
+        }
+    }
+
+    /// The controller's name in `--controllers` and logs.
+    pub fn controller_name(self) -> &'static str {
+        match self {
+            Flavor::ReplicaSet => "replicaset",
+            Flavor::ReplicationController => "replicationcontroller",
+        }
+    }
+
+    /// The controller reference of pods this object owns.
+    pub fn owner_ref(self, rs: &ReplicaSet) -> OwnerReference {
+        owner::controller_ref_as(self.api_version(), self.kind(), &rs.metadata)
+    }
+
+    /// The object as an Event's `involvedObject`.
+    pub fn reference(self, rs: &ReplicaSet) -> ObjectReference {
+        ObjectReference {
+            api_version: Some(self.api_version().into()),
+            kind: Some(self.kind().into()),
+            ..cairn_events::reference(rs)
+        }
+    }
+}
+
 pub struct Ctx {
+    pub flavor: Flavor,
     pub client: Client,
     pub pods: Store<CachedPod>,
     pub replicasets: Store<ReplicaSet>,
@@ -54,12 +106,13 @@ fn key_of(rs: &ReplicaSet) -> String {
 /// The ReplicaSets a touched pod concerns: its controller, or for an orphan every
 /// ReplicaSet in its namespace whose selector matches it (a candidate for adoption).
 pub fn pod_owners(
+    flavor: Flavor,
     replicasets: Store<ReplicaSet>,
 ) -> impl Fn(&CachedPod) -> Vec<ObjectRef<ReplicaSet>> {
     move |pod| {
         let ns = pod.namespace().unwrap_or_default();
         if let Some(r) = owner::controller_of(&pod.metadata) {
-            if r.kind == "ReplicaSet" {
+            if r.kind == flavor.kind() {
                 return vec![ObjectRef::new(&r.name).within(&ns)];
             }
             return Vec::new();
@@ -92,7 +145,8 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.replicasets.clone();
-    runner::run("replicaset", store, triggers, resync, 16, ctx, reconcile).await;
+    let name = ctx.flavor.controller_name();
+    runner::run(name, store, triggers, resync, 16, ctx, reconcile).await;
 }
 
 impl runner::Retrying for Ctx {
@@ -111,9 +165,11 @@ async fn claim_pods(
     ctx: &Ctx,
     selector: &Selector,
 ) -> Result<Vec<Arc<CachedPod>>, Error> {
-    owner::claim_pods(&ctx.client, &ctx.pods, rs, selector)
+    let owner_ref = ctx.flavor.owner_ref(rs);
+    owner::claim_pods(&ctx.client, &ctx.pods, &rs.metadata, owner_ref, selector)
         .await
         .map_err(|source| Error::Api {
+            kind: ctx.flavor.kind(),
             key: key_of(rs),
             source,
         })
@@ -141,6 +197,7 @@ async fn sync(rs: &ReplicaSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
     status::write(rs, ctx, key, new_status.clone()).await?;
     if let Some(e) = failure {
         return Err(Error::Api {
+            kind: ctx.flavor.kind(),
             key: key.to_string(),
             source: e.source,
         });

@@ -11,8 +11,9 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
 
 use super::manage::ManageError;
-use super::{Ctx, Error};
+use super::{Ctx, Error, Flavor};
 use crate::cached_pod::CachedPod;
+use k8s_openapi::api::core::v1::ReplicationController;
 
 pub fn calculate(
     rs: &ReplicaSet,
@@ -75,17 +76,28 @@ pub async fn write(
         // A merge patch keeps what it does not mention: remove conditions explicitly.
         value["conditions"] = serde_json::Value::Null;
     }
-    let api: Api<ReplicaSet> =
-        Api::namespaced(ctx.client.clone(), &rs.namespace().unwrap_or_default());
+    let ns = rs.namespace().unwrap_or_default();
     let patch = Patch::Merge(serde_json::json!({ "status": value }));
-    match api
-        .patch_status(&rs.name_any(), &PatchParams::default(), &patch)
-        .await
-    {
-        Ok(_) => Ok(()),
+    let pp = PatchParams::default();
+    // The status fields of a ReplicationController are the ReplicaSet's by name.
+    let written = match ctx.flavor {
+        Flavor::ReplicaSet => Api::<ReplicaSet>::namespaced(ctx.client.clone(), &ns)
+            .patch_status(&rs.name_any(), &pp, &patch)
+            .await
+            .map(|_| ()),
+        Flavor::ReplicationController => {
+            Api::<ReplicationController>::namespaced(ctx.client.clone(), &ns)
+                .patch_status(&rs.name_any(), &pp, &patch)
+                .await
+                .map(|_| ())
+        }
+    };
+    match written {
+        Ok(()) => Ok(()),
         // Deleted meanwhile: nothing to report on.
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(source) => Err(Error::Api {
+            kind: ctx.flavor.kind(),
             key: key.to_string(),
             source,
         }),

@@ -55,6 +55,32 @@ impl Schedule {
     }
 }
 
+/// The latest scheduled time after `earliest` and at or before `now`, with how many
+/// scheduled times fell in that window (counted up to 101: upstream warns past 100).
+pub fn most_recent(schedule: &Schedule, earliest: &Zoned, now: &Zoned) -> Option<(Zoned, u32)> {
+    let first = schedule.next_after(earliest)?;
+    if first > *now {
+        return None;
+    }
+    let latest = match schedule {
+        Schedule::Cron(c) => c.find_previous_occurrence(now, true).ok()?,
+        Schedule::Every(d) => {
+            let step = i128::try_from(d.as_nanos()).ok()?.max(1);
+            let span = now.timestamp().as_nanosecond() - first.timestamp().as_nanosecond();
+            let k = span / step;
+            let offset = jiff::SignedDuration::from_nanos(i64::try_from(k * step).ok()?);
+            first.checked_add(offset).ok()?
+        }
+    };
+    let mut missed = 1;
+    let mut t = first;
+    while missed <= 100 && t < latest {
+        t = schedule.next_after(&t)?;
+        missed += 1;
+    }
+    Some((latest, missed))
+}
+
 /// An IANA zone from the node's database; Go's message when unknown.
 pub fn time_zone(name: &str) -> Result<TimeZone, String> {
     if name.is_empty() || name == "UTC" {
@@ -134,6 +160,40 @@ mod tests {
         assert!(parse("61 * * * *").is_err());
         assert!(parse("* * * * * *").is_err());
         assert!(parse("@every nope").is_err());
+    }
+
+    #[test]
+    fn most_recent_times() {
+        let hourly = parse("0 * * * *").unwrap();
+        let (t, missed) = most_recent(
+            &hourly,
+            &at("2026-01-01T10:30:00+00:00[UTC]"),
+            &at("2026-01-01T13:15:00+00:00[UTC]"),
+        )
+        .unwrap();
+        assert_eq!((t, missed), (at("2026-01-01T13:00:00+00:00[UTC]"), 3));
+        assert!(most_recent(
+            &hourly,
+            &at("2026-01-01T10:30:00+00:00[UTC]"),
+            &at("2026-01-01T10:45:00+00:00[UTC]"),
+        )
+        .is_none());
+        let every = parse("@every 2s").unwrap();
+        let (t, missed) = most_recent(
+            &every,
+            &at("2026-01-01T10:00:00+00:00[UTC]"),
+            &at("2026-01-01T10:00:07+00:00[UTC]"),
+        )
+        .unwrap();
+        assert_eq!((t, missed), (at("2026-01-01T10:00:06+00:00[UTC]"), 3));
+        let minutely = parse("* * * * *").unwrap();
+        let (_, missed) = most_recent(
+            &minutely,
+            &at("2026-01-01T00:00:00+00:00[UTC]"),
+            &at("2026-01-02T00:00:00+00:00[UTC]"),
+        )
+        .unwrap();
+        assert_eq!(missed, 101);
     }
 
     #[test]
