@@ -35,6 +35,7 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("apps", "StatefulSet") => default_stateful_set(o),
         ("", "ReplicationController") => default_replication_controller(o),
         ("batch", "Job") => default_job(o),
+        ("", "PersistentVolumeClaim") => default_claim(o),
         ("batch", "CronJob") => default_cron_job(o),
         ("discovery.k8s.io", "EndpointSlice") => default_endpoint_slice(o),
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -172,6 +173,16 @@ pub fn default_status_counters(resource: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// `SetDefaults_PersistentVolumeClaim` (also for a StatefulSet's claim templates).
+fn default_claim(pvc: &mut Map<String, Value>) {
+    if let Some(spec) = child_obj(pvc, "spec") {
+        set_default_str(spec, "volumeMode", "Filesystem");
+    }
+    if let Some(status) = child_obj(pvc, "status") {
+        set_default_str(status, "phase", "Pending");
+    }
+}
+
 fn default_stateful_set(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
@@ -195,12 +206,7 @@ fn default_stateful_set(o: &mut Map<String, Value>) {
         // Embedded claims are defaulted as PersistentVolumeClaims are.
         set_default_str(pvc, "apiVersion", "v1");
         set_default_str(pvc, "kind", "PersistentVolumeClaim");
-        if let Some(pvc_spec) = child_obj(pvc, "spec") {
-            set_default_str(pvc_spec, "volumeMode", "Filesystem");
-        }
-        if let Some(status) = child_obj(pvc, "status") {
-            set_default_str(status, "phase", "Pending");
-        }
+        default_claim(pvc);
     }
     default_template(spec);
 }

@@ -120,6 +120,9 @@ pub fn normalize_kind(
         ("apps/v1", "ControllerRevision") => {
             roundtrip::<apps::v1::ControllerRevision>(kind, version, obj)
         }
+        ("v1", "PersistentVolumeClaim") => {
+            roundtrip::<core::v1::PersistentVolumeClaim>(kind, version, obj)
+        }
         ("v1", "ReplicationController") => {
             roundtrip::<core::v1::ReplicationController>(kind, version, obj)
         }
@@ -335,6 +338,10 @@ pub fn go_zero_values(kind: &str, obj: &mut Value) {
             ensure(o, "reportingInstance", Value::from(""));
         }
         "Lease" => ensure_obj(o, "spec"),
+        "PersistentVolumeClaim" => {
+            ensure_obj(o, "spec");
+            ensure_obj(o, "status");
+        }
         "EndpointSlice" => {
             if let Some(list) = o.get_mut("endpoints").and_then(Value::as_array_mut) {
                 for ep in list.iter_mut().filter_map(Value::as_object_mut) {

@@ -167,6 +167,17 @@ fn columns(resource: &ResourceInfo) -> Vec<Col> {
             AGE,
             wide("Selector", "string", "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/"),
         ],
+        ("", "PersistentVolumeClaim") => vec![
+            NAME,
+            col("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
+            col("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+            col("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
+            col("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
+            col("StorageClass", "string", "storageClassName is the name of the StorageClass required by the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#class-1"),
+            col("VolumeAttributesClass", "string", "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim."),
+            AGE,
+            wide("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec."),
+        ],
         ("", "Endpoints") => vec![
             NAME,
             col("Endpoints", "string", "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service."),
@@ -366,6 +377,7 @@ fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<V
             Vec::new(),
         ),
         ("", "Service") => (service_row(obj, name, created), Vec::new()),
+        ("", "PersistentVolumeClaim") => (claim_row(obj, name, created), Vec::new()),
         ("", "Endpoints") => (
             vec![name, json!(format_endpoints(obj)), json!(created)],
             Vec::new(),
@@ -807,6 +819,58 @@ fn event_row(ev: &Value, name: Value, now: DateTime<Utc>) -> Vec<Value> {
         json!(count),
         name,
     ]
+}
+
+/// `printPersistentVolumeClaim`: capacity and modes only once bound.
+fn claim_row(pvc: &Value, name: Value, created: String) -> Vec<Value> {
+    let phase = get_str(pvc, &["status", "phase"]);
+    let bound = !get_str(pvc, &["spec", "volumeName"]).is_empty();
+    let (capacity, modes) = if bound {
+        let modes: Vec<&str> = get_arr(pvc, &["status", "accessModes"])
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|m| match m {
+                "ReadWriteOnce" => "RWO",
+                "ReadOnlyMany" => "ROX",
+                "ReadWriteMany" => "RWX",
+                "ReadWriteOncePod" => "RWOP",
+                other => other,
+            })
+            .collect();
+        (
+            get_str(pvc, &["status", "capacity", "storage"]).to_string(),
+            modes.join(","),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let phase = if get(pvc, &["metadata", "deletionTimestamp"]).is_some() {
+        "Terminating"
+    } else {
+        phase
+    };
+    vec![
+        name,
+        json!(phase),
+        json!(get_str(pvc, &["spec", "volumeName"])),
+        json!(capacity),
+        json!(modes),
+        json!(get_str(pvc, &["spec", "storageClassName"])),
+        json!(or_unset(get_str(
+            pvc,
+            &["spec", "volumeAttributesClassName"]
+        ))),
+        json!(created),
+        json!(or_unset(get_str(pvc, &["spec", "volumeMode"]))),
+    ]
+}
+
+fn or_unset(s: &str) -> &str {
+    if s.is_empty() {
+        "<unset>"
+    } else {
+        s
+    }
 }
 
 /// `layoutContainerCells`: container names and images of the pod template, comma-joined.

@@ -71,6 +71,7 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("apps", "StatefulSet") => validate_stateful_set(o, &mut errs),
         ("", "ReplicationController") => validate_replication_controller(o, &mut errs),
         ("batch", "Job") => validate_job(o, &mut errs),
+        ("", "PersistentVolumeClaim") => validate_claim(o, "spec", &mut errs),
         ("batch", "CronJob") => validate_cron_job(o, &mut errs),
         ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
         ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),

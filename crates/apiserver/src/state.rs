@@ -627,6 +627,9 @@ impl ApiState {
         if old.is_none() && r.kind == "Job" && r.group == "batch" {
             cairn_api::defaults::generate_job_selector(obj);
         }
+        if old.is_none() && r.kind == "PersistentVolumeClaim" {
+            obj["status"] = json!({"phase": "Pending"});
+        }
         if old.is_none() && r.kind == "Service" {
             obj["status"] = json!({"loadBalancer": {}});
         }

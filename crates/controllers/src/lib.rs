@@ -15,17 +15,21 @@ pub mod namespace;
 pub mod owner;
 pub mod replicaset;
 pub mod retry;
+pub mod revisions;
 pub mod runner;
 pub mod select;
 pub mod serviceaccount;
 pub mod slow_start;
+pub mod statefulset;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_events::Recorder;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, ServiceAccount};
 use kube::api::Api;
@@ -77,6 +81,8 @@ struct Informers {
     daemonsets: informer::Informer<DaemonSet>,
     jobs: informer::Informer<Job>,
     cronjobs: informer::Informer<CronJob>,
+    statefulsets: informer::Informer<StatefulSet>,
+    revisions: informer::Informer<ControllerRevision>,
 }
 
 type Task = futures::future::BoxFuture<'static, ()>;
@@ -257,6 +263,28 @@ fn start_cronjob(client: &Client, inf: &mut Informers) -> Task {
     ))
 }
 
+fn start_statefulset(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .statefulsets
+        .subscribe(|s: &StatefulSet| vec![ObjectRef::from_obj(s)]);
+    let pods = inf
+        .pods
+        .subscribe_with_deletions(|p, _| statefulset::pod_owner(p));
+    let ctx = Arc::new(statefulset::Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        statefulsets: inf.statefulsets.reader(),
+        revisions: inf.revisions.reader(),
+        recorder: Recorder::start(client.clone(), "statefulset-controller"),
+        retries: Default::default(),
+    });
+    Box::pin(statefulset::run(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -270,6 +298,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("job", start_job),
     ("ttl-after-finished", start_ttl_after_finished),
     ("cronjob", start_cronjob),
+    ("statefulset", start_statefulset),
 ];
 
 impl Informers {
@@ -289,6 +318,8 @@ impl Informers {
             daemonsets: informer::Informer::new(Api::all(client.clone())),
             jobs: informer::Informer::new(Api::all(client.clone())),
             cronjobs: informer::Informer::new(Api::all(client.clone())),
+            statefulsets: informer::Informer::new(Api::all(client.clone())),
+            revisions: informer::Informer::new(Api::all(client.clone())),
         }
     }
 
@@ -308,6 +339,8 @@ impl Informers {
             self.serviceaccounts.start_if_used("serviceaccounts").await,
             self.jobs.start_if_used("jobs").await,
             self.cronjobs.start_if_used("cronjobs").await,
+            self.revisions.start_if_used("controllerrevisions").await,
+            self.statefulsets.start_if_used("statefulsets").await,
         ];
         started.into_iter().flatten().collect()
     }

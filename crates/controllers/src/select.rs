@@ -15,6 +15,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("job", true),
     ("ttl-after-finished", true),
     ("cronjob", true),
+    ("statefulset", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

@@ -392,8 +392,38 @@ pub(super) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause
                 errs.push(Cause::invalid(&p, name, &msg));
             }
         }
+        validate_claim(pvc, &format!("spec.volumeClaimTemplates[{i}].spec"), errs);
     }
     validate_workload(spec, "statefulset", errs);
+}
+
+/// A PersistentVolumeClaim's spec (`ValidatePersistentVolumeClaimSpec`): access modes and
+/// a storage request.
+pub(super) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    const MODES: [&str; 4] = [
+        "ReadOnlyMany",
+        "ReadWriteMany",
+        "ReadWriteOnce",
+        "ReadWriteOncePod",
+    ];
+    let empty = Map::new();
+    let spec = obj(pvc, "spec").unwrap_or(&empty);
+    let modes = arr(spec, "accessModes");
+    if modes.is_empty() {
+        errs.push(Cause::required_detail(
+            format!("{p}.accessModes"),
+            "at least 1 access mode is required",
+        ));
+    }
+    for m in modes.iter().filter_map(Value::as_str) {
+        if !MODES.contains(&m) {
+            errs.push(Cause::not_supported(format!("{p}.accessModes"), m, &MODES));
+        }
+    }
+    let storage = path(spec, &["resources", "requests", "storage"]);
+    if storage.is_none() {
+        errs.push(Cause::required(format!("{p}.resources[storage]")));
+    }
 }
 
 /// The spec fields a StatefulSet update may change (upstream `ValidateStatefulSetUpdate`).
