@@ -379,7 +379,8 @@ async fn resource(
                 let opts = delete_options(&q, &headers, &body)?;
                 let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
                 let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
-                Ok(json_response(code, written.bytes, "application/json", &[]))
+                let warnings = written.warnings.clone();
+                Ok(json_response(code, written.bytes, "application/json", &warnings))
             }
             (Method::DELETE, None, None) => {
                 let body = body?;

@@ -9,6 +9,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
+pub mod garbagecollector;
 pub mod informer;
 pub mod job;
 pub mod namespace;
@@ -285,6 +286,11 @@ fn start_statefulset(client: &Client, inf: &mut Informers) -> Task {
     ))
 }
 
+fn start_garbagecollector(client: &Client, _inf: &mut Informers) -> Task {
+    // Its own metadata-only watches of every resource, not the shared typed caches.
+    Box::pin(garbagecollector::run(client.clone()))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -299,6 +305,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("ttl-after-finished", start_ttl_after_finished),
     ("cronjob", start_cronjob),
     ("statefulset", start_statefulset),
+    ("garbagecollector", start_garbagecollector),
 ];
 
 impl Informers {

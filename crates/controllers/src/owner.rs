@@ -88,6 +88,27 @@ fn name_of(meta: &ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or("")
 }
 
+/// Whether the owner `r` (in `namespace`) still exists and is not being deleted, asked
+/// of the API server: a cached owner may be a deletion behind, and adopting for an owner
+/// on its way out (with `orphan`) would hand its dependents to the garbage collector
+/// (upstream's `RecheckDeletionTimestamp`).
+pub async fn owner_alive(
+    client: &kube::Client,
+    r: &OwnerReference,
+    namespace: &str,
+) -> Result<bool, kube::Error> {
+    let (group, version) = match r.api_version.rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", r.api_version.as_str()),
+    };
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, &r.kind);
+    let ar = kube::discovery::ApiResource::from_gvk(&gvk);
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+    Ok(api.get_metadata_opt(&r.name).await?.is_some_and(|m| {
+        m.metadata.uid.as_deref() == Some(r.uid.as_str()) && m.metadata.deletion_timestamp.is_none()
+    }))
+}
+
 /// Adds `owner` as the controller of the orphan whose metadata is `meta`.
 pub async fn adopt<K>(
     api: &Api<K>,
@@ -142,6 +163,7 @@ pub async fn claim_pods(
     let deleting = owner.deletion_timestamp.is_some();
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut mine = Vec::new();
+    let mut may_adopt: Option<bool> = None;
     for pod in pods.state() {
         if pod.namespace().as_deref() != Some(ns.as_str()) || !pod_state::is_active(pod.as_ref()) {
             continue;
@@ -151,9 +173,17 @@ pub async fn claim_pods(
                 mine.push(pod);
                 continue;
             }
-            Claim::Adopt => adopt(&api, &pod.metadata, owner_ref.clone())
-                .await
-                .map(|adopted| mine.push(std::sync::Arc::new(CachedPod::from(adopted)))),
+            Claim::Adopt => {
+                if may_adopt.is_none() {
+                    may_adopt = Some(owner_alive(client, &owner_ref, &ns).await?);
+                }
+                if may_adopt != Some(true) {
+                    continue;
+                }
+                adopt(&api, &pod.metadata, owner_ref.clone())
+                    .await
+                    .map(|adopted| mine.push(std::sync::Arc::new(CachedPod::from(adopted))))
+            }
             Claim::Release => release(&api, &pod.metadata, &uid).await.map(|_| ()),
             Claim::Ignore => continue,
         };

@@ -16,6 +16,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("ttl-after-finished", true),
     ("cronjob", true),
     ("statefulset", true),
+    ("garbagecollector", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

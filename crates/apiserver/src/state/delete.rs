@@ -1,19 +1,19 @@
 //! DELETE: preconditions, graceful pod deletion, finalizers, namespace termination, and
-//! the ownerReference propagation policies (Orphan and Foreground before the owner goes,
-//! Background by a sweep after it).
+//! the ownerReference propagation policies as kube-apiserver records them: Orphan and
+//! Foreground put the `orphan` / `foregroundDeletion` finalizer on the owner, which the
+//! garbage collector (in cairn-controllers) acts on and removes; Background deletes the
+//! owner at once and the collector removes dependents whose owners are all gone.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cairn_api::registry::{ResourceInfo, RESOURCES};
+use cairn_api::registry::ResourceInfo;
 use cairn_api::status::Status;
-use cairn_store::cache::CachedObject;
 use cairn_store::Revision;
 use serde_json::{json, Value};
-use tracing::{info, warn};
+use tracing::info;
 
-use super::{store_status, ApiState, DeleteOptions, WriteOptions, Written};
-use crate::decorate::{OWNER_UIDS_FIELD, UID_FIELD};
+use super::{store_status, ApiState, DeleteOptions, Written};
 use crate::objects::*;
 
 impl ApiState {
@@ -35,7 +35,14 @@ impl ApiState {
                     let rev = self.cache.backend().current_revision().await.unwrap_or(0);
                     self.settle(rev).await?;
                 }
-                other => return other,
+                other => {
+                    return other.map(|(mut written, gone)| {
+                        if opts.propagation_policy.is_none() && default_propagation(r) == "Orphan" {
+                            written.warnings.push(JOB_ORPHAN_WARNING.to_string());
+                        }
+                        (written, gone)
+                    })
+                }
             }
         }
     }
@@ -81,8 +88,10 @@ impl ApiState {
         if opts.dry_run {
             return Ok((unchanged, false));
         }
-        let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
-        let propagation = opts.propagation_policy.as_deref().unwrap_or("Background");
+        let propagation = opts
+            .propagation_policy
+            .as_deref()
+            .unwrap_or_else(|| default_propagation(r));
         // Namespaces terminate first: their contents are removed by the namespace loop.
         if r.kind == "Namespace" {
             if has_deletion_timestamp(&obj) {
@@ -97,14 +106,24 @@ impl ApiState {
             info!(namespace = name, "namespace terminating");
             return Ok((written, false));
         }
-        match propagation {
-            "Orphan" => self.orphan_dependents(&uid).await,
-            "Foreground" => self.delete_dependents(&uid).await,
-            "Background" => {}
+        let gc_finalizer = match propagation {
+            "Orphan" => Some(ORPHAN_FINALIZER),
+            "Foreground" => Some(FOREGROUND_FINALIZER),
+            "Background" => None,
             other => {
                 return Err(Status::bad_request(format!(
                     "propagationPolicy {other:?} is not one of Orphan, Foreground, Background"
                 )))
+            }
+        };
+        if let Some(f) = gc_finalizer.filter(|f| !finalizers(&obj).iter().any(|x| x == f)) {
+            add_finalizer(&mut obj, f);
+            if has_deletion_timestamp(&obj) {
+                // Already terminating: the new policy still takes effect.
+                let written = self
+                    .store_unadmitted(r, key, obj, current.mod_revision)
+                    .await?;
+                return Ok((written, false));
             }
         }
         // Graceful pod deletion: the node agent finishes it.
@@ -144,9 +163,6 @@ impl ApiState {
             return Ok((written, false));
         }
         self.remove_now(r, key, &obj, current.mod_revision).await?;
-        if propagation == "Background" && !uid.is_empty() {
-            self.spawn_collect_orphans(uid);
-        }
         Ok((unchanged, true))
     }
 
@@ -170,110 +186,31 @@ impl ApiState {
             .map_err(|e| store_status(e, r, name_of(&obj)))?;
         self.written(key, rev, Vec::new()).await
     }
+}
 
-    /// Every live object (of any resource) that names `owner_uid` among its owners.
-    fn dependents_of(&self, owner_uid: &str) -> Vec<(&'static ResourceInfo, Arc<CachedObject>)> {
-        let mut out = Vec::new();
-        for r in RESOURCES {
-            let (objects, _) = self.cache.list(&r.list_prefix(None));
-            for o in objects {
-                if o.fields
-                    .get(OWNER_UIDS_FIELD)
-                    .is_some_and(|uids| uids.split(',').any(|u| u == owner_uid))
-                {
-                    out.push((r, o));
-                }
-            }
-        }
-        out
+/// The finalizers kube-apiserver sets for the propagation policies.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The policy of a DELETE that names none: Background, except for batch/v1 Jobs, whose
+/// pods are kept (upstream's compatibility default, with a warning).
+pub fn default_propagation(r: &ResourceInfo) -> &'static str {
+    if r.group == "batch" && r.kind == "Job" {
+        "Orphan"
+    } else {
+        "Background"
     }
+}
 
-    fn uid_exists(&self, uid: &str) -> bool {
-        RESOURCES.iter().any(|r| {
-            let (objects, _) = self.cache.list(&r.list_prefix(None));
-            objects
-                .iter()
-                .any(|o| o.fields.get(UID_FIELD).is_some_and(|u| u == uid))
-        })
-    }
+/// The warning kube-apiserver sends when a Job is deleted without a policy.
+pub const JOB_ORPHAN_WARNING: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
 
-    async fn orphan_dependents(&self, owner_uid: &str) {
-        for (r, o) in self.dependents_of(owner_uid) {
-            let ns = o.fields.get("metadata.namespace").cloned();
-            let name = o.fields.get("metadata.name").cloned().unwrap_or_default();
-            let result = self
-                .guaranteed_update(
-                    r,
-                    ns.as_deref(),
-                    &name,
-                    None,
-                    &WriteOptions::default(),
-                    |cur| {
-                        let mut next = cur.clone();
-                        if let Some(refs) = next
-                            .pointer_mut("/metadata/ownerReferences")
-                            .and_then(Value::as_array_mut)
-                        {
-                            refs.retain(|o| {
-                                o.get("uid").and_then(Value::as_str) != Some(owner_uid)
-                            });
-                        }
-                        Ok(next)
-                    },
-                )
-                .await;
-            if let Err(e) = result {
-                warn!(object = %o.key, error = %e, "orphaning dependent failed");
-            }
-        }
-    }
-
-    /// Foreground deletion, done before the owner goes: delete every dependent.
-    async fn delete_dependents(self: &Arc<Self>, owner_uid: &str) {
-        for (r, o) in self.dependents_of(owner_uid) {
-            let ns = o.fields.get("metadata.namespace").cloned();
-            let name = o.fields.get("metadata.name").cloned().unwrap_or_default();
-            let opts = DeleteOptions {
-                propagation_policy: Some("Background".into()),
-                ..Default::default()
-            };
-            if let Err(e) = Box::pin(self.delete(r, ns.as_deref(), &name, &opts)).await {
-                if e.code != 404 {
-                    warn!(object = %o.key, error = %e, "deleting dependent failed");
-                }
-            }
-        }
-    }
-
-    /// Background garbage collection after an owner is gone: delete dependents none of
-    /// whose owners exist any more.
-    fn spawn_collect_orphans(self: &Arc<Self>, owner_uid: String) {
-        let state = Arc::clone(self);
-        tokio::spawn(async move {
-            for (r, o) in state.dependents_of(&owner_uid) {
-                let alive = o
-                    .fields
-                    .get(OWNER_UIDS_FIELD)
-                    .map(|uids| {
-                        uids.split(',')
-                            .any(|u| u != owner_uid && state.uid_exists(u))
-                    })
-                    .unwrap_or(false);
-                if alive {
-                    continue;
-                }
-                let ns = o.fields.get("metadata.namespace").cloned();
-                let name = o.fields.get("metadata.name").cloned().unwrap_or_default();
-                let opts = DeleteOptions {
-                    propagation_policy: Some("Background".into()),
-                    ..Default::default()
-                };
-                if let Err(e) = state.delete(r, ns.as_deref(), &name, &opts).await {
-                    if e.code != 404 {
-                        warn!(object = %o.key, error = %e, "garbage collecting dependent failed");
-                    }
-                }
-            }
-        });
+fn add_finalizer(obj: &mut Value, f: &str) {
+    let meta = metadata_mut(obj);
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(a) = list.as_array_mut() {
+        a.push(json!(f));
+    } else {
+        *list = json!([f]);
     }
 }

@@ -33,6 +33,7 @@ pub async fn claim(
     let deleting = d.metadata.deletion_timestamp.is_some();
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
     let mut mine = Vec::new();
+    let mut may_adopt: Option<bool> = None;
     for rs in ctx.replicasets.state() {
         if rs.namespace().as_deref() != Some(ns.as_str()) {
             continue;
@@ -40,6 +41,14 @@ pub async fn claim(
         match owner::classify(&uid, deleting, selector, &rs.metadata) {
             Claim::Mine => mine.push(rs),
             Claim::Adopt => {
+                if may_adopt.is_none() {
+                    let alive =
+                        owner::owner_alive(&ctx.client, &owner::controller_ref(d), &ns).await;
+                    may_adopt = Some(alive.map_err(api_error(d))?);
+                }
+                if may_adopt != Some(true) {
+                    continue;
+                }
                 match owner::adopt(&api, &rs.metadata, owner::controller_ref(d)).await {
                     Ok(adopted) => mine.push(Arc::new(adopted)),
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
