@@ -483,4 +483,17 @@ fn daemonset_follows_nodes_taints_and_rolls() {
         violations.is_empty(),
         "maxSurge/maxUnavailable broken: {violations:?}"
     );
+
+    // History and undo through the DaemonSet's ControllerRevisions.
+    let history = k.ok(&["rollout", "history", "daemonset/agent"]);
+    assert!(history.contains('3'), "three templates so far: {history}");
+    k.ok(&["rollout", "undo", "daemonset/agent"]);
+    k.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]);
+    wait_until("pods back on busybox", 30, || {
+        let pods = pods_of(&k, "agent");
+        pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "busybox")
+    });
 }

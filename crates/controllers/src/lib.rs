@@ -176,6 +176,7 @@ fn start_daemonset(client: &Client, inf: &mut Informers) -> Task {
         pods: inf.pods.reader(),
         nodes: inf.nodes.reader(),
         daemonsets: inf.daemonsets.reader(),
+        revisions: inf.revisions.reader(),
         recorder: Recorder::start(client.clone(), "daemonset-controller"),
         expectations: Default::default(),
         retries: Default::default(),

@@ -15,7 +15,7 @@ use cairn_semantics::pod_state;
 use cairn_semantics::selector::Selector;
 use futures::future::join_all;
 use futures::Stream;
-use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -28,6 +28,7 @@ use crate::deployment::util::compute_hash;
 use crate::expectations::Expectations;
 use crate::owner;
 use crate::retry::Retries;
+use crate::revisions;
 
 pub use placement::HASH_LABEL;
 
@@ -45,6 +46,7 @@ pub enum Error {
 
 pub struct Ctx {
     pub client: Client,
+    pub revisions: Store<ControllerRevision>,
     pub pods: Store<CachedPod>,
     pub nodes: Store<Node>,
     pub daemonsets: Store<DaemonSet>,
@@ -167,6 +169,9 @@ async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
     .await
     .map_err(api_err)?;
     let hash = hash_of(ds);
+    record_revision(ds, ctx, &mine, &hash)
+        .await
+        .map_err(api_err)?;
     let min_ready = ds
         .spec
         .as_ref()
@@ -187,6 +192,34 @@ async fn sync(ds: &DaemonSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     Ok(Action::await_change())
+}
+
+/// The template history as ControllerRevisions `<ds>-<hash>` (what `kubectl rollout
+/// history|undo ds` read), keeping `revisionHistoryLimit` unused ones.
+async fn record_revision(
+    ds: &DaemonSet,
+    ctx: &Ctx,
+    mine: &[Arc<CachedPod>],
+    hash: &str,
+) -> Result<(), kube::Error> {
+    let spec = ds.spec.clone().unwrap_or_default();
+    let owner = revisions::Owner {
+        meta: &ds.metadata,
+        owner_ref: owner::controller_ref(ds),
+        template: &spec.template,
+        collision_count: ds.status.as_ref().and_then(|s| s.collision_count),
+    };
+    let (_, revs) = revisions::ensure(&ctx.client, &ctx.revisions, &owner).await?;
+    let name = ds.name_any();
+    let live: Vec<String> = mine
+        .iter()
+        .map(|p| format!("{name}-{}", plan::revision_hash(p)))
+        .chain([format!("{name}-{hash}")])
+        .collect();
+    let live: Vec<&str> = live.iter().map(String::as_str).collect();
+    let limit = spec.revision_history_limit.unwrap_or(10).max(0) as usize;
+    revisions::truncate(&ctx.client, &revs, &live, limit).await;
+    Ok(())
 }
 
 async fn apply(

@@ -33,13 +33,17 @@ fn node_of(p: &CachedPod) -> String {
         .unwrap_or_default()
 }
 
-pub fn updated(p: &CachedPod, hash: &str) -> bool {
+/// The template hash the pod was made from.
+pub fn revision_hash(p: &CachedPod) -> &str {
     p.metadata
         .labels
         .as_ref()
         .and_then(|l| l.get(HASH_LABEL))
-        .map(String::as_str)
-        == Some(hash)
+        .map_or("", String::as_str)
+}
+
+pub fn updated(p: &CachedPod, hash: &str) -> bool {
+    revision_hash(p) == hash
 }
 
 fn rolling(ds: &DaemonSet) -> Option<RollingUpdateDaemonSet> {
