@@ -7,13 +7,8 @@ mod common;
 
 use common::Server;
 
-#[test]
-fn python_client_lists_creates_patches_watches() {
-    let dir = tempfile::tempdir().unwrap();
-    // The client's wire behaviour alone: the embedded scheduler's PodScheduled update would
-    // add a MODIFIED event to the exact sequence the script checks.
-    let server = Server::start_with(dir.path(), &["--scheduler=false"]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_test.py");
+/// Runs `script` with the server's kubeconfig; its stdout.
+fn run_script(server: &Server, script: &str) -> String {
     // Debian's interpreter: python3-kubernetes is installed for it, not for other pythons on PATH.
     let python = if std::path::Path::new("/usr/bin/python3").exists() {
         "/usr/bin/python3"
@@ -32,5 +27,25 @@ fn python_client_lists_creates_patches_watches() {
         String::from_utf8_lossy(&out.stderr),
         server.log()
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("python client: ok"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every served kind, fresh (no controller has written its status), read back through the
+/// typed models.
+#[test]
+fn python_client_reads_every_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/roundtrip_test.py");
+    assert!(run_script(&server, script).contains("python roundtrip: ok"));
+}
+
+#[test]
+fn python_client_lists_creates_patches_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    // The client's wire behaviour alone: the embedded scheduler's PodScheduled update would
+    // add a MODIFIED event to the exact sequence the script checks.
+    let server = Server::start_with(dir.path(), &["--scheduler=false"]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_test.py");
+    assert!(run_script(&server, script).contains("python client: ok"));
 }
