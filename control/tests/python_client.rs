@@ -36,7 +36,10 @@ fn run_script(server: &Server, script: &str) -> String {
 fn python_client_reads_every_kind() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/roundtrip_test.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/roundtrip_test.py"
+    );
     assert!(run_script(&server, script).contains("python roundtrip: ok"));
 }
 

@@ -98,21 +98,11 @@ mod tests {
 
     #[test]
     fn kube_controller_manager_syntax() {
-        assert_eq!(
-            Selection::default().names(),
-            [
-                "replicaset",
-                "deployment",
-                "serviceaccount",
-                "daemonset",
-                "namespace"
-            ]
-        );
-        let s = Selection::parse("*,-deployment").unwrap();
-        assert_eq!(
-            s.names(),
-            ["replicaset", "serviceaccount", "daemonset", "namespace"]
-        );
+        assert_eq!(Selection::default().names().len(), KNOWN.len());
+        let s = Selection::parse("*,-deployment,-garbagecollector").unwrap();
+        assert!(!s.enabled("deployment") && !s.enabled("garbagecollector"));
+        assert!(s.enabled("replicaset") && s.enabled("job"));
+        assert_eq!(s.names().len(), KNOWN.len() - 2);
         let s = Selection::parse("replicaset").unwrap();
         assert_eq!(s.names(), ["replicaset"]);
         assert!(Selection::parse("").unwrap().names().is_empty());

@@ -95,7 +95,7 @@ async fn delete_node(ctx: &Ctx, uid: &str, node: &Node, policy: &str) -> Result<
 
 /// A dependent some of whose owners may be gone. `Ok(false)`: look again later.
 async fn dependent(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
-    let Some(node) = ctx.graph.lock().get(uid).cloned() else {
+    let Some(node) = ctx.graph.lock().get(uid) else {
         return Ok(true);
     };
     if node.deleting || node.owners.is_empty() {
@@ -120,8 +120,7 @@ async fn dependent(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
             None => return Ok(false),
             Some(false) => absent.push(o.uid.clone()),
             Some(true) => {
-                let g = ctx.graph.lock();
-                if o.block && g.get(&o.uid).is_some_and(|n| n.deleting && n.foreground) {
+                if o.block && ctx.graph.lock().waits_for_dependents(&o.uid) {
                     waiting_on += 1;
                 }
             }
@@ -211,7 +210,7 @@ async fn remove_finalizer(ctx: &Ctx, uid: &str, node: &Node, f: &str) -> Result<
 
 /// Orphan: every dependent loses its reference to the owner, then the owner goes.
 async fn orphan(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
-    let Some(node) = ctx.graph.lock().get(uid).cloned() else {
+    let Some(node) = ctx.graph.lock().get(uid) else {
         return Ok(true);
     };
     if !(node.deleting && node.orphan) {
@@ -221,7 +220,7 @@ async fn orphan(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
         let g = ctx.graph.lock();
         g.dependents(uid)
             .into_iter()
-            .filter_map(|d| g.get(&d).cloned().map(|n| (d, n)))
+            .filter_map(|d| g.get(&d).map(|n| (d, n)))
             .collect()
     };
     for (dep_uid, dep) in &dependents {
@@ -233,7 +232,7 @@ async fn orphan(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
 
 /// Foreground: dependents are deleted first; the owner's finalizer goes once none is left.
 async fn foreground(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
-    let Some(node) = ctx.graph.lock().get(uid).cloned() else {
+    let Some(node) = ctx.graph.lock().get(uid) else {
         return Ok(true);
     };
     if !(node.deleting && node.foreground) {
@@ -244,7 +243,7 @@ async fn foreground(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
         g.dependents(uid)
             .into_iter()
             .filter_map(|d| {
-                let n = g.get(&d).cloned()?;
+                let n = g.get(&d)?;
                 let has_own = !g.dependents(&d).is_empty();
                 Some((d, n, has_own))
             })

@@ -142,9 +142,8 @@ async fn watch(ctx: Arc<Ctx>, index: usize, listed: mpsc::UnboundedSender<()>) {
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
-    let mut relisting: Option<HashSet<String>> = None;
+    let mut relisting: Option<HashSet<graph::Key>> = None;
     let mut first_list = true;
-    let mut known: HashSet<String> = HashSet::new();
     while let Some(ev) = stream.next().await {
         let ev = match ev {
             Ok(ev) => ev,
@@ -159,9 +158,8 @@ async fn watch(ctx: Arc<Ctx>, index: usize, listed: mpsc::UnboundedSender<()>) {
             Event::InitApply(o) | Event::Apply(o) => {
                 let uid = o.metadata.uid.clone().unwrap_or_default();
                 if let Some(seen) = relisting.as_mut() {
-                    seen.insert(uid.clone());
+                    seen.insert(graph::key_of(&uid).0);
                 }
-                known.insert(uid.clone());
                 work = ctx
                     .graph
                     .lock()
@@ -169,18 +167,12 @@ async fn watch(ctx: Arc<Ctx>, index: usize, listed: mpsc::UnboundedSender<()>) {
             }
             Event::Delete(o) => {
                 let uid = o.metadata.uid.clone().unwrap_or_default();
-                known.remove(&uid);
                 work = ctx.graph.lock().apply(&uid, None);
             }
             Event::InitDone => {
                 // Objects that vanished while the watch was down.
                 let seen = relisting.take().unwrap_or_default();
-                let gone: Vec<String> = known.difference(&seen).cloned().collect();
-                let mut graph = ctx.graph.lock();
-                for uid in gone {
-                    known.remove(&uid);
-                    work.extend(graph.apply(&uid, None));
-                }
+                work = ctx.graph.lock().remove_unseen(index, &seen);
                 if std::mem::take(&mut first_list) {
                     // Err: `run` stopped waiting, i.e. the process is stopping.
                     let _ = listed.send(());
