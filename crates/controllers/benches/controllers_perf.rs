@@ -204,7 +204,12 @@ async fn main() {
     )
     .unwrap();
     let _scheduler = cp.sidecar("scheduler", &[]).unwrap();
-    let mut controllers = cp.sidecar("controllers", &[]).unwrap();
+    // CONTROLLERS=LIST runs another selection (e.g. `*,-garbagecollector` to see its cost).
+    let selection = format!(
+        "--controllers={}",
+        std::env::var("CONTROLLERS").unwrap_or_else(|_| "*".into())
+    );
+    let mut controllers = cp.sidecar("controllers", &[&selection]).unwrap();
     let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
     add_nodes(&client).await;
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -266,7 +271,7 @@ async fn main() {
     // A fresh controllers process listing the same 10,000 pods: the caches' cost without
     // the allocator's leftovers from the scale-up's churn.
     drop(controllers);
-    controllers = cp.sidecar("controllers", &[]).unwrap();
+    controllers = cp.sidecar("controllers", &[&selection]).unwrap();
     tokio::time::sleep(Duration::from_secs(8)).await;
     let fresh = vm_kib(controllers.pid(), "VmRSS:");
     println!("  a restarted controllers process with {SCALED} pods cached: RSS {:.1} MiB (+{:.1} MiB over idle)",
