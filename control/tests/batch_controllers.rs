@@ -63,7 +63,18 @@ fn jobs_complete_fail_index_and_expire() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, _kubelet, k) = start(dir.path(), 33);
 
-    // completions 5, parallelism 2: never more than 2 running, then Complete.
+    completions_and_parallelism(&k);
+    backoff_limit(&k);
+    indexed(&k);
+    pod_failure_policy(&k);
+    active_deadline(&k);
+    suspend_and_resume(&k);
+    ttl_after_finished(&k);
+    generated_selector_and_bad_input(&k);
+}
+
+/// completions 5, parallelism 2: never more than 2 running, then Complete.
+fn completions_and_parallelism(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job(
@@ -75,7 +86,7 @@ fn jobs_complete_fail_index_and_expire() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let running = items(
-            &k,
+            k,
             &[
                 "get",
                 "pods",
@@ -89,7 +100,7 @@ fn jobs_complete_fail_index_and_expire() {
             "parallelism 2 exceeded: {} pods",
             running.len()
         );
-        let st = get(&k, &["get", "job", "five"])["status"].clone();
+        let st = get(k, &["get", "job", "five"])["status"].clone();
         if st["succeeded"] == 5 {
             break;
         }
@@ -102,10 +113,10 @@ fn jobs_complete_fail_index_and_expire() {
         "job/five",
         "--timeout=30s",
     ]);
-    let five = get(&k, &["get", "job", "five"]);
+    let five = get(k, &["get", "job", "five"]);
     assert!(five["status"]["completionTime"].is_string(), "{five}");
     assert_eq!(five["status"]["uncountedTerminatedPods"], json!({}));
-    let pods = items(&k, &["get", "pods", "-l", "app=five"]);
+    let pods = items(k, &["get", "pods", "-l", "app=five"]);
     assert_eq!(pods.len(), 5, "exactly 5 pods ran");
     assert!(
         pods.iter().all(|p| p["metadata"]["finalizers"].is_null()),
@@ -116,8 +127,10 @@ fn jobs_complete_fail_index_and_expire() {
         table.contains("Complete") && table.contains("5/5"),
         "{table}"
     );
+}
 
-    // Failing pods: retried with back-off until backoffLimit, then Failed.
+/// Failing pods: retried with back-off until backoffLimit, then Failed.
+fn backoff_limit(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job("fails", Some("1"), json!({"backoffLimit": 2})),
@@ -128,7 +141,7 @@ fn jobs_complete_fail_index_and_expire() {
         "job/fails",
         "--timeout=60s",
     ]);
-    let fails = get(&k, &["get", "job", "fails"]);
+    let fails = get(k, &["get", "job", "fails"]);
     assert_eq!(fails["status"]["failed"], 3, "{fails}");
     let reason = k.ok(&[
         "get",
@@ -138,9 +151,11 @@ fn jobs_complete_fail_index_and_expire() {
         "jsonpath={.status.conditions[?(@.type==\"Failed\")].reason}",
     ]);
     assert_eq!(reason, "BackoffLimitExceeded");
-    assert_eq!(items(&k, &["get", "pods", "-l", "app=fails"]).len(), 3);
+    assert_eq!(items(k, &["get", "pods", "-l", "app=fails"]).len(), 3);
+}
 
-    // Indexed: one pod per index with its index and hostname, completedIndexes 0-2.
+/// Indexed: one pod per index with its index and hostname, completedIndexes 0-2.
+fn indexed(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job(
@@ -165,7 +180,7 @@ fn jobs_complete_fail_index_and_expire() {
         ]),
         "0-2"
     );
-    let mut seen: Vec<(String, String)> = items(&k, &["get", "pods", "-l", "app=idx"])
+    let mut seen: Vec<(String, String)> = items(k, &["get", "pods", "-l", "app=idx"])
         .iter()
         .map(|p| {
             let index = p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
@@ -185,8 +200,10 @@ fn jobs_complete_fail_index_and_expire() {
         [("0", "idx-0"), ("1", "idx-1"), ("2", "idx-2")]
             .map(|(a, b)| (a.to_string(), b.to_string()))
     );
+}
 
-    // A pod failure policy rule fails the Job at the first matching exit code.
+/// A pod failure policy rule fails the Job at the first matching exit code.
+fn pod_failure_policy(k: &Kubectl) {
     let mut policy: Value =
         serde_json::from_str(&job("policy", Some("42"), json!({"backoffLimit": 6}))).unwrap();
     policy["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]});
@@ -208,8 +225,10 @@ fn jobs_complete_fail_index_and_expire() {
         message.contains("Container main failed with exit code 42"),
         "{message}"
     );
+}
 
-    // activeDeadlineSeconds ends a Job that runs too long.
+/// activeDeadlineSeconds ends a Job that runs too long.
+fn active_deadline(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job("slow", None, json!({"activeDeadlineSeconds": 2})),
@@ -229,16 +248,18 @@ fn jobs_complete_fail_index_and_expire() {
     ]);
     assert_eq!(reason, "DeadlineExceeded");
     wait_until("slow's pod gone", 30, || {
-        items(&k, &["get", "pods", "-l", "app=slow"]).is_empty()
+        items(k, &["get", "pods", "-l", "app=slow"]).is_empty()
     });
+}
 
-    // Suspended: no pods; resumed: runs.
+/// Suspended: no pods; resumed: runs.
+fn suspend_and_resume(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job("later", Some("0"), json!({"suspend": true})),
     );
     std::thread::sleep(Duration::from_secs(1));
-    assert!(items(&k, &["get", "pods", "-l", "app=later"]).is_empty());
+    assert!(items(k, &["get", "pods", "-l", "app=later"]).is_empty());
     k.ok(&[
         "patch",
         "job",
@@ -252,8 +273,10 @@ fn jobs_complete_fail_index_and_expire() {
         "job/later",
         "--timeout=60s",
     ]);
+}
 
-    // ttlSecondsAfterFinished: the finished Job and its pods go.
+/// ttlSecondsAfterFinished: the finished Job and its pods go.
+fn ttl_after_finished(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &job("brief", Some("0"), json!({"ttlSecondsAfterFinished": 1})),
@@ -262,10 +285,12 @@ fn jobs_complete_fail_index_and_expire() {
         !k.output(&["get", "job", "brief"]).status.success()
     });
     wait_until("brief's pods deleted", 30, || {
-        items(&k, &["get", "pods", "-l", "app=brief"]).is_empty()
+        items(k, &["get", "pods", "-l", "app=brief"]).is_empty()
     });
+}
 
-    // kubectl create job: the server generates the selector; a bad Job is a 422.
+/// kubectl create job: the server generates the selector; a bad Job is a 422.
+fn generated_selector_and_bad_input(k: &Kubectl) {
     k.ok(&["create", "job", "made", "--image=busybox", "--", "true"]);
     let selector = k.ok(&[
         "get",
@@ -311,7 +336,15 @@ fn cronjobs_and_replication_controllers() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, _kubelet, k) = start(dir.path(), 27);
 
-    // Fires on schedule; finished Jobs beyond the history limit are deleted.
+    cron_schedule_and_history(&k);
+    cron_forbid(&k);
+    cron_replace(&k);
+    job_from_cronjob(&k);
+    replication_controller(&k);
+}
+
+/// Fires on schedule; finished Jobs beyond the history limit are deleted.
+fn cron_schedule_and_history(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &cronjob("tick", "@every 2s", "Allow", Some("0")),
@@ -325,9 +358,9 @@ fn cronjobs_and_replication_controllers() {
             "jsonpath={.status.lastSuccessfulTime}",
         ])
         .is_empty()
-            && events_with(&k, "SuccessfulDelete", "tick") >= 1
+            && events_with(k, "SuccessfulDelete", "tick") >= 1
     });
-    let kept = items(&k, &["get", "jobs"])
+    let kept = items(k, &["get", "jobs"])
         .into_iter()
         .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == "tick")
         .filter(|j| j["status"]["succeeded"] == 1)
@@ -340,8 +373,10 @@ fn cronjobs_and_replication_controllers() {
         "-p",
         r#"{"spec":{"suspend":true}}"#,
     ]);
+}
 
-    // Forbid: while a Job runs, later times are skipped.
+/// Forbid: while a Job runs, later times are skipped.
+fn cron_forbid(k: &Kubectl) {
     k.ok_stdin(
         &["apply", "-f", "-"],
         &cronjob("single", "@every 2s", "Forbid", None),
@@ -358,15 +393,17 @@ fn cronjobs_and_replication_controllers() {
     });
     std::thread::sleep(Duration::from_secs(5));
     let owned = |name: &str| {
-        items(&k, &["get", "jobs"])
+        items(k, &["get", "jobs"])
             .into_iter()
             .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == name)
             .count()
     };
     assert_eq!(owned("single"), 1, "Forbid keeps one Job");
-    assert!(events_with(&k, "JobAlreadyActive", "single") >= 1);
+    assert!(events_with(k, "JobAlreadyActive", "single") >= 1);
+}
 
-    // Replace: the running Job is replaced by the next one.
+/// Replace: the running Job is replaced by the next one.
+fn cron_replace(k: &Kubectl) {
     k.ok(&[
         "patch",
         "cronjob",
@@ -398,8 +435,10 @@ fn cronjobs_and_replication_controllers() {
         "-p",
         r#"{"spec":{"suspend":true}}"#,
     ]);
+}
 
-    // kubectl create job --from=cronjob.
+/// kubectl create job --from=cronjob.
+fn job_from_cronjob(k: &Kubectl) {
     k.ok(&["create", "job", "by-hand", "--from=cronjob/tick"]);
     k.ok(&[
         "wait",
@@ -418,8 +457,10 @@ fn cronjobs_and_replication_controllers() {
         err.contains(r#"spec.concurrencyPolicy: Unsupported value: "Sometimes""#),
         "{err}"
     );
+}
 
-    // ReplicationController: replicas, scale, orphaning delete.
+/// ReplicationController: replicas, scale, orphaning delete.
+fn replication_controller(k: &Kubectl) {
     let rc = r#"{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"web"},
       "spec":{"replicas":3,"template":{"metadata":{"labels":{"app":"web"}},
       "spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
@@ -434,13 +475,13 @@ fn cronjobs_and_replication_controllers() {
         ])
     };
     wait_until("rc 3/3", 30, || ready() == "3/3");
-    let pods = items(&k, &["get", "pods", "-l", "app=web"]);
+    let pods = items(k, &["get", "pods", "-l", "app=web"]);
     assert!(pods
         .iter()
         .all(|p| p["metadata"]["ownerReferences"][0]["kind"] == "ReplicationController"));
     k.ok(&["scale", "rc", "web", "--replicas=1"]);
     wait_until("rc 1/1", 30, || {
-        ready() == "1/1" && items(&k, &["get", "pods", "-l", "app=web"]).len() == 1
+        ready() == "1/1" && items(k, &["get", "pods", "-l", "app=web"]).len() == 1
     });
     let table = k.ok(&["get", "rc", "web"]);
     assert!(
@@ -449,7 +490,7 @@ fn cronjobs_and_replication_controllers() {
     );
     k.ok(&["delete", "rc", "web", "--cascade=orphan"]);
     std::thread::sleep(Duration::from_secs(2));
-    let left = items(&k, &["get", "pods", "-l", "app=web"]);
+    let left = items(k, &["get", "pods", "-l", "app=web"]);
     assert_eq!(left.len(), 1, "orphaned pods stay");
     assert!(
         left[0]["metadata"]["ownerReferences"].is_null(),

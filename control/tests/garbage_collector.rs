@@ -48,8 +48,15 @@ fn background_foreground_and_orphan_propagation() {
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "8");
 
-    // Background: the Deployment goes at once, its ReplicaSet and pods after it.
-    deploy(&k, "bg");
+    background(&k);
+    foreground(&k);
+    orphan(&k);
+    job_default_orphan(&k, &server.url);
+}
+
+/// Background: the Deployment goes at once, its ReplicaSet and pods after it.
+fn background(k: &Kubectl) {
+    deploy(k, "bg");
     k.ok(&[
         "delete",
         "deployment",
@@ -59,11 +66,13 @@ fn background_foreground_and_orphan_propagation() {
     ]);
     assert!(!k.output(&["get", "deployment", "bg"]).status.success());
     wait_until("bg dependents collected", 30, || {
-        count(&k, "rs", "app=bg") == 0 && count(&k, "pods", "app=bg") == 0
+        count(k, "rs", "app=bg") == 0 && count(k, "pods", "app=bg") == 0
     });
+}
 
-    // Foreground: the Deployment stays (with the finalizer) until its dependents are gone.
-    deploy(&k, "fg");
+/// Foreground: the Deployment stays (with the finalizer) until its dependents are gone.
+fn foreground(k: &Kubectl) {
+    deploy(k, "fg");
     k.ok(&[
         "delete",
         "deployment",
@@ -82,7 +91,7 @@ fn background_foreground_and_orphan_propagation() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let owner_gone = !k.output(&["get", "deployment", "fg"]).status.success();
-        let pods = count(&k, "pods", "app=fg");
+        let pods = count(k, "pods", "app=fg");
         if owner_gone {
             assert_eq!(pods, 0, "the owner left before its pods");
             break;
@@ -90,12 +99,14 @@ fn background_foreground_and_orphan_propagation() {
         assert!(Instant::now() < deadline, "fg never finished");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(count(&k, "rs", "app=fg"), 0);
+    assert_eq!(count(k, "rs", "app=fg"), 0);
+}
 
-    // Orphan: the ReplicaSet and pods stay, without the owner reference.
-    deploy(&k, "or");
+/// Orphan: the ReplicaSet and pods stay, without the owner reference.
+fn orphan(k: &Kubectl) {
+    deploy(k, "or");
     k.ok(&["delete", "deployment", "or", "--cascade=orphan"]);
-    assert_eq!(count(&k, "rs", "app=or"), 1);
+    assert_eq!(count(k, "rs", "app=or"), 1);
     let owners = k.ok(&[
         "get",
         "rs",
@@ -106,9 +117,11 @@ fn background_foreground_and_orphan_propagation() {
     ]);
     assert!(owners.is_empty(), "released: {owners}");
     std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(count(&k, "pods", "app=or"), 2);
+    assert_eq!(count(k, "pods", "app=or"), 2);
+}
 
-    // A Job deleted without a policy keeps its pods, with kube-apiserver's warning.
+/// A Job deleted without a policy keeps its pods, with kube-apiserver's warning.
+fn job_default_orphan(k: &Kubectl, url: &str) {
     k.ok(&[
         "create",
         "job",
@@ -118,17 +131,14 @@ fn background_foreground_and_orphan_propagation() {
         "sleep",
         "1000",
     ]);
-    wait_until("keep's pod", 30, || count(&k, "pods", "job-name=keep") == 1);
+    wait_until("keep's pod", 30, || count(k, "pods", "job-name=keep") == 1);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let warning = rt.block_on(async {
         let resp = reqwest::Client::new()
-            .delete(format!(
-                "{}/apis/batch/v1/namespaces/default/jobs/keep",
-                server.url
-            ))
+            .delete(format!("{url}/apis/batch/v1/namespaces/default/jobs/keep"))
             .send()
             .await
             .unwrap();
@@ -146,7 +156,7 @@ fn background_foreground_and_orphan_propagation() {
         !k.output(&["get", "job", "keep"]).status.success()
     });
     assert_eq!(
-        count(&k, "pods", "job-name=keep"),
+        count(k, "pods", "job-name=keep"),
         1,
         "the Job's pod is kept"
     );

@@ -72,12 +72,21 @@ fn statefulset_orders_claims_scales_and_rolls() {
     add_node(&k, "node-1", "8");
     k.ok_stdin(&["apply", "-f", "-"], WEB);
 
-    // OrderedReady: web-1 only once web-0 is Running and Ready, and so on.
+    ordered_ready(&k);
+    rolling_update(&k);
+    scale_down(&k);
+    partition(&k);
+    history_and_undo(&k);
+    parallel_when_scaled(&k);
+}
+
+/// OrderedReady: web-1 only once web-0 is Running and Ready, and so on.
+fn ordered_ready(k: &Kubectl) {
     for (i, pod) in ["web-0", "web-1", "web-2"].iter().enumerate() {
-        wait_until(pod, 30, || names(&k, "pods", "app=web").len() == i + 1);
+        wait_until(pod, 30, || names(k, "pods", "app=web").len() == i + 1);
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(
-            names(&k, "pods", "app=web").len(),
+            names(k, "pods", "app=web").len(),
             i + 1,
             "{pod} not ready: nothing after it"
         );
@@ -102,8 +111,10 @@ fn statefulset_orders_claims_scales_and_rolls() {
     });
     let hostname = k.ok(&["get", "pod", "web-1", "-o", "jsonpath={.spec.hostname}/{.spec.subdomain}/{.spec.volumes[0].persistentVolumeClaim.claimName}"]);
     assert_eq!(hostname, "web-1/web/www-web-1");
+}
 
-    // A template change (readiness label dropped) rolls every pod, highest first.
+/// A template change (readiness label dropped) rolls every pod, highest first.
+fn rolling_update(k: &Kubectl) {
     k.ok(&[
         "patch",
         "sts",
@@ -118,11 +129,13 @@ fn statefulset_orders_claims_scales_and_rolls() {
         out.contains("partitioned roll out complete: 3 new pods"),
         "{out}"
     );
+}
 
-    // Scale down: web-2 goes first, then web-1; the claims stay (Retain).
+/// Scale down: web-2 goes first, then web-1; the claims stay (Retain).
+fn scale_down(k: &Kubectl) {
     k.ok(&["scale", "sts", "web", "--replicas=2"]);
     wait_until("web-2 gone", 30, || {
-        names(&k, "pods", "app=web") == ["web-0", "web-1"]
+        names(k, "pods", "app=web") == ["web-0", "web-1"]
     });
     k.ok(&["scale", "sts", "web", "--replicas=3"]);
     wait_until("web-2 back", 30, || {
@@ -135,11 +148,13 @@ fn statefulset_orders_claims_scales_and_rolls() {
         ]) == "3"
     });
     assert_eq!(
-        names(&k, "pvc", "app=web"),
+        names(k, "pvc", "app=web"),
         ["www-web-0", "www-web-1", "www-web-2"]
     );
+}
 
-    // Partition 2: only web-2 moves to the new image.
+/// Partition 2: only web-2 moves to the new image.
+fn partition(k: &Kubectl) {
     k.ok(&[
         "patch",
         "sts",
@@ -151,7 +166,7 @@ fn statefulset_orders_claims_scales_and_rolls() {
     let out = k.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
     assert!(out.contains("partitioned roll out complete"), "{out}");
     assert_eq!(
-        images(&k),
+        images(k),
         ["web-0=nginx:1", "web-1=nginx:1", "web-2=nginx:2"]
     );
     k.ok(&[
@@ -163,25 +178,29 @@ fn statefulset_orders_claims_scales_and_rolls() {
     ]);
     k.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
     assert_eq!(
-        images(&k),
+        images(k),
         ["web-0=nginx:2", "web-1=nginx:2", "web-2=nginx:2"]
     );
+}
 
-    // Revisions: history and undo through ControllerRevisions.
+/// Revisions: history and undo through ControllerRevisions.
+fn history_and_undo(k: &Kubectl) {
     let history = k.ok(&["rollout", "history", "sts/web"]);
     assert!(history.contains('2') && history.contains('3'), "{history}");
     k.ok(&["rollout", "undo", "sts/web"]);
     k.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
     assert_eq!(
-        images(&k),
+        images(k),
         ["web-0=nginx:1", "web-1=nginx:1", "web-2=nginx:1"]
     );
     let revisions = k.ok(&["get", "controllerrevisions", "-o", "name"]);
     assert!(revisions.lines().count() >= 2, "{revisions}");
     let table = k.ok(&["get", "controllerrevisions"]);
     assert!(table.contains("statefulset.apps/web"), "{table}");
+}
 
-    // Parallel with whenScaled: Delete: claims go with the removed pods.
+/// Parallel with whenScaled: Delete: claims go with the removed pods.
+fn parallel_when_scaled(k: &Kubectl) {
     let par = WEB
         .replace(r#""name":"web""#, r#""name":"par""#)
         .replace(r#""serviceName":"web""#, r#""serviceName":"par","podManagementPolicy":"Parallel","persistentVolumeClaimRetentionPolicy":{"whenScaled":"Delete"}"#)
@@ -189,10 +208,10 @@ fn statefulset_orders_claims_scales_and_rolls() {
         .replace(r#","sim.cairn.dev/ready":"false""#, "");
     k.ok_stdin(&["apply", "-f", "-"], &par);
     wait_until("par 3 pods at once", 30, || {
-        names(&k, "pods", "app=par").len() == 3
+        names(k, "pods", "app=par").len() == 3
     });
     k.ok(&["scale", "sts", "par", "--replicas=1"]);
     wait_until("par claims removed", 30, || {
-        names(&k, "pvc", "app=par") == ["www-par-0"]
+        names(k, "pvc", "app=par") == ["www-par-0"]
     });
 }

@@ -121,19 +121,6 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
     errs
 }
 
-/// A workload's `spec.selector` may not change (apps/v1).
-fn selector_immutable(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let old_sel = path(o, &["spec", "selector"]);
-    let new_sel = path(n, &["spec", "selector"]);
-    if strip(old_sel) != strip(new_sel) {
-        errs.push(Cause::invalid_repr(
-            "spec.selector",
-            &go_selector(new_sel),
-            IMMUTABLE,
-        ));
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Name and label checks (apimachinery/pkg/util/validation)
 

@@ -1894,5 +1894,6 @@ fn content_type_helper_and_kind_list() {
     assert!(SUPPORTED_KINDS.contains(&("apps/v1", "Deployment")));
     assert!(SUPPORTED_KINDS.contains(&("*", "DeleteOptions")));
     assert!(SUPPORTED_KINDS.contains(&("batch/v1", "CronJob")));
-    assert_eq!(SUPPORTED_KINDS.len(), 29);
+    assert!(SUPPORTED_KINDS.contains(&("v1", "ReplicationController")));
+    assert_eq!(SUPPORTED_KINDS.len(), 30);
 }

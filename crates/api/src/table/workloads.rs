@@ -101,89 +101,48 @@ pub(super) fn row(
     created: &str,
     now: DateTime<Utc>,
 ) -> Option<Vec<Value>> {
+    let selector = || format_label_selector(get(obj, &["spec", "selector"]));
+    let ready_of = || {
+        format!(
+            "{}/{}",
+            get_int(obj, &["status", "readyReplicas"]),
+            get_int(obj, &["spec", "replicas"])
+        )
+    };
+    let (names, images) = container_cells(obj);
     Some(match (resource.group, resource.kind) {
         ("apps", "Deployment") => {
-            let (names, images) = container_cells(obj);
-            let selector = match selector_string(get(obj, &["spec", "selector"])) {
-                Some(s) => s,
-                None => "<invalid>".to_string(),
-            };
-            let cells = vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    get_int(obj, &["status", "readyReplicas"]),
-                    get_int(obj, &["spec", "replicas"])
-                )),
+            let selector = selector_string(get(obj, &["spec", "selector"]))
+                .unwrap_or_else(|| "<invalid>".to_string());
+            let counts = [
+                json!(ready_of()),
                 json!(get_int(obj, &["status", "updatedReplicas"])),
                 json!(get_int(obj, &["status", "availableReplicas"])),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(selector),
             ];
-            cells
+            with_template_cells(name, &counts, created, names, images, Some(selector))
         }
-        ("apps", "ReplicaSet") => {
-            let (names, images) = container_cells(obj);
-            let cells = vec![
-                name,
-                json!(get_int(obj, &["spec", "replicas"])),
-                json!(get_int(obj, &["status", "replicas"])),
-                json!(get_int(obj, &["status", "readyReplicas"])),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(format_label_selector(get(obj, &["spec", "selector"]))),
-            ];
-            cells
+        ("apps", "ReplicaSet") => replicas_row(obj, name, created, (names, images), selector()),
+        // An equality selector: a plain map of labels.
+        ("", "ReplicationController") => {
+            let selector = format_labels(get(obj, &["spec", "selector"]));
+            replicas_row(obj, name, created, (names, images), selector)
         }
         ("apps", "DaemonSet") => {
-            let (names, images) = container_cells(obj);
-            let cells = vec![
-                name,
-                json!(get_int(obj, &["status", "desiredNumberScheduled"])),
-                json!(get_int(obj, &["status", "currentNumberScheduled"])),
-                json!(get_int(obj, &["status", "numberReady"])),
-                json!(get_int(obj, &["status", "updatedNumberScheduled"])),
-                json!(get_int(obj, &["status", "numberAvailable"])),
-                json!(format_labels(get(
-                    obj,
-                    &["spec", "template", "spec", "nodeSelector"]
-                ))),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(format_label_selector(get(obj, &["spec", "selector"]))),
-            ];
-            cells
-        }
-        ("", "ReplicationController") => {
-            let (names, images) = container_cells(obj);
-            vec![
-                name,
-                json!(get_int(obj, &["spec", "replicas"])),
-                json!(get_int(obj, &["status", "replicas"])),
-                json!(get_int(obj, &["status", "readyReplicas"])),
-                json!(created),
-                json!(names),
-                json!(images),
-                json!(format_labels(get(obj, &["spec", "selector"]))),
+            let counts = [
+                "desiredNumberScheduled",
+                "currentNumberScheduled",
+                "numberReady",
+                "updatedNumberScheduled",
+                "numberAvailable",
             ]
+            .map(|f| json!(get_int(obj, &["status", f])));
+            let node_selector = get(obj, &["spec", "template", "spec", "nodeSelector"]);
+            let mut cells = counts.to_vec();
+            cells.push(json!(format_labels(node_selector)));
+            with_template_cells(name, &cells, created, names, images, Some(selector()))
         }
         ("apps", "StatefulSet") => {
-            let (names, images) = container_cells(obj);
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    get_int(obj, &["status", "readyReplicas"]),
-                    get_int(obj, &["spec", "replicas"])
-                )),
-                json!(created),
-                json!(names),
-                json!(images),
-            ]
+            with_template_cells(name, &[json!(ready_of())], created, names, images, None)
         }
         ("apps", "ControllerRevision") => vec![
             name,
@@ -195,6 +154,38 @@ pub(super) fn row(
         ("batch", "CronJob") => cron_job_row(obj, name, created, now),
         _ => return None,
     })
+}
+
+/// Name, the kind's own cells, age, then the wide cells: containers, images, selector.
+fn with_template_cells(
+    name: Value,
+    cells: &[Value],
+    created: &str,
+    names: String,
+    images: String,
+    selector: Option<String>,
+) -> Vec<Value> {
+    let mut row = vec![name];
+    row.extend_from_slice(cells);
+    row.extend([json!(created), json!(names), json!(images)]);
+    row.extend(selector.map(|s| json!(s)));
+    row
+}
+
+/// ReplicaSets and ReplicationControllers: desired, current, ready.
+fn replicas_row(
+    obj: &Value,
+    name: Value,
+    created: &str,
+    (names, images): (String, String),
+    selector: String,
+) -> Vec<Value> {
+    let counts = [
+        json!(get_int(obj, &["spec", "replicas"])),
+        json!(get_int(obj, &["status", "replicas"])),
+        json!(get_int(obj, &["status", "readyReplicas"])),
+    ];
+    with_template_cells(name, &counts, created, names, images, Some(selector))
 }
 
 /// `kind.group/name` of the object's controller, `<none>` without one.

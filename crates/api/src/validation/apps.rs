@@ -426,6 +426,23 @@ pub(super) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<C
     }
 }
 
+/// A workload's `spec.selector` may not change (apps/v1).
+pub(super) fn selector_immutable(
+    o: &Map<String, Value>,
+    n: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    let old_sel = path(o, &["spec", "selector"]);
+    let new_sel = path(n, &["spec", "selector"]);
+    if strip(old_sel) != strip(new_sel) {
+        errs.push(Cause::invalid_repr(
+            "spec.selector",
+            &go_selector(new_sel),
+            IMMUTABLE,
+        ));
+    }
+}
+
 /// The spec fields a StatefulSet update may change (upstream `ValidateStatefulSetUpdate`).
 pub(super) fn validate_stateful_set_update(
     old: &Map<String, Value>,

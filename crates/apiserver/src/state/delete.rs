@@ -126,26 +126,11 @@ impl ApiState {
                 return Ok((written, false));
             }
         }
-        // Graceful pod deletion: the node agent finishes it.
-        let mut grace = 0;
-        if r.kind == "Pod" {
-            let bound = obj
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.is_empty());
-            let phase = obj
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let spec_grace = obj
-                .pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_i64)
-                .unwrap_or(30);
-            grace = opts.grace_period_seconds.unwrap_or(spec_grace).max(0);
-            if !bound || matches!(phase, "Succeeded" | "Failed") {
-                grace = 0;
-            }
-        }
+        let grace = if r.kind == "Pod" {
+            pod_grace(&obj, opts)
+        } else {
+            0
+        };
         let must_wait = !finalizers(&obj).is_empty() || grace > 0;
         if must_wait {
             let existing_grace = obj
@@ -186,6 +171,27 @@ impl ApiState {
             .map_err(|e| store_status(e, r, name_of(&obj)))?;
         self.written(key, rev, Vec::new()).await
     }
+}
+
+/// Graceful pod deletion: a bound, running pod gets its grace period and the node agent
+/// finishes the deletion; an unbound or finished one goes at once.
+fn pod_grace(pod: &Value, opts: &DeleteOptions) -> i64 {
+    let bound = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !bound || matches!(phase, "Succeeded" | "Failed") {
+        return 0;
+    }
+    let spec_grace = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
+    opts.grace_period_seconds.unwrap_or(spec_grace).max(0)
 }
 
 /// The finalizers kube-apiserver sets for the propagation policies.
