@@ -10,6 +10,8 @@
 //! - [`hooks`]: postStart/preStop lifecycle handlers.
 //! - [`server`]: the HTTP server on :10250 (logs, /pods, /healthz).
 //! - [`static_pods`]: pods from a manifest directory, mirrored into the API.
+//! - [`pod_meta`]: facts read off a pod (uid, static/mirror, requests, cgroup parent); a leaf.
+//! - [`qos`]: the QoS-class parent cgroups.
 
 pub mod config;
 pub mod env;
@@ -17,6 +19,7 @@ pub mod events;
 pub mod hooks;
 pub mod images;
 pub mod node;
+pub mod pod_meta;
 pub mod pods;
 pub mod probes;
 pub mod qos;
@@ -30,7 +33,7 @@ pub mod volumes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairn_runtime::{CgroupManager, CniConfig, ContainerdRuntime, Runtime};
+use cairn_runtime::{CgroupManager, CniConfig, Runtime};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::reflector::Store;
 use parking_lot::RwLock;
@@ -42,7 +45,6 @@ pub struct Agent {
     pub config: AgentConfig,
     pub client: kube::Client,
     pub runtime: Arc<dyn Runtime>,
-    pub containerd: ContainerdRuntime,
     pub cni: CniConfig,
     pub host: sysinfo::HostRoot,
     pub node_ip: Option<String>,

@@ -257,7 +257,7 @@ pub async fn run(agent: Arc<Agent>) {
     let mut last_lease = Instant::now() - LEASE_RENEW;
     let tick = Duration::from_secs(agent.config.node_status_update_seconds.clamp(1, 10));
     loop {
-        crate::pods::update_qos_cgroups(&agent);
+        crate::qos::refresh(&agent);
         let conds = conditions(&agent).await;
         let comparable: Vec<Value> = conds.clone();
         let due = match &last_written {

@@ -26,6 +26,7 @@ use tracing::{info, warn, Instrument};
 use crate::events::EventType;
 use crate::hooks;
 use crate::images::Outcome;
+use crate::pod_meta::{cgroup_parent, is_mirror, is_static, requests, uid_of};
 use crate::probes::{self, ProbeKind, ProbeState};
 use crate::status::{self, Observed, Waiting};
 use crate::volumes::{self, VolumeContext};
@@ -40,8 +41,6 @@ const MIN_GRACE_AFTER_HOOK: Duration = Duration::from_secs(2);
 /// postStart hooks have no timeout upstream; this only keeps a stuck exec from living forever
 /// (deletion of the pod interrupts the hook long before).
 const POST_START_LIMIT: Duration = Duration::from_secs(24 * 3600);
-pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
-pub const SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 
 /// What a worker is told about its pod.
 #[derive(Clone, Debug)]
@@ -56,31 +55,12 @@ pub struct PodManager {
     workers: parking_lot::Mutex<HashMap<String, watch::Sender<Desired>>>,
 }
 
-fn uid_of(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
-}
-
 fn key_of(pod: &Pod) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
         pod.metadata.name.as_deref().unwrap_or("")
     )
-}
-
-pub fn is_mirror(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
-}
-
-pub fn is_static(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(SOURCE_ANNOTATION))
-        .is_some_and(|s| s == "file")
 }
 
 impl PodManager {
@@ -120,7 +100,7 @@ impl PodManager {
                 this.workers.lock().remove(&uid);
                 this.agent.pods.write().remove(&uid);
                 this.agent.admitted.lock().remove(&uid);
-                update_qos_cgroups(&this.agent);
+                crate::qos::refresh(&this.agent);
             }
             .instrument(span),
         );
@@ -247,34 +227,6 @@ struct Worker {
     desired: Option<watch::Receiver<Desired>>,
 }
 
-/// Brings the QoS parents up to date with the node's allocatable and its active pods. Called
-/// before a new pod's cgroup is made, when a pod's worker ends and on every heartbeat (for
-/// pods that finished), as the kubelet's QoS manager does; writes only on change.
-pub fn update_qos_cgroups(agent: &Agent) {
-    let cpu = (agent.host.cpus() * 1000).saturating_sub(agent.config.reserved_cpu_millis);
-    // kubepods holds capacity minus reservations (eviction thresholds are not subtracted).
-    let memory = agent.host.meminfo().map(|m| {
-        i64::try_from(
-            m.total_bytes
-                .saturating_sub(agent.config.reserved_memory_bytes),
-        )
-        .unwrap_or(i64::MAX)
-    });
-    let want = {
-        let pods = agent.pods.read();
-        let active = pods.values().filter(|p| {
-            !matches!(
-                p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                Some("Succeeded" | "Failed")
-            )
-        });
-        crate::qos::limits(cpu, memory, active)
-    };
-    if let Err(e) = agent.qos.update(&agent.cgroups, want) {
-        warn!(cgroup = %agent.qos.kubepods(), error = %e, "updating QoS cgroups");
-    }
-}
-
 /// Logs a failed `PostStart`/`PreStop` hook with the kubelet's message (returned) and posts
 /// the `Failed<Kind>Hook` Warning, which, like the kubelet's, leaves out the hook's output
 /// (it may hold secrets).
@@ -296,41 +248,6 @@ fn report_hook_failure(
         &format!("{kind}Hook failed"),
     );
     message
-}
-
-pub fn cgroup_parent(agent: &Agent, pod: &Pod) -> String {
-    let uid = uid_of(pod);
-    let root = agent.config.cgroup_root.trim_end_matches('/');
-    match status::qos_class(pod) {
-        "Guaranteed" => format!("{root}/kubepods/pod{uid}"),
-        "Burstable" => format!("{root}/kubepods/burstable/pod{uid}"),
-        _ => format!("{root}/kubepods/besteffort/pod{uid}"),
-    }
-}
-
-/// The pod's cpu (millicores) and memory (bytes) requests, limits standing in for unset ones.
-pub(crate) fn requests(pod: &Pod) -> (u64, i64) {
-    let mut cpu = 0;
-    let mut mem = 0;
-    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
-        let r = c.resources.as_ref();
-        let get = |name: &str| {
-            r.and_then(|r| {
-                r.requests
-                    .as_ref()
-                    .and_then(|m| m.get(name))
-                    .or(r.limits.as_ref().and_then(|m| m.get(name)))
-            })
-            .map(|q| q.0.clone())
-        };
-        cpu += get("cpu")
-            .and_then(|q| crate::quantity::millicores(&q))
-            .unwrap_or(0);
-        mem += get("memory")
-            .and_then(|q| crate::quantity::bytes(&q))
-            .unwrap_or(0);
-    }
-    (cpu, mem)
 }
 
 fn spec_hash(c: &Container) -> String {
@@ -565,10 +482,10 @@ impl Worker {
         }
 
         if !self.qos_counted {
-            update_qos_cgroups(&self.agent);
+            crate::qos::refresh(&self.agent);
             self.qos_counted = true;
         }
-        let cgroup = cgroup_parent(&self.agent, pod);
+        let cgroup = cgroup_parent(&self.agent.config.cgroup_root, pod);
         if let Err(e) = self.agent.cgroups.ensure(&cgroup, &pod_resources(pod)) {
             warn!(error = %e, "creating pod cgroup");
         }
@@ -1428,7 +1345,7 @@ impl Worker {
             .clone()
             .unwrap_or_else(|| "default".into());
         let name = if is_static(pod) {
-            crate::static_pods::mirror_name(pod)
+            crate::pod_meta::api_name(pod)
         } else {
             pod.metadata.name.clone().unwrap_or_default()
         };
@@ -1513,7 +1430,9 @@ impl Worker {
                 }
             }
         }
-        self.agent.cgroups.remove(&cgroup_parent(&self.agent, pod));
+        self.agent
+            .cgroups
+            .remove(&cgroup_parent(&self.agent.config.cgroup_root, pod));
         volumes::teardown(&self.agent.config.root_dir, &self.uid);
         let ns = pod
             .metadata

@@ -37,8 +37,8 @@ pub fn limits<'a>(
 ) -> QosLimits {
     let burstable_millicpu: u64 = active
         .into_iter()
-        .filter(|p| crate::status::qos_class(p) == "Burstable")
-        .map(|p| crate::pods::requests(p).0)
+        .filter(|p| crate::pod_meta::qos_class(p) == "Burstable")
+        .map(|p| crate::pod_meta::requests(p).0)
         .sum();
     let shares_only = |shares| PodResources {
         cpu_shares: Some(shares),
@@ -84,6 +84,34 @@ impl QosCgroups {
         cgroups.ensure(&format!("{}/besteffort", self.root), &want.besteffort)?;
         *last = Some(want);
         Ok(())
+    }
+}
+
+/// Brings the QoS parents up to date with the node's allocatable and its active pods. Called
+/// before a new pod's cgroup is made, when a pod's worker ends and on every heartbeat (for
+/// pods that finished), as the kubelet's QoS manager does; writes only on change.
+pub fn refresh(agent: &crate::Agent) {
+    let cpu = (agent.host.cpus() * 1000).saturating_sub(agent.config.reserved_cpu_millis);
+    // kubepods holds capacity minus reservations (eviction thresholds are not subtracted).
+    let memory = agent.host.meminfo().map(|m| {
+        i64::try_from(
+            m.total_bytes
+                .saturating_sub(agent.config.reserved_memory_bytes),
+        )
+        .unwrap_or(i64::MAX)
+    });
+    let want = {
+        let pods = agent.pods.read();
+        let active = pods.values().filter(|p| {
+            !matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        });
+        limits(cpu, memory, active)
+    };
+    if let Err(e) = agent.qos.update(&agent.cgroups, want) {
+        tracing::warn!(cgroup = %agent.qos.kubepods(), error = %e, "updating QoS cgroups");
     }
 }
 

@@ -37,7 +37,7 @@ impl LogSource for AgentLogs {
                 format!(
                     "{}/{}",
                     p.metadata.namespace.as_deref().unwrap_or("default"),
-                    crate::static_pods::api_name(p)
+                    crate::pod_meta::api_name(p)
                 ) == key
             })
             .cloned();
@@ -112,7 +112,10 @@ pub async fn summary(agent: &Agent) -> serde_json::Value {
     let mut pods = Vec::new();
     for pod in agent.pods.read().values() {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let s = agent.cgroups.stats(&crate::pods::cgroup_parent(agent, pod));
+        let s = agent.cgroups.stats(&crate::pod_meta::cgroup_parent(
+            &agent.config.cgroup_root,
+            pod,
+        ));
         let mut entry = stat(&s);
         entry["podRef"] =
             json!({"name": pod.metadata.name, "namespace": pod.metadata.namespace, "uid": uid});

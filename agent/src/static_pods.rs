@@ -12,21 +12,14 @@ use serde_json::{json, Value};
 use sha2::Digest;
 use tracing::{info, warn};
 
-use crate::pods::{Desired, PodManager, MIRROR_ANNOTATION, SOURCE_ANNOTATION};
+use crate::pod_meta::{api_name, MIRROR_ANNOTATION, SOURCE_ANNOTATION};
+use crate::pods::{Desired, PodManager};
 use crate::Agent;
 
 const HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
 const SCAN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The name a pod has in the API (static pods carry the node suffix already).
-pub fn api_name(pod: &Pod) -> String {
-    pod.metadata.name.clone().unwrap_or_default()
-}
-
-pub fn mirror_name(pod: &Pod) -> String {
-    api_name(pod)
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum StaticPodError {
     #[error("reading static pod manifest {path}: {message}")]

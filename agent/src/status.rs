@@ -159,12 +159,7 @@ enum Kind {
 }
 
 /// QoS class, as Kubernetes computes it (`cairn-semantics`).
-pub fn qos_class(pod: &Pod) -> &'static str {
-    match &pod.spec {
-        Some(spec) => cairn_semantics::qos::qos_class(spec).as_str(),
-        None => "BestEffort",
-    }
-}
+pub use crate::pod_meta::qos_class;
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, previous: &[Value], now: &str) -> Value {
     let status = if ok { "True" } else { "False" };
