@@ -7,7 +7,9 @@
 
 pub mod cgroups;
 pub mod cni;
+pub mod conformance;
 pub mod containerd;
+pub mod fake;
 pub mod netns;
 pub mod spec;
 

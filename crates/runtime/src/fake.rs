@@ -1,0 +1,307 @@
+//! An in-memory [`Runtime`] for tests of the agent's logic without root: sandboxes and
+//! containers that start, exit with a chosen code (or as OOM-killed) after a chosen time,
+//! and stop at once or only when the grace period runs out. Time is tokio's, so a test
+//! under `tokio::time::pause()` drives back-off and grace periods with a fake clock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+
+use crate::{
+    ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult, PodSandbox,
+    PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
+};
+
+/// How a container named `name` behaves in this runtime.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// Exits by itself this long after starting, with this code.
+    pub exits_after: Option<(Duration, i32)>,
+    /// Its exit is an OOM kill (reason `OOMKilled`, code 137).
+    pub oom: bool,
+    /// Ignores SIGTERM: `stop_container` waits out the grace period, then kills it.
+    pub hangs_on_stop: bool,
+    /// Exit code of every exec in it (probes, hooks).
+    pub exec_exit_code: i32,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    sandboxes: BTreeMap<String, PodSandbox>,
+    containers: BTreeMap<String, ContainerStatus>,
+    scripts: HashMap<String, Script>,
+    /// Every call, in order (`start_container <id>`), for tests of ordering.
+    calls: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct FakeRuntime {
+    state: Arc<Mutex<State>>,
+    exits: broadcast::Sender<ContainerExit>,
+}
+
+impl Default for FakeRuntime {
+    fn default() -> Self {
+        FakeRuntime {
+            state: Arc::default(),
+            exits: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl FakeRuntime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Containers named `name` (in any pod) follow `script`.
+    pub fn script(&self, name: &str, script: Script) {
+        self.state.lock().scripts.insert(name.to_string(), script);
+    }
+
+    /// The calls made so far.
+    pub fn calls(&self) -> Vec<String> {
+        self.state.lock().calls.clone()
+    }
+
+    /// Makes a running container exit now with `code`.
+    pub fn exit(&self, id: &str, code: i32) {
+        self.finish(id, code, false);
+    }
+
+    fn call(&self, what: &str, id: &str) {
+        self.state.lock().calls.push(format!("{what} {id}"));
+    }
+
+    fn finish(&self, id: &str, code: i32, oom: bool) {
+        let pod_uid = {
+            let mut st = self.state.lock();
+            let Some(c) = st.containers.get_mut(id) else {
+                return;
+            };
+            if c.state != ContainerState::Running {
+                return;
+            }
+            c.state = ContainerState::Exited;
+            c.exit_code = Some(code);
+            c.finished_at = Some(Utc::now());
+            c.pid = None;
+            c.reason = Some(
+                match (oom, code) {
+                    (true, _) => "OOMKilled",
+                    (false, 0) => "Completed",
+                    _ => "Error",
+                }
+                .into(),
+            );
+            c.pod_uid.clone()
+        };
+        // Err: nobody listens, which is fine for a fake.
+        let _ = self.exits.send(ContainerExit {
+            id: id.to_string(),
+            pod_uid,
+        });
+    }
+
+    fn not_found(id: &str) -> RuntimeError {
+        RuntimeError::NotFound(id.to_string())
+    }
+}
+
+#[async_trait]
+impl Runtime for FakeRuntime {
+    async fn version(&self) -> Result<RuntimeVersion, RuntimeError> {
+        Ok(RuntimeVersion {
+            runtime_name: "fake".into(),
+            runtime_version: "0".into(),
+        })
+    }
+
+    async fn run_pod_sandbox(&self, config: &PodSandboxConfig) -> Result<PodSandbox, RuntimeError> {
+        let mut st = self.state.lock();
+        st.next_id += 1;
+        let id = format!("sandbox-{}", st.next_id);
+        let sandbox = PodSandbox {
+            id: id.clone(),
+            uid: config.uid.clone(),
+            namespace: config.namespace.clone(),
+            name: config.name.clone(),
+            attempt: config.attempt,
+            netns: None,
+            utsns: None,
+            ipcns: None,
+            ip: (!config.host_network).then(|| format!("10.244.0.{}", st.next_id % 250 + 2)),
+            cgroup_parent: config.cgroup_parent.clone(),
+            state: SandboxState::Ready,
+            created_at: Some(Utc::now()),
+        };
+        st.sandboxes.insert(id.clone(), sandbox.clone());
+        st.calls.push(format!("run_pod_sandbox {id}"));
+        Ok(sandbox)
+    }
+
+    async fn stop_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
+        self.call("stop_pod_sandbox", id);
+        let mut st = self.state.lock();
+        let s = st
+            .sandboxes
+            .get_mut(id)
+            .ok_or_else(|| Self::not_found(id))?;
+        s.state = SandboxState::NotReady;
+        Ok(())
+    }
+
+    async fn remove_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
+        self.call("remove_pod_sandbox", id);
+        let mut st = self.state.lock();
+        st.containers.retain(|_, c| c.sandbox_id != id);
+        st.sandboxes
+            .remove(id)
+            .map(|_| ())
+            .ok_or_else(|| Self::not_found(id))
+    }
+
+    async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError> {
+        Ok(self.state.lock().sandboxes.values().cloned().collect())
+    }
+
+    async fn create_container(
+        &self,
+        sandbox: &PodSandbox,
+        config: &ContainerConfig,
+    ) -> Result<String, RuntimeError> {
+        let mut st = self.state.lock();
+        if !st.sandboxes.contains_key(&sandbox.id) {
+            return Err(Self::not_found(&sandbox.id));
+        }
+        st.next_id += 1;
+        let id = format!("container-{}", st.next_id);
+        let status = ContainerStatus {
+            id: id.clone(),
+            sandbox_id: sandbox.id.clone(),
+            pod_uid: sandbox.uid.clone(),
+            pod_namespace: sandbox.namespace.clone(),
+            pod_name: sandbox.name.clone(),
+            name: config.name.clone(),
+            attempt: config.attempt,
+            spec_hash: config.spec_hash.clone(),
+            init: config.init,
+            state: ContainerState::Created,
+            image_ref: config.image.name.clone(),
+            image_id: config.image.id.clone(),
+            pid: None,
+            created_at: Some(Utc::now()),
+            started_at: None,
+            finished_at: None,
+            exit_code: None,
+            reason: None,
+            log_path: config.log_path.display().to_string(),
+            cgroup: sandbox.cgroup_parent.clone(),
+            termination_message_path: config
+                .termination_message_path
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            labels: BTreeMap::new(),
+        };
+        st.containers.insert(id.clone(), status);
+        st.calls
+            .push(format!("create_container {id} {}", config.name));
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        let script = {
+            let mut st = self.state.lock();
+            let name = {
+                let c = st
+                    .containers
+                    .get_mut(id)
+                    .ok_or_else(|| Self::not_found(id))?;
+                c.state = ContainerState::Running;
+                c.started_at = Some(Utc::now());
+                c.pid = Some(1000);
+                c.name.clone()
+            };
+            st.calls.push(format!("start_container {id} {name}"));
+            st.scripts.get(&name).cloned().unwrap_or_default()
+        };
+        if let Some((after, code)) = script.exits_after {
+            let this = self.clone();
+            let id = id.to_string();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let code = if script.oom { 137 } else { code };
+                this.finish(&id, code, script.oom);
+            });
+        }
+        Ok(())
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
+        self.call("stop_container", id);
+        let (running, hangs) = {
+            let st = self.state.lock();
+            let c = st.containers.get(id).ok_or_else(|| Self::not_found(id))?;
+            let hangs = st.scripts.get(&c.name).is_some_and(|s| s.hangs_on_stop);
+            (c.state == ContainerState::Running, hangs)
+        };
+        if !running {
+            return Ok(());
+        }
+        if hangs {
+            tokio::time::sleep(grace).await;
+            self.finish(id, 137, false);
+        } else {
+            self.finish(id, 143, false);
+        }
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.call("remove_container", id);
+        self.state
+            .lock()
+            .containers
+            .remove(id)
+            .map(|_| ())
+            .ok_or_else(|| Self::not_found(id))
+    }
+
+    async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError> {
+        Ok(self.state.lock().containers.values().cloned().collect())
+    }
+
+    async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError> {
+        self.state
+            .lock()
+            .containers
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Self::not_found(id))
+    }
+
+    async fn exec_sync(
+        &self,
+        id: &str,
+        command: &[String],
+        _timeout: Duration,
+    ) -> Result<ExecResult, RuntimeError> {
+        let st = self.state.lock();
+        let c = st.containers.get(id).ok_or_else(|| Self::not_found(id))?;
+        let exit_code = st.scripts.get(&c.name).map_or(0, |s| s.exec_exit_code);
+        Ok(ExecResult {
+            exit_code,
+            output: command.join(" "),
+        })
+    }
+
+    fn subscribe_exits(&self) -> broadcast::Receiver<ContainerExit> {
+        self.exits.subscribe()
+    }
+}
