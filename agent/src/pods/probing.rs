@@ -1,0 +1,117 @@
+//! Liveness, readiness and startup probes of running containers.
+
+use super::*;
+
+impl Worker {
+    pub(super) async fn run_probes(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        cur: &ContainerStatus,
+        pod_ip: Option<&str>,
+    ) {
+        // Readiness and liveness wait until the startup probe has succeeded once.
+        if let Some(p) = &c.startup_probe {
+            if !self
+                .probe_once(pod, c, cur, pod_ip, ProbeKind::Startup, p)
+                .await
+            {
+                let key = (c.name.clone(), ProbeKind::Startup);
+                let failed_out = self
+                    .probes
+                    .get(&key)
+                    .is_some_and(|s| s.failures >= p.failure_threshold.unwrap_or(3).max(1));
+                if failed_out {
+                    kill_container(
+                        &self.agent,
+                        pod,
+                        Some(c),
+                        cur,
+                        pod_ip,
+                        probe_grace(pod, p),
+                        &format!(
+                            "Container {} failed startup probe, will be restarted",
+                            c.name
+                        ),
+                    )
+                    .await;
+                    self.probes.remove(&key);
+                }
+                return;
+            }
+        }
+        if let Some(p) = &c.readiness_probe {
+            self.probe_once(pod, c, cur, pod_ip, ProbeKind::Readiness, p)
+                .await;
+        }
+        if let Some(p) = &c.liveness_probe {
+            let alive = self
+                .probe_once(pod, c, cur, pod_ip, ProbeKind::Liveness, p)
+                .await;
+            if !alive {
+                kill_container(
+                    &self.agent,
+                    pod,
+                    Some(c),
+                    cur,
+                    pod_ip,
+                    probe_grace(pod, p),
+                    &format!(
+                        "Container {} failed liveness probe, will be restarted",
+                        c.name
+                    ),
+                )
+                .await;
+                self.probes.remove(&(c.name.clone(), ProbeKind::Liveness));
+            }
+        }
+    }
+
+    pub(super) async fn probe_once(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        cur: &ContainerStatus,
+        pod_ip: Option<&str>,
+        kind: ProbeKind,
+        probe: &k8s_openapi::api::core::v1::Probe,
+    ) -> bool {
+        let key = (c.name.clone(), kind);
+        let state = self
+            .probes
+            .entry(key.clone())
+            .or_insert_with(|| ProbeState::new(&cur.id, kind));
+        if state.container_id != cur.id {
+            *state = ProbeState::new(&cur.id, kind);
+        }
+        // A startup probe is done once it succeeded; it never runs again for this instance.
+        if kind == ProbeKind::Startup && state.ok {
+            return true;
+        }
+        if !state.due(probe) {
+            return state.ok;
+        }
+        let (ok, message) =
+            probes::run(self.agent.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
+        let state = self
+            .probes
+            .entry(key)
+            .or_insert_with(|| ProbeState::new(&cur.id, kind));
+        state.record(probe, ok);
+        if !ok {
+            let what = match kind {
+                ProbeKind::Liveness => "Liveness",
+                ProbeKind::Readiness => "Readiness",
+                ProbeKind::Startup => "Startup",
+            };
+            self.agent.events.pod(
+                pod,
+                Some(&c.name),
+                EventType::Warning,
+                "Unhealthy",
+                &format!("{what} probe failed: {message}"),
+            );
+        }
+        state.ok
+    }
+}
