@@ -4,6 +4,9 @@
 use super::*;
 
 impl Worker {
+    /// Starts container `c` of `pod` (instance `attempt`): image, environment, mounts,
+    /// logs, then the runtime's create and start and the postStart hook. A step that
+    /// fails leaves the container waiting with the kubelet's reason and retries later.
     pub(super) async fn start_container(
         &mut self,
         pod: &Pod,
@@ -13,70 +16,106 @@ impl Worker {
         pod_ip: Option<&str>,
         init: bool,
     ) {
-        let agent = self.agent.clone();
-        // Container records can vanish (containerd state wiped) while logs stay: continue the
-        // numbering after the newest log, as the kubelet derives restart counts from it.
-        let attempt = if attempt == 0 {
-            let dir = cairn_podlogs::pod_log_dir(
-                &agent.config.pod_log_dir,
-                &pod.metadata
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".into()),
-                pod.metadata.name.as_deref().unwrap_or(""),
-                &self.uid,
-            )
-            .join(&c.name);
-            std::fs::read_dir(&dir)
-                .map(|d| {
-                    d.flatten()
-                        .filter_map(|e| {
-                            e.file_name()
-                                .to_str()?
-                                .strip_suffix(".log")?
-                                .parse::<u32>()
-                                .ok()
-                        })
-                        .map(|n| n + 1)
-                        .max()
-                        .unwrap_or(0)
-                })
-                .unwrap_or(0)
-        } else {
-            attempt
+        let attempt = self.next_attempt(pod, c, attempt);
+        let Some(image) = self.ensure_image(pod, c).await else {
+            return;
         };
-        // Image.
-        let image = match agent.images.ensure(&agent.client, pod, c).await {
+        let Some(env) = self.environment(pod, c, pod_ip).await else {
+            return;
+        };
+        let Some((mounts, term_file)) = self.mounts(pod, c, attempt) else {
+            return;
+        };
+        let (log_path, log_uri) = self.log_target(pod, c, attempt);
+        let vars: std::collections::BTreeMap<String, String> = env.iter().cloned().collect();
+        let expand = |v: &Option<Vec<String>>| {
+            v.iter()
+                .flatten()
+                .map(|s| crate::env::expand(s, &vars))
+                .collect::<Vec<_>>()
+        };
+        let node_memory = self
+            .agent
+            .host
+            .meminfo()
+            .map_or(1, |m| m.total_bytes as i64);
+        let config = ContainerConfig {
+            name: c.name.clone(),
+            attempt,
+            image,
+            command: expand(&c.command),
+            args: expand(&c.args),
+            working_dir: c.working_dir.clone(),
+            env,
+            mounts,
+            resources: container_resources(pod, c, node_memory),
+            security: security(pod, c),
+            log_uri,
+            log_path,
+            spec_hash: spec_hash(c),
+            termination_message_path: term_file,
+            init,
+            tty: c.tty == Some(true),
+            stdin: c.stdin == Some(true),
+        };
+        self.create_and_start(pod, c, sandbox, &config, pod_ip)
+            .await;
+    }
+
+    /// Container records can vanish (containerd state wiped) while logs stay: a first
+    /// instance continues the numbering after the newest log, as the kubelet derives
+    /// restart counts from it.
+    fn next_attempt(&self, pod: &Pod, c: &Container, attempt: u32) -> u32 {
+        if attempt != 0 {
+            return attempt;
+        }
+        let dir = cairn_podlogs::pod_log_dir(
+            &self.agent.config.pod_log_dir,
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or(""),
+            &self.uid,
+        )
+        .join(&c.name);
+        std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()?
+                            .strip_suffix(".log")?
+                            .parse::<u32>()
+                            .ok()
+                    })
+                    .map(|n| n + 1)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0)
+    }
+
+    /// The container's image, pulled as its policy says; `None` leaves it waiting
+    /// (`ErrImagePull`/`ImagePullBackOff`, retried in 5 s).
+    async fn ensure_image(&mut self, pod: &Pod, c: &Container) -> Option<cairn_runtime::ImageSpec> {
+        let agent = self.agent.clone();
+        let image_name = c.image.clone().unwrap_or_default();
+        match agent.images.ensure(&agent.client, pod, c).await {
             Outcome::Ready {
                 image,
                 pulled,
                 took,
             } => {
-                if pulled {
-                    agent.events.pod(
-                        pod,
-                        Some(&c.name),
-                        EventType::Normal,
-                        "Pulled",
-                        &format!(
-                            "Successfully pulled image {:?} in {:.3}s",
-                            c.image.clone().unwrap_or_default(),
-                            took.as_secs_f64()
-                        ),
-                    );
+                let message = if pulled {
+                    format!(
+                        "Successfully pulled image {image_name:?} in {:.3}s",
+                        took.as_secs_f64()
+                    )
                 } else {
-                    agent.events.pod(
-                        pod,
-                        Some(&c.name),
-                        EventType::Normal,
-                        "Pulled",
-                        &format!(
-                            "Container image {:?} already present on machine",
-                            c.image.clone().unwrap_or_default()
-                        ),
-                    );
-                }
-                image
+                    format!("Container image {image_name:?} already present on machine")
+                };
+                agent
+                    .events
+                    .pod(pod, Some(&c.name), EventType::Normal, "Pulled", &message);
+                Some(image)
             }
             Outcome::Failed(f) => {
                 let kind = if f.reason == "ImagePullBackOff" {
@@ -88,13 +127,10 @@ impl Worker {
                     .events
                     .pod(pod, Some(&c.name), EventType::Warning, kind, &f.message);
                 if f.reason == "ErrImagePull" {
-                    agent.events.pod(
-                        pod,
-                        Some(&c.name),
-                        EventType::Warning,
-                        "Failed",
-                        &format!("Error: {}", f.reason),
-                    );
+                    let message = format!("Error: {}", f.reason);
+                    agent
+                        .events
+                        .pod(pod, Some(&c.name), EventType::Warning, "Failed", &message);
                 }
                 self.waiting.insert(
                     c.name.clone(),
@@ -104,10 +140,19 @@ impl Worker {
                     },
                 );
                 self.wake_in(Duration::from_secs(5));
-                return;
+                None
             }
-        };
-        // Environment.
+        }
+    }
+
+    /// The container's environment; `None` leaves it waiting (`CreateContainerConfigError`).
+    async fn environment(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        pod_ip: Option<&str>,
+    ) -> Option<Vec<(String, String)>> {
+        let agent = self.agent.clone();
         let (_, alloc) = crate::node::resources(&agent.config, &agent.host);
         let services: Vec<_> = agent
             .services
@@ -116,50 +161,34 @@ impl Worker {
             .map(|s| (**s).clone())
             .collect();
         let source = crate::env::ApiConfigSource(agent.client.clone());
-        let env = match crate::env::container_env(
-            pod,
-            c,
-            &services,
-            &source,
-            agent.node_ip.as_deref(),
-            pod_ip,
-            &alloc,
-        )
-        .await
-        {
-            Ok(env) => env,
+        let node_ip = agent.node_ip.as_deref();
+        match crate::env::container_env(pod, c, &services, &source, node_ip, pod_ip, &alloc).await {
+            Ok(env) => Some(env),
             Err(e) => {
-                self.hold(
-                    pod,
-                    c,
-                    "CreateContainerConfigError",
-                    e.to_string(),
-                    Duration::from_secs(5),
-                );
-                return;
+                let retry = Duration::from_secs(5);
+                self.hold(pod, c, "CreateContainerConfigError", e.to_string(), retry);
+                None
             }
-        };
-        let vars: std::collections::BTreeMap<String, String> = env.iter().cloned().collect();
-        let expand = |v: &Vec<String>| {
-            v.iter()
-                .map(|s| crate::env::expand(s, &vars))
-                .collect::<Vec<_>>()
-        };
-        // Mounts.
+        }
+    }
+
+    /// Volume mounts plus the pod's etc files and the termination-message file (when it
+    /// could be made); `None` leaves the container waiting (`CreateContainerConfigError`).
+    fn mounts(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        attempt: u32,
+    ) -> Option<(Vec<Mount>, Option<std::path::PathBuf>)> {
         let mut mounts = match volumes::container_mounts(c, &self.volume_paths) {
             Ok(m) => m,
             Err(e) => {
-                self.hold(
-                    pod,
-                    c,
-                    "CreateContainerConfigError",
-                    e.to_string(),
-                    Duration::from_secs(5),
-                );
-                return;
+                let retry = Duration::from_secs(5);
+                self.hold(pod, c, "CreateContainerConfigError", e.to_string(), retry);
+                return None;
             }
         };
-        let pod_dir = volumes::pod_dir(&agent.config.root_dir, &self.uid);
+        let pod_dir = volumes::pod_dir(&self.agent.config.root_dir, &self.uid);
         let has = |mounts: &Vec<Mount>, p: &str| mounts.iter().any(|m| m.container_path == p);
         for (file, target) in [
             ("etc-hosts", "/etc/hosts"),
@@ -180,6 +209,7 @@ impl Worker {
             .termination_message_path
             .clone()
             .unwrap_or_else(|| "/dev/termination-log".into());
+        // Without the file the container still runs; it just reports no message.
         let term_ok = std::fs::create_dir_all(&term_dir)
             .and_then(|_| std::fs::write(&term_file, b""))
             .is_ok();
@@ -190,103 +220,78 @@ impl Worker {
                 readonly: false,
             });
         }
-        // Logs.
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let name = pod.metadata.name.clone().unwrap_or_default();
+        Some((mounts, term_ok.then_some(term_file)))
+    }
+
+    /// The instance's log file and the logger URI containerd starts it with.
+    fn log_target(&self, pod: &Pod, c: &Container, attempt: u32) -> (std::path::PathBuf, String) {
+        let config = &self.agent.config;
         let log_path = cairn_podlogs::container_log_path(
-            &agent.config.pod_log_dir,
-            &ns,
-            &name,
+            &config.pod_log_dir,
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or(""),
             &self.uid,
             &c.name,
             attempt,
         );
         if let Some(parent) = log_path.parent() {
-            let _ = std::fs::create_dir_all(parent);
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                // The logger reports the same failure to containerd, which fails the start.
+                warn!(path = %parent.display(), error = %e, "creating the container log directory");
+            }
         }
         let rotate = cairn_podlogs::RotateOptions {
-            max_size: agent.config.container_log_max_bytes,
-            max_files: agent.config.container_log_max_files,
+            max_size: config.container_log_max_bytes,
+            max_files: config.container_log_max_files,
         };
-        let log_uri = cairn_podlogs::binary_log_uri(&agent.config.logger_path, &log_path, &rotate);
-        let config = ContainerConfig {
-            name: c.name.clone(),
-            attempt,
-            image,
-            command: expand(&c.command.clone().unwrap_or_default()),
-            args: expand(&c.args.clone().unwrap_or_default()),
-            working_dir: c.working_dir.clone(),
-            env,
-            mounts,
-            resources: container_resources(
-                pod,
-                c,
-                agent.host.meminfo().map_or(1, |m| m.total_bytes as i64),
-            ),
-            security: security(pod, c),
-            log_uri,
-            log_path,
-            spec_hash: spec_hash(c),
-            termination_message_path: term_ok.then_some(term_file),
-            init,
-            tty: c.tty == Some(true),
-            stdin: c.stdin == Some(true),
-        };
-        let id = match agent.runtime.create_container(sandbox, &config).await {
+        let log_uri = cairn_podlogs::binary_log_uri(&config.logger_path, &log_path, &rotate);
+        (log_path, log_uri)
+    }
+
+    /// The runtime's create and start, their events, fresh probe state, postStart.
+    async fn create_and_start(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        sandbox: &PodSandbox,
+        config: &ContainerConfig,
+        pod_ip: Option<&str>,
+    ) {
+        let agent = self.agent.clone();
+        let id = match agent.runtime.create_container(sandbox, config).await {
             Ok(id) => id,
             Err(e) => {
-                self.hold(
-                    pod,
-                    c,
-                    "CreateContainerError",
-                    e.to_string(),
-                    Duration::from_secs(10),
-                );
+                let retry = Duration::from_secs(10);
+                self.hold(pod, c, "CreateContainerError", e.to_string(), retry);
                 return;
             }
         };
-        agent.events.pod(
-            pod,
-            Some(&c.name),
-            EventType::Normal,
-            "Created",
-            &format!("Created container {}", c.name),
-        );
-        match agent.runtime.start_container(&id).await {
-            Ok(()) => {
-                self.waiting.remove(&c.name);
-                agent.events.pod(
-                    pod,
-                    Some(&c.name),
-                    EventType::Normal,
-                    "Started",
-                    &format!("Started container {}", c.name),
-                );
-                for kind in [
-                    ProbeKind::Liveness,
-                    ProbeKind::Readiness,
-                    ProbeKind::Startup,
-                ] {
-                    self.probes.remove(&(c.name.clone(), kind));
-                }
-                if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
-                    self.post_start(pod, c, &id, pod_ip, hook).await;
-                }
-            }
-            Err(e) => {
-                agent.events.pod(
-                    pod,
-                    Some(&c.name),
-                    EventType::Warning,
-                    "Failed",
-                    &format!("Error: {e}"),
-                );
-                self.waiting.remove(&c.name);
-            }
+        let created = format!("Created container {}", c.name);
+        agent
+            .events
+            .pod(pod, Some(&c.name), EventType::Normal, "Created", &created);
+        if let Err(e) = agent.runtime.start_container(&id).await {
+            let message = format!("Error: {e}");
+            agent
+                .events
+                .pod(pod, Some(&c.name), EventType::Warning, "Failed", &message);
+            self.waiting.remove(&c.name);
+            return;
+        }
+        self.waiting.remove(&c.name);
+        let started = format!("Started container {}", c.name);
+        agent
+            .events
+            .pod(pod, Some(&c.name), EventType::Normal, "Started", &started);
+        for kind in [
+            ProbeKind::Liveness,
+            ProbeKind::Readiness,
+            ProbeKind::Startup,
+        ] {
+            self.probes.remove(&(c.name.clone(), kind));
+        }
+        if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
+            self.post_start(pod, c, &id, pod_ip, hook).await;
         }
     }
 
