@@ -1,4 +1,4 @@
-//! Liveness, readiness and startup probes (exec, httpGet, tcpSocket) with the kubelet's
+//! Liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc) with the kubelet's
 //! thresholds, run from the pod worker's loop.
 
 use std::time::{Duration, Instant};
@@ -31,11 +31,22 @@ pub struct ProbeState {
 }
 
 impl ProbeState {
-    pub fn new(container_id: &str, kind: ProbeKind) -> Self {
+    /// A fresh state for the container `container_id` that started at `started_at` (the
+    /// runtime's record): `initialDelaySeconds` counts from that start, so an agent restart
+    /// does not reset it. Unknown or future start times count from now.
+    pub fn new(
+        container_id: &str,
+        kind: ProbeKind,
+        started_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Self {
+        let running_for = started_at
+            .and_then(|t| (chrono::Utc::now() - t).to_std().ok())
+            .unwrap_or_default();
+        let now = Instant::now();
         ProbeState {
             container_id: container_id.into(),
             last_run: None,
-            started: Instant::now(),
+            started: now.checked_sub(running_for).unwrap_or(now),
             successes: 0,
             failures: 0,
             // Liveness is presumed fine until proven otherwise; readiness/startup are not.
@@ -327,9 +338,57 @@ pub async fn run(
             Err(_) => (false, format!("dial tcp {host}:{port}: i/o timeout")),
         };
     }
-    // gRPC probes are not implemented: count as success and say so once in the log.
-    tracing::warn!(container = %container.name, "probe handler not supported; treating as success");
+    if let Some(g) = &probe.grpc {
+        let host = pod_ip.unwrap_or("127.0.0.1");
+        let service = g.service.as_deref().unwrap_or("");
+        return grpc_check(host, g.port, service, timeout).await;
+    }
+    // A probe without a handler fails validation at the API; nothing to check.
     (true, String::new())
+}
+
+/// The gRPC health checking protocol (`grpc.health.v1.Health/Check`), as the kubelet's
+/// gRPC probe speaks it: `SERVING` succeeds; anything else, an error or the timeout fails,
+/// with the kubelet's messages.
+pub async fn grpc_check(host: &str, port: i32, service: &str, timeout: Duration) -> (bool, String) {
+    use tonic_health::pb::{health_check_response::ServingStatus, health_client::HealthClient};
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let addr = format!("{host}:{port}");
+    let check = async {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| format!("error: failed to connect service at {addr:?}: {e}"))?;
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|e| format!("error: failed to connect service at {addr:?}: {e}"))?;
+        let request = tonic_health::pb::HealthCheckRequest {
+            service: service.to_string(),
+        };
+        let response = HealthClient::new(channel)
+            .check(request)
+            .await
+            .map_err(|e| format!("error: health rpc probe failed: {}", e.message()))?;
+        Ok::<i32, String>(response.into_inner().status)
+    };
+    match tokio::time::timeout(timeout, check).await {
+        Ok(Ok(s)) if s == ServingStatus::Serving as i32 => (true, String::new()),
+        Ok(Ok(s)) => {
+            let name = ServingStatus::try_from(s).map_or("UNKNOWN", |s| s.as_str_name());
+            (
+                false,
+                format!("service unhealthy (responded with {name:?})"),
+            )
+        }
+        Ok(Err(message)) => (false, message),
+        Err(_) => (
+            false,
+            format!("timeout: failed to connect service {addr:?} within {timeout:?}"),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -376,15 +435,77 @@ mod tests {
             success_threshold: Some(1),
             ..Default::default()
         };
-        let mut s = ProbeState::new("c", ProbeKind::Liveness);
+        let mut s = ProbeState::new("c", ProbeKind::Liveness, None);
         assert!(s.ok);
         assert!(!s.record(&probe, false));
         assert!(s.record(&probe, false));
         assert!(!s.ok);
         assert!(s.record(&probe, true));
-        let mut r = ProbeState::new("c", ProbeKind::Readiness);
+        let mut r = ProbeState::new("c", ProbeKind::Readiness, None);
         assert!(!r.ok);
         r.record(&probe, true);
         assert!(r.ok);
+    }
+
+    #[test]
+    fn initial_delay_counts_from_the_container_start() {
+        let probe = Probe {
+            initial_delay_seconds: Some(30),
+            ..Default::default()
+        };
+        // The agent (re)starts and first looks at a container running for a minute: the
+        // delay has passed, the probe is due at once.
+        let long_running = chrono::Utc::now() - chrono::Duration::seconds(60);
+        let s = ProbeState::new("c", ProbeKind::Liveness, Some(long_running));
+        assert!(s.due(&probe));
+        // One that started 5 s ago still waits; so does one whose start is unknown.
+        let recent = chrono::Utc::now() - chrono::Duration::seconds(5);
+        assert!(!ProbeState::new("c", ProbeKind::Liveness, Some(recent)).due(&probe));
+        assert!(!ProbeState::new("c", ProbeKind::Liveness, None).due(&probe));
+    }
+
+    /// A real gRPC health server on loopback, probed through the protocol.
+    #[tokio::test]
+    async fn grpc_probe_speaks_the_health_protocol() {
+        use tonic_health::pb::health_server::HealthServer;
+        let (reporter, service) = tonic_health::server::health_reporter();
+        reporter
+            .set_service_status("app", tonic_health::ServingStatus::Serving)
+            .await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = i32::from(listener.local_addr().unwrap().port());
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service::<HealthServer<_>>(service)
+                .serve_with_incoming(incoming),
+        );
+        let t = Duration::from_secs(2);
+        assert_eq!(
+            grpc_check("127.0.0.1", port, "app", t).await,
+            (true, String::new())
+        );
+        reporter
+            .set_service_status("app", tonic_health::ServingStatus::NotServing)
+            .await;
+        let (ok, message) = grpc_check("127.0.0.1", port, "app", t).await;
+        assert!(!ok);
+        assert_eq!(
+            message,
+            "service unhealthy (responded with \"NOT_SERVING\")"
+        );
+        let (ok, message) = grpc_check("127.0.0.1", port, "other", t).await;
+        assert!(
+            !ok && message.starts_with("error: health rpc probe failed"),
+            "{message}"
+        );
+        server.abort();
+        // Err(Cancelled): the abort just asked for.
+        let _ = server.await;
+        let (ok, message) = grpc_check("127.0.0.1", port, "app", t).await;
+        assert!(
+            !ok && message.starts_with("error: failed to connect service"),
+            "{message}"
+        );
     }
 }

@@ -80,9 +80,9 @@ impl Worker {
         let state = self
             .probes
             .entry(key.clone())
-            .or_insert_with(|| ProbeState::new(&cur.id, kind));
+            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at));
         if state.container_id != cur.id {
-            *state = ProbeState::new(&cur.id, kind);
+            *state = ProbeState::new(&cur.id, kind, cur.started_at);
         }
         // A startup probe is done once it succeeded; it never runs again for this instance.
         if kind == ProbeKind::Startup && state.ok {
@@ -96,7 +96,7 @@ impl Worker {
         let state = self
             .probes
             .entry(key)
-            .or_insert_with(|| ProbeState::new(&cur.id, kind));
+            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at));
         state.record(probe, ok);
         if !ok {
             let what = match kind {
