@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cached_pod::CachedPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use serde::de::DeserializeOwned;
@@ -39,6 +40,15 @@ pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
         .as_ref()?
         .iter()
         .find(|r| r.controller == Some(true))
+}
+
+/// The key of the object's controller when it is a `K` (what a touched pod or Job wakes).
+pub fn controller_key<K: Resource<DynamicType = ()>>(meta: &ObjectMeta) -> Vec<ObjectRef<K>> {
+    let ns = meta.namespace.clone().unwrap_or_default();
+    controller_of(meta)
+        .filter(|r| r.kind == K::kind(&()))
+        .map(|r| vec![ObjectRef::new(&r.name).within(&ns)])
+        .unwrap_or_default()
 }
 
 /// What an owner does with an object in its namespace.

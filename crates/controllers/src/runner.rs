@@ -88,3 +88,25 @@ pub async fn run<K, C, E, F, Fut>(
         })
         .await;
 }
+
+/// Records an Event about `obj` (action `Delete` for deletion reasons, else `Create`).
+pub fn note<K: kube::Resource<DynamicType = ()>>(
+    recorder: &cairn_events::Recorder,
+    obj: &K,
+    kind: cairn_events::EventType,
+    reason: &str,
+    message: &str,
+) {
+    let action = if reason.contains("Delete") {
+        "Delete"
+    } else {
+        "Create"
+    };
+    let note = cairn_events::Note {
+        kind,
+        reason,
+        message,
+        action,
+    };
+    recorder.record(cairn_events::reference(obj), &note);
+}

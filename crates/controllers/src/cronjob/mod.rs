@@ -10,7 +10,7 @@ mod jobs;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_events::{EventType, Note, Recorder};
+use cairn_events::{EventType, Recorder};
 use cairn_semantics::cron::{self, Schedule};
 use futures::Stream;
 use k8s_openapi::api::batch::v1::{CronJob, CronJobStatus, Job};
@@ -51,12 +51,7 @@ impl runner::Retrying for Ctx {
 
 /// The CronJob a Job belongs to.
 pub fn job_owner(job: &Job) -> Vec<ObjectRef<CronJob>> {
-    match owner::controller_of(&job.metadata) {
-        Some(r) if r.kind == "CronJob" => {
-            vec![ObjectRef::new(&r.name).within(&job.namespace().unwrap_or_default())]
-        }
-        _ => Vec::new(),
-    }
+    owner::controller_key(&job.metadata)
 }
 
 pub async fn run(
@@ -74,20 +69,7 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
 }
 
 pub(crate) fn note(ctx: &Ctx, cj: &CronJob, kind: EventType, reason: &str, message: &str) {
-    let action = if reason.contains("Delete") {
-        "Delete"
-    } else {
-        "Create"
-    };
-    ctx.recorder.record(
-        cairn_events::reference(cj),
-        &Note {
-            kind,
-            reason,
-            message,
-            action,
-        },
-    );
+    runner::note(&ctx.recorder, cj, kind, reason, message);
 }
 
 /// The schedule and zone, or why there is none (an Event says so; nothing is retried

@@ -61,11 +61,7 @@ fn key_of(ds: &DaemonSet) -> String {
 
 /// A touched pod wakes its controlling DaemonSet.
 pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<DaemonSet>> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    owner::controller_of(&pod.metadata)
-        .filter(|r| r.kind == "DaemonSet")
-        .map(|r| vec![ObjectRef::new(&r.name).within(&ns)])
-        .unwrap_or_default()
+    owner::controller_key(&pod.metadata)
 }
 
 /// A node that joins, leaves, or changes what placement reads (labels, taints) concerns

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use tracing::{debug, info};
 
@@ -143,12 +144,15 @@ async fn dependent(ctx: &Ctx, uid: &str) -> Result<bool, kube::Error> {
     Ok(true)
 }
 
-/// Drops the references to `gone` owners from a live object, conditionally on what it read.
-async fn remove_owner_refs(
+/// Re-reads the object `uid` and merge-patches the metadata field `field` with what
+/// `next` makes of the live object's metadata, conditionally on the version read (a
+/// concurrent change fails it and the work is retried). Gone or replaced: nothing to do.
+async fn patch_live_metadata(
     ctx: &Ctx,
     uid: &str,
     node: &Node,
-    gone: &[String],
+    field: &str,
+    next: impl FnOnce(&ObjectMeta) -> serde_json::Value,
 ) -> Result<(), kube::Error> {
     let api = node_api(ctx, node);
     let Some(live) = api.get_metadata_opt(&node.name).await? else {
@@ -157,15 +161,8 @@ async fn remove_owner_refs(
     if live.metadata.uid.as_deref() != Some(uid) {
         return Ok(());
     }
-    let refs: Vec<_> = live
-        .metadata
-        .owner_references
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| !gone.contains(&r.uid))
-        .collect();
     let patch = serde_json::json!({"metadata": {
-        "ownerReferences": refs,
+        field: next(&live.metadata),
         "resourceVersion": live.metadata.resource_version,
     }});
     match api
@@ -178,34 +175,32 @@ async fn remove_owner_refs(
     }
 }
 
+/// Drops the references to `gone` owners from a live object.
+async fn remove_owner_refs(
+    ctx: &Ctx,
+    uid: &str,
+    node: &Node,
+    gone: &[String],
+) -> Result<(), kube::Error> {
+    patch_live_metadata(ctx, uid, node, "ownerReferences", |m| {
+        let refs: Vec<_> = m
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|r| !gone.contains(&r.uid))
+            .collect();
+        serde_json::json!(refs)
+    })
+    .await
+}
+
 /// Removes finalizer `f` from the owner `uid` once its dependents are dealt with.
 async fn remove_finalizer(ctx: &Ctx, uid: &str, node: &Node, f: &str) -> Result<(), kube::Error> {
-    let api = node_api(ctx, node);
-    let Some(live) = api.get_metadata_opt(&node.name).await? else {
-        return Ok(());
-    };
-    if live.metadata.uid.as_deref() != Some(uid) {
-        return Ok(());
-    }
-    let finalizers: Vec<String> = live
-        .metadata
-        .finalizers
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|x| x != f)
-        .collect();
-    let patch = serde_json::json!({"metadata": {
-        "finalizers": finalizers,
-        "resourceVersion": live.metadata.resource_version,
-    }});
-    match api
-        .patch_metadata(&node.name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    patch_live_metadata(ctx, uid, node, "finalizers", |m| {
+        let kept: Vec<&String> = m.finalizers.iter().flatten().filter(|x| *x != f).collect();
+        serde_json::json!(kept)
+    })
+    .await
 }
 
 /// Orphan: every dependent loses its reference to the owner, then the owner goes.

@@ -62,12 +62,7 @@ impl runner::Retrying for Ctx {
 
 /// The Job a pod belongs to (its controller).
 pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<Job>> {
-    match owner::controller_of(&pod.metadata) {
-        Some(r) if r.kind == "Job" => {
-            vec![ObjectRef::new(&r.name).within(&pod.namespace().unwrap_or_default())]
-        }
-        _ => Vec::new(),
-    }
+    owner::controller_key(&pod.metadata)
 }
 
 /// Runs the controller until its triggers end.

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cairn_events::{EventType, Note};
+use cairn_events::EventType;
 use futures::future::join_all;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod};
@@ -177,18 +177,5 @@ pub async fn delete(
 }
 
 pub fn note(ctx: &Ctx, job: &Job, kind: EventType, reason: &str, message: &str) {
-    let action = if reason.contains("Delete") {
-        "Delete"
-    } else {
-        "Create"
-    };
-    ctx.recorder.record(
-        cairn_events::reference(job),
-        &Note {
-            kind,
-            reason,
-            message,
-            action,
-        },
-    );
+    crate::runner::note(&ctx.recorder, job, kind, reason, message);
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_events::{EventType, Note, Recorder};
+use cairn_events::{EventType, Recorder};
 use cairn_semantics::pod_state::PodView;
 use futures::Stream;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
@@ -57,12 +57,7 @@ impl runner::Retrying for Ctx {
 }
 
 pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<StatefulSet>> {
-    match owner::controller_of(&pod.metadata) {
-        Some(r) if r.kind == "StatefulSet" => {
-            vec![ObjectRef::new(&r.name).within(&pod.namespace().unwrap_or_default())]
-        }
-        _ => Vec::new(),
-    }
+    owner::controller_key(&pod.metadata)
 }
 
 pub async fn run(
@@ -80,20 +75,7 @@ async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error
 }
 
 fn note(ctx: &Ctx, set: &StatefulSet, kind: EventType, reason: &str, message: &str) {
-    let action = if reason.contains("Delete") {
-        "Delete"
-    } else {
-        "Create"
-    };
-    ctx.recorder.record(
-        cairn_events::reference(set),
-        &Note {
-            kind,
-            reason,
-            message,
-            action,
-        },
-    );
+    runner::note(&ctx.recorder, set, kind, reason, message);
 }
 
 /// The set's pods by ordinal, and those outside `[start, start + replicas)`.
