@@ -259,7 +259,11 @@ fn seed_scenario_scale_rollout_undo_pause() {
     assert_eq!(rs_count(), 3);
 
     // Deleting a pod gets it replaced.
-    let gone = pods_of(&k, "httpd-app")[0]["metadata"]["name"]
+    // A live one: the rollout's old pods may still be finishing their deletion.
+    let gone = pods_of(&k, "httpd-app")
+        .iter()
+        .find(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .unwrap()["metadata"]["name"]
         .as_str()
         .unwrap()
         .to_string();
