@@ -12,12 +12,14 @@
 //! - [`static_pods`]: pods from a manifest directory, mirrored into the API.
 //! - [`pod_meta`]: facts read off a pod (uid, static/mirror, requests, cgroup parent); a leaf.
 //! - [`qos`]: the QoS-class parent cgroups.
+//! - [`ledger`]: the pods this agent runs, admission grants, live log files; a leaf.
 
 pub mod config;
 pub mod env;
 pub mod events;
 pub mod hooks;
 pub mod images;
+pub mod ledger;
 pub mod node;
 pub mod pod_meta;
 pub mod pods;
@@ -30,13 +32,11 @@ pub mod status;
 pub mod sysinfo;
 pub mod volumes;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use cairn_runtime::{CgroupManager, CniConfig, Runtime};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::runtime::reflector::Store;
-use parking_lot::RwLock;
 
 use crate::config::AgentConfig;
 
@@ -51,13 +51,9 @@ pub struct Agent {
     pub cgroups: CgroupManager,
     /// The kubepods/burstable/besteffort parents.
     pub qos: qos::QosCgroups,
-    pub images: images::ImageManager,
-    pub events: events::EventRecorder,
+    pub images: Arc<images::ImageManager>,
+    pub events: Arc<events::EventRecorder>,
     pub services: Store<Service>,
-    /// Pods this agent runs (API pods and static pods), by UID, for /pods and logs.
-    pub pods: RwLock<HashMap<String, Pod>>,
-    /// Requests of admitted pods (cpu millicores, memory bytes) for admission checks.
-    pub admitted: parking_lot::Mutex<HashMap<String, (u64, i64)>>,
-    /// Log files of running container instances (followers stop when theirs leaves).
-    pub running_logs: Arc<RwLock<std::collections::HashSet<std::path::PathBuf>>>,
+    /// Pods this agent runs (API pods and static pods), admission grants, live log files.
+    pub ledger: Arc<ledger::PodLedger>,
 }

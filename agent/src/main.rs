@@ -133,12 +133,15 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     });
 
     let agent = Arc::new(Agent {
-        images: images::ImageManager::new(
+        images: Arc::new(images::ImageManager::new(
             containerd.channel(),
             &config.containerd_namespace,
             config.registry_config_dir.clone(),
-        ),
-        events: events::EventRecorder::new(client.clone(), &config.node_name),
+        )),
+        events: Arc::new(events::EventRecorder::new(
+            client.clone(),
+            &config.node_name,
+        )),
         cgroups: CgroupManager::detect(&config.cgroupfs_mount),
         qos: cairn_agent::qos::QosCgroups::new(&config.cgroup_root),
         runtime: Arc::new(containerd),
@@ -147,9 +150,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         node_ip,
         services,
         client: client.clone(),
-        pods: Default::default(),
-        admitted: Default::default(),
-        running_logs: Default::default(),
+        ledger: Default::default(),
         config: config.clone(),
     });
 
@@ -191,7 +192,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         }
     });
 
-    let manager = pods::PodManager::new(agent.clone());
+    let manager = pods::PodManager::new(pods::Handles::of_agent(&agent), client.clone());
     tokio::spawn(static_pods::run(agent.clone(), manager.clone()));
     let watch = tokio::spawn(manager.clone().watch_api_pods());
 

@@ -1,7 +1,10 @@
 //! Liveness, readiness and startup probes (exec, httpGet, tcpSocket, grpc) with the kubelet's
 //! thresholds, run from the pod worker's loop.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so a test under a paused runtime drives periods and initial delays.
+use tokio::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -33,14 +36,15 @@ pub struct ProbeState {
 impl ProbeState {
     /// A fresh state for the container `container_id` that started at `started_at` (the
     /// runtime's record): `initialDelaySeconds` counts from that start, so an agent restart
-    /// does not reset it. Unknown or future start times count from now.
+    /// does not reset it. Unknown or future start times count from `now`.
     pub fn new(
         container_id: &str,
         kind: ProbeKind,
         started_at: Option<chrono::DateTime<chrono::Utc>>,
+        now: chrono::DateTime<chrono::Utc>,
     ) -> Self {
         let running_for = started_at
-            .and_then(|t| (chrono::Utc::now() - t).to_std().ok())
+            .and_then(|t| (now - t).to_std().ok())
             .unwrap_or_default();
         let now = Instant::now();
         ProbeState {
@@ -435,13 +439,13 @@ mod tests {
             success_threshold: Some(1),
             ..Default::default()
         };
-        let mut s = ProbeState::new("c", ProbeKind::Liveness, None);
+        let mut s = ProbeState::new("c", ProbeKind::Liveness, None, chrono::Utc::now());
         assert!(s.ok);
         assert!(!s.record(&probe, false));
         assert!(s.record(&probe, false));
         assert!(!s.ok);
         assert!(s.record(&probe, true));
-        let mut r = ProbeState::new("c", ProbeKind::Readiness, None);
+        let mut r = ProbeState::new("c", ProbeKind::Readiness, None, chrono::Utc::now());
         assert!(!r.ok);
         r.record(&probe, true);
         assert!(r.ok);
@@ -456,12 +460,20 @@ mod tests {
         // The agent (re)starts and first looks at a container running for a minute: the
         // delay has passed, the probe is due at once.
         let long_running = chrono::Utc::now() - chrono::Duration::seconds(60);
-        let s = ProbeState::new("c", ProbeKind::Liveness, Some(long_running));
+        let s = ProbeState::new(
+            "c",
+            ProbeKind::Liveness,
+            Some(long_running),
+            chrono::Utc::now(),
+        );
         assert!(s.due(&probe));
         // One that started 5 s ago still waits; so does one whose start is unknown.
         let recent = chrono::Utc::now() - chrono::Duration::seconds(5);
-        assert!(!ProbeState::new("c", ProbeKind::Liveness, Some(recent)).due(&probe));
-        assert!(!ProbeState::new("c", ProbeKind::Liveness, None).due(&probe));
+        assert!(
+            !ProbeState::new("c", ProbeKind::Liveness, Some(recent), chrono::Utc::now())
+                .due(&probe)
+        );
+        assert!(!ProbeState::new("c", ProbeKind::Liveness, None, chrono::Utc::now()).due(&probe));
     }
 
     /// A real gRPC health server on loopback, probed through the protocol.

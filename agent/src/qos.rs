@@ -101,7 +101,7 @@ pub fn refresh(agent: &crate::Agent) {
         .unwrap_or(i64::MAX)
     });
     let want = {
-        let pods = agent.pods.read();
+        let pods = agent.ledger.pods();
         let active = pods.values().filter(|p| {
             !matches!(
                 p.status.as_ref().and_then(|s| s.phase.as_deref()),

@@ -1,14 +1,11 @@
 //! The agent's HTTP server (kubelet port 10250, plain HTTP): `/healthz`, `/pods` and
 //! `/containerLogs/{ns}/{pod}/{container}` (served by `cairn_podlogs`).
 
-use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::routing::get;
 use axum::Router;
 use cairn_podlogs::{LocateError, LogLocation, LogSource};
-use parking_lot::RwLock;
 
 use crate::Agent;
 
@@ -16,7 +13,7 @@ use crate::Agent;
 /// current. Running instances are those the workers last saw running.
 pub struct AgentLogs {
     pub agent: Arc<Agent>,
-    pub running: Arc<RwLock<HashSet<PathBuf>>>,
+    pub ledger: Arc<crate::ledger::PodLedger>,
 }
 
 impl LogSource for AgentLogs {
@@ -28,19 +25,13 @@ impl LogSource for AgentLogs {
         previous: bool,
     ) -> Result<LogLocation, LocateError> {
         let key = format!("{namespace}/{pod}");
-        let found = self
-            .agent
-            .pods
-            .read()
-            .values()
-            .find(|p| {
-                format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or("default"),
-                    crate::pod_meta::api_name(p)
-                ) == key
-            })
-            .cloned();
+        let found = self.ledger.pods().into_values().find(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                crate::pod_meta::api_name(p)
+            ) == key
+        });
         let Some(p) = found else {
             return Err(LocateError::PodNotFound(pod.to_string()));
         };
@@ -89,11 +80,11 @@ impl LogSource for AgentLogs {
         if previous {
             return Ok(LogLocation::exited(path));
         }
-        let running = self.running.clone();
+        let ledger = self.ledger.clone();
         let probe_path = path.clone();
         Ok(LogLocation {
             path,
-            running: Arc::new(move || running.read().contains(&probe_path)),
+            running: Arc::new(move || ledger.is_log_live(&probe_path)),
         })
     }
 }
@@ -110,7 +101,7 @@ pub async fn summary(agent: &Agent) -> serde_json::Value {
     };
     let containers = agent.runtime.list_containers().await.unwrap_or_default();
     let mut pods = Vec::new();
-    for pod in agent.pods.read().values() {
+    for pod in agent.ledger.pods().values() {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let s = agent.cgroups.stats(&crate::pod_meta::cgroup_parent(
             &agent.config.cgroup_root,
@@ -149,8 +140,8 @@ pub async fn summary(agent: &Agent) -> serde_json::Value {
 pub fn router(agent: Arc<Agent>) -> Router {
     let pods_agent = agent.clone();
     let stats_agent = agent.clone();
-    let running = agent.running_logs.clone();
-    let logs = Arc::new(AgentLogs { agent, running });
+    let ledger = agent.ledger.clone();
+    let logs = Arc::new(AgentLogs { agent, ledger });
     cairn_podlogs::router(logs)
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -169,8 +160,8 @@ pub fn router(agent: Arc<Agent>) -> Router {
                 let agent = pods_agent.clone();
                 async move {
                     let items: Vec<serde_json::Value> = agent
-                        .pods
-                        .read()
+                        .ledger
+                        .pods()
                         .values()
                         .filter_map(|p| serde_json::to_value(p).ok())
                         .collect();

@@ -141,16 +141,15 @@ async fn ensure_mirror(agent: &Agent, pod: &Pod) {
             {
                 return;
             }
-            // Stale, deleted or not a mirror: replace it.
-            let _ = api
-                .delete(
-                    &name,
-                    &DeleteParams {
-                        grace_period_seconds: Some(0),
-                        ..Default::default()
-                    },
-                )
-                .await;
+            // Stale, deleted or not a mirror: replace it. A failed delete makes the create
+            // below fail with AlreadyExists, which is logged; the next pass tries again.
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            };
+            if let Err(e) = api.delete(&name, &params).await {
+                warn!(pod = %name, error = %e, "deleting a stale mirror pod");
+            }
         }
         Ok(None) => {}
         Err(e) => {
@@ -188,15 +187,16 @@ async fn delete_mirror(agent: &Agent, pod: &Pod) {
         .clone()
         .unwrap_or_else(|| "default".into());
     let api: Api<Pod> = Api::namespaced(agent.client.clone(), &ns);
-    let _ = api
-        .delete(
-            &api_name(pod),
-            &DeleteParams {
-                grace_period_seconds: Some(0),
-                ..Default::default()
-            },
-        )
-        .await;
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    match api.delete(&api_name(pod), &params).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        // The mirror stays until the API's pod GC or the next agent start removes it.
+        Err(e) => warn!(pod = %api_name(pod), error = %e, "deleting a mirror pod"),
+    }
 }
 
 #[cfg(test)]

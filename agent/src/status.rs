@@ -1,13 +1,17 @@
 //! PodStatus from the pod spec, what containerd holds and the worker's own observations
 //! (waiting reasons, probe results), following the kubelet's `getPhase` and
-//! `generateAPIPodStatus`.
+//! `generateAPIPodStatus`, built from k8s-openapi's types.
 
 use std::collections::HashMap;
 
 use cairn_runtime::{ContainerState, ContainerStatus};
-use chrono::{DateTime, SecondsFormat, Utc};
-use k8s_openapi::api::core::v1::{Container, Pod};
-use serde_json::{json, Value};
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState as ApiState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus as ApiContainerStatus, HostIP, Pod, PodCondition, PodIP,
+    PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// A reason the worker holds a container in `waiting` (image errors, back-off, config errors).
 #[derive(Debug, Clone, PartialEq)]
@@ -27,13 +31,15 @@ pub struct Observed<'a> {
     pub started: HashMap<String, bool>,
     pub pod_ip: Option<String>,
     pub host_ip: Option<String>,
-    /// Pod-level failure (admission rejection, init failure with Never).
+    /// Pod-level failure (admission rejection).
     pub pod_failure: Option<(String, String)>,
 }
 
-fn ts(t: &Option<DateTime<Utc>>) -> Value {
-    t.map(|t| json!(t.to_rfc3339_opts(SecondsFormat::Secs, true)))
-        .unwrap_or(Value::Null)
+/// A timestamp as the API keeps it: whole seconds.
+fn time(t: DateTime<Utc>) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+        .ok()
+        .map(Time)
 }
 
 /// Latest and previous instance of a container (by attempt).
@@ -46,18 +52,40 @@ pub fn instances<'a>(
     (mine.first().copied(), mine.get(1).copied())
 }
 
-fn terminated(c: &ContainerStatus) -> Value {
-    let mut t = json!({
-        "exitCode": c.exit_code.unwrap_or(0),
-        "reason": c.reason.clone().unwrap_or_else(|| "Error".into()),
-        "startedAt": ts(&c.started_at),
-        "finishedAt": ts(&c.finished_at),
-        "containerID": format!("containerd://{}", c.id),
-    });
-    if let Some(m) = c.labels.get("io.cairn.message").filter(|m| !m.is_empty()) {
-        t["message"] = json!(m);
+fn terminated(c: &ContainerStatus) -> ApiState {
+    let message = c
+        .labels
+        .get("io.cairn.message")
+        .filter(|m| !m.is_empty())
+        .cloned();
+    ApiState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: c.exit_code.unwrap_or(0),
+            reason: Some(c.reason.clone().unwrap_or_else(|| "Error".into())),
+            started_at: c.started_at.and_then(time),
+            finished_at: c.finished_at.and_then(time),
+            container_id: Some(format!("containerd://{}", c.id)),
+            message,
+            signal: None,
+        }),
+        ..Default::default()
     }
-    t
+}
+
+fn waiting_state(reason: &str, message: &str) -> ApiState {
+    ApiState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.to_string()),
+            message: (!message.is_empty()).then(|| message.to_string()),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The previous instance as `lastState`, when it exited.
+fn last_terminated(prev: Option<&ContainerStatus>) -> Option<ApiState> {
+    prev.filter(|p| p.state == ContainerState::Exited)
+        .map(terminated)
 }
 
 /// Whether a container that exited should run again under the pod's restartPolicy.
@@ -75,77 +103,87 @@ fn container_status(
     obs: &Observed<'_>,
     policy: &str,
     init: bool,
-) -> (Value, Kind) {
+) -> (ApiContainerStatus, Kind) {
     let (cur, prev) = instances(&obs.containers, &spec.name);
-    let image = spec.image.clone().unwrap_or_default();
-    let mut s = json!({
-        "name": spec.name,
-        "image": image,
-        "imageID": cur.map(|c| c.image_id.clone()).unwrap_or_default(),
-        "restartCount": cur.map(|c| c.attempt).unwrap_or(0),
-        "ready": false,
-        "started": false,
-        "state": {},
-        "lastState": {},
-    });
-    if let Some(c) = cur {
-        s["containerID"] = json!(format!("containerd://{}", c.id));
-    }
-    let waiting = obs.waiting.get(&spec.name);
-    let kind;
-    match cur {
+    let mut s = ApiContainerStatus {
+        name: spec.name.clone(),
+        image: spec.image.clone().unwrap_or_default(),
+        image_id: cur.map(|c| c.image_id.clone()).unwrap_or_default(),
+        restart_count: cur.map_or(0, |c| i32::try_from(c.attempt).unwrap_or(i32::MAX)),
+        ready: false,
+        started: Some(false),
+        state: Some(ApiState::default()),
+        last_state: Some(ApiState::default()),
+        container_id: cur.map(|c| format!("containerd://{}", c.id)),
+        ..Default::default()
+    };
+    let kind = match cur {
         Some(c) if c.state == ContainerState::Running => {
-            s["state"] = json!({"running": {"startedAt": ts(&c.started_at)}});
             let started = obs.started.get(&spec.name).copied().unwrap_or(true);
-            s["started"] = json!(started);
-            s["ready"] = json!(started && obs.ready.get(&spec.name).copied().unwrap_or(true));
-            if let Some(p) = prev.filter(|p| p.state == ContainerState::Exited) {
-                s["lastState"] = json!({"terminated": terminated(p)});
-            }
-            kind = Kind::Running;
+            s.state = Some(ApiState {
+                running: Some(ContainerStateRunning {
+                    started_at: c.started_at.and_then(time),
+                }),
+                ..Default::default()
+            });
+            s.started = Some(started);
+            s.ready = started && obs.ready.get(&spec.name).copied().unwrap_or(true);
+            s.last_state = Some(last_terminated(prev).unwrap_or_default());
+            Kind::Running
         }
-        Some(c) if c.state == ContainerState::Exited => {
-            let code = c.exit_code.unwrap_or(0);
-            let restarting =
-                !init && will_restart(policy, code) || init && code != 0 && policy != "Never";
-            match waiting {
-                Some(w) if restarting => {
-                    s["state"] = json!({"waiting": {"reason": w.reason, "message": w.message}});
-                    s["lastState"] = json!({"terminated": terminated(c)});
-                    kind = Kind::Stopped;
+        Some(c) if c.state == ContainerState::Exited => exited(&mut s, c, prev, obs, policy, init),
+        _ => {
+            let (reason, message) = match obs.waiting.get(&spec.name) {
+                Some(w) => (w.reason.as_str(), w.message.as_str()),
+                None => ("ContainerCreating", ""),
+            };
+            s.state = Some(waiting_state(reason, message));
+            match last_terminated(prev) {
+                Some(last) => {
+                    s.last_state = Some(last);
+                    Kind::Stopped
                 }
-                _ => {
-                    s["state"] = json!({"terminated": terminated(c)});
-                    if let Some(p) = prev.filter(|p| p.state == ContainerState::Exited) {
-                        s["lastState"] = json!({"terminated": terminated(p)});
-                    }
-                    kind = if code == 0 {
-                        Kind::Succeeded
-                    } else {
-                        Kind::Failed
-                    };
-                }
+                None => Kind::Waiting,
             }
+        }
+    };
+    (s, kind)
+}
+
+/// The status of a container whose latest instance exited: waiting to restart (back-off,
+/// with the exit as `lastState`) or terminated for good.
+fn exited(
+    s: &mut ApiContainerStatus,
+    c: &ContainerStatus,
+    prev: Option<&ContainerStatus>,
+    obs: &Observed<'_>,
+    policy: &str,
+    init: bool,
+) -> Kind {
+    let code = c.exit_code.unwrap_or(0);
+    let restarting = !init && will_restart(policy, code) || init && code != 0 && policy != "Never";
+    match obs.waiting.get(&s.name) {
+        Some(w) if restarting => {
+            s.state = Some(ApiState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some(w.reason.clone()),
+                    message: Some(w.message.clone()),
+                }),
+                ..Default::default()
+            });
+            s.last_state = Some(terminated(c));
+            Kind::Stopped
         }
         _ => {
-            let (reason, message) = match waiting {
-                Some(w) => (w.reason.clone(), w.message.clone()),
-                None => ("ContainerCreating".to_string(), String::new()),
-            };
-            let mut w = json!({"reason": reason});
-            if !message.is_empty() {
-                w["message"] = json!(message);
-            }
-            s["state"] = json!({"waiting": w});
-            if let Some(p) = prev.filter(|p| p.state == ContainerState::Exited) {
-                s["lastState"] = json!({"terminated": terminated(p)});
-                kind = Kind::Stopped;
+            s.state = Some(terminated(c));
+            s.last_state = Some(last_terminated(prev).unwrap_or_default());
+            if code == 0 {
+                Kind::Succeeded
             } else {
-                kind = Kind::Waiting;
+                Kind::Failed
             }
         }
     }
-    (s, kind)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,182 +199,214 @@ enum Kind {
 /// QoS class, as Kubernetes computes it (`cairn-semantics`).
 pub use crate::pod_meta::qos_class;
 
-fn condition(kind: &str, ok: bool, reason: Option<&str>, previous: &[Value], now: &str) -> Value {
+/// A condition, keeping its transition time while its status stays the same.
+fn condition(
+    kind: &str,
+    ok: bool,
+    reason: Option<&str>,
+    previous: &[PodCondition],
+    now: &Option<Time>,
+) -> PodCondition {
     let status = if ok { "True" } else { "False" };
     let since = previous
         .iter()
-        .find(|c| c["type"] == kind && c["status"] == status)
-        .and_then(|c| c.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| json!(now));
-    let mut c =
-        json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
-    if let Some(r) = reason {
-        c["reason"] = json!(r);
+        .find(|c| c.type_ == kind && c.status == status)
+        .and_then(|c| c.last_transition_time.clone())
+        .or_else(|| now.clone());
+    PodCondition {
+        type_: kind.to_string(),
+        status: status.to_string(),
+        reason: reason.map(str::to_string),
+        last_transition_time: since,
+        ..Default::default()
     }
-    c
 }
 
-/// The whole `status` of a pod.
-pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> Value {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let policy = spec
-        .restart_policy
-        .clone()
-        .unwrap_or_else(|| "Always".into());
-    let nows = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let old = pod.status.clone().unwrap_or_default();
-    let previous: Vec<Value> = old
-        .conditions
-        .iter()
-        .flatten()
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .collect();
-
-    let mut init_statuses = Vec::new();
-    let mut initialized = true;
-    let mut init_failed = false;
+/// The init containers' statuses; whether all succeeded, and whether one failed for good.
+fn init_statuses(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    obs: &Observed<'_>,
+    policy: &str,
+) -> (Vec<ApiContainerStatus>, bool, bool) {
+    let mut statuses = Vec::new();
+    let (mut initialized, mut failed) = (true, false);
     for ic in spec.init_containers.iter().flatten() {
-        let (s, kind) = container_status(ic, obs, &policy, true);
+        let (mut s, kind) = container_status(ic, obs, policy, true);
         match kind {
             Kind::Succeeded => {}
             Kind::Failed if policy == "Never" => {
-                init_failed = true;
+                failed = true;
                 initialized = false;
             }
             _ => initialized = false,
         }
         // Init containers are never "ready" in the sense of app containers, except done.
-        let mut s = s;
-        s["ready"] = json!(kind == Kind::Succeeded);
-        init_statuses.push(s);
-    }
-    let mut statuses = Vec::new();
-    let (mut running, mut waiting, mut stopped, mut succeeded, mut failed) = (0, 0, 0, 0, 0);
-    let mut all_ready = !spec.containers.is_empty();
-    for c in &spec.containers {
-        let (mut s, kind) = container_status(c, obs, &policy, false);
-        if !initialized && kind == Kind::Waiting {
-            s["state"] = json!({"waiting": {"reason": "PodInitializing"}});
-        }
-        match kind {
-            Kind::Running => running += 1,
-            Kind::Waiting => waiting += 1,
-            Kind::Stopped => stopped += 1,
-            Kind::Succeeded => {
-                stopped += 1;
-                succeeded += 1
-            }
-            Kind::Failed => {
-                stopped += 1;
-                failed += 1
-            }
-        }
-        if s["ready"] != json!(true) {
-            all_ready = false;
-        }
+        s.ready = kind == Kind::Succeeded;
         statuses.push(s);
     }
-    let _ = failed;
-    let (phase, pod_reason, pod_message) = if let Some((reason, message)) = &obs.pod_failure {
-        ("Failed", Some(reason.clone()), Some(message.clone()))
-    } else if init_failed {
-        ("Failed", None, None)
-    } else if !initialized || waiting > 0 {
-        ("Pending", None, None)
-    } else if running > 0 {
-        ("Running", None, None)
-    } else if stopped > 0 {
+    (statuses, initialized, failed)
+}
+
+/// How many app containers are in each state (the inputs of the kubelet's `getPhase`).
+#[derive(Default)]
+struct Tally {
+    running: usize,
+    waiting: usize,
+    stopped: usize,
+    succeeded: usize,
+    all_ready: bool,
+}
+
+fn app_statuses(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    obs: &Observed<'_>,
+    policy: &str,
+    initialized: bool,
+) -> (Vec<ApiContainerStatus>, Tally) {
+    let mut tally = Tally {
+        all_ready: !spec.containers.is_empty(),
+        ..Default::default()
+    };
+    let mut statuses = Vec::new();
+    for c in &spec.containers {
+        let (mut s, kind) = container_status(c, obs, policy, false);
+        if !initialized && kind == Kind::Waiting {
+            s.state = Some(waiting_state("PodInitializing", ""));
+        }
+        match kind {
+            Kind::Running => tally.running += 1,
+            Kind::Waiting => tally.waiting += 1,
+            Kind::Stopped | Kind::Failed => tally.stopped += 1,
+            Kind::Succeeded => {
+                tally.stopped += 1;
+                tally.succeeded += 1;
+            }
+        }
+        tally.all_ready &= s.ready;
+        statuses.push(s);
+    }
+    (statuses, tally)
+}
+
+/// The kubelet's `getPhase`.
+fn phase(tally: &Tally, policy: &str, initialized: bool, init_failed: bool) -> &'static str {
+    if init_failed {
+        "Failed"
+    } else if !initialized || tally.waiting > 0 {
+        "Pending"
+    } else if tally.running > 0 {
+        "Running"
+    } else if tally.stopped > 0 {
         if policy == "Always" {
-            ("Running", None, None)
-        } else if stopped == succeeded {
-            ("Succeeded", None, None)
+            "Running"
+        } else if tally.stopped == tally.succeeded {
+            "Succeeded"
         } else if policy == "Never" {
-            ("Failed", None, None)
+            "Failed"
         } else {
-            ("Running", None, None)
+            "Running"
         }
     } else {
-        ("Pending", None, None)
-    };
-    let terminal = matches!(phase, "Succeeded" | "Failed");
-    let containers_ready = all_ready && !terminal;
-    let mut conditions = vec![];
-    conditions.push(condition(
-        "PodReadyToStartContainers",
-        obs.pod_ip.is_some() || spec.host_network == Some(true),
-        None,
-        &previous,
-        &nows,
-    ));
-    conditions.push(condition(
-        "Initialized",
-        initialized,
-        (!initialized).then_some("ContainersNotInitialized"),
-        &previous,
-        &nows,
-    ));
-    let not_ready_reason = if terminal {
+        "Pending"
+    }
+}
+
+/// The five pod conditions.
+fn conditions(
+    pod: &Pod,
+    obs: &Observed<'_>,
+    initialized: bool,
+    containers_ready: bool,
+    terminal: bool,
+    now: &Option<Time>,
+) -> Vec<PodCondition> {
+    let previous: Vec<PodCondition> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+    let not_ready = (!containers_ready).then_some(if terminal {
         "PodCompleted"
     } else {
         "ContainersNotReady"
-    };
-    conditions.push(condition(
-        "Ready",
-        containers_ready,
-        (!containers_ready).then_some(not_ready_reason),
-        &previous,
-        &nows,
-    ));
-    conditions.push(condition(
-        "ContainersReady",
-        containers_ready,
-        (!containers_ready).then_some(not_ready_reason),
-        &previous,
-        &nows,
-    ));
-    conditions.push(condition("PodScheduled", true, None, &previous, &nows));
-
-    let start_time = old
-        .start_time
-        .as_ref()
-        .and_then(|t| serde_json::to_value(t).ok())
-        .unwrap_or_else(|| json!(nows));
-    let mut status = json!({
-        "phase": phase,
-        "conditions": conditions,
-        "startTime": start_time,
-        "qosClass": qos_class(pod),
-        "containerStatuses": statuses,
     });
-    if !init_statuses.is_empty() {
-        status["initContainerStatuses"] = json!(init_statuses);
-    }
-    if let Some(ip) = &obs.host_ip {
-        status["hostIP"] = json!(ip);
-        status["hostIPs"] = json!([{"ip": ip}]);
-    }
+    let sandbox_ready = obs.pod_ip.is_some() || host_network;
+    let not_initialized = (!initialized).then_some("ContainersNotInitialized");
+    vec![
+        condition(
+            "PodReadyToStartContainers",
+            sandbox_ready,
+            None,
+            &previous,
+            now,
+        ),
+        condition("Initialized", initialized, not_initialized, &previous, now),
+        condition("Ready", containers_ready, not_ready, &previous, now),
+        condition(
+            "ContainersReady",
+            containers_ready,
+            not_ready,
+            &previous,
+            now,
+        ),
+        condition("PodScheduled", true, None, &previous, now),
+    ]
+}
+
+/// The whole `status` of a pod.
+pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> PodStatus {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let policy = spec.restart_policy.as_deref().unwrap_or("Always");
+    let now = time(now);
+    let (init, initialized, init_failed) = init_statuses(&spec, obs, policy);
+    let (apps, tally) = app_statuses(&spec, obs, policy, initialized);
+    let (phase, reason, message) = match &obs.pod_failure {
+        Some((reason, message)) => ("Failed", Some(reason.clone()), Some(message.clone())),
+        None => (phase(&tally, policy, initialized, init_failed), None, None),
+    };
+    let terminal = matches!(phase, "Succeeded" | "Failed");
+    let containers_ready = tally.all_ready && !terminal;
     let pod_ip = if spec.host_network == Some(true) {
         obs.host_ip.clone()
     } else {
         obs.pod_ip.clone()
     };
-    if let Some(ip) = pod_ip {
-        status["podIP"] = json!(ip);
-        status["podIPs"] = json!([{"ip": ip}]);
+    let start_time = pod.status.as_ref().and_then(|s| s.start_time.clone());
+    PodStatus {
+        phase: Some(phase.to_string()),
+        conditions: Some(conditions(
+            pod,
+            obs,
+            initialized,
+            containers_ready,
+            terminal,
+            &now,
+        )),
+        start_time: start_time.or(now),
+        qos_class: Some(qos_class(pod).to_string()),
+        container_statuses: Some(apps),
+        init_container_statuses: (!init.is_empty()).then_some(init),
+        host_ip: obs.host_ip.clone(),
+        host_ips: obs.host_ip.clone().map(|ip| vec![HostIP { ip }]),
+        pod_ip: pod_ip.clone(),
+        pod_ips: pod_ip.map(|ip| vec![PodIP { ip }]),
+        reason,
+        message,
+        ..Default::default()
     }
-    if let Some(r) = pod_reason {
-        status["reason"] = json!(r);
-    }
-    if let Some(m) = pod_message {
-        status["message"] = json!(m);
-    }
-    status
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
     use std::collections::BTreeMap;
+
+    /// The status as the API would see it on the wire.
+    fn wire(pod: &Pod, obs: &Observed<'_>) -> Value {
+        serde_json::to_value(pod_status(pod, obs, Utc::now())).unwrap()
+    }
 
     fn pod(policy: &str) -> Pod {
         serde_json::from_value(json!({
@@ -389,7 +459,7 @@ mod tests {
             pod_ip: Some("10.244.0.2".into()),
             ..Default::default()
         };
-        let s = pod_status(&p, &obs, Utc::now());
+        let s = wire(&p, &obs);
         assert_eq!(s["phase"], "Running");
         assert_eq!(s["podIP"], "10.244.0.2");
         assert!(s["conditions"]
@@ -416,7 +486,7 @@ mod tests {
                 message: "back-off 40s".into(),
             },
         );
-        let s = pod_status(&p, &obs, Utc::now());
+        let s = wire(&p, &obs);
         assert_eq!(s["phase"], "Running");
         let a = &s["containerStatuses"][0];
         assert_eq!(a["state"]["waiting"]["reason"], "CrashLoopBackOff");
@@ -433,13 +503,13 @@ mod tests {
             containers: vec![&a, &b],
             ..Default::default()
         };
-        assert_eq!(pod_status(&p, &obs, Utc::now())["phase"], "Succeeded");
+        assert_eq!(wire(&p, &obs)["phase"], "Succeeded");
         let b = inst("b", 0, ContainerState::Exited, Some(2));
         let obs = Observed {
             containers: vec![&a, &b],
             ..Default::default()
         };
-        let s = pod_status(&p, &obs, Utc::now());
+        let s = wire(&p, &obs);
         assert_eq!(s["phase"], "Failed");
         assert_eq!(
             s["containerStatuses"][1]["state"]["terminated"]["exitCode"],
@@ -458,7 +528,7 @@ mod tests {
                 message: "not found".into(),
             },
         );
-        let s = pod_status(&p, &obs, Utc::now());
+        let s = wire(&p, &obs);
         assert_eq!(s["phase"], "Pending");
         assert_eq!(
             s["containerStatuses"][0]["state"]["waiting"]["reason"],

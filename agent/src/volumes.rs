@@ -58,6 +58,7 @@ pub fn atomic_write(
             .map_err(io(&path))?;
     }
     let tmp_link = dir.join("..data_tmp");
+    // Err: no leftover link from an interrupted write, the usual case.
     let _ = std::fs::remove_file(&tmp_link);
     std::os::unix::fs::symlink(&stamp, &tmp_link).map_err(io(&tmp_link))?;
     let data = dir.join("..data");
@@ -79,12 +80,15 @@ pub fn atomic_write(
                     .keys()
                     .any(|k| k.split('/').next() == Some(name.as_str()))
             {
+                // Err: a stale link that is already gone; a leftover one only shows an
+                // old key, and the next write retries.
                 let _ = std::fs::remove_file(e.path());
             }
         }
     }
     if let Some(old) = old {
         if old != Path::new(&stamp) {
+            // Err: the old generation stays on disk until the pod's volumes are torn down.
             let _ = std::fs::remove_dir_all(dir.join(old));
         }
     }
@@ -140,166 +144,173 @@ pub struct VolumeContext<'a> {
     pub node_alloc: &'a BTreeMap<String, String>,
 }
 
+/// Files a volume projects: path → (content, mode).
+type Files = BTreeMap<String, (Vec<u8>, u32)>;
+
+fn mode_or(mode: Option<i32>, default: u32) -> u32 {
+    mode.and_then(|m| u32::try_from(m).ok()).unwrap_or(default)
+}
+
+fn not_found(volume: &str, what: &str, name: &str) -> VolumeError {
+    VolumeError::SetUp {
+        volume: volume.to_string(),
+        message: format!("{what} {name:?} not found"),
+    }
+}
+
+impl VolumeContext<'_> {
+    fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+}
+
 /// Prepares every volume of the pod; returns volume name → host path.
 pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
-    let uid = ctx.pod.metadata.uid.clone().unwrap_or_default();
-    let ns = ctx
-        .pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let base = pod_dir(ctx.root, &uid).join("volumes");
+    let uid = ctx.pod.metadata.uid.as_deref().unwrap_or_default();
+    let base = pod_dir(ctx.root, uid).join("volumes");
     let mut out = BTreeMap::new();
-    let volumes: Vec<Volume> = ctx
-        .pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.clone())
-        .unwrap_or_default();
-    for v in &volumes {
-        let name = &v.name;
-        let path = if v.empty_dir.is_some() {
-            let p = base.join("kubernetes.io~empty-dir").join(name);
-            std::fs::create_dir_all(&p).map_err(io(&p))?;
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).map_err(io(&p))?;
-            p
-        } else if let Some(hp) = &v.host_path {
-            host_path(name, &hp.path, hp.type_.as_deref().unwrap_or(""))?
-        } else if let Some(cm) = &v.config_map {
-            let data = ctx.source.config_map(&ns, &cm.name).await?;
-            let optional = cm.optional == Some(true);
-            let data = match data {
-                Some(d) => d,
-                None if optional => BTreeMap::new(),
-                None => {
-                    return Err(VolumeError::SetUp {
-                        volume: name.clone(),
-                        message: format!("configmap {:?} not found", cm.name),
-                    })
-                }
-            };
-            let mode = cm.default_mode.map(|m| m as u32).unwrap_or(0o644);
-            let files = project(&data, &cm.items, mode, name, optional, "configMap")?;
-            let p = base.join("kubernetes.io~configmap").join(name);
-            atomic_write(&p, &files)?;
-            p
-        } else if let Some(s) = &v.secret {
-            let secret_name = s.secret_name.clone().unwrap_or_default();
-            let optional = s.optional == Some(true);
-            let data = match ctx.source.secret(&ns, &secret_name).await? {
-                Some(d) => d,
-                None if optional => BTreeMap::new(),
-                None => {
-                    return Err(VolumeError::SetUp {
-                        volume: name.clone(),
-                        message: format!("secret {secret_name:?} not found"),
-                    })
-                }
-            };
-            let mode = s.default_mode.map(|m| m as u32).unwrap_or(0o644);
-            let files = project(&data, &s.items, mode, name, optional, "secret")?;
-            let p = base.join("kubernetes.io~secret").join(name);
-            atomic_write(&p, &files)?;
-            p
-        } else if let Some(d) = &v.downward_api {
-            let mode = d.default_mode.map(|m| m as u32).unwrap_or(0o644);
-            let mut files = BTreeMap::new();
-            for item in d.items.iter().flatten() {
-                let content = if let Some(f) = &item.field_ref {
-                    env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?
-                } else if let Some(r) = &item.resource_field_ref {
-                    let containers = ctx
-                        .pod
-                        .spec
-                        .as_ref()
-                        .map(|s| s.containers.clone())
-                        .unwrap_or_default();
-                    let target = r
-                        .container_name
-                        .as_ref()
-                        .and_then(|n| containers.iter().find(|c| &c.name == n))
-                        .or(containers.first());
-                    match target {
-                        Some(c) => env::resource_field(
-                            c,
-                            &r.resource,
-                            r.divisor.as_ref().map(|q| q.0.as_str()),
-                            ctx.node_alloc,
-                        ),
-                        None => String::new(),
-                    }
-                } else {
-                    String::new()
-                };
-                files.insert(
-                    item.path.clone(),
-                    (
-                        content.into_bytes(),
-                        item.mode.map(|m| m as u32).unwrap_or(mode),
-                    ),
-                );
-            }
-            let p = base.join("kubernetes.io~downward-api").join(name);
-            atomic_write(&p, &files)?;
-            p
-        } else if let Some(pj) = &v.projected {
-            let mode = pj.default_mode.map(|m| m as u32).unwrap_or(0o644);
-            let mut files = BTreeMap::new();
-            for src in pj.sources.iter().flatten() {
-                if let Some(cm) = &src.config_map {
-                    let optional = cm.optional == Some(true);
-                    if let Some(data) = ctx.source.config_map(&ns, &cm.name).await? {
-                        files.extend(project(
-                            &data,
-                            &cm.items,
-                            mode,
-                            name,
-                            optional,
-                            "configMap",
-                        )?);
-                    } else if !optional {
-                        return Err(VolumeError::SetUp {
-                            volume: name.clone(),
-                            message: format!("configmap {:?} not found", cm.name),
-                        });
-                    }
-                }
-                if let Some(s) = &src.secret {
-                    let optional = s.optional == Some(true);
-                    if let Some(data) = ctx.source.secret(&ns, &s.name).await? {
-                        files.extend(project(&data, &s.items, mode, name, optional, "secret")?);
-                    } else if !optional {
-                        return Err(VolumeError::SetUp {
-                            volume: name.clone(),
-                            message: format!("secret {:?} not found", s.name),
-                        });
-                    }
-                }
-                if let Some(d) = &src.downward_api {
-                    for item in d.items.iter().flatten() {
-                        if let Some(f) = &item.field_ref {
-                            let content =
-                                env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?;
-                            files.insert(item.path.clone(), (content.into_bytes(), mode));
-                        }
-                    }
-                }
-                // serviceAccountToken sources need the TokenRequest API, which cairn-control
-                // does not serve yet: they are skipped (documented in ARCHITECTURE.md).
-            }
-            let p = base.join("kubernetes.io~projected").join(name);
-            atomic_write(&p, &files)?;
-            p
-        } else {
-            return Err(VolumeError::SetUp {
-                volume: name.clone(),
-                message: "volume type not supported by cairn-agent".into(),
-            });
-        };
-        out.insert(name.clone(), path);
+    let volumes = ctx.pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    for v in volumes {
+        let path = setup_one(ctx, v, &base).await?;
+        out.insert(v.name.clone(), path);
     }
     Ok(out)
+}
+
+/// One volume under `base/kubernetes.io~<plugin>/<name>`.
+async fn setup_one(
+    ctx: &VolumeContext<'_>,
+    v: &Volume,
+    base: &Path,
+) -> Result<PathBuf, VolumeError> {
+    let name = &v.name;
+    if v.empty_dir.is_some() {
+        let p = base.join("kubernetes.io~empty-dir").join(name);
+        std::fs::create_dir_all(&p).map_err(io(&p))?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).map_err(io(&p))?;
+        return Ok(p);
+    }
+    if let Some(hp) = &v.host_path {
+        return host_path(name, &hp.path, hp.type_.as_deref().unwrap_or(""));
+    }
+    let (plugin, files) = if let Some(cm) = &v.config_map {
+        let optional = cm.optional == Some(true);
+        let data = ctx.source.config_map(ctx.namespace(), &cm.name).await?;
+        let data = match data {
+            Some(d) => d,
+            None if optional => BTreeMap::new(),
+            None => return Err(not_found(name, "configmap", &cm.name)),
+        };
+        let mode = mode_or(cm.default_mode, 0o644);
+        let files = project(&data, &cm.items, mode, name, optional, "configMap")?;
+        ("configmap", files)
+    } else if let Some(s) = &v.secret {
+        let secret_name = s.secret_name.clone().unwrap_or_default();
+        let optional = s.optional == Some(true);
+        let data = match ctx.source.secret(ctx.namespace(), &secret_name).await? {
+            Some(d) => d,
+            None if optional => BTreeMap::new(),
+            None => return Err(not_found(name, "secret", &secret_name)),
+        };
+        let mode = mode_or(s.default_mode, 0o644);
+        (
+            "secret",
+            project(&data, &s.items, mode, name, optional, "secret")?,
+        )
+    } else if let Some(d) = &v.downward_api {
+        ("downward-api", downward_files(ctx, d)?)
+    } else if let Some(pj) = &v.projected {
+        ("projected", projected_files(ctx, name, pj).await?)
+    } else {
+        return Err(VolumeError::SetUp {
+            volume: name.clone(),
+            message: "volume type not supported by cairn-agent".into(),
+        });
+    };
+    let p = base.join(format!("kubernetes.io~{plugin}")).join(name);
+    atomic_write(&p, &files)?;
+    Ok(p)
+}
+
+/// A downwardAPI volume's files: pod fields and container resources.
+fn downward_files(
+    ctx: &VolumeContext<'_>,
+    d: &k8s_openapi::api::core::v1::DownwardAPIVolumeSource,
+) -> Result<Files, VolumeError> {
+    let mode = mode_or(d.default_mode, 0o644);
+    let containers: &[Container] = ctx.pod.spec.as_ref().map_or(&[], |s| &s.containers);
+    let mut files = BTreeMap::new();
+    for item in d.items.iter().flatten() {
+        let content = if let Some(f) = &item.field_ref {
+            env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?
+        } else if let Some(r) = &item.resource_field_ref {
+            let target = r
+                .container_name
+                .as_ref()
+                .and_then(|n| containers.iter().find(|c| &c.name == n))
+                .or(containers.first());
+            let divisor = r.divisor.as_ref().map(|q| q.0.as_str());
+            target.map_or_else(String::new, |c| {
+                env::resource_field(c, &r.resource, divisor, ctx.node_alloc)
+            })
+        } else {
+            String::new()
+        };
+        let item_mode = mode_or(item.mode, mode);
+        files.insert(item.path.clone(), (content.into_bytes(), item_mode));
+    }
+    Ok(files)
+}
+
+/// A projected volume's files: configMaps, secrets and pod fields merged. serviceAccountToken
+/// sources need the TokenRequest API, which cairn-control does not serve yet: they are
+/// skipped (documented in ARCHITECTURE.md).
+async fn projected_files(
+    ctx: &VolumeContext<'_>,
+    name: &str,
+    pj: &k8s_openapi::api::core::v1::ProjectedVolumeSource,
+) -> Result<Files, VolumeError> {
+    let mode = mode_or(pj.default_mode, 0o644);
+    let ns = ctx.namespace();
+    let mut files = BTreeMap::new();
+    for src in pj.sources.iter().flatten() {
+        if let Some(cm) = &src.config_map {
+            let optional = cm.optional == Some(true);
+            match ctx.source.config_map(ns, &cm.name).await? {
+                Some(data) => files.extend(project(
+                    &data,
+                    &cm.items,
+                    mode,
+                    name,
+                    optional,
+                    "configMap",
+                )?),
+                None if optional => {}
+                None => return Err(not_found(name, "configmap", &cm.name)),
+            }
+        }
+        if let Some(s) = &src.secret {
+            let optional = s.optional == Some(true);
+            match ctx.source.secret(ns, &s.name).await? {
+                Some(data) => {
+                    files.extend(project(&data, &s.items, mode, name, optional, "secret")?)
+                }
+                None if optional => {}
+                None => return Err(not_found(name, "secret", &s.name)),
+            }
+        }
+        for item in src
+            .downward_api
+            .iter()
+            .flat_map(|d| d.items.iter().flatten())
+        {
+            if let Some(f) = &item.field_ref {
+                let content = env::pod_field(ctx.pod, &f.field_path, ctx.host_ip, ctx.pod_ip)?;
+                files.insert(item.path.clone(), (content.into_bytes(), mode));
+            }
+        }
+    }
+    Ok(files)
 }
 
 fn host_path(volume: &str, path: &str, kind: &str) -> Result<PathBuf, VolumeError> {

@@ -409,6 +409,9 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         ))
         .await;
 
+    // gRPC: a server speaking grpc.health.v1 that answers SERVING for 8 s, then NOT_SERVING.
+    cluster.create(grpc_pod(&img)).await;
+
     // Liveness: remove the file, the container is killed and restarted.
     let live = cluster
         .wait_for("live", "Running", 60, |p| running(p, "main"))
@@ -508,6 +511,78 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
             restarts(p, "main") >= 1
         })
         .await;
+
+    // gRPC liveness: passes while the server serves, then restarts it once it stops.
+    let kind = wait_event(
+        &cluster,
+        "grpc",
+        "Unhealthy",
+        "Liveness probe failed: service unhealthy (responded with \"NOT_SERVING\")",
+    )
+    .await;
+    assert_eq!(kind, "Warning");
+    let early = cluster.events("grpc").await;
+    assert!(
+        !early
+            .iter()
+            .any(|(_, r, m)| r == "Unhealthy" && m.contains("connect")),
+        "the probe could not reach the server: {early:?}"
+    );
+    wait_event(
+        &cluster,
+        "grpc",
+        "Killing",
+        "Container main failed liveness probe, will be restarted",
+    )
+    .await;
+    let restarted = cluster
+        .wait_for("grpc", "restarted by its gRPC liveness probe", 90, |p| {
+            restarts(p, "main") >= 1
+        })
+        .await;
+    // The first instance lived through its 8 serving seconds: the probe passed meanwhile.
+    let last = container_status(&restarted, "main")
+        .and_then(|c| c.last_state)
+        .and_then(|s| s.terminated)
+        .expect("the killed instance as lastState");
+    let (started, finished) = (last.started_at.unwrap().0, last.finished_at.unwrap().0);
+    let lived = finished.duration_since(started).as_secs_f64();
+    assert!(
+        lived >= 8.0,
+        "killed after {lived} s, while it still served"
+    );
+}
+
+/// A pod running the `grpc_health_server` example from the build's examples directory, with
+/// the host's C library mounted (the busybox image has none), probed by a gRPC liveness probe.
+fn grpc_pod(image: &str) -> Value {
+    let examples = bin_dir().join("examples");
+    assert!(
+        examples.join("grpc_health_server").exists(),
+        "build the examples first (cargo test --workspace does)"
+    );
+    let host_path = |name: &str, path: &str| json!({"name": name, "hostPath": {"path": path}});
+    let mount = |name: &str, path: &str| json!({"name": name, "mountPath": path, "readOnly": true});
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "grpc", "namespace": "default"},
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "main",
+                "image": image,
+                "command": ["/examples/grpc_health_server", "8090", "8"],
+                "volumeMounts": [mount("examples", "/examples"), mount("libs", "/lib/x86_64-linux-gnu"), mount("lib64", "/lib64")],
+                "livenessProbe": {"grpc": {"port": 8090}, "periodSeconds": 1, "failureThreshold": 2},
+            }],
+            "volumes": [
+                host_path("examples", examples.to_str().unwrap()),
+                host_path("libs", "/lib/x86_64-linux-gnu"),
+                host_path("lib64", "/lib64"),
+            ],
+        }
+    })
 }
 
 /// Kills and reaps a child process when the test ends, however it ends.

@@ -23,7 +23,7 @@ impl Worker {
                     .is_some_and(|s| s.failures >= p.failure_threshold.unwrap_or(3).max(1));
                 if failed_out {
                     kill_container(
-                        &self.agent,
+                        &self.h,
                         pod,
                         Some(c),
                         cur,
@@ -50,7 +50,7 @@ impl Worker {
                 .await;
             if !alive {
                 kill_container(
-                    &self.agent,
+                    &self.h,
                     pod,
                     Some(c),
                     cur,
@@ -77,12 +77,13 @@ impl Worker {
         probe: &k8s_openapi::api::core::v1::Probe,
     ) -> bool {
         let key = (c.name.clone(), kind);
+        let now = self.h.clock.now();
         let state = self
             .probes
             .entry(key.clone())
-            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at));
+            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at, now));
         if state.container_id != cur.id {
-            *state = ProbeState::new(&cur.id, kind, cur.started_at);
+            *state = ProbeState::new(&cur.id, kind, cur.started_at, now);
         }
         // A startup probe is done once it succeeded; it never runs again for this instance.
         if kind == ProbeKind::Startup && state.ok {
@@ -91,12 +92,11 @@ impl Worker {
         if !state.due(probe) {
             return state.ok;
         }
-        let (ok, message) =
-            probes::run(self.agent.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
+        let (ok, message) = probes::run(self.h.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
         let state = self
             .probes
             .entry(key)
-            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at));
+            .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at, now));
         state.record(probe, ok);
         if !ok {
             let what = match kind {
@@ -104,7 +104,7 @@ impl Worker {
                 ProbeKind::Readiness => "Readiness",
                 ProbeKind::Startup => "Startup",
             };
-            self.agent.events.pod(
+            self.h.events.pod(
                 pod,
                 Some(&c.name),
                 EventType::Warning,

@@ -1,4 +1,5 @@
-//! The pod's status, written to `pods/status` only when it changed.
+//! The status phase: the pod's status from what runs and what the worker saw, written to
+//! `pods/status` only when it changed.
 
 use super::*;
 
@@ -9,12 +10,53 @@ impl Worker {
         containers: &[&ContainerStatus],
         pod_ip: Option<String>,
     ) {
+        let obs = self.observed(pod, containers, pod_ip);
+        for c in containers {
+            let live = c.state == ContainerState::Running;
+            self.h
+                .ledger
+                .set_log_live(std::path::Path::new(&c.log_path), live);
+        }
+        let status = status::pod_status(pod, &obs, self.h.clock.now());
+        if self.last_status.as_ref() == Some(&status) || pod.status.as_ref() == Some(&status) {
+            self.last_status = Some(status);
+            return;
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = if is_static(pod) {
+            crate::pod_meta::api_name(pod)
+        } else {
+            pod.metadata.name.clone().unwrap_or_default()
+        };
+        match self.h.api.write_status(ns, &name, &status).await {
+            Ok(()) => self.last_status = Some(status),
+            // A static pod's mirror may not exist yet; a deleted pod's worker ends soon.
+            Err(PodApiError::NotFound(_)) => {}
+            Err(e) => {
+                warn!(error = %e, "writing pod status");
+                self.wake_in(Duration::from_secs(2));
+            }
+        }
+    }
+
+    /// What the status is made of besides the pod: containers, waiting reasons, probe
+    /// verdicts, addresses, and an admission rejection.
+    fn observed<'a>(
+        &self,
+        pod: &Pod,
+        containers: &[&'a ContainerStatus],
+        pod_ip: Option<String>,
+    ) -> Observed<'a> {
+        let pod_failure = match &self.state {
+            WorkerState::Rejected { reason, message } => Some((reason.clone(), message.clone())),
+            _ => None,
+        };
         let mut obs = Observed {
             containers: containers.to_vec(),
             waiting: self.waiting.clone(),
             pod_ip,
-            host_ip: self.agent.node_ip.clone(),
-            pod_failure: self.rejected.clone(),
+            host_ip: self.h.node.node_ip.clone(),
+            pod_failure,
             ..Default::default()
         };
         for ((name, kind), st) in &self.probes {
@@ -28,67 +70,17 @@ impl Worker {
                 ProbeKind::Liveness => {}
             }
         }
-        let spec = pod.spec.clone().unwrap_or_default();
-        for c in &spec.containers {
-            if c.readiness_probe.is_some() && !obs.ready.contains_key(&c.name) {
-                obs.ready.insert(c.name.clone(), false);
+        // A probe that has not run yet counts as failing.
+        for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+            if c.readiness_probe.is_some() {
+                obs.ready.entry(c.name.clone()).or_insert(false);
             }
-            if c.startup_probe.is_some() && !obs.started.contains_key(&c.name) {
-                obs.started.insert(c.name.clone(), false);
-            }
-        }
-        {
-            let mut live = self.agent.running_logs.write();
-            for c in containers {
-                let path = std::path::PathBuf::from(&c.log_path);
-                if c.state == ContainerState::Running {
-                    live.insert(path);
-                } else {
-                    live.remove(&path);
-                }
+            if c.startup_probe.is_some() {
+                obs.started.entry(c.name.clone()).or_insert(false);
             }
         }
-        let status = status::pod_status(pod, &obs, Utc::now());
-        let current = pod
-            .status
-            .as_ref()
-            .and_then(|s| serde_json::to_value(s).ok());
-        if self.last_status.as_ref() == Some(&status) || same_status(current.as_ref(), &status) {
-            self.last_status = Some(status);
-            return;
-        }
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let name = if is_static(pod) {
-            crate::pod_meta::api_name(pod)
-        } else {
-            pod.metadata.name.clone().unwrap_or_default()
-        };
-        let api: Api<Pod> = Api::namespaced(self.agent.client.clone(), &ns);
-        let body = json!({"status": status});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
-            .await
-        {
-            Ok(_) => self.last_status = Some(status),
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => {
-                warn!(error = %e, "writing pod status");
-                self.wake_in(Duration::from_secs(2));
-            }
-        }
+        obs
     }
-}
-
-pub(super) fn same_status(current: Option<&Value>, new: &Value) -> bool {
-    let Some(current) = current else { return false };
-    // Compare after a round trip through the typed status so formatting does not matter.
-    let typed: Option<k8s_openapi::api::core::v1::PodStatus> =
-        serde_json::from_value(new.clone()).ok();
-    typed.and_then(|t| serde_json::to_value(t).ok()).as_ref() == Some(current)
 }
 
 pub(super) fn write_if_changed(path: &std::path::Path, content: &[u8]) -> std::io::Result<()> {

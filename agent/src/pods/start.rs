@@ -34,11 +34,7 @@ impl Worker {
                 .map(|s| crate::env::expand(s, &vars))
                 .collect::<Vec<_>>()
         };
-        let node_memory = self
-            .agent
-            .host
-            .meminfo()
-            .map_or(1, |m| m.total_bytes as i64);
+        let node_memory = self.h.node.memory_bytes();
         let config = ContainerConfig {
             name: c.name.clone(),
             attempt,
@@ -70,7 +66,7 @@ impl Worker {
             return attempt;
         }
         let dir = cairn_podlogs::pod_log_dir(
-            &self.agent.config.pod_log_dir,
+            &self.h.node.config.pod_log_dir,
             pod.metadata.namespace.as_deref().unwrap_or("default"),
             pod.metadata.name.as_deref().unwrap_or(""),
             &self.uid,
@@ -96,9 +92,9 @@ impl Worker {
     /// The container's image, pulled as its policy says; `None` leaves it waiting
     /// (`ErrImagePull`/`ImagePullBackOff`, retried in 5 s).
     async fn ensure_image(&mut self, pod: &Pod, c: &Container) -> Option<cairn_runtime::ImageSpec> {
-        let agent = self.agent.clone();
+        let events = self.h.events.clone();
         let image_name = c.image.clone().unwrap_or_default();
-        match agent.images.ensure(&agent.client, pod, c).await {
+        match self.h.images.ensure(pod, c).await {
             Outcome::Ready {
                 image,
                 pulled,
@@ -112,9 +108,7 @@ impl Worker {
                 } else {
                     format!("Container image {image_name:?} already present on machine")
                 };
-                agent
-                    .events
-                    .pod(pod, Some(&c.name), EventType::Normal, "Pulled", &message);
+                events.pod(pod, Some(&c.name), EventType::Normal, "Pulled", &message);
                 Some(image)
             }
             Outcome::Failed(f) => {
@@ -123,14 +117,10 @@ impl Worker {
                 } else {
                     "Failed"
                 };
-                agent
-                    .events
-                    .pod(pod, Some(&c.name), EventType::Warning, kind, &f.message);
+                events.pod(pod, Some(&c.name), EventType::Warning, kind, &f.message);
                 if f.reason == "ErrImagePull" {
                     let message = format!("Error: {}", f.reason);
-                    agent
-                        .events
-                        .pod(pod, Some(&c.name), EventType::Warning, "Failed", &message);
+                    events.pod(pod, Some(&c.name), EventType::Warning, "Failed", &message);
                 }
                 self.waiting.insert(
                     c.name.clone(),
@@ -152,17 +142,17 @@ impl Worker {
         c: &Container,
         pod_ip: Option<&str>,
     ) -> Option<Vec<(String, String)>> {
-        let agent = self.agent.clone();
-        let (_, alloc) = crate::node::resources(&agent.config, &agent.host);
-        let services: Vec<_> = agent
+        let alloc = self.h.node.allocatable();
+        let services: Vec<_> = self
+            .h
             .services
             .state()
             .iter()
             .map(|s| (**s).clone())
             .collect();
-        let source = crate::env::ApiConfigSource(agent.client.clone());
-        let node_ip = agent.node_ip.as_deref();
-        match crate::env::container_env(pod, c, &services, &source, node_ip, pod_ip, &alloc).await {
+        let source = self.h.config_source.as_ref();
+        let node_ip = self.h.node.node_ip.as_deref();
+        match crate::env::container_env(pod, c, &services, source, node_ip, pod_ip, &alloc).await {
             Ok(env) => Some(env),
             Err(e) => {
                 let retry = Duration::from_secs(5);
@@ -188,7 +178,7 @@ impl Worker {
                 return None;
             }
         };
-        let pod_dir = volumes::pod_dir(&self.agent.config.root_dir, &self.uid);
+        let pod_dir = volumes::pod_dir(&self.h.node.config.root_dir, &self.uid);
         let has = |mounts: &Vec<Mount>, p: &str| mounts.iter().any(|m| m.container_path == p);
         for (file, target) in [
             ("etc-hosts", "/etc/hosts"),
@@ -225,7 +215,7 @@ impl Worker {
 
     /// The instance's log file and the logger URI containerd starts it with.
     fn log_target(&self, pod: &Pod, c: &Container, attempt: u32) -> (std::path::PathBuf, String) {
-        let config = &self.agent.config;
+        let config = &self.h.node.config;
         let log_path = cairn_podlogs::container_log_path(
             &config.pod_log_dir,
             pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -257,8 +247,8 @@ impl Worker {
         config: &ContainerConfig,
         pod_ip: Option<&str>,
     ) {
-        let agent = self.agent.clone();
-        let id = match agent.runtime.create_container(sandbox, config).await {
+        let h = self.h.clone();
+        let id = match h.runtime.create_container(sandbox, config).await {
             Ok(id) => id,
             Err(e) => {
                 let retry = Duration::from_secs(10);
@@ -267,21 +257,18 @@ impl Worker {
             }
         };
         let created = format!("Created container {}", c.name);
-        agent
-            .events
+        h.events
             .pod(pod, Some(&c.name), EventType::Normal, "Created", &created);
-        if let Err(e) = agent.runtime.start_container(&id).await {
+        if let Err(e) = h.runtime.start_container(&id).await {
             let message = format!("Error: {e}");
-            agent
-                .events
+            h.events
                 .pod(pod, Some(&c.name), EventType::Warning, "Failed", &message);
             self.waiting.remove(&c.name);
             return;
         }
         self.waiting.remove(&c.name);
         let started = format!("Started container {}", c.name);
-        agent
-            .events
+        h.events
             .pod(pod, Some(&c.name), EventType::Normal, "Started", &started);
         for kind in [
             ProbeKind::Liveness,
@@ -307,15 +294,8 @@ impl Worker {
         pod_ip: Option<&str>,
         hook: &k8s_openapi::api::core::v1::LifecycleHandler,
     ) {
-        let agent = self.agent.clone();
-        let run = hooks::run(
-            agent.runtime.as_ref(),
-            c,
-            id,
-            pod_ip,
-            hook,
-            POST_START_LIMIT,
-        );
+        let h = self.h.clone();
+        let run = hooks::run(h.runtime.as_ref(), c, id, pod_ip, hook, POST_START_LIMIT);
         let result = match self.desired.clone() {
             Some(mut rx) => {
                 let deleted = async move {
@@ -344,10 +324,10 @@ impl Worker {
                 return;
             }
         };
-        let message = report_hook_failure(&agent, pod, c, hook, &error, "PostStart");
-        if let Ok(status) = agent.runtime.container_status(id).await {
+        let message = report_hook_failure(h.events.as_ref(), pod, c, hook, &error, "PostStart");
+        if let Ok(status) = h.runtime.container_status(id).await {
             kill_container(
-                &agent,
+                &h,
                 pod,
                 Some(c),
                 &status,
@@ -356,7 +336,7 @@ impl Worker {
                 "FailedPostStartHook",
             )
             .await;
-        } else if let Err(e) = agent.runtime.stop_container(id, pod_grace(pod)).await {
+        } else if let Err(e) = h.runtime.stop_container(id, pod_grace(pod)).await {
             warn!(container = %c.name, error = %e, "stopping container after its postStart hook failed");
         }
         self.waiting.insert(

@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::Utc;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
+use chrono::{DateTime, Utc};
+
+use crate::clock::{Clock, TokioClock};
 use crate::{
     ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult, PodSandbox,
     PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
@@ -36,14 +38,15 @@ struct State {
     sandboxes: BTreeMap<String, PodSandbox>,
     containers: BTreeMap<String, ContainerStatus>,
     scripts: HashMap<String, Script>,
-    /// Every call, in order (`start_container <id>`), for tests of ordering.
-    calls: Vec<String>,
+    /// Every call, in order (`start_container <id>`) and when, for tests of ordering.
+    calls: Vec<(DateTime<Utc>, String)>,
 }
 
 #[derive(Clone)]
 pub struct FakeRuntime {
     state: Arc<Mutex<State>>,
     exits: broadcast::Sender<ContainerExit>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Default for FakeRuntime {
@@ -51,6 +54,7 @@ impl Default for FakeRuntime {
         FakeRuntime {
             state: Arc::default(),
             exits: broadcast::channel(1024).0,
+            clock: Arc::new(TokioClock::new()),
         }
     }
 }
@@ -60,6 +64,19 @@ impl FakeRuntime {
         Self::default()
     }
 
+    /// Stamps records with `clock` instead of a [`TokioClock`] started now.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        FakeRuntime {
+            clock,
+            ..Self::default()
+        }
+    }
+
+    /// Every container record, for tests that look at one directly.
+    pub fn containers(&self) -> Vec<ContainerStatus> {
+        self.state.lock().containers.values().cloned().collect()
+    }
+
     /// Containers named `name` (in any pod) follow `script`.
     pub fn script(&self, name: &str, script: Script) {
         self.state.lock().scripts.insert(name.to_string(), script);
@@ -67,6 +84,16 @@ impl FakeRuntime {
 
     /// The calls made so far.
     pub fn calls(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .calls
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
+    /// The calls made so far with the clock's time of each.
+    pub fn timed_calls(&self) -> Vec<(DateTime<Utc>, String)> {
         self.state.lock().calls.clone()
     }
 
@@ -76,7 +103,8 @@ impl FakeRuntime {
     }
 
     fn call(&self, what: &str, id: &str) {
-        self.state.lock().calls.push(format!("{what} {id}"));
+        let now = self.clock.now();
+        self.state.lock().calls.push((now, format!("{what} {id}")));
     }
 
     fn finish(&self, id: &str, code: i32, oom: bool) {
@@ -90,7 +118,7 @@ impl FakeRuntime {
             }
             c.state = ContainerState::Exited;
             c.exit_code = Some(code);
-            c.finished_at = Some(Utc::now());
+            c.finished_at = Some(self.clock.now());
             c.pid = None;
             c.reason = Some(
                 match (oom, code) {
@@ -100,7 +128,10 @@ impl FakeRuntime {
                 }
                 .into(),
             );
-            c.pod_uid.clone()
+            let pod_uid = c.pod_uid.clone();
+            let now = self.clock.now();
+            st.calls.push((now, format!("exit {id} {code}")));
+            pod_uid
         };
         // Err: nobody listens, which is fine for a fake.
         let _ = self.exits.send(ContainerExit {
@@ -139,10 +170,11 @@ impl Runtime for FakeRuntime {
             ip: (!config.host_network).then(|| format!("10.244.0.{}", st.next_id % 250 + 2)),
             cgroup_parent: config.cgroup_parent.clone(),
             state: SandboxState::Ready,
-            created_at: Some(Utc::now()),
+            created_at: Some(self.clock.now()),
         };
         st.sandboxes.insert(id.clone(), sandbox.clone());
-        st.calls.push(format!("run_pod_sandbox {id}"));
+        st.calls
+            .push((self.clock.now(), format!("run_pod_sandbox {id}")));
         Ok(sandbox)
     }
 
@@ -196,7 +228,7 @@ impl Runtime for FakeRuntime {
             image_ref: config.image.name.clone(),
             image_id: config.image.id.clone(),
             pid: None,
-            created_at: Some(Utc::now()),
+            created_at: Some(self.clock.now()),
             started_at: None,
             finished_at: None,
             exit_code: None,
@@ -210,8 +242,8 @@ impl Runtime for FakeRuntime {
             labels: BTreeMap::new(),
         };
         st.containers.insert(id.clone(), status);
-        st.calls
-            .push(format!("create_container {id} {}", config.name));
+        let call = format!("create_container {id} {}", config.name);
+        st.calls.push((self.clock.now(), call));
         Ok(id)
     }
 
@@ -224,11 +256,12 @@ impl Runtime for FakeRuntime {
                     .get_mut(id)
                     .ok_or_else(|| Self::not_found(id))?;
                 c.state = ContainerState::Running;
-                c.started_at = Some(Utc::now());
+                c.started_at = Some(self.clock.now());
                 c.pid = Some(1000);
                 c.name.clone()
             };
-            st.calls.push(format!("start_container {id} {name}"));
+            st.calls
+                .push((self.clock.now(), format!("start_container {id} {name}")));
             st.scripts.get(&name).cloned().unwrap_or_default()
         };
         if let Some((after, code)) = script.exits_after {
@@ -292,9 +325,11 @@ impl Runtime for FakeRuntime {
         command: &[String],
         _timeout: Duration,
     ) -> Result<ExecResult, RuntimeError> {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let c = st.containers.get(id).ok_or_else(|| Self::not_found(id))?;
         let exit_code = st.scripts.get(&c.name).map_or(0, |s| s.exec_exit_code);
+        let call = format!("exec_sync {id} {}", command.join(" "));
+        st.calls.push((self.clock.now(), call));
         Ok(ExecResult {
             exit_code,
             output: command.join(" "),

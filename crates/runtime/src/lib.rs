@@ -6,6 +6,7 @@
 //! (see [`labels`]), so the agent itself is stateless across restarts.
 
 pub mod cgroups;
+pub mod clock;
 pub mod cni;
 pub mod conformance;
 pub mod containerd;
@@ -20,6 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 pub use cgroups::{CgroupError, CgroupManager, CgroupStats, PodResources};
+pub use clock::{Clock, SystemClock, TokioClock};
 pub use cni::{CniConfig, CniError};
 pub use containerd::{ContainerdRuntime, ContainerdRuntimeConfig};
 pub use spec::{ImageConfig, SpecError};

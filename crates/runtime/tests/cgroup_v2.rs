@@ -5,14 +5,15 @@
 //! life, ending with a `RESULT ok` / `RESULT fail: ...` line the host asserts on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use cairn_runtime::cgroups::CgroupVersion;
 use cairn_runtime::{
-    CniConfig, ContainerConfig, ContainerState, ContainerdRuntime, ContainerdRuntimeConfig,
-    ImageConfig, ImageSpec, PodResources, PodSandboxConfig, Resources, Runtime,
+    ContainerConfig, ContainerState, PodResources, PodSandboxConfig, Resources, Runtime,
 };
 use cairn_testsupport::qemu::{in_guest, Guest};
 use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
@@ -126,32 +127,9 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     .context("importing the busybox image")?;
     let info = infos.first().context("import returned no image")?;
     phase("image imported");
-    let image = ImageSpec {
-        name: info.name.clone(),
-        id: info.repo_digest.clone(),
-        chain_id: info.chain_id.clone(),
-        config: ImageConfig {
-            entrypoint: info.config.entrypoint.clone(),
-            cmd: info.config.cmd.clone(),
-            env: info.config.env.clone(),
-            working_dir: info.config.working_dir.clone(),
-            user: info.config.user.clone(),
-        },
-    };
+    let image = common::image_spec(info);
 
-    let runtime = ContainerdRuntime::connect(ContainerdRuntimeConfig {
-        socket: containerd.socket.clone(),
-        namespace: NAMESPACE.into(),
-        snapshotter: "overlayfs".into(),
-        state_dir: work.path().join("state"),
-        cni: CniConfig {
-            conf_dir: work.path().join("net.d"),
-            bin_dirs: vec!["/usr/lib/cni".into()],
-            ifname: "eth0".into(),
-        },
-        cgroup_root: CGROUP_ROOT.into(),
-    })
-    .await?;
+    let runtime = common::connect(&containerd, NAMESPACE, work.path(), CGROUP_ROOT).await?;
     let cgroups = runtime.cgroups().clone();
     ensure!(
         cgroups.version() == CgroupVersion::V2,

@@ -5,13 +5,12 @@
 // Test code: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 
 use cairn_runtime::conformance::Fixture;
-use cairn_runtime::{
-    CniConfig, ContainerConfig, ContainerdRuntime, ContainerdRuntimeConfig, ImageConfig, ImageSpec,
-    PodResources,
-};
+use cairn_runtime::{ContainerConfig, ContainerdRuntime, PodResources};
 use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
 
 const NAMESPACE: &str = "cairn-conformance";
@@ -46,32 +45,10 @@ async fn containerd() -> (Fixture, Guard) {
         .await
         .unwrap();
     let info = &infos[0];
-    let image = ImageSpec {
-        name: info.name.clone(),
-        id: info.repo_digest.clone(),
-        chain_id: info.chain_id.clone(),
-        config: ImageConfig {
-            entrypoint: info.config.entrypoint.clone(),
-            cmd: info.config.cmd.clone(),
-            env: info.config.env.clone(),
-            working_dir: info.config.working_dir.clone(),
-            user: info.config.user.clone(),
-        },
-    };
-    let runtime = ContainerdRuntime::connect(ContainerdRuntimeConfig {
-        socket: containerd.socket.clone(),
-        namespace: NAMESPACE.into(),
-        snapshotter: "overlayfs".into(),
-        state_dir: work.path().join("state"),
-        cni: CniConfig {
-            conf_dir: work.path().join("net.d"),
-            bin_dirs: vec!["/usr/lib/cni".into()],
-            ifname: "eth0".into(),
-        },
-        cgroup_root: "/sys/fs/cgroup".into(),
-    })
-    .await
-    .unwrap();
+    let image = common::image_spec(info);
+    let runtime = common::connect(&containerd, NAMESPACE, work.path(), "/sys/fs/cgroup")
+        .await
+        .unwrap();
     let cgroup = format!("/cairn-conformance-{}", std::process::id());
     runtime
         .cgroups()
