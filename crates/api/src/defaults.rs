@@ -12,9 +12,10 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
+mod limits;
 mod pod;
 
-pub use pod::default_image_pull_policy;
+pub use pod::{add_default_tolerations, default_image_pull_policy, DEFAULT_TOLERATION_SECONDS};
 use pod::{default_pod, default_pod_spec};
 
 pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
@@ -29,6 +30,7 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("", "Node") => default_node(o),
         ("", "Secret") => default_secret(o),
         ("", "Endpoints") => default_endpoints(o),
+        ("", "LimitRange") => limits::default_limit_range(o),
         ("apps", "Deployment") => default_deployment(o),
         ("apps", "ReplicaSet") => default_replica_set(o),
         ("apps", "DaemonSet") => default_daemon_set(o),

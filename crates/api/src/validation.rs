@@ -31,14 +31,18 @@ const MAX_SECRET_SIZE: usize = 1024 * 1024;
 /// `supported` (listed in the order Kubernetes prints them).
 mod apps;
 mod batch;
+mod limits;
 mod names;
 mod pod;
+mod policy;
 mod service;
 
 pub use apps::*;
 use batch::*;
+use limits::*;
 pub use names::*;
 use pod::*;
+use policy::*;
 use service::*;
 
 fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
@@ -62,6 +66,7 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("", "ConfigMap") => validate_config_map(o, &mut errs),
         ("", "Secret") => validate_secret(o, &mut errs),
         ("", "Endpoints") => validate_endpoints(o, &mut errs),
+        ("", "LimitRange") => validate_limit_range(o, &mut errs),
         ("", "Event") => validate_event(o, &mut errs),
         ("", "Node") => validate_node(o, &mut errs),
         ("", "Namespace") => validate_namespace(o, &mut errs),
@@ -75,6 +80,7 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("batch", "CronJob") => validate_cron_job(o, &mut errs),
         ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
         ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),
+        ("policy", "PodDisruptionBudget") => validate_pod_disruption_budget(o, &mut errs),
         ("scheduling.k8s.io", "PriorityClass") => {
             crate::scheduling_validation::validate_priority_class(o, &mut errs)
         }

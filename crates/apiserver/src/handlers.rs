@@ -23,6 +23,12 @@ use crate::selectors::Selectors;
 use crate::state::{store_status, ApiState, DeleteOptions, FieldValidation, WriteOptions, Written};
 use crate::watch::{self, WatchRequest};
 
+mod patch;
+mod scale;
+
+use patch::*;
+use scale::*;
+
 pub type AppState = Arc<ApiState>;
 
 pub fn status_response(s: &Status) -> Response {
@@ -350,6 +356,13 @@ async fn resource(
                         Status::invalid("Binding", "", name, vec![cairn_api::status::Cause::required("target.name")])
                     })?;
                 state.bind_pod(ns.as_deref(), name, node).await?;
+                let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+                Ok(json_response(StatusCode::CREATED, render::to_bytes(&body)?, "application/json", &[]))
+            }
+            (Method::POST, Some(name), Some("eviction")) => {
+                let body = body?;
+                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
+                state.evict_pod(ns.as_deref(), name, &obj).await?;
                 let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
                 Ok(json_response(StatusCode::CREATED, render::to_bytes(&body)?, "application/json", &[]))
             }
@@ -722,278 +735,4 @@ async fn delete_collection(
         "metadata": {"resourceVersion": rev.to_string()},
         "items": items,
     })))
-}
-
-/// `metav1.LabelSelector` as the string form Scale's `status.selector` carries.
-fn selector_string(sel: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(Value::Object(m)) = sel.get("matchLabels") {
-        for (k, v) in m {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
-        }
-    }
-    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-                "In" => parts.push(format!("{key} in ({})", values.join(","))),
-                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
-                "Exists" => parts.push(key.to_string()),
-                "DoesNotExist" => parts.push(format!("!{key}")),
-                _ => {}
-            }
-        }
-    }
-    parts.sort();
-    parts.join(",")
-}
-
-/// The autoscaling/v1 Scale view of a Deployment, ReplicaSet, StatefulSet or
-/// ReplicationController.
-fn scale_of(obj: &Value) -> Value {
-    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let mut scale_meta = json!({});
-    for f in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = meta.get(f) {
-            scale_meta[f] = v.clone();
-        }
-    }
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": scale_meta,
-        "spec": {"replicas": obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0)},
-        "status": {
-            "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
-            "selector": obj.pointer("/spec/selector").map(scale_selector).unwrap_or_default(),
-        },
-    })
-}
-
-/// A Scale's `status.selector`: a label selector, or a ReplicationController's equality
-/// selector (a plain map of labels).
-fn scale_selector(selector: &Value) -> String {
-    let is_label_selector = selector.get("matchLabels").is_some_and(Value::is_object)
-        || selector
-            .get("matchExpressions")
-            .is_some_and(Value::is_array);
-    if is_label_selector || selector.as_object().is_none_or(|m| m.is_empty()) {
-        return selector_string(selector);
-    }
-    selector_string(&json!({ "matchLabels": selector }))
-}
-
-/// Updates `spec.replicas` through the scale subresource; `desired` maps the current
-/// Scale to the wanted one.
-async fn scale_update<F>(
-    state: &AppState,
-    r: &'static ResourceInfo,
-    ns: Option<&str>,
-    name: &str,
-    opts: &WriteOptions,
-    mut desired: F,
-) -> Result<Response, Status>
-where
-    F: FnMut(&Value) -> Result<Value, Status>,
-{
-    let written = state
-        .guaranteed_update(r, ns, name, None, opts, |cur| {
-            let current_scale = scale_of(cur);
-            let wanted = desired(&current_scale)?;
-            if let Some(rv) = wanted.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-                if Some(rv) != cur.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-                    return Err(Status::conflict(
-                        &r.group_resource(),
-                        name,
-                        "the object has been modified; please apply your changes to the latest version and try again",
-                    ));
-                }
-            }
-            let replicas = wanted
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .ok_or_else(|| Status::invalid("Scale", "autoscaling", name, vec![cairn_api::status::Cause::required("spec.replicas")]))?;
-            if replicas < 0 {
-                return Err(Status::invalid(
-                    "Scale",
-                    "autoscaling",
-                    name,
-                    vec![cairn_api::status::Cause::invalid("spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")],
-                ));
-            }
-            let mut next = cur.clone();
-            next["spec"]["replicas"] = json!(replicas);
-            Ok(next)
-        })
-        .await?;
-    Ok(json_value_response(&scale_of(&written.value()?)))
-}
-
-fn patch_error(e: impl std::fmt::Display) -> Status {
-    Status::new(
-        422,
-        "Invalid",
-        format!("the server rejected our request due to an error in our request: {e}"),
-    )
-}
-
-/// Applies a merge, strategic-merge or JSON patch to `cur`, honouring a resourceVersion
-/// in the patch as a precondition.
-fn apply_patch(
-    cur: &Value,
-    patch: &Value,
-    content_type: &str,
-    kind: &str,
-    name: &str,
-    gr: &str,
-) -> Result<Value, Status> {
-    let out = match content_type {
-        "application/merge-patch+json" => {
-            if !patch.is_object() {
-                return Err(Status::bad_request("a merge patch must be a JSON object"));
-            }
-            cairn_apimachinery::patch::merge_patch(cur, patch)
-        }
-        "application/strategic-merge-patch+json" => {
-            if !patch.is_object() {
-                return Err(Status::bad_request(
-                    "a strategic merge patch must be a JSON object",
-                ));
-            }
-            cairn_apimachinery::patch::strategic_merge_patch(cur, patch, kind)
-                .map_err(patch_error)?
-        }
-        "application/json-patch+json" => {
-            cairn_apimachinery::patch::json_patch(cur, patch).map_err(patch_error)?
-        }
-        other => return Err(Status::unsupported_media_type(other)),
-    };
-    let before = cur.pointer("/metadata/resourceVersion");
-    let after = out.pointer("/metadata/resourceVersion");
-    if after.is_some() && after != before {
-        return Err(Status::conflict(
-            gr,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
-    Ok(out)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn patch(
-    state: &AppState,
-    r: &'static ResourceInfo,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
-    content_type: &str,
-    body: &Bytes,
-    q: &Query,
-    opts: &mut WriteOptions,
-    repr: Representation,
-) -> Result<Response, Status> {
-    if content_type == "application/apply-patch+yaml" {
-        return apply(state, r, ns, name, sub, body, q, opts, repr).await;
-    }
-    if !matches!(
-        content_type,
-        "application/merge-patch+json"
-            | "application/strategic-merge-patch+json"
-            | "application/json-patch+json"
-    ) {
-        return Err(Status::unsupported_media_type(content_type));
-    }
-    let patch: Value = request::decode_as(request::BodyFormat::Json, body)?;
-    let gr = r.group_resource();
-    if sub == Some("scale") {
-        return scale_update(state, r, ns, name, opts, |scale| {
-            apply_patch(scale, &patch, content_type, "Scale", name, &gr)
-        })
-        .await;
-    }
-    let written = state
-        .guaranteed_update(r, ns, name, sub, opts, |cur| {
-            apply_patch(cur, &patch, content_type, r.kind, name, &gr)
-        })
-        .await?;
-    respond_written(r, StatusCode::OK, &written, repr)
-}
-
-/// Server-side apply, reduced to create-or-merge: the applied configuration is created
-/// when the object is new and otherwise strategically merged over it, with the field
-/// manager recorded as an `Apply` entry in managedFields. Fields dropped from the applied
-/// configuration are not removed (no per-field ownership tracking yet).
-#[allow(clippy::too_many_arguments)]
-async fn apply(
-    state: &AppState,
-    r: &'static ResourceInfo,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
-    body: &Bytes,
-    q: &Query,
-    opts: &mut WriteOptions,
-    repr: Representation,
-) -> Result<Response, Status> {
-    if q.get("fieldManager").is_none_or(str::is_empty) {
-        return Err(Status::bad_request(
-            "PATCH requests with apply patch type must include fieldManager query parameter",
-        ));
-    }
-    let mut applied: Value = request::decode_as(request::BodyFormat::Yaml, body)?;
-    if !applied.is_object() {
-        return Err(Status::bad_request(
-            "the applied configuration must be an object",
-        ));
-    }
-    if applied.get("apiVersion").is_none() || applied.get("kind").is_none() {
-        return Err(Status::bad_request(
-            "apiVersion and kind must be set in an applied configuration",
-        ));
-    }
-    let body_name = applied
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if !body_name.is_empty() && body_name != name {
-        return Err(Status::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    opts.apply = true;
-    // Apply strict-validates like kubectl's default.
-    if opts.field_validation == FieldValidation::Warn && q.get("fieldValidation").is_none() {
-        opts.field_validation = FieldValidation::Strict;
-    }
-    if state.cache.get(&r.key(ns, name)).is_none() {
-        if sub.is_some() {
-            return Err(Status::not_found(&r.group_resource(), name));
-        }
-        crate::objects::set_meta(&mut applied, "name", json!(name));
-        let written = state.create(r, ns, applied, opts).await?;
-        return respond_written(r, StatusCode::CREATED, &written, repr);
-    }
-    if let Some(m) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        m.remove("managedFields");
-    }
-    let written = state
-        .guaranteed_update(r, ns, name, sub, opts, |cur| {
-            cairn_apimachinery::patch::strategic_merge_patch(cur, &applied, r.kind)
-                .map_err(patch_error)
-        })
-        .await?;
-    respond_written(r, StatusCode::OK, &written, repr)
 }

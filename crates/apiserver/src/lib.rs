@@ -10,6 +10,7 @@ pub mod decorate;
 mod decorate_raw;
 pub mod discovery;
 pub mod handlers;
+pub mod limitranger;
 pub mod nodeipam;
 pub mod objects;
 pub mod podlog;
@@ -53,6 +54,8 @@ pub struct ServerConfig {
     pub advertise_address: Option<Ipv4Addr>,
     /// Pod CIDR allocation to Nodes (`--allocate-node-cidrs`); None turns it off.
     pub node_ipam: Option<nodeipam::NodeIpamConfig>,
+    /// Seconds of the default `not-ready` and `unreachable` tolerations added to pods.
+    pub default_toleration_seconds: (i64, i64),
 }
 
 impl ServerConfig {
@@ -67,6 +70,10 @@ impl ServerConfig {
             compaction_interval: Duration::from_secs(300),
             advertise_address: None,
             node_ipam: Some(nodeipam::NodeIpamConfig::kubernetes_default()),
+            default_toleration_seconds: (
+                cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
+                cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
+            ),
         }
     }
 }
@@ -176,6 +183,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         ServerSettings {
             advertise_address: advertise,
             advertise_port: addr.port(),
+            default_toleration_seconds: config.default_toleration_seconds,
         },
         config.service_cidr,
         config.node_port_range,

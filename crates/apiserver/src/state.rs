@@ -21,6 +21,7 @@ use crate::objects::*;
 mod binding;
 mod bootstrap;
 mod delete;
+mod eviction;
 mod update;
 
 /// How unknown fields in a body are treated (`fieldValidation`).
@@ -72,6 +73,8 @@ pub struct ServerSettings {
     /// What the `kubernetes` Service's endpoints point at.
     pub advertise_address: Ipv4Addr,
     pub advertise_port: u16,
+    /// Seconds of the default `not-ready` and `unreachable` tolerations added to pods.
+    pub default_toleration_seconds: (i64, i64),
 }
 
 pub struct ApiState {
@@ -432,6 +435,13 @@ impl ApiState {
                 );
             }
         }
+        if r.kind == "Pod" && r.group.is_empty() {
+            // Before defaulting, which would add the 300 s ones.
+            let (not_ready, unreachable) = self.settings.default_toleration_seconds;
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                cairn_api::defaults::add_default_tolerations(spec, not_ready, unreachable);
+            }
+        }
         cairn_api::defaults::apply_defaults(r, &mut obj);
         {
             let meta = metadata_mut(&mut obj);
@@ -453,6 +463,12 @@ impl ApiState {
         let name = name_of(&obj).to_string();
         if r.kind == "Pod" && r.group.is_empty() {
             crate::priority::admit_pod(&self.priority_classes, &self.cache, &mut obj, &name)?;
+            crate::limitranger::admit_pod(&self.cache, &mut obj, &name)?;
+            // The class follows the resources admission settled on.
+            obj["status"]["qosClass"] = json!(qos_class(&obj));
+        }
+        if r.kind == "PersistentVolumeClaim" && r.group.is_empty() {
+            crate::limitranger::admit_claim(&self.cache, &obj, &name)?;
         }
         if crate::priority::is_priority_class(r) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;

@@ -165,6 +165,17 @@ pub(super) fn admit_pod_spec(spec: &mut Map<String, Value>) {
     }
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
 
+    add_default_tolerations(spec, DEFAULT_TOLERATION_SECONDS, DEFAULT_TOLERATION_SECONDS);
+}
+
+/// Seconds the default `not-ready`/`unreachable` NoExecute tolerations allow
+/// (kube-apiserver's `--default-*-toleration-seconds`).
+pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+/// Upstream's DefaultTolerationSeconds admission: a pod that tolerates neither
+/// `node.kubernetes.io/not-ready` nor `unreachable` NoExecute taints gets a toleration of
+/// each for the given seconds.
+pub fn add_default_tolerations(spec: &mut Map<String, Value>, not_ready: i64, unreachable: i64) {
     let mut tolerates_not_ready = false;
     let mut tolerates_unreachable = false;
     if let Some(list) = spec.get("tolerations").and_then(Value::as_array) {
@@ -180,10 +191,10 @@ pub(super) fn admit_pod_spec(spec: &mut Map<String, Value>) {
     }
     let mut added = Vec::new();
     if !tolerates_not_ready {
-        added.push(default_toleration(NOT_READY));
+        added.push(default_toleration(NOT_READY, not_ready));
     }
     if !tolerates_unreachable {
-        added.push(default_toleration(UNREACHABLE));
+        added.push(default_toleration(UNREACHABLE, unreachable));
     }
     if added.is_empty() {
         return;
@@ -199,8 +210,8 @@ pub(super) fn admit_pod_spec(spec: &mut Map<String, Value>) {
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
-pub(super) fn default_toleration(key: &str) -> Value {
-    json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+pub(super) fn default_toleration(key: &str, seconds: i64) -> Value {
+    json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds})
 }
 
 pub(super) fn default_container(c: &mut Map<String, Value>) {

@@ -1,4 +1,4 @@
-//! Tables of the workload kinds: Deployments, ReplicaSets, DaemonSets, StatefulSets,
+//! Tables of the workload kinds (and PodDisruptionBudgets): Deployments, ReplicaSets, DaemonSets, StatefulSets,
 //! ReplicationControllers, ControllerRevisions, Jobs and CronJobs
 //! (upstream `printDeployment` ... `printCronJob`).
 
@@ -77,6 +77,13 @@ pub(super) fn columns(resource: &ResourceInfo) -> Option<Vec<Col>> {
             wide("Images", "string", DESC_IMAGES),
             wide("Selector", "string", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
         ],
+        ("policy", "PodDisruptionBudget") => vec![
+            NAME,
+            col("Min Available", "string", "The minimum number of pods that must be available simultaneously.  This can be either an integer or a string specifying a percentage, e.g. \"28%\"."),
+            col("Max Unavailable", "string", "The maximum number of pods that may be unavailable simultaneously.  This can be either an integer or a string specifying a percentage, e.g. \"28%\"."),
+            col("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+            AGE,
+        ],
         ("batch", "CronJob") => vec![
             NAME,
             col("Schedule", "string", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
@@ -151,6 +158,20 @@ pub(super) fn row(
             json!(created),
         ],
         ("batch", "Job") => job_row(obj, name, created, now),
+        ("policy", "PodDisruptionBudget") => {
+            let int_or_str = |key: &str| match get(obj, &["spec", key]) {
+                Some(Value::String(s)) => json!(s),
+                Some(v @ Value::Number(_)) => json!(v.to_string()),
+                _ => json!("N/A"),
+            };
+            vec![
+                name,
+                int_or_str("minAvailable"),
+                int_or_str("maxUnavailable"),
+                json!(get_int(obj, &["status", "disruptionsAllowed"])),
+                json!(created),
+            ]
+        }
         ("batch", "CronJob") => cron_job_row(obj, name, created, now),
         _ => return None,
     })

@@ -228,6 +228,46 @@ pub(super) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>)
     }
 }
 
+/// A non-negative int or a percentage (`max_100`: at most 100 %), upstream's
+/// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`; its number when valid.
+pub(super) fn int_or_percent(
+    v: &Value,
+    p: &str,
+    max_100: bool,
+    errs: &mut Vec<Cause>,
+) -> Option<u64> {
+    match v {
+        Value::Number(n) => match n.as_i64().and_then(|n| u64::try_from(n).ok()) {
+            Some(n) => Some(n),
+            None => {
+                errs.push(Cause::invalid_value(p, v, IS_NEGATIVE));
+                None
+            }
+        },
+        Value::String(pct) => {
+            let digits = pct
+                .strip_suffix('%')
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+            match digits.and_then(|d| d.parse::<u64>().ok()) {
+                None => {
+                    errs.push(Cause::invalid(
+                        p,
+                        pct,
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    ));
+                    None
+                }
+                Some(n) if max_100 && n > 100 => {
+                    errs.push(Cause::invalid(p, pct, "must not be greater than 100%"));
+                    None
+                }
+                Some(n) => Some(n),
+            }
+        }
+        _ => None,
+    }
+}
+
 /// `maxUnavailable`/`maxSurge`: non-negative ints or percentages, not both zero.
 pub(super) fn validate_rolling_update(
     ru: &Map<String, Value>,
@@ -241,35 +281,8 @@ pub(super) fn validate_rolling_update(
             zero[i] = true;
             continue;
         };
-        let kp = format!("{p}.{key}");
-        match v {
-            Value::Number(n) => {
-                let n = n.as_i64().unwrap_or(-1);
-                zero[i] = n == 0;
-                if n < 0 {
-                    errs.push(Cause::invalid_value(&kp, v, IS_NEGATIVE));
-                }
-            }
-            Value::String(pct) => {
-                let digits = pct
-                    .strip_suffix('%')
-                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
-                match digits.and_then(|d| d.parse::<u64>().ok()) {
-                    None => errs.push(Cause::invalid(
-                        &kp,
-                        pct,
-                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                    )),
-                    Some(n) => {
-                        zero[i] = n == 0;
-                        if unavailable_max_100 && i == 0 && n > 100 {
-                            errs.push(Cause::invalid(&kp, pct, "must not be greater than 100%"));
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
+        let max_100 = unavailable_max_100 && i == 0;
+        zero[i] = int_or_percent(v, &format!("{p}.{key}"), max_100, errs) == Some(0);
     }
     if zero[0] && zero[1] {
         errs.push(Cause::invalid_value(

@@ -1,0 +1,422 @@
+//! The rows of the core kinds' tables: Pods, Nodes, Services, Events and claims
+//! (upstream `printPod`, `printNode`, `printService`, `printEvent`, `printPersistentVolumeClaim`).
+
+use super::*;
+
+/// `printPod`: READY, STATUS (kubectl's status reason), RESTARTS and the wide cells.
+pub(super) fn pod_row(pod: &Value, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+    let mut restarts: i64 = 0;
+    let mut restartable_init_restarts: i64 = 0;
+    let mut total = get_arr(pod, &["spec", "containers"]).len();
+    let mut ready = 0;
+    let mut last_restart: Option<DateTime<Utc>> = None;
+    let mut last_restartable_init_restart: Option<DateTime<Utc>> = None;
+
+    let phase = get_str(pod, &["status", "phase"]);
+    let mut reason = phase.to_string();
+    let status_reason = get_str(pod, &["status", "reason"]);
+    if !status_reason.is_empty() {
+        reason = status_reason.to_string();
+    }
+    let conditions = get_arr(pod, &["status", "conditions"]);
+    for c in conditions {
+        if get_str(c, &["type"]) == "PodScheduled" && get_str(c, &["reason"]) == "SchedulingGated" {
+            reason = "SchedulingGated".to_string();
+        }
+    }
+    let row_conditions = match phase {
+        "Succeeded" => vec![
+            json!({"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed successfully."}),
+        ],
+        "Failed" => vec![
+            json!({"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}),
+        ],
+        _ => Vec::new(),
+    };
+
+    let init_specs = get_arr(pod, &["spec", "initContainers"]);
+    let restartable: BTreeSet<&str> = init_specs
+        .iter()
+        .filter(|c| get_str(c, &["restartPolicy"]) == "Always")
+        .map(|c| get_str(c, &["name"]))
+        .collect();
+    total += restartable.len();
+
+    let later = |acc: &mut Option<DateTime<Utc>>, t: Option<DateTime<Utc>>| {
+        if let Some(t) = t {
+            if acc.is_none_or(|a| a < t) {
+                *acc = Some(t);
+            }
+        }
+    };
+
+    let mut initializing = false;
+    for (i, cs) in get_arr(pod, &["status", "initContainerStatuses"])
+        .iter()
+        .enumerate()
+    {
+        let count = get_int(cs, &["restartCount"]);
+        restarts += count;
+        let finished = parse_time(get(cs, &["lastState", "terminated", "finishedAt"]));
+        if get(cs, &["lastState", "terminated"]).is_some() {
+            later(&mut last_restart, finished);
+        }
+        let is_restartable = restartable.contains(get_str(cs, &["name"]));
+        if is_restartable {
+            restartable_init_restarts += count;
+            if get(cs, &["lastState", "terminated"]).is_some() {
+                later(&mut last_restartable_init_restart, finished);
+            }
+        }
+        let terminated = get(cs, &["state", "terminated"]);
+        let waiting_reason = get_str(cs, &["state", "waiting", "reason"]);
+        if terminated.is_some_and(|t| get_int(t, &["exitCode"]) == 0) {
+            continue;
+        }
+        if is_restartable && get(cs, &["started"]) == Some(&Value::Bool(true)) {
+            if get(cs, &["ready"]) == Some(&Value::Bool(true)) {
+                ready += 1;
+            }
+            continue;
+        }
+        if let Some(t) = terminated {
+            let t_reason = get_str(t, &["reason"]);
+            reason = if t_reason.is_empty() {
+                let signal = get_int(t, &["signal"]);
+                if signal != 0 {
+                    format!("Init:Signal:{signal}")
+                } else {
+                    format!("Init:ExitCode:{}", get_int(t, &["exitCode"]))
+                }
+            } else {
+                format!("Init:{t_reason}")
+            };
+        } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
+            reason = format!("Init:{waiting_reason}");
+        } else {
+            reason = format!("Init:{i}/{}", init_specs.len());
+        }
+        initializing = true;
+        break;
+    }
+
+    let initialized = conditions
+        .iter()
+        .any(|c| get_str(c, &["type"]) == "Initialized" && get_str(c, &["status"]) == "True");
+    if !initializing || initialized {
+        restarts = restartable_init_restarts;
+        last_restart = last_restartable_init_restart;
+        let mut has_running = false;
+        for cs in get_arr(pod, &["status", "containerStatuses"]).iter().rev() {
+            restarts += get_int(cs, &["restartCount"]);
+            if get(cs, &["lastState", "terminated"]).is_some() {
+                later(
+                    &mut last_restart,
+                    parse_time(get(cs, &["lastState", "terminated", "finishedAt"])),
+                );
+            }
+            let waiting_reason = get_str(cs, &["state", "waiting", "reason"]);
+            let terminated = get(cs, &["state", "terminated"]);
+            if !waiting_reason.is_empty() {
+                reason = waiting_reason.to_string();
+            } else if let Some(t) = terminated {
+                let t_reason = get_str(t, &["reason"]);
+                reason = if !t_reason.is_empty() {
+                    t_reason.to_string()
+                } else if get_int(t, &["signal"]) != 0 {
+                    format!("Signal:{}", get_int(t, &["signal"]))
+                } else {
+                    format!("ExitCode:{}", get_int(t, &["exitCode"]))
+                };
+            } else if get(cs, &["ready"]) == Some(&Value::Bool(true))
+                && get(cs, &["state", "running"]).is_some()
+            {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && has_running {
+            let pod_ready = conditions
+                .iter()
+                .any(|c| get_str(c, &["type"]) == "Ready" && get_str(c, &["status"]) == "True");
+            reason = if pod_ready { "Running" } else { "NotReady" }.to_string();
+        }
+    }
+
+    let deleting = get(pod, &["metadata", "deletionTimestamp"]).is_some();
+    if deleting && status_reason == "NodeLost" {
+        reason = "Unknown".to_string();
+    } else if deleting && phase != "Succeeded" && phase != "Failed" {
+        reason = "Terminating".to_string();
+    }
+
+    let restarts_cell = match last_restart {
+        Some(t) if restarts != 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
+        _ => restarts.to_string(),
+    };
+
+    let pod_ip = get_arr(pod, &["status", "podIPs"])
+        .first()
+        .map(|p| get_str(p, &["ip"]))
+        .filter(|ip| !ip.is_empty())
+        .unwrap_or_else(|| get_str(pod, &["status", "podIP"]));
+    let gates = get_arr(pod, &["spec", "readinessGates"]);
+    let readiness_gates = if gates.is_empty() {
+        "<none>".to_string()
+    } else {
+        let true_count = gates
+            .iter()
+            .filter(|g| {
+                let t = get_str(g, &["conditionType"]);
+                conditions
+                    .iter()
+                    .find(|c| get_str(c, &["type"]) == t)
+                    .is_some_and(|c| get_str(c, &["status"]) == "True")
+            })
+            .count();
+        format!("{true_count}/{}", gates.len())
+    };
+
+    let cells = vec![
+        json!(get_str(pod, &["metadata", "name"])),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts_cell),
+        json!(age(get(pod, &["metadata", "creationTimestamp"]), now)),
+        json!(or_none(pod_ip)),
+        json!(or_none(get_str(pod, &["spec", "nodeName"]))),
+        json!(or_none(get_str(pod, &["status", "nominatedNodeName"]))),
+        json!(readiness_gates),
+    ];
+    (cells, row_conditions)
+}
+
+pub(super) fn node_row(node: &Value, name: Value, created: String) -> Vec<Value> {
+    let mut status = Vec::new();
+    if let Some(c) = get_arr(node, &["status", "conditions"])
+        .iter()
+        .rev()
+        .find(|c| get_str(c, &["type"]) == "Ready")
+    {
+        status.push(if get_str(c, &["status"]) == "True" {
+            "Ready"
+        } else {
+            "NotReady"
+        });
+    }
+    if status.is_empty() {
+        status.push("Unknown");
+    }
+    if get(node, &["spec", "unschedulable"]) == Some(&Value::Bool(true)) {
+        status.push("SchedulingDisabled");
+    }
+    let mut roles = BTreeSet::new();
+    if let Some(labels) = get(node, &["metadata", "labels"]).and_then(Value::as_object) {
+        for (k, v) in labels {
+            if let Some(role) = k.strip_prefix("node-role.kubernetes.io/") {
+                if !role.is_empty() {
+                    roles.insert(role.to_string());
+                }
+            } else if k == "kubernetes.io/role" {
+                if let Some(v) = v.as_str().filter(|v| !v.is_empty()) {
+                    roles.insert(v.to_string());
+                }
+            }
+        }
+    }
+    let roles = roles.into_iter().collect::<Vec<_>>().join(",");
+    let address = |ty: &str| {
+        get_arr(node, &["status", "addresses"])
+            .iter()
+            .find(|a| get_str(a, &["type"]) == ty)
+            .map_or("<none>".to_string(), |a| {
+                get_str(a, &["address"]).to_string()
+            })
+    };
+    let info = |k: &str| {
+        let v = get_str(node, &["status", "nodeInfo", k]);
+        if v.is_empty() {
+            "<unknown>".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    vec![
+        name,
+        json!(status.join(",")),
+        json!(or_none(&roles)),
+        json!(created),
+        json!(get_str(node, &["status", "nodeInfo", "kubeletVersion"])),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        json!(info("osImage")),
+        json!(info("kernelVersion")),
+        json!(info("containerRuntimeVersion")),
+    ]
+}
+
+pub(super) fn service_row(svc: &Value, name: Value, created: String) -> Vec<Value> {
+    let svc_type = get_str(svc, &["spec", "type"]);
+    let cluster_ip = get_arr(svc, &["spec", "clusterIPs"])
+        .first()
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| get_str(svc, &["spec", "clusterIP"]));
+    let external_ips: Vec<&str> = get_arr(svc, &["spec", "externalIPs"])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let external = match svc_type {
+        "ClusterIP" | "NodePort" => {
+            if external_ips.is_empty() {
+                "<none>".to_string()
+            } else {
+                external_ips.join(",")
+            }
+        }
+        "LoadBalancer" => {
+            let lb: BTreeSet<&str> = get_arr(svc, &["status", "loadBalancer", "ingress"])
+                .iter()
+                .filter_map(|i| {
+                    let ip = get_str(i, &["ip"]);
+                    let host = get_str(i, &["hostname"]);
+                    if !ip.is_empty() {
+                        Some(ip)
+                    } else if !host.is_empty() {
+                        Some(host)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            let mut all: Vec<&str> = lb.into_iter().collect();
+            if all.is_empty() && external_ips.is_empty() {
+                "<pending>".to_string()
+            } else {
+                all.extend(external_ips);
+                all.join(",")
+            }
+        }
+        "ExternalName" => get_str(svc, &["spec", "externalName"]).to_string(),
+        _ => "<unknown>".to_string(),
+    };
+    let ports: Vec<String> = get_arr(svc, &["spec", "ports"])
+        .iter()
+        .map(|p| {
+            let port = get_int(p, &["port"]);
+            let proto = get_str(p, &["protocol"]);
+            let node_port = get_int(p, &["nodePort"]);
+            if node_port > 0 {
+                format!("{port}:{node_port}/{proto}")
+            } else {
+                format!("{port}/{proto}")
+            }
+        })
+        .collect();
+    vec![
+        name,
+        json!(svc_type),
+        json!(or_none(cluster_ip)),
+        json!(external),
+        json!(or_none(&ports.join(","))),
+        json!(created),
+        json!(format_labels(get(svc, &["spec", "selector"]))),
+    ]
+}
+
+pub(super) fn event_row(ev: &Value, name: Value, now: DateTime<Utc>) -> Vec<Value> {
+    let first = match parse_time(get(ev, &["firstTimestamp"])) {
+        Some(t) => human_duration(now - t),
+        None => age(get(ev, &["eventTime"]), now),
+    };
+    let mut last = match parse_time(get(ev, &["lastTimestamp"])) {
+        Some(t) => human_duration(now - t),
+        None => first.clone(),
+    };
+    let mut count = get_int(ev, &["count"]);
+    if let Some(series) = get(ev, &["series"]) {
+        last = age(get(series, &["lastObservedTime"]), now);
+        count = get_int(series, &["count"]);
+    } else if count == 0 {
+        // Events of the new API leave count unset for singletons.
+        count = 1;
+    }
+    let kind = get_str(ev, &["involvedObject", "kind"]).to_lowercase();
+    let involved_name = get_str(ev, &["involvedObject", "name"]);
+    let target = if involved_name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{involved_name}")
+    };
+    let first_non_empty = |a: &'static [&str], b: &'static [&str]| {
+        let x = get_str(ev, a);
+        if x.is_empty() {
+            get_str(ev, b)
+        } else {
+            x
+        }
+    };
+    let component = first_non_empty(&["source", "component"], &["reportingComponent"]);
+    let instance = first_non_empty(&["source", "host"], &["reportingInstance"]);
+    let source = if instance.is_empty() {
+        component.to_string()
+    } else {
+        format!("{component}, {instance}")
+    };
+    vec![
+        json!(last),
+        json!(get_str(ev, &["type"])),
+        json!(get_str(ev, &["reason"])),
+        json!(target),
+        json!(get_str(ev, &["involvedObject", "fieldPath"])),
+        json!(source),
+        json!(get_str(ev, &["message"]).trim()),
+        json!(first),
+        json!(count),
+        name,
+    ]
+}
+
+/// `printPersistentVolumeClaim`: capacity and modes only once bound.
+pub(super) fn claim_row(pvc: &Value, name: Value, created: String) -> Vec<Value> {
+    let phase = get_str(pvc, &["status", "phase"]);
+    let bound = !get_str(pvc, &["spec", "volumeName"]).is_empty();
+    let (capacity, modes) = if bound {
+        let modes: Vec<&str> = get_arr(pvc, &["status", "accessModes"])
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|m| match m {
+                "ReadWriteOnce" => "RWO",
+                "ReadOnlyMany" => "ROX",
+                "ReadWriteMany" => "RWX",
+                "ReadWriteOncePod" => "RWOP",
+                other => other,
+            })
+            .collect();
+        (
+            get_str(pvc, &["status", "capacity", "storage"]).to_string(),
+            modes.join(","),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let phase = if get(pvc, &["metadata", "deletionTimestamp"]).is_some() {
+        "Terminating"
+    } else {
+        phase
+    };
+    vec![
+        name,
+        json!(phase),
+        json!(get_str(pvc, &["spec", "volumeName"])),
+        json!(capacity),
+        json!(modes),
+        json!(get_str(pvc, &["spec", "storageClassName"])),
+        json!(or_unset(get_str(
+            pvc,
+            &["spec", "volumeAttributesClassName"]
+        ))),
+        json!(created),
+        json!(or_unset(get_str(pvc, &["spec", "volumeMode"]))),
+    ]
+}
