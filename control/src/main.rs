@@ -58,6 +58,14 @@ enum Command {
         /// KubeSchedulerConfiguration file for the embedded scheduler.
         #[arg(long)]
         scheduler_config: Option<PathBuf>,
+        /// Seconds pods tolerate a `node.kubernetes.io/not-ready` NoExecute taint unless
+        /// they say otherwise (taint-based eviction waits this long).
+        #[arg(long, default_value_t = 300)]
+        default_not_ready_toleration_seconds: i64,
+        /// Seconds pods tolerate a `node.kubernetes.io/unreachable` NoExecute taint unless
+        /// they say otherwise.
+        #[arg(long, default_value_t = 300)]
+        default_unreachable_toleration_seconds: i64,
         #[command(flatten)]
         controllers: ControllerArgs,
     },
@@ -132,15 +140,68 @@ struct ControllerArgs {
     /// each failure, up to six minutes (upstream's fixed back-off starts at 10 s).
     #[arg(long, default_value_t = 10.0)]
     job_backoff_seconds: f64,
+    /// Seconds a node may stay silent (no Lease renewal, no status) before its conditions
+    /// turn Unknown and it is tainted unreachable.
+    #[arg(long, default_value_t = 40.0)]
+    node_monitor_grace_period: f64,
+    /// Seconds between two looks at every node's health.
+    #[arg(long, default_value_t = 5.0)]
+    node_monitor_period: f64,
+    /// Nodes per second that may be tainted for eviction in a healthy zone.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f64,
+    /// Nodes per second in a large zone where most nodes are unhealthy.
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f64,
+    /// Share of unhealthy nodes from which a zone counts as partly disrupted.
+    #[arg(long, default_value_t = 0.55)]
+    unhealthy_zone_threshold: f64,
+    /// Zones up to this many nodes stop evicting when partly disrupted.
+    #[arg(long, default_value_t = 50)]
+    large_cluster_size_threshold: usize,
+    /// Finished pods kept before the oldest are deleted (0: keep all).
+    #[arg(long, default_value_t = 12500)]
+    terminated_pod_gc_threshold: usize,
+}
+
+fn seconds(flag: &str, secs: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(secs).map_err(|e| anyhow::anyhow!("--{flag} {secs}: {e}"))
 }
 
 impl ControllerArgs {
     fn parse(&self) -> anyhow::Result<(cairn_controllers::Selection, cairn_controllers::Settings)> {
         let selection = cairn_controllers::Selection::parse(&self.controllers)?;
-        let job_backoff = Duration::try_from_secs_f64(self.job_backoff_seconds).map_err(|e| {
-            anyhow::anyhow!("--job-backoff-seconds {}: {e}", self.job_backoff_seconds)
-        })?;
-        Ok((selection, cairn_controllers::Settings { job_backoff }))
+        let job_backoff = seconds("job-backoff-seconds", self.job_backoff_seconds)?;
+        for (flag, rate) in [
+            ("node-eviction-rate", self.node_eviction_rate),
+            (
+                "secondary-node-eviction-rate",
+                self.secondary_node_eviction_rate,
+            ),
+            ("unhealthy-zone-threshold", self.unhealthy_zone_threshold),
+        ] {
+            anyhow::ensure!(
+                rate.is_finite() && rate >= 0.0,
+                "--{flag} {rate}: must be a number >= 0"
+            );
+        }
+        let node_lifecycle = cairn_controllers::nodelifecycle::NodeLifecycleSettings {
+            grace_period: seconds("node-monitor-grace-period", self.node_monitor_grace_period)?,
+            monitor_period: seconds("node-monitor-period", self.node_monitor_period)?
+                .max(Duration::from_millis(100)),
+            pacing: cairn_controllers::nodelifecycle::zones::Pacing {
+                eviction_rate: self.node_eviction_rate,
+                secondary_eviction_rate: self.secondary_node_eviction_rate,
+                unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+                large_cluster_size_threshold: self.large_cluster_size_threshold,
+            },
+        };
+        let settings = cairn_controllers::Settings {
+            job_backoff,
+            node_lifecycle,
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+        };
+        Ok((selection, settings))
     }
 }
 
@@ -222,6 +283,8 @@ async fn main() -> anyhow::Result<()> {
             node_cidr_mask_size,
             scheduler,
             scheduler_config,
+            default_not_ready_toleration_seconds,
+            default_unreachable_toleration_seconds,
             controllers,
         } => {
             let controllers = controllers.parse()?;
@@ -238,6 +301,22 @@ async fn main() -> anyhow::Result<()> {
             config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
             config.watch_history = watch_history;
             config.advertise_address = advertise_address;
+            for (flag, secs) in [
+                (
+                    "default-not-ready-toleration-seconds",
+                    default_not_ready_toleration_seconds,
+                ),
+                (
+                    "default-unreachable-toleration-seconds",
+                    default_unreachable_toleration_seconds,
+                ),
+            ] {
+                anyhow::ensure!(secs >= 0, "--{flag} {secs}: must be >= 0");
+            }
+            config.default_toleration_seconds = (
+                default_not_ready_toleration_seconds,
+                default_unreachable_toleration_seconds,
+            );
             config.node_ipam = if allocate_node_cidrs {
                 Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
                     cluster_cidr,

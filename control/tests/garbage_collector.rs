@@ -71,8 +71,14 @@ fn background(k: &Kubectl) {
 }
 
 /// Foreground: the Deployment stays (with the finalizer) until its dependents are gone.
+/// One pod holds a finalizer of the test's own, so the owner provably waits for it
+/// (without it the simulated kubelet can finish the whole cascade before kubectl looks).
 fn foreground(k: &Kubectl) {
     deploy(k, "fg");
+    let held = k.ok(&["get", "pods", "-l", "app=fg", "-o", "name"]);
+    let held = held.lines().next().unwrap().to_string();
+    let hold = r#"{"metadata":{"finalizers":["test.cairn.io/hold"]}}"#;
+    k.ok(&["patch", &held, "--type=merge", "-p", hold]);
     k.ok(&[
         "delete",
         "deployment",
@@ -88,6 +94,16 @@ fn foreground(k: &Kubectl) {
         "jsonpath={.metadata.finalizers}",
     ]);
     assert!(finalizers.contains("foregroundDeletion"), "{finalizers}");
+    wait_until("the held pod alone left", 30, || {
+        count(k, "pods", "app=fg") == 1
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        k.output(&["get", "deployment", "fg"]).status.success(),
+        "the owner left while a dependent remained"
+    );
+    let release = r#"{"metadata":{"finalizers":null}}"#;
+    k.ok(&["patch", &held, "--type=merge", "-p", release]);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let owner_gone = !k.output(&["get", "deployment", "fg"]).status.success();

@@ -95,6 +95,18 @@ impl Drop for Server {
 
 /// Path of a specific kubectl minor version (the dispatcher's versioned binaries), or
 /// `CAIRN_KUBECTL_1_<minor>` when set.
+/// Polls `f` (every 100 ms) until it yields a value; fails the test after `secs`.
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 pub fn kubectl_path(minor: u32) -> PathBuf {
     if let Ok(p) = std::env::var(format!("CAIRN_KUBECTL_1_{minor}")) {
         return PathBuf::from(p);
@@ -134,6 +146,13 @@ impl Kubectl {
         c
     }
 
+    /// `kubectl ARGS -o json`, parsed.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).unwrap()
+    }
+
     pub fn output(&self, args: &[&str]) -> Output {
         self.command(args).stdin(Stdio::null()).output().unwrap()
     }
@@ -153,6 +172,13 @@ impl Kubectl {
     }
 
     /// Runs kubectl with `stdin` as its standard input, whatever its exit.
+    /// Runs a command that must fail; returns its stderr.
+    pub fn fails_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.output_stdin(args, stdin);
+        assert!(!out.status.success(), "kubectl {args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
     pub fn output_stdin(&self, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;
         let mut child = self

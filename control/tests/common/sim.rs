@@ -2,7 +2,9 @@
 //! marks bound pods Running and Ready (or Running and not Ready when the pod has the
 //! label `sim.cairn.dev/ready: "false"`), ends pods labelled `sim.cairn.dev/exit: "N"`
 //! after one pass as Running (Succeeded for 0, Failed with exit code N otherwise), and
-//! finishes graceful deletions at once.
+//! finishes graceful deletions at once. It also keeps every node alive as a kubelet does:
+//! its Lease in `kube-node-lease` renewed and its Ready condition's heartbeat fresh — except
+//! for nodes [`FakeKubelet::pause`]d, whose pods it leaves alone too (a node gone dark).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,7 +32,22 @@ pub fn add_node(k: &Kubectl, name: &str, cpu: &str) {
 
 pub struct FakeKubelet {
     stop: Arc<AtomicBool>,
+    paused: Paused,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+type Paused = Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
+
+impl FakeKubelet {
+    /// The node goes dark: no Lease renewals, no status, its pods untouched.
+    pub fn pause(&self, node: &str) {
+        self.paused.lock().unwrap().insert(node.to_string());
+    }
+
+    /// The node comes back.
+    pub fn resume(&self, node: &str) {
+        self.paused.lock().unwrap().remove(node);
+    }
 }
 
 impl Drop for FakeKubelet {
@@ -116,7 +133,52 @@ fn exit_patch(pod: &Value, code: i64) -> Value {
     }})
 }
 
-async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), reqwest::Error> {
+/// Renews the Lease and refreshes the Ready heartbeat of every node not paused.
+async fn heartbeat(c: &reqwest::Client, url: &str, paused: &Paused) -> Result<(), reqwest::Error> {
+    let nodes: Value = c
+        .get(format!("{url}/api/v1/nodes"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let t = now();
+    for node in nodes["items"].as_array().cloned().unwrap_or_default() {
+        let name = node["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if paused.lock().unwrap().contains(&name) {
+            continue;
+        }
+        let leases = format!("{url}/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases");
+        let spec = json!({"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": format!("{}.000000Z", t.trim_end_matches('Z'))});
+        let renewed = c
+            .patch(format!("{leases}/{name}"))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(json!({"spec": spec}).to_string())
+            .send()
+            .await?;
+        if renewed.status() == reqwest::StatusCode::NOT_FOUND {
+            let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": spec});
+            c.post(&leases).json(&lease).send().await?;
+        }
+        let ready = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": t,
+             "lastTransitionTime": node["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == "Ready" && c["status"] == "True")).map_or(json!(t), |c| c["lastTransitionTime"].clone())},
+        ]}});
+        c.patch(format!("{url}/api/v1/nodes/{name}/status"))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(ready.to_string())
+            .send()
+            .await?;
+    }
+    Ok(())
+}
+
+async fn sync_once(
+    c: &reqwest::Client,
+    url: &str,
+    seq: &mut u32,
+    paused: &Paused,
+) -> Result<(), reqwest::Error> {
     let list: Value = c
         .get(format!("{url}/api/v1/pods"))
         .send()
@@ -130,7 +192,8 @@ async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), 
             .to_string();
         let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
         let base = format!("{url}/api/v1/namespaces/{ns}/pods/{name}");
-        if pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty() {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
+        if node.is_empty() || paused.lock().unwrap().contains(node) {
             continue;
         }
         if !pod["metadata"]["deletionTimestamp"].is_null() {
@@ -177,6 +240,8 @@ async fn sync_once(c: &reqwest::Client, url: &str, seq: &mut u32) -> Result<(), 
 pub fn start_kubelet(url: &str) -> FakeKubelet {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let paused: Paused = Arc::default();
+    let dark = paused.clone();
     let url = url.to_string();
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -186,15 +251,22 @@ pub fn start_kubelet(url: &str) -> FakeKubelet {
         rt.block_on(async move {
             let c = reqwest::Client::new();
             let mut seq = 0;
+            let mut pass = 0u32;
             while !flag.load(Ordering::SeqCst) {
                 // Errors (a pod deleted meanwhile) are retried on the next pass.
-                let _ = sync_once(&c, &url, &mut seq).await;
+                let _ = sync_once(&c, &url, &mut seq, &dark).await;
+                if pass.is_multiple_of(10) {
+                    // Err: retried on the next beat, a second later.
+                    let _ = heartbeat(&c, &url, &dark).await;
+                }
+                pass = pass.wrapping_add(1);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
     });
     FakeKubelet {
         stop,
+        paused,
         thread: Some(thread),
     }
 }

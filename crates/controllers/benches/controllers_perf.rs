@@ -21,6 +21,7 @@ use cairn_testsupport::control_plane::{control_binary, cpu_secs, vm_kib, Control
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
@@ -187,6 +188,32 @@ fn deployment() -> Deployment {
                               "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}))
     .unwrap()
 }
+/// The simulated kubelets' heartbeats: every node's Lease renewed every 10 s, so the node
+/// lifecycle controller keeps them Ready.
+async fn keep_leases(client: kube::Client) {
+    let api: Api<Lease> = Api::namespaced(client, "kube-node-lease");
+    loop {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        for i in 0..NODES {
+            let name = format!("node-{i}");
+            let spec = json!({"holderIdentity": name, "leaseDurationSeconds": 40,
+                "renewTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now)});
+            let patch = json!({"spec": spec});
+            if api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .is_err()
+            {
+                let lease: Lease =
+                    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))
+                        .unwrap();
+                // Err: created meanwhile, or the server is stopping; the next round repairs.
+                let _ = api.create(&PostParams::default(), &lease).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+}
 
 #[tokio::main]
 async fn main() {
@@ -212,6 +239,7 @@ async fn main() {
     let mut controllers = cp.sidecar("controllers", &[&selection]).unwrap();
     let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
     add_nodes(&client).await;
+    tokio::spawn(keep_leases(client.clone()));
     let seen = Arc::new(Mutex::new(Seen::default()));
     tokio::spawn(kubelet(client.clone(), seen.clone()));
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -30,6 +30,55 @@ pub struct CachedPod {
     /// Why a failed pod failed, for Jobs' pod failure policies; only kept for pods in
     /// phase Failed.
     pub failure: Option<Box<PodFailure>>,
+    /// Addresses, DNS identity and named ports, for the endpoint controllers; `None` until
+    /// the pod has an IP.
+    pub network: Option<Box<PodNetwork>>,
+    /// Tolerations that can apply to NoExecute taints, for taint-based eviction.
+    pub no_execute_tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+}
+
+/// What the endpoint controllers read of a pod with an address.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodNetwork {
+    /// `status.podIPs` (or `podIP`).
+    pub ips: Vec<String>,
+    pub hostname: Option<String>,
+    pub subdomain: Option<String>,
+    /// Container ports that have a name: `(name, protocol, port)`, for named targetPorts.
+    pub named_ports: Vec<(String, String, i32)>,
+}
+
+fn network_of(pod: &Pod) -> Option<Box<PodNetwork>> {
+    let status = pod.status.as_ref()?;
+    let mut ips: Vec<String> = status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|ip| ip.ip.clone())
+        .collect();
+    if ips.is_empty() {
+        ips.extend(status.pod_ip.clone().filter(|ip| !ip.is_empty()));
+    }
+    if ips.is_empty() {
+        return None;
+    }
+    let spec = pod.spec.as_ref();
+    let named_ports = spec
+        .into_iter()
+        .flat_map(|s| s.containers.iter())
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let name = p.name.clone().filter(|n| !n.is_empty())?;
+            let protocol = p.protocol.clone().unwrap_or_else(|| "TCP".into());
+            Some((name, protocol, p.container_port))
+        })
+        .collect();
+    Some(Box::new(PodNetwork {
+        ips,
+        hostname: spec.and_then(|s| s.hostname.clone()),
+        subdomain: spec.and_then(|s| s.subdomain.clone()),
+        named_ports,
+    }))
 }
 
 /// Exit codes and conditions of a failed pod.
@@ -104,6 +153,14 @@ impl From<Pod> for CachedPod {
         let max_restarts = pod.max_restarts();
         let pinned_node = pinned_node(&pod);
         let total_restarts = total_restarts(pod.status.as_ref());
+        let network = network_of(&pod);
+        let no_execute_tolerations = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.tolerations.iter().flatten())
+            .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("NoExecute")))
+            .cloned()
+            .collect();
         let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
         let failure = pod
             .status
@@ -121,6 +178,8 @@ impl From<Pod> for CachedPod {
             pinned_node,
             total_restarts,
             failure,
+            network,
+            no_execute_tolerations,
         }
     }
 }

@@ -8,11 +8,16 @@ pub mod cached_pod;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
+pub mod endpoints;
+pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod expectations;
 pub mod garbagecollector;
 pub mod informer;
 pub mod job;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod owner;
 pub mod replicaset;
 pub mod retry;
@@ -32,7 +37,12 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, ServiceAccount};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    Endpoints, Namespace, Node, Pod, ReplicationController, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Client;
@@ -59,12 +69,17 @@ pub struct Settings {
     /// First delay before a Job replaces a failed pod; it doubles per failure up to six
     /// minutes (upstream's fixed 10 s; tests shorten it).
     pub job_backoff: Duration,
+    pub node_lifecycle: nodelifecycle::NodeLifecycleSettings,
+    /// Finished pods kept before the pod GC deletes the oldest (0: keep all).
+    pub terminated_pod_gc_threshold: usize,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             job_backoff: Duration::from_secs(10),
+            node_lifecycle: Default::default(),
+            terminated_pod_gc_threshold: 12_500,
         }
     }
 }
@@ -84,7 +99,17 @@ struct Informers {
     cronjobs: informer::Informer<CronJob>,
     statefulsets: informer::Informer<StatefulSet>,
     revisions: informer::Informer<ControllerRevision>,
+    services: informer::Informer<Service>,
+    endpoints: informer::Informer<Endpoints>,
+    endpointslices: informer::Informer<EndpointSlice>,
+    leases: informer::Informer<Lease>,
+    budgets: informer::Informer<PodDisruptionBudget>,
+    /// Listeners of the services a pod event wakes (computed once for all of them).
+    pod_service_listeners: Option<ServiceListeners>,
 }
+
+type ServiceListeners =
+    Arc<parking_lot::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<ObjectRef<Service>>>>>;
 
 type Task = futures::future::BoxFuture<'static, ()>;
 
@@ -292,6 +317,145 @@ fn start_garbagecollector(client: &Client, _inf: &mut Informers) -> Task {
     Box::pin(garbagecollector::run(client.clone()))
 }
 
+fn start_endpointslice(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(endpointslice::Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        pods: inf.pods.reader(),
+        slices: inf.endpointslices.reader(),
+        nodes: inf.nodes.reader(),
+        tracker: Default::default(),
+        retries: Default::default(),
+    });
+    let own = {
+        let ctx = ctx.clone();
+        inf.services
+            .subscribe_with_deletions(move |s: &Service, deleted| {
+                if deleted {
+                    ctx.tracker.forget(&runner::key_of(s));
+                }
+                vec![ObjectRef::from_obj(s)]
+            })
+    };
+    let pods = inf.pod_services();
+    let slices = inf
+        .endpointslices
+        .subscribe_with_deletions(|s, _| endpointslice::slice_service(s));
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), slices.boxed()]);
+    Box::pin(endpointslice::run(ctx, triggers, resync_ticks()))
+}
+
+fn start_endpoints(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(endpoints::Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        pods: inf.pods.reader(),
+        endpoints: inf.endpoints.reader(),
+        retries: Default::default(),
+    });
+    let own = inf
+        .services
+        .subscribe(|s: &Service| vec![ObjectRef::from_obj(s)]);
+    let deleted = inf
+        .services
+        .subscribe_with_deletions(|s: &Service, deleted| {
+            let selected = s.spec.as_ref().is_some_and(|sp| sp.selector.is_some());
+            if deleted && selected {
+                vec![ObjectRef::from_obj(s)]
+            } else {
+                Vec::new()
+            }
+        });
+    let pods = inf.pod_services();
+    let eps = inf.endpoints.subscribe(endpoints::endpoints_service);
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), eps.boxed()]);
+    Box::pin(endpoints::run(ctx, triggers, deleted, resync_ticks()))
+}
+
+fn start_endpointslicemirroring(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(endpointslicemirroring::Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        endpoints: inf.endpoints.reader(),
+        slices: inf.endpointslices.reader(),
+        tracker: Default::default(),
+        retries: Default::default(),
+    });
+    let own = inf
+        .endpoints
+        .subscribe(|e: &Endpoints| vec![ObjectRef::from_obj(e)]);
+    let services = inf
+        .services
+        .subscribe(endpointslicemirroring::service_endpoints);
+    let slices = inf
+        .endpointslices
+        .subscribe(endpointslicemirroring::slice_endpoints);
+    let triggers = futures::stream::select_all([own.boxed(), services.boxed(), slices.boxed()]);
+    Box::pin(endpointslicemirroring::run(ctx, triggers, resync_ticks()))
+}
+
+fn start_nodelifecycle(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(nodelifecycle::Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        leases: inf.leases.reader(),
+        pods: inf.pods.reader(),
+        settings: inf.settings.node_lifecycle.clone(),
+    });
+    Box::pin(nodelifecycle::run(ctx))
+}
+
+fn start_taint_eviction(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.nodes.subscribe(|n: &Node| vec![ObjectRef::from_obj(n)]);
+    let pods = inf.pods.subscribe(nodelifecycle::eviction::pod_node);
+    let ctx = Arc::new(nodelifecycle::eviction::Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        recorder: Recorder::start(client.clone(), "taint-eviction-controller"),
+        retries: Default::default(),
+    });
+    Box::pin(nodelifecycle::eviction::run(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
+fn start_podgc(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(nodelifecycle::podgc::Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        terminated_threshold: inf.settings.terminated_pod_gc_threshold,
+    });
+    Box::pin(nodelifecycle::podgc::run(ctx))
+}
+
+fn start_disruption(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .budgets
+        .subscribe(|b: &PodDisruptionBudget| vec![ObjectRef::from_obj(b)]);
+    let budgets = inf.budgets.reader();
+    let pods = inf
+        .pods
+        .subscribe(move |p: &CachedPod| disruption::pod_budgets(&budgets, p));
+    let ctx = Arc::new(disruption::Ctx {
+        client: client.clone(),
+        budgets: inf.budgets.reader(),
+        pods: inf.pods.reader(),
+        replicasets: inf.replicasets.reader(),
+        deployments: inf.deployments.reader(),
+        statefulsets: inf.statefulsets.reader(),
+        retries: Default::default(),
+    });
+    Box::pin(disruption::run(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -307,6 +471,13 @@ const STARTERS: &[(&str, Starter)] = &[
     ("cronjob", start_cronjob),
     ("statefulset", start_statefulset),
     ("garbagecollector", start_garbagecollector),
+    ("endpointslice", start_endpointslice),
+    ("endpoints", start_endpoints),
+    ("endpointslicemirroring", start_endpointslicemirroring),
+    ("nodelifecycle", start_nodelifecycle),
+    ("taint-eviction-controller", start_taint_eviction),
+    ("podgc", start_podgc),
+    ("disruption", start_disruption),
 ];
 
 impl Informers {
@@ -328,7 +499,41 @@ impl Informers {
             cronjobs: informer::Informer::new(Api::all(client.clone())),
             statefulsets: informer::Informer::new(Api::all(client.clone())),
             revisions: informer::Informer::new(Api::all(client.clone())),
+            services: informer::Informer::new(Api::all(client.clone())),
+            endpoints: informer::Informer::new(Api::all(client.clone())),
+            endpointslices: informer::Informer::new(Api::all(client.clone())),
+            leases: informer::Informer::new(Api::namespaced(client.clone(), "kube-node-lease")),
+            budgets: informer::Informer::new(Api::all(client.clone())),
+            pod_service_listeners: None,
         }
+    }
+
+    /// The Services each pod event wakes (matched now or before), for the endpoint
+    /// controllers: the selectors are matched once per event whoever listens.
+    fn pod_services(&mut self) -> impl futures::Stream<Item = ObjectRef<Service>> + Send + 'static {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        match &self.pod_service_listeners {
+            Some(listeners) => listeners.lock().push(tx),
+            None => {
+                let listeners: ServiceListeners = Arc::new(parking_lot::Mutex::new(vec![tx]));
+                let membership = endpointslice::membership::Membership::new(self.services.reader());
+                let sinks = listeners.clone();
+                let keys = self.pods.subscribe_with_deletions(move |p, deleted| {
+                    let services = membership.touched(p, deleted);
+                    for sink in sinks.lock().iter() {
+                        for s in &services {
+                            // Err: that controller stopped; the others go on.
+                            let _ = sink.send(s.clone());
+                        }
+                    }
+                    Vec::<ObjectRef<Service>>::new()
+                });
+                // The subscription's own stream carries nothing: the sinks above do.
+                drop(keys);
+                self.pod_service_listeners = Some(listeners);
+            }
+        }
+        tokio_stream::wrappers::UnboundedReceiverStream::new(rx)
     }
 
     /// Starts the watches some controller uses, one after another, each listed once
@@ -349,6 +554,11 @@ impl Informers {
             self.cronjobs.start_if_used("cronjobs").await,
             self.revisions.start_if_used("controllerrevisions").await,
             self.statefulsets.start_if_used("statefulsets").await,
+            self.services.start_if_used("services").await,
+            self.endpoints.start_if_used("endpoints").await,
+            self.endpointslices.start_if_used("endpointslices").await,
+            self.leases.start_if_used("leases").await,
+            self.budgets.start_if_used("poddisruptionbudgets").await,
         ];
         started.into_iter().flatten().collect()
     }

@@ -17,6 +17,13 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("cronjob", true),
     ("statefulset", true),
     ("garbagecollector", true),
+    ("endpointslice", true),
+    ("endpoints", true),
+    ("endpointslicemirroring", true),
+    ("nodelifecycle", true),
+    ("taint-eviction-controller", true),
+    ("podgc", true),
+    ("disruption", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]
