@@ -14,6 +14,7 @@ use crate::registry::ResourceInfo;
 
 mod format;
 mod rows;
+mod storage_quota;
 mod workloads;
 
 use format::*;
@@ -136,6 +137,9 @@ const DESC_IMAGES: &str = "Images referenced by each container in the template."
 
 fn columns(resource: &ResourceInfo) -> Vec<Col> {
     if let Some(cols) = workloads::columns(resource) {
+        return cols;
+    }
+    if let Some(cols) = storage_quota::columns(resource) {
         return cols;
     }
     match (resource.group, resource.kind) {
@@ -368,6 +372,9 @@ fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<V
     let name = json!(get_str(obj, &["metadata", "name"]));
     let created = age(get(obj, &["metadata", "creationTimestamp"]), now);
     if let Some(cells) = workloads::row(resource, obj, name.clone(), &created, now) {
+        return (cells, Vec::new());
+    }
+    if let Some(cells) = storage_quota::row(resource, obj, name.clone(), &created) {
         return (cells, Vec::new());
     }
     match (resource.group, resource.kind) {

@@ -35,6 +35,7 @@ mod limits;
 mod names;
 mod pod;
 mod policy;
+mod quota;
 mod service;
 
 pub use apps::*;
@@ -43,6 +44,7 @@ use limits::*;
 pub use names::*;
 use pod::*;
 use policy::*;
+use quota::*;
 use service::*;
 
 fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
@@ -67,6 +69,7 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("", "Secret") => validate_secret(o, &mut errs),
         ("", "Endpoints") => validate_endpoints(o, &mut errs),
         ("", "LimitRange") => validate_limit_range(o, &mut errs),
+        ("", "ResourceQuota") => validate_resource_quota(o, &mut errs),
         ("", "Event") => validate_event(o, &mut errs),
         ("", "Node") => validate_node(o, &mut errs),
         ("", "Namespace") => validate_namespace(o, &mut errs),

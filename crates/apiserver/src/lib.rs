@@ -15,6 +15,7 @@ pub mod nodeipam;
 pub mod objects;
 pub mod podlog;
 pub mod priority;
+mod quota;
 pub mod render;
 pub mod request;
 pub mod selectors;

@@ -480,6 +480,7 @@ impl ApiState {
         }
         if let Some(ns) = namespace.as_deref() {
             self.check_namespace(ns)?;
+            self.charge_quotas(r, ns, &obj, &name, opts.dry_run).await?;
         }
         let key = r.key(namespace.as_deref(), &name);
         let mut allocs = Allocations::default();
@@ -648,6 +649,12 @@ impl ApiState {
         }
         if old.is_none() && r.kind == "Service" {
             obj["status"] = json!({"loadBalancer": {}});
+        }
+        if old.is_none() && r.kind == "ResourceQuota" {
+            // The quota controller counts; a client's numbers are not believed.
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
         }
         match r.kind {
             "Pod" if old.is_none() => {

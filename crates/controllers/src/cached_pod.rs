@@ -35,6 +35,8 @@ pub struct CachedPod {
     pub network: Option<Box<PodNetwork>>,
     /// Tolerations that can apply to NoExecute taints, for taint-based eviction.
     pub no_execute_tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+    /// What the pod charges ResourceQuotas (requests, limits, scope facts).
+    pub quota: Option<Box<cairn_semantics::quota::PodQuota>>,
 }
 
 /// What the endpoint controllers read of a pod with an address.
@@ -167,6 +169,7 @@ impl From<Pod> for CachedPod {
             .as_ref()
             .filter(|_| phase.as_deref() == Some("Failed"))
             .map(|s| Box::new(failure_of(s)));
+        let quota = Some(Box::new(cairn_semantics::quota::PodQuota::of(&pod)));
         let mut metadata = pod.metadata;
         metadata.managed_fields = None;
         CachedPod {
@@ -180,6 +183,7 @@ impl From<Pod> for CachedPod {
             failure,
             network,
             no_execute_tolerations,
+            quota,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod namespace;
 pub mod nodelifecycle;
 pub mod owner;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod retry;
 pub mod revisions;
 pub mod runner;
@@ -39,7 +40,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    Endpoints, Namespace, Node, Pod, ReplicationController, Service, ServiceAccount,
+    Endpoints, Namespace, Node, Pod, ReplicationController, ResourceQuota, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -104,6 +105,7 @@ struct Informers {
     endpointslices: informer::Informer<EndpointSlice>,
     leases: informer::Informer<Lease>,
     budgets: informer::Informer<PodDisruptionBudget>,
+    quotas: informer::Informer<ResourceQuota>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
     pod_service_listeners: Option<ServiceListeners>,
 }
@@ -456,6 +458,32 @@ fn start_disruption(client: &Client, inf: &mut Informers) -> Task {
     ))
 }
 
+fn start_resourcequota(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .quotas
+        .subscribe(|q: &ResourceQuota| vec![ObjectRef::from_obj(q)]);
+    let quotas = inf.quotas.reader();
+    let pods = inf.pods.subscribe_with_deletions(move |p: &CachedPod, _| {
+        resourcequota::namespace_quotas(&quotas, p.metadata.namespace.as_deref())
+    });
+    let quotas = inf.quotas.reader();
+    let services = inf
+        .services
+        .subscribe_with_deletions(move |s: &Service, _| {
+            resourcequota::namespace_quotas(&quotas, s.metadata.namespace.as_deref())
+        });
+    let ctx = Arc::new(resourcequota::Ctx {
+        client: client.clone(),
+        quotas: inf.quotas.reader(),
+        pods: inf.pods.reader(),
+        services: inf.services.reader(),
+        retries: Default::default(),
+        decreases: Default::default(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), services.boxed()]);
+    Box::pin(resourcequota::run(ctx, triggers, resync_ticks()))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -478,6 +506,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("taint-eviction-controller", start_taint_eviction),
     ("podgc", start_podgc),
     ("disruption", start_disruption),
+    ("resourcequota", start_resourcequota),
 ];
 
 impl Informers {
@@ -504,6 +533,7 @@ impl Informers {
             endpointslices: informer::Informer::new(Api::all(client.clone())),
             leases: informer::Informer::new(Api::namespaced(client.clone(), "kube-node-lease")),
             budgets: informer::Informer::new(Api::all(client.clone())),
+            quotas: informer::Informer::new(Api::all(client.clone())),
             pod_service_listeners: None,
         }
     }
@@ -559,6 +589,7 @@ impl Informers {
             self.endpointslices.start_if_used("endpointslices").await,
             self.leases.start_if_used("leases").await,
             self.budgets.start_if_used("poddisruptionbudgets").await,
+            self.quotas.start_if_used("resourcequotas").await,
         ];
         started.into_iter().flatten().collect()
     }

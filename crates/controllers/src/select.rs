@@ -24,6 +24,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("taint-eviction-controller", true),
     ("podgc", true),
     ("disruption", true),
+    ("resourcequota", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

@@ -2,12 +2,14 @@
 //! controllers, typed over k8s-openapi and free of IO: resource quantities, a pod's
 //! effective requests, QoS class, label/node selectors, taints and tolerations, a pod's
 //! lifecycle state (active, ready, available) and scale-down order, and CronJob schedules
-//! (whose named time zones come from the node's zoneinfo, read-only).
+//! (whose named time zones come from the node's zoneinfo, read-only), and what objects
+//! charge against ResourceQuotas.
 
 pub mod cron;
 pub mod pod_state;
 pub mod qos;
 pub mod quantity;
+pub mod quota;
 pub mod resources;
 pub mod selector;
 pub mod taints;

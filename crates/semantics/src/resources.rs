@@ -162,6 +162,49 @@ pub fn pod_requests(spec: &PodSpec, missing: MissingRequests) -> Resources {
     total
 }
 
+/// A container's limits (no defaulting: a missing limit is no limit).
+fn container_limits(c: &Container) -> Resources {
+    let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
+    limits.map_or_else(Resources::default, |l| Resources::from_list_lossy(l).0)
+}
+
+/// The pod's effective limits (upstream `resourcehelper.PodLimits`): as
+/// [`pod_requests`], with the overhead added only to resources that have a limit.
+pub fn pod_limits(spec: &PodSpec) -> Resources {
+    let mut total = Resources::default();
+    for c in &spec.containers {
+        total.add(&container_limits(c));
+    }
+    let mut sidecars = Resources::default();
+    let mut init_peak = Resources::default();
+    for c in spec.init_containers.iter().flatten() {
+        let mut step = container_limits(c);
+        if is_sidecar(c) {
+            total.add(&step);
+            sidecars.add(&step);
+            step = sidecars.clone();
+        } else {
+            step.add(&sidecars);
+        }
+        init_peak.max_with(&step);
+    }
+    total.max_with(&init_peak);
+    if let Some(overhead) = &spec.overhead {
+        let o = Resources::from_list_lossy(overhead).0;
+        let keep = |limit: i64, extra: i64| {
+            if limit == 0 {
+                0
+            } else {
+                limit.saturating_add(extra)
+            }
+        };
+        total.milli_cpu = keep(total.milli_cpu, o.milli_cpu);
+        total.memory = keep(total.memory, o.memory);
+        total.ephemeral_storage = keep(total.ephemeral_storage, o.ephemeral_storage);
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
