@@ -34,8 +34,8 @@ fn ready_pods(k: &Kubectl) -> Vec<(String, String)> {
         .collect()
 }
 
-fn allowed(k: &Kubectl) -> i64 {
-    k.json(&["get", "pdb", "web"])["status"]["disruptionsAllowed"]
+fn allowed(k: &Kubectl, pdb: &str) -> i64 {
+    k.json(&["get", "pdb", pdb])["status"]["disruptionsAllowed"]
         .as_i64()
         .unwrap_or(-1)
 }
@@ -55,12 +55,12 @@ fn drain_respects_the_disruption_budget() {
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
     k.ok_stdin(&["apply", "-f", "-"], &pdb.to_string());
-    let pods = wait_for("2 ready pods on node-1", 60, || {
+    wait_for("2 ready pods on node-1", 60, || {
         let p = ready_pods(&k);
-        (p.len() == 2).then_some(p)
+        (p.len() == 2).then_some(())
     });
     wait_for("the budget allowing 1 disruption", 30, || {
-        (allowed(&k) == 1).then_some(())
+        (allowed(&k, "web") == 1).then_some(())
     });
     let table = k.ok(&["get", "pdb"]);
     assert!(
@@ -70,26 +70,7 @@ fn drain_respects_the_disruption_budget() {
     let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "1", "N/A", "1"], "{table}");
 
-    // Straight through the API: one eviction is allowed, the next answers 429.
-    let eviction = |name: &str| {
-        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}})
-            .to_string()
-    };
-    let path = |name: &str| format!("/api/v1/namespaces/default/pods/{name}/eviction");
-    k.ok_stdin(
-        &["create", "--raw", &path(&pods[0].0), "-f", "-"],
-        &eviction(&pods[0].0),
-    );
-    let refused = k.output_stdin(
-        &["create", "--raw", &path(&pods[1].0), "-f", "-"],
-        &eviction(&pods[1].0),
-    );
-    assert!(!refused.status.success());
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        err.contains("Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget."),
-        "{err}"
-    );
+    evict_through_the_api(&k);
 
     // Drain with a second node to move to: one at a time, waiting for the budget.
     add_node(&k, "node-2", "4");
@@ -121,6 +102,49 @@ fn drain_respects_the_disruption_budget() {
         stderr.contains("Cannot evict pod as it would violate the pod's disruption budget"),
         "{stderr}"
     );
+}
+
+/// Straight through the API: one eviction is allowed, the next answers 429. Over bare
+/// pods, so no replacement can become ready in between and allow the second.
+fn evict_through_the_api(k: &Kubectl) {
+    for name in ["solo-a", "solo-b"] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "solo"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        k.ok_stdin(&["apply", "-f", "-"], &pod.to_string());
+    }
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "solo"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "solo"}}}});
+    k.ok_stdin(&["apply", "-f", "-"], &pdb.to_string());
+    wait_for("the solo budget allowing 1 disruption", 60, || {
+        (allowed(k, "solo") == 1).then_some(())
+    });
+    let eviction = |name: &str| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}})
+            .to_string()
+    };
+    let path = |name: &str| format!("/api/v1/namespaces/default/pods/{name}/eviction");
+    k.ok_stdin(
+        &["create", "--raw", &path("solo-a"), "-f", "-"],
+        &eviction("solo-a"),
+    );
+    let refused = k.output_stdin(
+        &["create", "--raw", &path("solo-b"), "-f", "-"],
+        &eviction("solo-b"),
+    );
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget."),
+        "{err}"
+    );
+    k.ok(&["delete", "pdb", "solo"]);
+    k.ok(&["delete", "pod", "solo-b", "--wait=false"]);
+    // Gone before the drain, which would refuse bare pods.
+    wait_for("the solo pods gone", 60, || {
+        let left = k.ok(&["get", "pods", "-l", "app=solo", "-o", "name"]);
+        left.trim().is_empty().then_some(())
+    });
 }
 
 #[test]
