@@ -97,6 +97,10 @@ pub struct AgentFlags {
     /// Seconds between node status checks (the status is written on change or every 5 min).
     #[arg(long)]
     pub node_status_update_seconds: Option<u64>,
+    /// Where the `cairn.io/local-path` provisioner makes volume directories
+    /// (default: `<root-dir>/local-path`).
+    #[arg(long)]
+    pub local_path_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +133,7 @@ pub struct AgentConfig {
     pub subnet_file: PathBuf,
     pub cni_data_dir: Option<PathBuf>,
     pub node_status_update_seconds: u64,
+    pub local_path_root: PathBuf,
 }
 
 impl AgentFlags {
@@ -164,7 +169,8 @@ impl AgentFlags {
             cluster_cidr,
             subnet_file,
             cni_data_dir,
-            node_status_update_seconds
+            node_status_update_seconds,
+            local_path_root
         )
     }
 }
@@ -230,6 +236,12 @@ impl AgentConfig {
                 .containerd_socket
                 .unwrap_or_else(|| "/run/containerd/containerd.sock".into()),
             containerd_namespace: f.containerd_namespace.unwrap_or_else(|| "cairn".into()),
+            local_path_root: f.local_path_root.clone().unwrap_or_else(|| {
+                f.root_dir
+                    .clone()
+                    .unwrap_or_else(|| "/var/lib/cairn-agent".into())
+                    .join("local-path")
+            }),
             root_dir: f.root_dir.unwrap_or_else(|| "/var/lib/cairn-agent".into()),
             state_dir: f.state_dir.unwrap_or_else(|| "/run/cairn-agent".into()),
             cni_conf_dir: f.cni_conf_dir.unwrap_or_else(|| "/etc/cni/net.d".into()),

@@ -3,8 +3,11 @@
 //! expansion.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service,
+};
 use kube::api::Api;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,12 +47,58 @@ pub trait ConfigSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
+    /// Where a bound claim's volume lives on this node; `Err` with why when it cannot be
+    /// used yet (unbound, missing, not a local or hostPath volume).
+    async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {
+        Err(format!(
+            "persistentvolumeclaim \"{namespace}/{claim}\" cannot be resolved here"
+        ))
+    }
 }
 
 pub struct ApiConfigSource(pub kube::Client);
 
 #[async_trait::async_trait]
 impl ConfigSource for ApiConfigSource {
+    async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.0.clone(), namespace);
+        let pvc = match claims.get_opt(claim).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(format!("persistentvolumeclaim \"{claim}\" not found")),
+            Err(e) => return Err(format!("reading persistentvolumeclaim \"{claim}\": {e}")),
+        };
+        let bound = pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+        let volume = pvc
+            .spec
+            .and_then(|s| s.volume_name)
+            .filter(|v| !v.is_empty() && bound);
+        let Some(volume) = volume else {
+            return Err(format!("persistentvolumeclaim \"{claim}\" is not bound"));
+        };
+        let volumes: Api<PersistentVolume> = Api::all(self.0.clone());
+        let pv = match volumes.get_opt(&volume).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return Err(format!("persistentvolume \"{volume}\" not found")),
+            Err(e) => return Err(format!("reading persistentvolume \"{volume}\": {e}")),
+        };
+        let spec = pv.spec.unwrap_or_default();
+        let path = spec
+            .local
+            .map(|l| l.path)
+            .or(spec.host_path.map(|h| h.path))
+            .ok_or_else(|| {
+                format!("persistentvolume \"{volume}\" is neither a local nor a hostPath volume")
+            })?;
+        let path = PathBuf::from(path);
+        if !path.is_dir() {
+            return Err(format!(
+                "persistentvolume \"{volume}\": {} is not a directory on this node",
+                path.display()
+            ));
+        }
+        Ok(path)
+    }
+
     async fn config_map(
         &self,
         namespace: &str,

@@ -20,6 +20,7 @@ pub mod events;
 pub mod hooks;
 pub mod images;
 pub mod ledger;
+pub mod local_path;
 pub mod node;
 pub mod pod_meta;
 pub mod pods;

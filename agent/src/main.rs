@@ -156,6 +156,13 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
 
     node::register(&agent).await?;
     tokio::spawn(node::run(agent.clone()));
+    let local_path = Arc::new(cairn_agent::local_path::LocalPath {
+        client: client.clone(),
+        node: config.node_name.clone(),
+        root: config.local_path_root.clone(),
+        events: agent.events.clone(),
+    });
+    tokio::spawn(local_path.run());
 
     if let Some(backend) = &config.network_backend {
         let backend = match backend.as_str() {

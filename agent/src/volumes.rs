@@ -1,4 +1,5 @@
-//! Pod volumes under `<root>/pods/<uid>/volumes/<plugin>/<name>` (emptyDir, hostPath,
+//! Pod volumes under `<root>/pods/<uid>/volumes/<plugin>/<name>` (emptyDir, hostPath, a
+//! persistentVolumeClaim's bound local or hostPath volume,
 //! configMap, secret, downwardAPI, projected of those), written atomically like the
 //! kubelet's AtomicWriter (a `..data` symlink swapped to a new timestamped dir) so running
 //! containers see updates, plus the pod's /etc/hosts, /etc/resolv.conf and /etc/hostname.
@@ -192,6 +193,17 @@ async fn setup_one(
     }
     if let Some(hp) = &v.host_path {
         return host_path(name, &hp.path, hp.type_.as_deref().unwrap_or(""));
+    }
+    if let Some(claim) = &v.persistent_volume_claim {
+        // The volume's own directory, bind-mounted as a hostPath is.
+        return ctx
+            .source
+            .claim_path(ctx.namespace(), &claim.claim_name)
+            .await
+            .map_err(|message| VolumeError::SetUp {
+                volume: name.clone(),
+                message,
+            });
     }
     let (plugin, files) = if let Some(cm) = &v.config_map {
         let optional = cm.optional == Some(true);

@@ -66,6 +66,10 @@ enum Command {
         /// they say otherwise.
         #[arg(long, default_value_t = 300)]
         default_unreachable_toleration_seconds: i64,
+        /// Create the default `local-path` StorageClass (provisioner `cairn.io/local-path`,
+        /// served by every agent; WaitForFirstConsumer, reclaim Delete) when missing.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        local_path_storage_class: bool,
         #[command(flatten)]
         controllers: ControllerArgs,
     },
@@ -285,6 +289,7 @@ async fn main() -> anyhow::Result<()> {
             scheduler_config,
             default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds,
+            local_path_storage_class,
             controllers,
         } => {
             let controllers = controllers.parse()?;
@@ -317,6 +322,7 @@ async fn main() -> anyhow::Result<()> {
                 default_not_ready_toleration_seconds,
                 default_unreachable_toleration_seconds,
             );
+            config.local_path_storage_class = local_path_storage_class;
             config.node_ipam = if allocate_node_cidrs {
                 Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
                     cluster_cidr,

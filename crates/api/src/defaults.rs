@@ -38,6 +38,11 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("", "ReplicationController") => default_replication_controller(o),
         ("batch", "Job") => default_job(o),
         ("", "PersistentVolumeClaim") => default_claim(o),
+        ("", "PersistentVolume") => default_volume(o),
+        ("storage.k8s.io", "StorageClass") => {
+            set_default_str(o, "reclaimPolicy", "Delete");
+            set_default_str(o, "volumeBindingMode", "Immediate");
+        }
         ("batch", "CronJob") => default_cron_job(o),
         ("discovery.k8s.io", "EndpointSlice") => default_endpoint_slice(o),
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -181,6 +186,17 @@ fn default_claim(pvc: &mut Map<String, Value>) {
         set_default_str(spec, "volumeMode", "Filesystem");
     }
     if let Some(status) = child_obj(pvc, "status") {
+        set_default_str(status, "phase", "Pending");
+    }
+}
+
+/// `SetDefaults_PersistentVolume`: Retain, Filesystem, phase Pending.
+fn default_volume(pv: &mut Map<String, Value>) {
+    if let Some(spec) = child_obj(pv, "spec") {
+        set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
+        set_default_str(spec, "volumeMode", "Filesystem");
+    }
+    if let Some(status) = child_obj(pv, "status") {
         set_default_str(status, "phase", "Pending");
     }
 }

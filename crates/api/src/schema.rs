@@ -118,6 +118,10 @@ pub fn normalize_kind(
         ("v1", "Endpoints") => roundtrip::<core::v1::Endpoints>(kind, version, obj),
         ("v1", "LimitRange") => roundtrip::<core::v1::LimitRange>(kind, version, obj),
         ("v1", "ResourceQuota") => roundtrip::<core::v1::ResourceQuota>(kind, version, obj),
+        ("v1", "PersistentVolume") => roundtrip::<core::v1::PersistentVolume>(kind, version, obj),
+        ("storage.k8s.io/v1", "StorageClass") => {
+            roundtrip::<k8s_openapi::api::storage::v1::StorageClass>(kind, version, obj)
+        }
         ("v1", "Event") => roundtrip::<core::v1::Event>(kind, version, obj),
         ("v1", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(kind, version, obj),
         ("v1", "Secret") => roundtrip::<core::v1::Secret>(kind, version, obj),

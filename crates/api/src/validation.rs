@@ -37,6 +37,7 @@ mod pod;
 mod policy;
 mod quota;
 mod service;
+mod storage;
 
 pub use apps::*;
 use batch::*;
@@ -46,6 +47,7 @@ use pod::*;
 use policy::*;
 use quota::*;
 use service::*;
+use storage::*;
 
 fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
     if value.is_empty() {
@@ -79,7 +81,12 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("apps", "StatefulSet") => validate_stateful_set(o, &mut errs),
         ("", "ReplicationController") => validate_replication_controller(o, &mut errs),
         ("batch", "Job") => validate_job(o, &mut errs),
-        ("", "PersistentVolumeClaim") => validate_claim(o, "spec", &mut errs),
+        ("", "PersistentVolumeClaim") => {
+            validate_claim(o, "spec", &mut errs);
+            validate_claim_storage(o, &mut errs);
+        }
+        ("", "PersistentVolume") => validate_persistent_volume(o, &mut errs),
+        ("storage.k8s.io", "StorageClass") => validate_storage_class(o, &mut errs),
         ("batch", "CronJob") => validate_cron_job(o, &mut errs),
         ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
         ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),
@@ -114,6 +121,8 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
             validate_immutable_data(o, n, &["data"], &mut errs);
         }
         ("", "Node") => validate_node_update(o, n, &mut errs),
+        ("", "PersistentVolumeClaim") => validate_claim_update(o, n, &mut errs),
+        ("storage.k8s.io", "StorageClass") => validate_storage_class_update(o, n, &mut errs),
         ("scheduling.k8s.io", "PriorityClass") => {
             crate::scheduling_validation::validate_priority_class_update(o, n, &mut errs)
         }

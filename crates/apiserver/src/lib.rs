@@ -20,6 +20,7 @@ pub mod render;
 pub mod request;
 pub mod selectors;
 pub mod state;
+pub mod storage;
 pub mod watch;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -57,6 +58,8 @@ pub struct ServerConfig {
     pub node_ipam: Option<nodeipam::NodeIpamConfig>,
     /// Seconds of the default `not-ready` and `unreachable` tolerations added to pods.
     pub default_toleration_seconds: (i64, i64),
+    /// Whether bootstrap creates the default `local-path` StorageClass.
+    pub local_path_storage_class: bool,
 }
 
 impl ServerConfig {
@@ -75,6 +78,7 @@ impl ServerConfig {
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
             ),
+            local_path_storage_class: true,
         }
     }
 }
@@ -185,6 +189,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             advertise_address: advertise,
             advertise_port: addr.port(),
             default_toleration_seconds: config.default_toleration_seconds,
+            local_path_storage_class: config.local_path_storage_class,
         },
         config.service_cidr,
         config.node_port_range,

@@ -75,6 +75,8 @@ pub struct ServerSettings {
     pub advertise_port: u16,
     /// Seconds of the default `not-ready` and `unreachable` tolerations added to pods.
     pub default_toleration_seconds: (i64, i64),
+    /// Whether bootstrap creates the default `local-path` StorageClass.
+    pub local_path_storage_class: bool,
 }
 
 pub struct ApiState {
@@ -468,7 +470,11 @@ impl ApiState {
             obj["status"]["qosClass"] = json!(qos_class(&obj));
         }
         if r.kind == "PersistentVolumeClaim" && r.group.is_empty() {
+            crate::storage::admit_claim(&self.cache, &mut obj);
             crate::limitranger::admit_claim(&self.cache, &obj, &name)?;
+        }
+        if r.kind == "PersistentVolume" && r.group.is_empty() {
+            crate::storage::admit_volume(&mut obj);
         }
         if crate::priority::is_priority_class(r) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
@@ -645,6 +651,9 @@ impl ApiState {
             cairn_api::defaults::generate_job_selector(obj);
         }
         if old.is_none() && r.kind == "PersistentVolumeClaim" {
+            obj["status"] = json!({"phase": "Pending"});
+        }
+        if old.is_none() && r.kind == "PersistentVolume" {
             obj["status"] = json!({"phase": "Pending"});
         }
         if old.is_none() && r.kind == "Service" {

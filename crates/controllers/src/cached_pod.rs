@@ -37,6 +37,8 @@ pub struct CachedPod {
     pub no_execute_tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
     /// What the pod charges ResourceQuotas (requests, limits, scope facts).
     pub quota: Option<Box<cairn_semantics::quota::PodQuota>>,
+    /// The claims its volumes name, for claim protection.
+    pub claims: Vec<String>,
 }
 
 /// What the endpoint controllers read of a pod with an address.
@@ -170,6 +172,16 @@ impl From<Pod> for CachedPod {
             .filter(|_| phase.as_deref() == Some("Failed"))
             .map(|s| Box::new(failure_of(s)));
         let quota = Some(Box::new(cairn_semantics::quota::PodQuota::of(&pod)));
+        let claims = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.volumes.iter().flatten())
+            .filter_map(|v| {
+                v.persistent_volume_claim
+                    .as_ref()
+                    .map(|c| c.claim_name.clone())
+            })
+            .collect();
         let mut metadata = pod.metadata;
         metadata.managed_fields = None;
         CachedPod {
@@ -184,6 +196,7 @@ impl From<Pod> for CachedPod {
             network,
             no_execute_tolerations,
             quota,
+            claims,
         }
     }
 }

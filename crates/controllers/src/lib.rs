@@ -28,6 +28,7 @@ pub mod select;
 pub mod serviceaccount;
 pub mod slow_start;
 pub mod statefulset;
+pub mod volume;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,10 +41,12 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    Endpoints, Namespace, Node, Pod, ReplicationController, ResourceQuota, Service, ServiceAccount,
+    Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, ResourceQuota, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Client;
@@ -106,6 +109,9 @@ struct Informers {
     leases: informer::Informer<Lease>,
     budgets: informer::Informer<PodDisruptionBudget>,
     quotas: informer::Informer<ResourceQuota>,
+    claims: informer::Informer<PersistentVolumeClaim>,
+    volumes: informer::Informer<PersistentVolume>,
+    storageclasses: informer::Informer<StorageClass>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
     pod_service_listeners: Option<ServiceListeners>,
 }
@@ -484,6 +490,79 @@ fn start_resourcequota(client: &Client, inf: &mut Informers) -> Task {
     Box::pin(resourcequota::run(ctx, triggers, resync_ticks()))
 }
 
+fn volume_ctx(client: &Client, inf: &mut Informers, component: &str) -> Arc<volume::Ctx> {
+    Arc::new(volume::Ctx {
+        client: client.clone(),
+        claims: inf.claims.reader(),
+        volumes: inf.volumes.reader(),
+        classes: inf.storageclasses.reader(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        recorder: Recorder::start(client.clone(), component),
+        retries: Default::default(),
+    })
+}
+
+fn start_volume_binder(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "persistentvolume-controller");
+    let own_claims = inf
+        .claims
+        .subscribe(|c: &PersistentVolumeClaim| vec![ObjectRef::from_obj(c)]);
+    let volume_claims = inf.volumes.subscribe(volume::volume_claim);
+    // A volume that becomes Available may suit any waiting claim.
+    let claims = inf.claims.reader();
+    let freed = inf.volumes.subscribe(move |_: &PersistentVolume| {
+        claims
+            .state()
+            .iter()
+            .filter(|c| {
+                c.spec
+                    .as_ref()
+                    .and_then(|s| s.volume_name.as_deref())
+                    .is_none_or(str::is_empty)
+            })
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect()
+    });
+    let own_volumes = inf
+        .volumes
+        .subscribe_with_deletions(|v: &PersistentVolume, _| vec![ObjectRef::from_obj(v)]);
+    let claim_volumes = inf
+        .claims
+        .subscribe_with_deletions(|c: &PersistentVolumeClaim, _| volume::claim_volume(c));
+    let claim_triggers =
+        futures::stream::select_all([own_claims.boxed(), volume_claims.boxed(), freed.boxed()]);
+    let volume_triggers = futures::stream::select(own_volumes, claim_volumes);
+    let claims = volume::run_claims(ctx.clone(), claim_triggers, resync_ticks());
+    let volumes = volume::run_volumes(ctx, volume_triggers, resync_ticks());
+    Box::pin(async move {
+        futures::future::join(claims, volumes).await;
+    })
+}
+
+fn start_claim_protection(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "pvc-protection-controller");
+    let own = inf
+        .claims
+        .subscribe(|c: &PersistentVolumeClaim| vec![ObjectRef::from_obj(c)]);
+    let pods = inf
+        .pods
+        .subscribe_with_deletions(|p: &CachedPod, _| volume::pod_claims(p));
+    Box::pin(volume::run_claim_protection(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
+fn start_volume_protection(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "pv-protection-controller");
+    let own = inf
+        .volumes
+        .subscribe(|v: &PersistentVolume| vec![ObjectRef::from_obj(v)]);
+    Box::pin(volume::run_volume_protection(ctx, own, resync_ticks()))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -507,6 +586,9 @@ const STARTERS: &[(&str, Starter)] = &[
     ("podgc", start_podgc),
     ("disruption", start_disruption),
     ("resourcequota", start_resourcequota),
+    ("persistentvolume-binder", start_volume_binder),
+    ("pvc-protection", start_claim_protection),
+    ("pv-protection", start_volume_protection),
 ];
 
 impl Informers {
@@ -534,6 +616,9 @@ impl Informers {
             leases: informer::Informer::new(Api::namespaced(client.clone(), "kube-node-lease")),
             budgets: informer::Informer::new(Api::all(client.clone())),
             quotas: informer::Informer::new(Api::all(client.clone())),
+            claims: informer::Informer::new(Api::all(client.clone())),
+            volumes: informer::Informer::new(Api::all(client.clone())),
+            storageclasses: informer::Informer::new(Api::all(client.clone())),
             pod_service_listeners: None,
         }
     }
@@ -590,6 +675,9 @@ impl Informers {
             self.leases.start_if_used("leases").await,
             self.budgets.start_if_used("poddisruptionbudgets").await,
             self.quotas.start_if_used("resourcequotas").await,
+            self.storageclasses.start_if_used("storageclasses").await,
+            self.volumes.start_if_used("persistentvolumes").await,
+            self.claims.start_if_used("persistentvolumeclaims").await,
         ];
         started.into_iter().flatten().collect()
     }

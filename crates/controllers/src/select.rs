@@ -25,6 +25,9 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("podgc", true),
     ("disruption", true),
     ("resourcequota", true),
+    ("persistentvolume-binder", true),
+    ("pvc-protection", true),
+    ("pv-protection", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

@@ -1,7 +1,7 @@
 //! The scheduling framework's shapes: plugin names as upstream spells them, a node's
 //! filter verdict, per-cycle state, and a profile (which plugins run, with what weights).
 
-use crate::plugins::{inter_pod_affinity, node_resources, topology_spread};
+use crate::plugins::{inter_pod_affinity, node_resources, topology_spread, volume_binding};
 
 pub const MAX_NODE_SCORE: i64 = 100;
 
@@ -17,10 +17,11 @@ pub enum PluginName {
     PodTopologySpread,
     NodeResourcesBalancedAllocation,
     ImageLocality,
+    VolumeBinding,
 }
 
 impl PluginName {
-    pub const ALL: [PluginName; 10] = [
+    pub const ALL: [PluginName; 11] = [
         PluginName::NodeUnschedulable,
         PluginName::NodeName,
         PluginName::TaintToleration,
@@ -31,6 +32,7 @@ impl PluginName {
         PluginName::PodTopologySpread,
         PluginName::NodeResourcesBalancedAllocation,
         PluginName::ImageLocality,
+        PluginName::VolumeBinding,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -45,6 +47,7 @@ impl PluginName {
             PluginName::PodTopologySpread => "PodTopologySpread",
             PluginName::NodeResourcesBalancedAllocation => "NodeResourcesBalancedAllocation",
             PluginName::ImageLocality => "ImageLocality",
+            PluginName::VolumeBinding => "VolumeBinding",
         }
     }
 
@@ -62,7 +65,10 @@ impl PluginName {
     pub fn has_score(self) -> bool {
         !matches!(
             self,
-            PluginName::NodeUnschedulable | PluginName::NodeName | PluginName::NodePorts
+            PluginName::NodeUnschedulable
+                | PluginName::NodeName
+                | PluginName::NodePorts
+                | PluginName::VolumeBinding
         )
     }
 }
@@ -97,6 +103,7 @@ pub struct CycleState {
     pub spread: Option<topology_spread::FilterState>,
     pub inter_pod_score: Option<inter_pod_affinity::ScoreState>,
     pub spread_score: Option<topology_spread::ScoreState>,
+    pub volumes: Option<volume_binding::PodVolumes>,
     /// Plugins whose pre-score found nothing to score for this pod.
     pub skip_score: Vec<PluginName>,
 }
@@ -130,6 +137,7 @@ impl Profile {
                 NodeAffinity,
                 NodePorts,
                 NodeResourcesFit,
+                VolumeBinding,
                 PodTopologySpread,
                 InterPodAffinity,
             ],

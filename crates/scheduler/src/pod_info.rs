@@ -140,6 +140,8 @@ pub struct PodInfo {
     pub gated: bool,
     pub terminating: bool,
     pub preemption_never: bool,
+    /// The claims its volumes name.
+    pub claims: Vec<String>,
 }
 
 impl PodInfo {
@@ -219,6 +221,16 @@ impl PodInfo {
                 .is_some_and(|g| !g.is_empty()),
             terminating: meta.deletion_timestamp.is_some(),
             preemption_never: spec.preemption_policy.as_deref() == Some("Never"),
+            claims: spec
+                .volumes
+                .iter()
+                .flatten()
+                .filter_map(|v| {
+                    v.persistent_volume_claim
+                        .as_ref()
+                        .map(|c| c.claim_name.clone())
+                })
+                .collect(),
             namespace,
             name,
             labels,

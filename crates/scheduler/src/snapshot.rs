@@ -120,6 +120,8 @@ pub struct Snapshot {
     /// Image name → number of nodes that have it.
     image_nodes: HashMap<String, usize>,
     pub namespaces: HashMap<String, Labels>,
+    /// Claims, volumes and classes, for VolumeBinding.
+    pub volumes: crate::plugins::volume_binding::VolumeState,
     /// Label key → number of nodes carrying it.
     key_nodes: HashMap<String, usize>,
     /// Hostname label value → nodes carrying it, and how many values are shared.

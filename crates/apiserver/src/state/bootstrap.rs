@@ -1,5 +1,6 @@
-//! What a fresh cluster has: namespaces, the system PriorityClasses, the `kubernetes`
-//! Service and its Endpoints.
+//! What a fresh cluster has: namespaces, the system PriorityClasses, the default
+//! `local-path` StorageClass (as k3s ships one), the `kubernetes` Service and its
+//! Endpoints.
 
 use cairn_api::registry;
 use cairn_api::status::Status;
@@ -30,6 +31,20 @@ impl ApiState {
                 let body =
                     json!({"metadata": {"name": name}, "value": value, "description": description});
                 self.create(pcr, None, body, &opts).await?;
+            }
+        }
+        if self.settings.local_path_storage_class {
+            let scr = registry::find("storage.k8s.io", "v1", "storageclasses")
+                .ok_or_else(|| Status::internal("storageclasses not registered"))?;
+            if self.cache.get(&scr.key(None, "local-path")).is_none() {
+                let body = json!({
+                    "metadata": {"name": "local-path", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                    "provisioner": "cairn.io/local-path",
+                    "reclaimPolicy": "Delete",
+                    "volumeBindingMode": "WaitForFirstConsumer",
+                    "allowVolumeExpansion": true,
+                });
+                self.create(scr, None, body, &opts).await?;
             }
         }
         let svc = registry::find("", "v1", "services")

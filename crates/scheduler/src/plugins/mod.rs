@@ -8,6 +8,7 @@ pub mod node_ports;
 pub mod node_resources;
 pub mod taint_toleration;
 pub mod topology_spread;
+pub mod volume_binding;
 
 use crate::framework::{CycleState, PluginName, Profile, Unfit, MAX_NODE_SCORE};
 use crate::pod_info::PodInfo;
@@ -32,6 +33,13 @@ pub fn pre_filter(p: PluginName, pod: &PodInfo, snap: &Snapshot, state: &mut Cyc
     match p {
         PluginName::InterPodAffinity => state.inter_pod = inter_pod_affinity::pre_filter(pod, snap),
         PluginName::PodTopologySpread => state.spread = topology_spread::pre_filter(pod, snap),
+        PluginName::VolumeBinding if !pod.claims.is_empty() => {
+            state.volumes = Some(volume_binding::pre_filter(
+                &pod.namespace,
+                &pod.claims,
+                &snap.volumes,
+            ))
+        }
         _ => {}
     }
 }
@@ -56,6 +64,10 @@ pub fn filter(
         },
         PluginName::PodTopologySpread => match &state.spread {
             Some(s) => topology_spread::filter(pod, node, s),
+            None => Ok(()),
+        },
+        PluginName::VolumeBinding => match &state.volumes {
+            Some(v) => volume_binding::filter(v, node),
             None => Ok(()),
         },
         PluginName::NodeResourcesBalancedAllocation | PluginName::ImageLocality => Ok(()),
@@ -117,7 +129,10 @@ pub fn score(
             .spread_score
             .as_ref()
             .map_or(0, |s| topology_spread::score(pod, node, s)),
-        PluginName::NodeUnschedulable | PluginName::NodeName | PluginName::NodePorts => 0,
+        PluginName::NodeUnschedulable
+        | PluginName::NodeName
+        | PluginName::NodePorts
+        | PluginName::VolumeBinding => 0,
     }
 }
 

@@ -1,8 +1,9 @@
-//! List-watch of nodes, pods and namespaces (kube-runtime watchers, re-listing after
+//! List-watch of nodes, pods, namespaces, claims, volumes and storage classes (kube-runtime watchers, re-listing after
 //! errors), forwarded into the scheduling loop's channel.
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
@@ -16,6 +17,9 @@ pub enum Input {
     Node(Box<Event<Node>>),
     Pod(Box<Event<Pod>>),
     Namespace(Box<Event<Namespace>>),
+    Claim(Box<Event<PersistentVolumeClaim>>),
+    Volume(Box<Event<PersistentVolume>>),
+    Class(Box<Event<StorageClass>>),
     /// A bind finished (Err: the message).
     Bound {
         uid: String,
@@ -66,6 +70,24 @@ pub fn start(client: &Client, tx: &mpsc::Sender<Input>) -> Vec<tokio::task::Join
             tx.clone(),
             Input::Namespace,
             "namespaces",
+        )),
+        tokio::spawn(forward(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            tx.clone(),
+            Input::Claim,
+            "persistentvolumeclaims",
+        )),
+        tokio::spawn(forward(
+            Api::<PersistentVolume>::all(client.clone()),
+            tx.clone(),
+            Input::Volume,
+            "persistentvolumes",
+        )),
+        tokio::spawn(forward(
+            Api::<StorageClass>::all(client.clone()),
+            tx.clone(),
+            Input::Class,
+            "storageclasses",
         )),
     ]
 }

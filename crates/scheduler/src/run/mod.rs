@@ -7,6 +7,7 @@ pub mod cycle;
 pub mod extender;
 pub mod informers;
 pub mod report;
+pub mod volumes;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -155,6 +156,32 @@ impl Scheduler {
                 Event::Init | Event::InitDone => {}
             },
             Input::Bound { uid, pod, result } => self.on_bound(uid, pod, result, now),
+            Input::Claim(ev) => {
+                match *ev {
+                    Event::Apply(c) | Event::InitApply(c) => self.snapshot.volumes.upsert_claim(&c),
+                    Event::Delete(c) => self.snapshot.volumes.remove_claim(&c),
+                    Event::Init | Event::InitDone => {}
+                }
+                self.queue.move_all(now);
+            }
+            Input::Volume(ev) => {
+                match *ev {
+                    Event::Apply(v) | Event::InitApply(v) => {
+                        self.snapshot.volumes.upsert_volume(&v)
+                    }
+                    Event::Delete(v) => self.snapshot.volumes.remove_volume(&v),
+                    Event::Init | Event::InitDone => {}
+                }
+                self.queue.move_all(now);
+            }
+            Input::Class(ev) => {
+                match *ev {
+                    Event::Apply(c) | Event::InitApply(c) => self.snapshot.volumes.upsert_class(&c),
+                    Event::Delete(c) => self.snapshot.volumes.remove_class(&c),
+                    Event::Init | Event::InitDone => {}
+                }
+                self.queue.move_all(now);
+            }
         }
     }
 
@@ -359,10 +386,16 @@ impl Scheduler {
                     .iter()
                     .find(|e| e.binds() && e.interested(&info))
                     .cloned();
+                let claims = crate::plugins::volume_binding::pre_filter(
+                    &info.namespace,
+                    &info.claims,
+                    &self.snapshot.volumes,
+                )
+                .to_provision;
                 self.snapshot.add_pod(info, &node);
                 self.assumed.insert(id.clone(), node.clone());
                 self.queue.done(&id);
-                self.spawn_bind(pod, id, binder, node).await;
+                self.spawn_bind(pod, id, binder, node, claims).await;
             }
             Err(CycleError::Fit(mut fit)) => {
                 self.queue.unschedulable(&id, now);
@@ -446,6 +479,7 @@ impl Scheduler {
         uid: String,
         binder: Option<Arc<Extender>>,
         node: String,
+        claims: Vec<(String, String)>,
     ) {
         // Waiting for a permit bounds the binds in flight (back-pressure on the loop).
         let Ok(permit) = self.binds.clone().acquire_owned().await else {
@@ -455,9 +489,12 @@ impl Scheduler {
         let tx = self.tx.clone();
         let reporter = self.reporter.clone();
         tokio::spawn(async move {
-            let result = match binder {
-                Some(e) => e.bind(&pod, &node).await.map_err(|e| e.to_string()),
-                None => bind(&client, &pod, &node).await,
+            let result = match volumes::pre_bind(&client, &claims, &node).await {
+                Err(e) => Err(e),
+                Ok(()) => match binder {
+                    Some(e) => e.bind(&pod, &node).await.map_err(|e| e.to_string()),
+                    None => bind(&client, &pod, &node).await,
+                },
             };
             drop(permit);
             if result.is_ok() {
