@@ -407,7 +407,42 @@ pub(super) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause
         }
         validate_claim(pvc, &format!("spec.volumeClaimTemplates[{i}].spec"), errs);
     }
-    validate_workload(spec, "statefulset", errs);
+    validate_workload(&with_claim_volumes(spec), "statefulset", errs);
+}
+
+/// The spec with each claim template as a template volume, as the controller adds them
+/// to the pods, so mounts of claim templates are found.
+fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
+    let names: Vec<String> = objs(spec, "volumeClaimTemplates")
+        .filter_map(|(_, pvc)| obj(pvc, "metadata").map(|m| s(m, "name").to_string()))
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut out = spec.clone();
+    if names.is_empty() {
+        return out;
+    }
+    let pod_spec = out
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .and_then(Value::as_object_mut);
+    if let Some(pod_spec) = pod_spec {
+        let volumes = pod_spec
+            .entry("volumes")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(list) = volumes.as_array_mut() {
+            for n in names {
+                let claim =
+                    serde_json::json!({"name": n, "persistentVolumeClaim": {"claimName": n}});
+                if !list
+                    .iter()
+                    .any(|v| v.get("name").and_then(Value::as_str) == Some(n.as_str()))
+                {
+                    list.push(claim);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A PersistentVolumeClaim's spec (`ValidatePersistentVolumeClaimSpec`): access modes and
