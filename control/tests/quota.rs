@@ -146,6 +146,34 @@ fn counts(k: &Kubectl) {
     );
     k.ok(&["-n", "counts", "delete", "deployment", "d1"]);
     wait_used(k, "counts", "q", "count/deployments.apps", "0");
+    storage(k);
+}
+
+/// Claims: storage in total and per class.
+fn storage(k: &Kubectl) {
+    k.ok(&["create", "namespace", "storage"]);
+    let hard = "--hard=requests.storage=1Gi,local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1";
+    k.ok(&["-n", "storage", "create", "quota", "s", hard]);
+    wait_used(k, "storage", "s", "requests.storage", "0");
+    let claim = |name: &str, size: &str| {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "storage"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}})
+        .to_string()
+    };
+    k.ok_stdin(&["apply", "-f", "-"], &claim("a", "600Mi"));
+    let err = k.fails_stdin(&["apply", "-f", "-"], &claim("b", "100Mi"));
+    assert!(
+        err.contains("exceeded quota: s, requested: local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, used: local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1, limited: local-path.storageclass.storage.k8s.io/persistentvolumeclaims=1"),
+        "{err}"
+    );
+    let mut manual: Value = serde_json::from_str(&claim("c", "600Mi")).unwrap();
+    manual["spec"]["storageClassName"] = json!("manual");
+    let err = k.fails_stdin(&["apply", "-f", "-"], &manual.to_string());
+    assert!(
+        err.contains("exceeded quota: s, requested: requests.storage=600Mi, used: requests.storage=600Mi, limited: requests.storage=1Gi"),
+        "{err}"
+    );
+    wait_used(k, "storage", "s", "requests.storage", "600Mi");
 }
 
 /// Compute: constrained resources must be stated; sums are checked and tracked; a
