@@ -3,8 +3,8 @@
 //! invalid objects refused; the default `local-path` class; static binding (smallest fit,
 //! pre-bound volumes); claim protection while a pod uses the claim; Retain keeps a
 //! released volume, Delete without a provisioner fails it; a `WaitForFirstConsumer` claim
-//! is placed by the scheduler (the test plays the node's provisioner) and the pod is
-//! bound only once its claim is.
+//! is placed by the scheduler (the test plays the node's provisioner, the simulated node
+//! paused) and the pod is bound only once its claim is.
 
 // Test code: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -62,7 +62,7 @@ fn pod_with_claim(name: &str, claim: &str) -> String {
 fn volumes_bind_protect_and_release() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let _kubelet = start_kubelet(&server.url);
+    let kubelet = start_kubelet(&server.url);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "4");
     invalid_objects(&k);
@@ -74,7 +74,7 @@ fn volumes_bind_protect_and_release() {
     assert!(classes.contains("WaitForFirstConsumer"), "{classes}");
     static_binding(&k);
     protection_and_release(&k);
-    wait_for_first_consumer(&k);
+    wait_for_first_consumer(&k, &kubelet);
 }
 
 fn invalid_objects(k: &Kubectl) {
@@ -191,7 +191,10 @@ fn protection_and_release(k: &Kubectl) {
 /// The default class waits for a consumer; the scheduler names the node, the
 /// provisioner (played here) makes a volume, the binder binds, and only then the pod is
 /// bound to the node.
-fn wait_for_first_consumer(k: &Kubectl) {
+fn wait_for_first_consumer(k: &Kubectl, kubelet: &common::sim::FakeKubelet) {
+    // The simulated node provisions local-path claims itself; paused, it leaves this one
+    // to the test, so the moment before the claim is bound can be observed.
+    kubelet.pause("node-1");
     k.ok_stdin(&["apply", "-f", "-"], &pvc("late", "1Gi", None));
     assert_eq!(
         jsonpath(k, &["pvc", "late"], "{.spec.storageClassName}"),
@@ -227,6 +230,7 @@ fn wait_for_first_consumer(k: &Kubectl) {
     k.ok_stdin(&["apply", "-f", "-"], &made.to_string());
     wait_jsonpath(k, &["pvc", "late"], "{.status.phase}", "Bound");
     wait_jsonpath(k, &["pod", "consumer"], "{.spec.nodeName}", "node-1");
+    kubelet.resume("node-1");
     // A second pod of the same claim goes where the local volume is.
     add_node(k, "node-2", "4");
     k.ok_stdin(&["apply", "-f", "-"], &pod_with_claim("second", "late"));

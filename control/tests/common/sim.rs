@@ -5,6 +5,8 @@
 //! finishes graceful deletions at once. It also keeps every node alive as a kubelet does:
 //! its Lease in `kube-node-lease` renewed and its Ready condition's heartbeat fresh — except
 //! for nodes [`FakeKubelet::pause`]d, whose pods it leaves alone too (a node gone dark).
+//! And it plays each node's `cairn.io/local-path` provisioner: a claim placed on a node it
+//! simulates gets a pre-bound volume there (no directory, nothing mounts it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -173,12 +175,52 @@ async fn heartbeat(c: &reqwest::Client, url: &str, paused: &Paused) -> Result<()
     Ok(())
 }
 
+/// Volumes for claims handed to `cairn.io/local-path` and placed on a simulated node.
+async fn provision(c: &reqwest::Client, url: &str, paused: &Paused) -> Result<(), reqwest::Error> {
+    let claims: Value = c
+        .get(format!("{url}/api/v1/persistentvolumeclaims"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    for claim in claims["items"].as_array().cloned().unwrap_or_default() {
+        let ann = &claim["metadata"]["annotations"];
+        let node = ann["volume.kubernetes.io/selected-node"]
+            .as_str()
+            .unwrap_or("");
+        let ours = ann["volume.kubernetes.io/storage-provisioner"] == "cairn.io/local-path";
+        let unbound = claim["spec"]["volumeName"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty();
+        if !ours || !unbound || node.is_empty() || paused.lock().unwrap().contains(node) {
+            continue;
+        }
+        let uid = claim["metadata"]["uid"].as_str().unwrap_or("");
+        let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": format!("pvc-{uid}"), "annotations": {"pv.kubernetes.io/provisioned-by": "cairn.io/local-path"}},
+            "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
+                "accessModes": claim["spec"]["accessModes"], "storageClassName": claim["spec"]["storageClassName"],
+                "persistentVolumeReclaimPolicy": "Delete", "local": {"path": format!("/sim/{uid}")},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+                "claimRef": {"namespace": claim["metadata"]["namespace"], "name": claim["metadata"]["name"], "uid": uid}}});
+        // A 409 (made on an earlier pass) is fine.
+        c.post(format!("{url}/api/v1/persistentvolumes"))
+            .json(&pv)
+            .send()
+            .await?;
+    }
+    Ok(())
+}
+
 async fn sync_once(
     c: &reqwest::Client,
     url: &str,
     seq: &mut u32,
     paused: &Paused,
 ) -> Result<(), reqwest::Error> {
+    provision(c, url, paused).await?;
     let list: Value = c
         .get(format!("{url}/api/v1/pods"))
         .send()
