@@ -1,7 +1,115 @@
-//! cairn-proxy: not implemented yet (see the open issues). The binary exists so the
-//! workspace layout and packaging are fixed early.
+//! cairn-proxy: the service proxy of a cairn node (see the library for how it works).
 
-fn main() -> std::process::ExitCode {
-    eprintln!("cairn-proxy: not implemented yet");
-    std::process::ExitCode::from(2)
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use cairn_proxy::backend::{NftBackend, ProxyBackend};
+use cairn_proxy::run::{run, ProxyConfig};
+use cairn_serviceproxy::nftables::NftConfig;
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cairn-proxy",
+    about = "Service proxy: ClusterIP, NodePort, external and load-balancer traffic to endpoints"
+)]
+struct Cli {
+    /// kubeconfig used to reach cairn-control (default: in-cluster or ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// This node's name (endpoints on it are local), default the host name.
+    #[arg(long)]
+    hostname_override: Option<String>,
+    /// nftables (iptables and ipvs are not built yet).
+    #[arg(long, default_value = "nftables")]
+    mode: String,
+    /// Pod network: traffic to a cluster IP from outside it is masqueraded.
+    #[arg(long)]
+    cluster_cidr: Option<ipnetwork::Ipv4Network>,
+    /// Least time between two syncs, in seconds (changes meanwhile are batched).
+    #[arg(long, default_value_t = 1.0)]
+    min_sync_period: f64,
+    /// Time between full syncs that repair drift, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    sync_period: f64,
+    /// `/healthz` and `/livez`; empty to turn them off.
+    #[arg(long, default_value = "0.0.0.0:10256")]
+    healthz_bind_address: String,
+    /// Remove everything the proxy owns for the mode, then exit.
+    #[arg(long)]
+    cleanup: bool,
+}
+
+fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
+    match cli.mode.as_str() {
+        "nftables" => {
+            let nft = cairn_netfilter::NftCommand::new().context("nftables mode")?;
+            let config = NftConfig {
+                cluster_cidr: cli.cluster_cidr,
+            };
+            Ok(Box::new(NftBackend::new(Arc::new(nft), config)))
+        }
+        "iptables" | "ipvs" => bail!("--mode {}: not built yet; use nftables", cli.mode),
+        other => bail!("--mode {other}: must be nftables, iptables or ipvs"),
+    }
+}
+
+async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+    let config = match path {
+        Some(p) => {
+            let kc = kube::config::Kubeconfig::read_from(p)
+                .with_context(|| format!("reading kubeconfig {}", p.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading kubeconfig {}", p.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("finding a kubeconfig")?,
+    };
+    kube::Client::try_from(config).context("building the API client")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let mut backend = backend(&cli)?;
+    if cli.cleanup {
+        backend.cleanup().context("cleaning up")?;
+        return Ok(());
+    }
+    let node_name = match &cli.hostname_override {
+        Some(n) => n.clone(),
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .context("reading the host name")?
+            .trim()
+            .to_string(),
+    };
+    let healthz = if cli.healthz_bind_address.is_empty() {
+        None
+    } else {
+        Some(
+            cli.healthz_bind_address
+                .parse::<SocketAddr>()
+                .context("--healthz-bind-address")?,
+        )
+    };
+    let config = ProxyConfig {
+        node_name,
+        min_sync_period: Duration::from_secs_f64(cli.min_sync_period.max(0.0)),
+        sync_period: Duration::from_secs_f64(cli.sync_period.max(1.0)),
+        healthz,
+    };
+    let client = client(cli.kubeconfig.as_ref()).await?;
+    run(client, config, backend).await?;
+    Ok(())
 }

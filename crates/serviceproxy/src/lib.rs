@@ -1,0 +1,17 @@
+//! The service proxy's core, free of IO: what every Service port of the cluster should do
+//! on this node ([`desired::desired_state`]), and which service ports changed between two
+//! such states ([`diff::diff`]), so a backend re-programs only those. Endpoint selection
+//! follows kube-proxy's `CategorizeEndpoints`: ready endpoints, else serving-terminating
+//! ones; node-local ones where a traffic policy is `Local`.
+
+pub mod desired;
+pub mod diff;
+pub mod model;
+pub mod nftables;
+
+#[cfg(test)]
+mod tests;
+
+pub use desired::desired_state;
+pub use diff::{diff, Diff};
+pub use model::{Endpoint, Protocol, ProxyState, ServiceEntry, ServicePort, ServicePortName};

@@ -1,0 +1,95 @@
+//! The desired state's shapes.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    pub fn parse(s: Option<&str>) -> Option<Protocol> {
+        match s.unwrap_or("TCP") {
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+
+    /// The name nftables and iptables use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
+        }
+    }
+}
+
+/// `namespace/name:port-name`, kube-proxy's `ServicePortName`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServicePortName {
+    pub namespace: String,
+    pub name: String,
+    pub port: String,
+    pub protocol: Protocol,
+}
+
+impl std::fmt::Display for ServicePortName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)?;
+        if !self.port.is_empty() {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a service port exposes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePort {
+    pub cluster_ip: Option<Ipv4Addr>,
+    pub port: u16,
+    pub node_port: Option<u16>,
+    pub external_ips: Vec<Ipv4Addr>,
+    pub load_balancer_ips: Vec<Ipv4Addr>,
+    /// `sessionAffinity: ClientIP` timeout, in seconds.
+    pub affinity_seconds: Option<u32>,
+    /// `externalTrafficPolicy: Local` (for NodePort, external and load-balancer traffic).
+    pub external_local: bool,
+    /// `internalTrafficPolicy: Local` (for cluster-IP traffic).
+    pub internal_local: bool,
+    pub health_check_node_port: Option<u16>,
+}
+
+/// One backend of a service port.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Endpoint {
+    pub ip: Ipv4Addr,
+    pub port: u16,
+    pub ready: bool,
+    pub serving: bool,
+    pub terminating: bool,
+    /// On this node.
+    pub local: bool,
+}
+
+/// A service port and the endpoints traffic may go to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceEntry {
+    pub port: ServicePort,
+    /// For cluster-IP traffic (all usable endpoints, or the local ones under
+    /// `internalTrafficPolicy: Local`).
+    pub cluster: Vec<Endpoint>,
+    /// For node-port, external and load-balancer traffic.
+    pub external: Vec<Endpoint>,
+    /// Local usable endpoints (what the health-check node port reports).
+    pub local_count: usize,
+}
+
+/// Every service port the node should serve.
+pub type ProxyState = BTreeMap<ServicePortName, ServiceEntry>;

@@ -1,0 +1,125 @@
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::json;
+
+use crate::*;
+
+fn svc(v: serde_json::Value) -> Service {
+    serde_json::from_value(v).unwrap()
+}
+
+fn slice(
+    svc: &str,
+    addr_type: &str,
+    ports: serde_json::Value,
+    eps: serde_json::Value,
+) -> EndpointSlice {
+    serde_json::from_value(json!({"metadata": {"name": format!("{svc}-x"), "namespace": "ns",
+        "labels": {"kubernetes.io/service-name": svc}}, "addressType": addr_type, "ports": ports, "endpoints": eps}))
+    .unwrap()
+}
+
+fn ep(ip: &str, node: &str, ready: bool, serving: bool, terminating: bool) -> serde_json::Value {
+    json!({"addresses": [ip], "nodeName": node,
+        "conditions": {"ready": ready, "serving": serving, "terminating": terminating}})
+}
+
+fn web() -> Service {
+    svc(json!({"metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"type": "NodePort", "clusterIP": "10.96.0.10", "externalTrafficPolicy": "Local",
+            "sessionAffinity": "ClientIP",
+            "ports": [{"name": "http", "port": 80, "targetPort": "http", "nodePort": 30080, "protocol": "TCP"},
+                      {"name": "dns", "port": 53, "protocol": "UDP"}]}}))
+}
+
+fn key(port: &str, protocol: Protocol) -> ServicePortName {
+    ServicePortName {
+        namespace: "ns".into(),
+        name: "web".into(),
+        port: port.into(),
+        protocol,
+    }
+}
+
+#[test]
+fn ports_resolve_per_slice_and_endpoints_are_categorized() {
+    let slices = [
+        slice(
+            "web",
+            "IPv4",
+            json!([{"name": "http", "port": 8080, "protocol": "TCP"}]),
+            json!([
+                ep("10.244.1.2", "a", true, true, false),
+                ep("10.244.2.2", "b", true, true, false),
+                ep("10.244.1.3", "a", false, true, true)
+            ]),
+        ),
+        slice(
+            "web",
+            "IPv6",
+            json!([{"name": "http", "port": 8080}]),
+            json!([ep("fd00::1", "a", true, true, false)]),
+        ),
+    ];
+    let (state, warnings) = desired_state(&[web()], &slices, "a");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let http = &state[&key("http", Protocol::Tcp)];
+    assert_eq!(http.port.node_port, Some(30080));
+    assert_eq!(http.port.affinity_seconds, Some(10_800));
+    assert!(http.port.external_local);
+    let ips = |v: &[Endpoint]| v.iter().map(|e| e.ip.to_string()).collect::<Vec<_>>();
+    assert_eq!(ips(&http.cluster), ["10.244.1.2", "10.244.2.2"]);
+    assert_eq!(
+        ips(&http.external),
+        ["10.244.1.2"],
+        "Local: this node's only"
+    );
+    assert_eq!(http.cluster[0].port, 8080);
+    assert!(
+        state[&key("dns", Protocol::Udp)].cluster.is_empty(),
+        "no slice port named dns"
+    );
+}
+
+#[test]
+fn terminating_serving_endpoints_are_used_only_when_none_is_ready() {
+    let slices = [slice(
+        "web",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([
+            ep("10.244.1.3", "a", false, true, true),
+            ep("10.244.1.4", "a", false, false, true)
+        ]),
+    )];
+    let (state, _) = desired_state(&[web()], &slices, "b");
+    let http = &state[&key("http", Protocol::Tcp)];
+    assert_eq!(http.cluster.len(), 1);
+    assert_eq!(http.cluster[0].ip.to_string(), "10.244.1.3");
+    assert!(http.external.is_empty(), "no local endpoint on b");
+    assert_eq!(http.local_count, 0);
+}
+
+#[test]
+fn headless_and_external_name_services_are_left_out_and_diffs_name_what_changed() {
+    let headless = svc(
+        json!({"metadata": {"name": "h", "namespace": "ns"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}),
+    );
+    let ext = svc(
+        json!({"metadata": {"name": "e", "namespace": "ns"}, "spec": {"type": "ExternalName", "externalName": "x.example"}}),
+    );
+    let (state, _) = desired_state(&[headless, ext, web()], &[], "a");
+    assert_eq!(state.len(), 2);
+    let slices = [slice(
+        "web",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([ep("10.244.1.2", "a", true, true, false)]),
+    )];
+    let (next, _) = desired_state(&[web()], &slices, "a");
+    let d = diff(&state, &next);
+    assert_eq!(d.changed, vec![key("http", Protocol::Tcp)]);
+    assert!(d.added.is_empty() && d.removed.is_empty());
+    let d = diff(&next, &ProxyState::new());
+    assert_eq!(d.removed.len(), 2);
+}

@@ -1,0 +1,96 @@
+//! The backends' seam: one `sync` per change (partial when possible, a full replacement
+//! otherwise or when a partial one fails) and a `cleanup` that removes exactly what the
+//! backend owns.
+
+use cairn_netfilter::{NftDriver, NftError};
+use cairn_serviceproxy::nftables::{NftConfig, Renderer, TABLE};
+use cairn_serviceproxy::{diff, ProxyState};
+use tracing::warn;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("nftables: {0}")]
+    Nft(#[from] NftError),
+}
+
+/// What one sync did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub full: bool,
+    /// Service ports written (all of them on a full sync).
+    pub written: usize,
+    /// Things left out of the state, for the log.
+    pub warnings: Vec<String>,
+}
+
+pub trait ProxyBackend: Send {
+    /// Programs `desired`; `full` asks for a complete rewrite.
+    fn sync(&mut self, desired: &ProxyState, full: bool) -> Result<SyncReport, BackendError>;
+    /// Removes everything the backend owns, and nothing else.
+    fn cleanup(&mut self) -> Result<(), BackendError>;
+}
+
+/// The nftables backend: one table, replaced whole on a full sync, patched per service
+/// port otherwise (each sync one atomic transaction).
+pub struct NftBackend {
+    driver: std::sync::Arc<dyn NftDriver>,
+    renderer: Renderer,
+    config: NftConfig,
+    applied: Option<ProxyState>,
+}
+
+impl NftBackend {
+    pub fn new(driver: std::sync::Arc<dyn NftDriver>, config: NftConfig) -> NftBackend {
+        NftBackend {
+            driver,
+            renderer: Renderer::default(),
+            config,
+            applied: None,
+        }
+    }
+}
+
+impl ProxyBackend for NftBackend {
+    fn sync(&mut self, desired: &ProxyState, full: bool) -> Result<SyncReport, BackendError> {
+        if let (false, Some(applied)) = (full, self.applied.as_ref()) {
+            let d = diff(applied, desired);
+            if d.is_empty() {
+                return Ok(SyncReport::default());
+            }
+            let script = self.renderer.partial(&self.config, applied, desired, &d);
+            match self.driver.apply(&script) {
+                Ok(()) => {
+                    self.applied = Some(desired.clone());
+                    let written = d.added.len() + d.changed.len() + d.removed.len();
+                    let warnings = self.renderer.warnings.clone();
+                    return Ok(SyncReport {
+                        full: false,
+                        written,
+                        warnings,
+                    });
+                }
+                Err(e) => warn!(error = %e, "partial sync failed; doing a full one"),
+            }
+        }
+        let script = self.renderer.full(&self.config, desired);
+        self.applied = None;
+        self.driver.apply(&script)?;
+        self.applied = Some(desired.clone());
+        Ok(SyncReport {
+            full: true,
+            written: desired.len(),
+            warnings: self.renderer.warnings.clone(),
+        })
+    }
+
+    fn cleanup(&mut self) -> Result<(), BackendError> {
+        if self.driver.table_exists("ip", TABLE)? {
+            self.driver.apply(&format!("delete table ip {TABLE}\n"))?;
+        }
+        self.applied = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

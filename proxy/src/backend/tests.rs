@@ -1,0 +1,103 @@
+use std::sync::Arc;
+
+use cairn_netfilter::RecordingNft;
+use cairn_serviceproxy::desired_state;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::json;
+
+use super::*;
+
+fn service(name: &str, ip: &str) -> Service {
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+        "spec": {"clusterIP": ip, "ports": [{"port": 80, "protocol": "TCP"}]}}))
+    .unwrap()
+}
+
+fn slice(name: &str, ips: &[&str]) -> EndpointSlice {
+    let eps: Vec<_> = ips
+        .iter()
+        .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}}))
+        .collect();
+    serde_json::from_value(
+        json!({"metadata": {"name": format!("{name}-1"), "namespace": "default",
+        "labels": {"kubernetes.io/service-name": name}}, "addressType": "IPv4",
+        "ports": [{"port": 8080, "protocol": "TCP"}], "endpoints": eps}),
+    )
+    .unwrap()
+}
+
+fn backend() -> (Arc<RecordingNft>, NftBackend) {
+    let nft = Arc::new(RecordingNft::default());
+    let b = NftBackend::new(
+        nft.clone(),
+        NftConfig {
+            cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+        },
+    );
+    (nft, b)
+}
+
+#[test]
+fn first_sync_is_full_then_only_changed_services_are_written() {
+    let (nft, mut b) = backend();
+    let svcs = [service("a", "10.96.0.10"), service("b", "10.96.0.11")];
+    let (state, _) = desired_state(
+        &svcs,
+        &[slice("a", &["10.244.1.2"]), slice("b", &["10.244.1.3"])],
+        "n",
+    );
+    let r = b.sync(&state, false).unwrap();
+    assert!(r.full);
+    let full = nft.scripts.lock()[0].clone();
+    assert!(full.contains("delete table ip cairn-proxy"), "{full}");
+    assert!(
+        full.contains("add element ip cairn-proxy service-ips { 10.96.0.10 . tcp . 80 : goto svc-")
+    );
+    assert!(full.contains("dnat to 10.244.1.3:8080"));
+    assert!(full.contains("ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 jump mark-for-masquerade"));
+
+    // Nothing changed: nothing is written.
+    assert_eq!(b.sync(&state, false).unwrap(), SyncReport::default());
+    assert_eq!(nft.scripts.lock().len(), 1);
+
+    // One endpoint changes: only that service's chains and elements.
+    let (next, _) = desired_state(
+        &svcs,
+        &[
+            slice("a", &["10.244.1.2", "10.244.2.2"]),
+            slice("b", &["10.244.1.3"]),
+        ],
+        "n",
+    );
+    let r = b.sync(&next, false).unwrap();
+    assert_eq!((r.full, r.written), (false, 1));
+    let partial = nft.scripts.lock()[1].clone();
+    assert!(
+        !partial.contains("10.96.0.11") && !partial.contains("table ip cairn-proxy {"),
+        "{partial}"
+    );
+    assert!(
+        partial.contains("dnat to 10.244.2.2:8080") && partial.contains("numgen random mod 2"),
+        "{partial}"
+    );
+}
+
+#[test]
+fn a_service_without_endpoints_is_rejected_and_a_failed_partial_sync_falls_back_to_full() {
+    let (nft, mut b) = backend();
+    let svcs = [service("a", "10.96.0.10")];
+    let (empty, _) = desired_state(&svcs, &[], "n");
+    b.sync(&empty, false).unwrap();
+    assert!(nft.scripts.lock()[0]
+        .contains("no-endpoint-services { 10.96.0.10 . tcp . 80 : goto reject-packet }"));
+    let (next, _) = desired_state(&svcs, &[slice("a", &["10.244.1.2"])], "n");
+    *nft.fail_next.lock() = Some("Error: Could not process rule".into());
+    let r = b.sync(&next, false).unwrap();
+    assert!(r.full, "fell back to a full sync");
+    b.cleanup().unwrap();
+    assert_eq!(
+        nft.scripts.lock().last().unwrap(),
+        "delete table ip cairn-proxy\n"
+    );
+}
