@@ -4,4 +4,5 @@
 //! backend built so far; iptables and IPVS come behind the same trait.
 
 pub mod backend;
+pub mod health_check;
 pub mod run;

@@ -125,6 +125,7 @@ pub async fn run(
     let mut last_full: Option<Instant> = None;
     let mut last_warnings = BTreeSet::new();
     let mut failures = 0u32;
+    let mut health_checks = crate::health_check::HealthChecks::default();
     loop {
         let full = last_full.is_none_or(|t| t.elapsed() >= config.sync_period);
         let started = Instant::now();
@@ -136,6 +137,7 @@ pub async fn run(
         match result {
             Ok(report) => {
                 *health.last_success.lock() = Some(Instant::now());
+                health_checks.sync(&desired).await;
                 if report.full {
                     last_full = Some(started);
                 }

@@ -52,13 +52,29 @@ fn serve(ns: &NetNs, name: &'static str) {
         tx.send(()).unwrap();
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
-            let _ = s.write_all(name.as_bytes());
+            // The name and the client address it sees (masqueraded or not).
+            let peer = s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default();
+            let _ = s.write_all(format!("{name} {peer}").as_bytes());
         }
     });
     rx.recv().unwrap();
 }
 
+/// The answering pod's name.
 fn fetch(addr: &str) -> std::io::Result<String> {
+    let raw = fetch_raw(addr)?;
+    Ok(raw
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// `<pod> <client address it saw>`.
+fn fetch_raw(addr: &str) -> std::io::Result<String> {
     let mut s =
         TcpStream::connect_timeout(&addr.parse::<SocketAddr>().unwrap(), Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
@@ -73,7 +89,7 @@ fn fetch_from(ns: &NetNs, addr: &'static str) -> std::io::Result<String> {
     std::thread::spawn(move || {
         let f = std::fs::File::open(path).unwrap();
         nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        fetch(addr)
+        fetch_raw(addr)
     })
     .join()
     .unwrap()
@@ -165,7 +181,7 @@ fn cluster_ips_node_ports_and_rejects_through_nftables() {
             .args([
                 "--bind",
                 "127.0.0.1:0",
-                "--controllers=",
+                "--controllers=servicelb",
                 "--scheduler=false",
             ])
             .stderr(log)
@@ -250,7 +266,8 @@ fn cluster_ips_node_ports_and_rejects_through_nftables() {
         "spread over both endpoints"
     );
     let outside = fetch_from(&client, "198.18.0.10:30080").unwrap();
-    assert!(outside == "pod-a" || outside == "pod-b", "{outside}");
+    let masqueraded = ["pod-a 10.244.1.1", "pod-b 10.244.2.1"];
+    assert!(masqueraded.contains(&outside.as_str()), "{outside}");
 
     let t = Instant::now();
     let refused = fetch(&format!("{empty_vip}:80")).unwrap_err();
@@ -272,6 +289,7 @@ fn cluster_ips_node_ports_and_rejects_through_nftables() {
     });
     let health = fetch_http("127.0.0.1:10256", "/healthz");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    load_balancer_and_affinity(&kc, &client);
 
     // A killed proxy leaves its rules: traffic keeps flowing; a new one converges.
     drop(proxy);
@@ -291,6 +309,11 @@ fn cluster_ips_node_ports_and_rejects_through_nftables() {
         (!rules.contains(&empty_key) && rules.contains("service-ips")).then_some(())
     });
     drop(proxy);
+    let log = std::fs::read_to_string(&proxy_log).unwrap();
+    assert!(
+        !log.contains("partial sync failed"),
+        "every change applied as a partial sync:\n{log}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_cairn-proxy"))
         .arg("--cleanup")
         .output()
@@ -309,6 +332,84 @@ fn cluster_ips_node_ports_and_rejects_through_nftables() {
     )
     .unwrap();
     assert_eq!(before, after);
+}
+
+/// A LoadBalancer with `externalTrafficPolicy: Local` gets the node's address from the
+/// built-in service LB, keeps the client's address, and its health-check node port
+/// answers; ClientIP affinity pins a client to one endpoint.
+fn load_balancer_and_affinity(kc: &PathBuf, client: &NetNs) {
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "198.18.0.10"}],
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+    kubectl(kc, &["apply", "-f", "-"], Some(node.to_string()));
+    let lb = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb", "namespace": "default"},
+        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "ports": [{"name": "http", "port": 8081, "targetPort": 8080}]}});
+    kubectl(kc, &["apply", "-f", "-"], Some(lb.to_string()));
+    let sticky = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sticky", "namespace": "default"},
+        "spec": {"sessionAffinity": "ClientIP", "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+    kubectl(kc, &["apply", "-f", "-"], Some(sticky.to_string()));
+    for svc in ["lb", "sticky"] {
+        let slice = slice(true)
+            .replace("\"web\"", &format!("\"{svc}\""))
+            .replace("web-1", &format!("{svc}-1"));
+        kubectl(kc, &["apply", "-f", "-"], Some(slice));
+    }
+    wait("the LoadBalancer ingress", || {
+        let ip = kubectl(
+            kc,
+            &[
+                "get",
+                "svc",
+                "lb",
+                "-o",
+                "jsonpath={.status.loadBalancer.ingress[0].ip}",
+            ],
+            None,
+        );
+        (ip == "198.18.0.10").then_some(())
+    });
+    let reply = wait("the LoadBalancer address answering", || {
+        fetch_from(client, "198.18.0.10:8081").ok()
+    });
+    assert!(
+        reply.ends_with(" 198.18.0.20"),
+        "client address kept: {reply}"
+    );
+    let hc = kubectl(
+        kc,
+        &[
+            "get",
+            "svc",
+            "lb",
+            "-o",
+            "jsonpath={.spec.healthCheckNodePort}",
+        ],
+        None,
+    );
+    let hc: &'static str = Box::leak(format!("127.0.0.1:{hc}").into_boxed_str());
+    let answer = wait("the health-check node port", || {
+        std::panic::catch_unwind(|| fetch_http(hc, "/")).ok()
+    });
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains(r#""localEndpoints":2"#),
+        "{answer}"
+    );
+
+    let vip = kubectl(
+        kc,
+        &["get", "svc", "sticky", "-o", "jsonpath={.spec.clusterIP}"],
+        None,
+    );
+    let to: &'static str = Box::leak(format!("{vip}:80").into_boxed_str());
+    let first = wait("the sticky service answering", || fetch(to).ok());
+    for _ in 0..20 {
+        assert_eq!(
+            fetch(to).unwrap(),
+            first,
+            "ClientIP affinity pins the client"
+        );
+    }
 }
 
 fn fetch_http(addr: &str, path: &str) -> String {

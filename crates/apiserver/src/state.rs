@@ -13,11 +13,13 @@ use cairn_store::cache::{CachedObject, WatchCache};
 use cairn_store::{Revision, StoreError};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tracing::{debug, info};
+use tracing::debug;
 
-use crate::allocator::{AllocError, IpAllocator, PortAllocator};
+use crate::allocator::{IpAllocator, PortAllocator};
 use crate::objects::*;
+use allocate::{service_ips, service_node_ports, Allocations};
 
+mod allocate;
 mod binding;
 mod bootstrap;
 mod delete;
@@ -131,57 +133,6 @@ fn generated_suffix() -> String {
         .collect()
 }
 
-/// Service allocations made for one write, released if the write fails.
-#[derive(Default)]
-struct Allocations {
-    ips: Vec<Ipv4Addr>,
-    ports: Vec<u16>,
-}
-
-fn service_ips(svc: &Value) -> Vec<Ipv4Addr> {
-    let mut out = Vec::new();
-    if let Some(ips) = svc.pointer("/spec/clusterIPs").and_then(Value::as_array) {
-        out.extend(
-            ips.iter()
-                .filter_map(|i| i.as_str()?.parse::<Ipv4Addr>().ok()),
-        );
-    }
-    if let Some(ip) = svc
-        .pointer("/spec/clusterIP")
-        .and_then(Value::as_str)
-        .and_then(|i| i.parse().ok())
-    {
-        if !out.contains(&ip) {
-            out.push(ip);
-        }
-    }
-    out
-}
-
-fn service_node_ports(svc: &Value) -> Vec<u16> {
-    svc.pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .map(|ports| {
-            ports
-                .iter()
-                .filter_map(|p| {
-                    p.get("nodePort")?
-                        .as_u64()
-                        .and_then(|n| u16::try_from(n).ok())
-                })
-                .filter(|p| *p != 0)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn needs_node_ports(svc: &Value) -> bool {
-    matches!(
-        svc.pointer("/spec/type").and_then(Value::as_str),
-        Some("NodePort") | Some("LoadBalancer")
-    )
-}
-
 impl ApiState {
     pub fn new(
         cache: Arc<WatchCache>,
@@ -198,25 +149,6 @@ impl ApiState {
         });
         state.restore_allocations();
         state
-    }
-
-    /// Rebuilds the allocators from the stored Services.
-    fn restore_allocations(&self) {
-        let Some(services) = registry::find("", "v1", "services") else {
-            return;
-        };
-        let (objects, _) = self.cache.list(&services.list_prefix(None));
-        let mut ips = self.cluster_ips.lock();
-        let mut ports = self.node_ports.lock();
-        for o in objects {
-            if let Ok(svc) = serde_json::from_slice::<Value>(&o.bytes) {
-                service_ips(&svc).into_iter().for_each(|ip| ips.restore(ip));
-                service_node_ports(&svc)
-                    .into_iter()
-                    .for_each(|p| ports.restore(p));
-            }
-        }
-        info!(cluster_ips = ips.in_use(), "restored service allocations");
     }
 
     pub fn first_service_ip(&self) -> Ipv4Addr {
@@ -519,115 +451,6 @@ impl ApiState {
         }
     }
 
-    fn release(&self, allocs: &Allocations) {
-        if !allocs.ips.is_empty() {
-            let mut ips = self.cluster_ips.lock();
-            allocs.ips.iter().for_each(|ip| ips.release(*ip));
-        }
-        if !allocs.ports.is_empty() {
-            let mut ports = self.node_ports.lock();
-            allocs.ports.iter().for_each(|p| ports.release(*p));
-        }
-    }
-
-    /// Allocates the ClusterIP and NodePorts a Service needs (on create, `old` is None).
-    fn allocate_service(
-        &self,
-        svc: &mut Value,
-        old: Option<&Value>,
-        allocs: &mut Allocations,
-        name: &str,
-    ) -> Result<(), Status> {
-        let invalid = |field: &str, value: &str, e: AllocError| {
-            Status::invalid(
-                "Service",
-                "",
-                name,
-                vec![Cause::invalid(field, value, &e.to_string())],
-            )
-        };
-        let ty = svc
-            .pointer("/spec/type")
-            .and_then(Value::as_str)
-            .unwrap_or("ClusterIP")
-            .to_string();
-        let old_ips = old.map(service_ips).unwrap_or_default();
-        if ty != "ExternalName" {
-            let requested = svc
-                .pointer("/spec/clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if requested == "None" {
-                svc["spec"]["clusterIPs"] = json!(["None"]);
-            } else if requested.is_empty() {
-                if let Some(ip) = old_ips.first() {
-                    svc["spec"]["clusterIP"] = json!(ip.to_string());
-                    svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
-                } else {
-                    let ip = self
-                        .cluster_ips
-                        .lock()
-                        .allocate()
-                        .map_err(|e| invalid("spec.clusterIPs", "", e))?;
-                    allocs.ips.push(ip);
-                    svc["spec"]["clusterIP"] = json!(ip.to_string());
-                    svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
-                }
-            } else {
-                let ip: Ipv4Addr = requested.parse().map_err(|_| {
-                    Status::invalid(
-                        "Service",
-                        "",
-                        name,
-                        vec![Cause::invalid(
-                            "spec.clusterIPs[0]",
-                            &requested,
-                            "must be a valid IP address",
-                        )],
-                    )
-                })?;
-                if !old_ips.contains(&ip) {
-                    self.cluster_ips
-                        .lock()
-                        .reserve(ip)
-                        .map_err(|e| invalid("spec.clusterIPs", &requested, e))?;
-                    allocs.ips.push(ip);
-                }
-                svc["spec"]["clusterIPs"] = json!([requested]);
-            }
-        }
-        if needs_node_ports(svc) {
-            let old_ports = old.map(service_node_ports).unwrap_or_default();
-            if let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
-                for (i, p) in ports.iter_mut().enumerate() {
-                    let requested = p.get("nodePort").and_then(Value::as_u64).unwrap_or(0);
-                    if requested == 0 {
-                        let port =
-                            self.node_ports.lock().allocate().map_err(|e| {
-                                invalid(&format!("spec.ports[{i}].nodePort"), "", e)
-                            })?;
-                        allocs.ports.push(port);
-                        p["nodePort"] = json!(port);
-                    } else {
-                        let port = u16::try_from(requested).unwrap_or(0);
-                        if !old_ports.contains(&port) {
-                            self.node_ports.lock().reserve(port).map_err(|e| {
-                                invalid(
-                                    &format!("spec.ports[{i}].nodePort"),
-                                    &requested.to_string(),
-                                    e,
-                                )
-                            })?;
-                            allocs.ports.push(port);
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Mutations Kubernetes makes on admission that are not plain defaulting.
     fn admit_kind_specific(&self, r: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         // Clients do not create status for these kinds (their strategies reset it).
@@ -683,26 +506,6 @@ impl ApiState {
             }
             _ => {}
         }
-    }
-
-    fn release_dropped_service_allocations(&self, old: &Value, new: &Value) {
-        let new_ips = service_ips(new);
-        let new_ports = if needs_node_ports(new) {
-            service_node_ports(new)
-        } else {
-            Vec::new()
-        };
-        let allocs = Allocations {
-            ips: service_ips(old)
-                .into_iter()
-                .filter(|ip| !new_ips.contains(ip))
-                .collect(),
-            ports: service_node_ports(old)
-                .into_iter()
-                .filter(|p| !new_ports.contains(p))
-                .collect(),
-        };
-        self.release(&allocs);
     }
 
     /// A pod bound to a node stays until its node agent confirms the containers are gone.

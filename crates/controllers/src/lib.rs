@@ -26,6 +26,7 @@ pub mod revisions;
 pub mod runner;
 pub mod select;
 pub mod serviceaccount;
+pub mod servicelb;
 pub mod slow_start;
 pub mod statefulset;
 pub mod volume;
@@ -563,6 +564,30 @@ fn start_volume_protection(client: &Client, inf: &mut Informers) -> Task {
     Box::pin(volume::run_volume_protection(ctx, own, resync_ticks()))
 }
 
+fn start_servicelb(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.services.subscribe(|s: &Service| {
+        if servicelb::is_ours(s) {
+            vec![ObjectRef::from_obj(s)]
+        } else {
+            Vec::new()
+        }
+    });
+    let services = inf.services.reader();
+    let nodes = inf
+        .nodes
+        .subscribe(move |_: &Node| servicelb::all_ours(&services));
+    let slices = inf.endpointslices.subscribe(servicelb::slice_service);
+    let ctx = Arc::new(servicelb::Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        nodes: inf.nodes.reader(),
+        slices: inf.endpointslices.reader(),
+        retries: Default::default(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), nodes.boxed(), slices.boxed()]);
+    Box::pin(servicelb::run(ctx, triggers, resync_ticks()))
+}
+
 type Starter = fn(&Client, &mut Informers) -> Task;
 
 /// Every controller, by its `--controllers` name.
@@ -589,6 +614,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("persistentvolume-binder", start_volume_binder),
     ("pvc-protection", start_claim_protection),
     ("pv-protection", start_volume_protection),
+    ("servicelb", start_servicelb),
 ];
 
 impl Informers {

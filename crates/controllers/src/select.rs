@@ -28,6 +28,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("persistentvolume-binder", true),
     ("pvc-protection", true),
     ("pv-protection", true),
+    ("servicelb", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]
