@@ -55,7 +55,13 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()))
+    // Stored without managedFields and annotations, which the proxy does not read (kubectl's
+    // last-applied copy alone can double a Service).
+    let events = watcher::watcher(api, watcher::Config::default()).modify(|o| {
+        o.meta_mut().managed_fields = None;
+        o.meta_mut().annotations = None;
+    });
+    let stream = reflector::reflector(writer, events)
         .default_backoff()
         .touched_objects();
     tokio::spawn(async move {
@@ -129,9 +135,13 @@ pub async fn run(
     loop {
         let full = last_full.is_none_or(|t| t.elapsed() >= config.sync_period);
         let started = Instant::now();
-        let svcs: Vec<Service> = services.state().iter().map(|s| (**s).clone()).collect();
-        let eps: Vec<EndpointSlice> = slices.state().iter().map(|s| (**s).clone()).collect();
-        let (desired, mut warnings) = desired_state(&svcs, &eps, &config.node_name);
+        let (svcs, eps) = (services.state(), slices.state());
+        let (desired, mut warnings) = desired_state(
+            svcs.iter().map(|s| s.as_ref()),
+            eps.iter().map(|s| s.as_ref()),
+            &config.node_name,
+        );
+        drop((svcs, eps));
         let span = info_span!("sync", full, services = desired.len());
         let result = span.in_scope(|| tokio::task::block_in_place(|| backend.sync(&desired, full)));
         match result {

@@ -17,9 +17,10 @@ const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 const DEFAULT_AFFINITY_SECONDS: u32 = 10_800;
 
 /// The desired state, and a warning per thing left out.
-pub fn desired_state(
-    services: &[Service],
-    slices: &[EndpointSlice],
+/// Borrows the objects (the proxy's caches hold them; a sync copies none).
+pub fn desired_state<'a>(
+    services: impl IntoIterator<Item = &'a Service>,
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
     node: &str,
 ) -> (ProxyState, Vec<String>) {
     let mut by_service: BTreeMap<(String, String), Vec<&EndpointSlice>> = BTreeMap::new();
