@@ -12,21 +12,31 @@
 use cairn_api::registry::{self, ResourceInfo};
 use cairn_api::status::Status;
 use cairn_semantics::quota::{self, PodQuota, Usage};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ResourceQuota, Service};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, ResourceQuota, Service};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 
 use crate::state::{ApiState, WriteOptions};
 
-/// What creating `obj` (of `r`) charges.
-fn usage_of(r: &ResourceInfo, obj: &Value) -> Result<Usage, Status> {
+/// What creating an object charges, read from it once per admission.
+struct Charged {
+    usage: Usage,
+    /// For a pod: its quota facts and spec (scopes, required requests and limits).
+    pod: Option<(PodQuota, PodSpec)>,
+}
+
+fn charged(r: &ResourceInfo, obj: &Value) -> Result<Charged, Status> {
     let typed = |what: &str, e: serde_json::Error| {
         Status::internal(format!("reading the {what} for quota: {e}"))
     };
-    Ok(match (r.group, r.kind) {
+    let mut pod = None;
+    let usage = match (r.group, r.kind) {
         ("", "Pod") => {
-            let pod: Pod = serde_json::from_value(obj.clone()).map_err(|e| typed("pod", e))?;
-            PodQuota::of(&pod).usage(Timestamp::now())
+            let p: Pod = serde_json::from_value(obj.clone()).map_err(|e| typed("pod", e))?;
+            let facts = PodQuota::of(&p);
+            let usage = facts.usage(Timestamp::now());
+            pod = Some((facts, p.spec.unwrap_or_default()));
+            usage
         }
         ("", "Service") => {
             let svc: Service =
@@ -39,7 +49,16 @@ fn usage_of(r: &ResourceInfo, obj: &Value) -> Result<Usage, Status> {
             quota::claim_usage(&pvc)
         }
         _ => quota::object_usage(r.group, r.plural),
-    })
+    };
+    Ok(Charged { usage, pod })
+}
+
+/// Why a quota refuses an object.
+enum Refusal {
+    /// Over a limit: `q, requested: …, used: …, limited: …` (joined over quotas).
+    Exceeded(String),
+    /// Anything else, said as it is (`failed quota: …`, `status unknown for quota: …`).
+    Other(String),
 }
 
 /// One quota's part in an admission: what it is charged.
@@ -56,40 +75,33 @@ fn forbidden(r: &ResourceInfo, name: &str, msg: String) -> Status {
     .with_details(r.group, r.plural, name)
 }
 
-/// The part of `usage` `q` tracks, or `None` when `q` does not apply to the object.
+/// The part of the charge `q` tracks, or `None` when `q` does not apply to the object.
 /// A quota with scopes tracks only pods, and only those its scopes select.
-fn tracked(
-    q: &ResourceQuota,
-    r: &ResourceInfo,
-    obj: &Value,
-    usage: &Usage,
-) -> Result<Option<Usage>, String> {
+fn tracked(q: &ResourceQuota, c: &Charged) -> Result<Option<Usage>, Refusal> {
     let spec = q.spec.clone().unwrap_or_default();
     let hard = spec.hard.clone().unwrap_or_default();
-    let is_pod = r.group.is_empty() && r.kind == "Pod";
     let selectors = quota::quota_selectors(&spec);
-    if !selectors.is_empty() {
-        if !is_pod {
-            return Ok(None);
-        }
-        let pod: Pod = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-        if !quota::pod_matches(&selectors, &PodQuota::of(&pod).scopes) {
-            return Ok(None);
-        }
+    match &c.pod {
+        Some((facts, _)) if !quota::pod_matches(&selectors, &facts.scopes) => return Ok(None),
+        None if !selectors.is_empty() => return Ok(None),
+        _ => {}
     }
-    let requested = usage.restricted_to(
+    let is_pod = c.pod.is_some();
+    let requested = c.usage.restricted_to(
         hard.keys()
             .map(String::as_str)
-            .filter(|n| usage.contains(n) || (is_pod && PodQuota::is_pod_resource(n))),
+            .filter(|n| c.usage.contains(n) || (is_pod && PodQuota::is_pod_resource(n))),
     );
     if requested.is_empty() {
         return Ok(None);
     }
-    if is_pod {
-        let pod: Pod = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-        let spec = pod.spec.unwrap_or_default();
-        if let Some(missing) = quota::missing_constraints(&spec, hard.keys().map(String::as_str)) {
-            return Err(format!("failed quota: {}: {missing}", name_of(q)));
+    if let Some((_, pod_spec)) = &c.pod {
+        if let Some(missing) = quota::missing_constraints(pod_spec, hard.keys().map(String::as_str))
+        {
+            return Err(Refusal::Other(format!(
+                "failed quota: {}: {missing}",
+                name_of(q)
+            )));
         }
     }
     Ok(Some(requested))
@@ -100,22 +112,22 @@ fn name_of(q: &ResourceQuota) -> &str {
 }
 
 /// Checks `requested` against `q`'s used and hard amounts: the failure text, if any.
-fn over_limit(q: &ResourceQuota, requested: &Usage) -> Result<(), String> {
+fn over_limit(q: &ResourceQuota, requested: &Usage) -> Result<(), Refusal> {
     let parse = |l: Option<&std::collections::BTreeMap<String, _>>| {
         l.map(Usage::parse)
             .transpose()
             .map(Option::unwrap_or_default)
     };
-    let bad = |e: cairn_semantics::QuantityError| e.to_string();
+    let bad = |e: cairn_semantics::QuantityError| Refusal::Other(e.to_string());
     let hard = parse(q.spec.as_ref().and_then(|s| s.hard.as_ref())).map_err(bad)?;
     let used = parse(q.status.as_ref().and_then(|s| s.used.as_ref())).map_err(bad)?;
     let unknown: Vec<&str> = requested.names().filter(|n| !used.contains(n)).collect();
     if !unknown.is_empty() {
-        return Err(format!(
+        return Err(Refusal::Other(format!(
             "status unknown for quota: {}, resources: {}",
             name_of(q),
             unknown.join(",")
-        ));
+        )));
     }
     let exceeded: Vec<&str> = requested
         .iter()
@@ -126,13 +138,13 @@ fn over_limit(q: &ResourceQuota, requested: &Usage) -> Result<(), String> {
         return Ok(());
     }
     let only = |u: &Usage| u.restricted_to(exceeded.iter().copied()).pretty();
-    Err(format!(
-        "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+    Err(Refusal::Exceeded(format!(
+        "{}, requested: {}, used: {}, limited: {}",
         name_of(q),
         only(requested),
         only(&used),
         only(&hard)
-    ))
+    )))
 }
 
 impl ApiState {
@@ -161,24 +173,22 @@ impl ApiState {
         if quotas.is_empty() {
             return Ok(());
         }
-        let usage = usage_of(r, obj)?;
+        let c = charged(r, obj)?;
         let mut charges = Vec::new();
         let mut failures = Vec::new();
         for q in &quotas {
-            let requested = match tracked(q, r, obj, &usage) {
-                Ok(Some(requested)) => requested,
-                Ok(None) => continue,
-                Err(msg) => return Err(forbidden(r, name, msg)),
-            };
-            match over_limit(q, &requested) {
-                Ok(()) => charges.push(Charge {
+            let checked = tracked(q, &c).and_then(|requested| match requested {
+                Some(requested) => over_limit(q, &requested).map(|()| Some(requested)),
+                None => Ok(None),
+            });
+            match checked {
+                Ok(Some(requested)) => charges.push(Charge {
                     quota: name_of(q).to_string(),
                     requested,
                 }),
-                Err(msg) if msg.starts_with("exceeded quota: ") => {
-                    failures.push(msg["exceeded quota: ".len()..].to_string())
-                }
-                Err(msg) => return Err(forbidden(r, name, msg)),
+                Ok(None) => {}
+                Err(Refusal::Exceeded(part)) => failures.push(part),
+                Err(Refusal::Other(msg)) => return Err(forbidden(r, name, msg)),
             }
         }
         if !failures.is_empty() {
@@ -216,7 +226,13 @@ impl ApiState {
                 let q: ResourceQuota = serde_json::from_value(current.clone()).map_err(|e| {
                     Status::internal(format!("reading quota {ns}/{}: {e}", c.quota))
                 })?;
-                over_limit(&q, &c.requested).map_err(|msg| forbidden(r, name, msg))?;
+                over_limit(&q, &c.requested).map_err(|refusal| {
+                    let msg = match refusal {
+                        Refusal::Exceeded(part) => format!("exceeded quota: {part}"),
+                        Refusal::Other(msg) => msg,
+                    };
+                    forbidden(r, name, msg)
+                })?;
                 let mut used = q
                     .status
                     .as_ref()

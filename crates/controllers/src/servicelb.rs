@@ -100,20 +100,25 @@ pub fn ingress(svc: &Service, nodes: &[Arc<Node>], slices: &[Arc<EndpointSlice>]
         .and_then(|s| s.external_traffic_policy.as_deref())
         == Some("Local");
     let (ns, name) = (svc.namespace(), svc.name_any());
-    let with_endpoints: BTreeSet<String> = slices
-        .iter()
-        .filter(|s| s.metadata.namespace == ns)
-        .filter(|s| {
-            s.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kubernetes.io/service-name"))
-                == Some(&name)
-        })
-        .flat_map(|s| s.endpoints.iter())
-        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
-        .filter_map(|e| e.node_name.clone())
-        .collect();
+    // Only `Local` needs the endpoints' nodes (node heartbeats wake every LB service).
+    let with_endpoints: BTreeSet<String> = if local {
+        slices
+            .iter()
+            .filter(|s| s.metadata.namespace == ns)
+            .filter(|s| {
+                s.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("kubernetes.io/service-name"))
+                    == Some(&name)
+            })
+            .flat_map(|s| s.endpoints.iter())
+            .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
+            .filter_map(|e| e.node_name.clone())
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let ips: BTreeSet<String> = nodes
         .iter()
         .filter(|n| node_ready(n))

@@ -186,3 +186,19 @@ pub(super) fn format_discovery_endpoints(slice: &Value) -> String {
     }
     list_with_more(list, more, count, MAX)
 }
+
+/// Access modes as kubectl abbreviates them: `RWO,ROX,RWX,RWOP`.
+pub(super) fn access_modes(modes: &[Value]) -> String {
+    let short: Vec<&str> = modes
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|m| match m {
+            "ReadWriteOnce" => "RWO",
+            "ReadOnlyMany" => "ROX",
+            "ReadWriteMany" => "RWX",
+            "ReadWriteOncePod" => "RWOP",
+            other => other,
+        })
+        .collect();
+    short.join(",")
+}

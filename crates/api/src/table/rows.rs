@@ -382,20 +382,10 @@ pub(super) fn claim_row(pvc: &Value, name: Value, created: String) -> Vec<Value>
     let phase = get_str(pvc, &["status", "phase"]);
     let bound = !get_str(pvc, &["spec", "volumeName"]).is_empty();
     let (capacity, modes) = if bound {
-        let modes: Vec<&str> = get_arr(pvc, &["status", "accessModes"])
-            .iter()
-            .filter_map(Value::as_str)
-            .map(|m| match m {
-                "ReadWriteOnce" => "RWO",
-                "ReadOnlyMany" => "ROX",
-                "ReadWriteMany" => "RWX",
-                "ReadWriteOncePod" => "RWOP",
-                other => other,
-            })
-            .collect();
+        let modes = access_modes(get_arr(pvc, &["status", "accessModes"]));
         (
             get_str(pvc, &["status", "capacity", "storage"]).to_string(),
-            modes.join(","),
+            modes,
         )
     } else {
         (String::new(), String::new())

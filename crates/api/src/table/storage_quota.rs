@@ -115,17 +115,7 @@ fn volume_row(pv: &Value, name: Value, created: &str) -> Vec<Value> {
         "" => String::new(),
         n => format!("{}/{n}", get_str(pv, &["spec", "claimRef", "namespace"])),
     };
-    let modes: Vec<&str> = get_arr(pv, &["spec", "accessModes"])
-        .iter()
-        .filter_map(Value::as_str)
-        .map(|m| match m {
-            "ReadWriteOnce" => "RWO",
-            "ReadOnlyMany" => "ROX",
-            "ReadWriteMany" => "RWX",
-            "ReadWriteOncePod" => "RWOP",
-            other => other,
-        })
-        .collect();
+    let modes = access_modes(get_arr(pv, &["spec", "accessModes"]));
     let phase = if get(pv, &["metadata", "deletionTimestamp"]).is_some() {
         "Terminating"
     } else {
@@ -134,7 +124,7 @@ fn volume_row(pv: &Value, name: Value, created: &str) -> Vec<Value> {
     vec![
         name,
         json!(get_str(pv, &["spec", "capacity", "storage"])),
-        json!(modes.join(",")),
+        json!(modes),
         json!(get_str(pv, &["spec", "persistentVolumeReclaimPolicy"])),
         json!(phase),
         json!(claim),
