@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use cairn_proxy::backend::{NftBackend, ProxyBackend};
+use cairn_netfilter::{IptablesCommand, IptablesVariant};
+use cairn_proxy::backend::{IptablesBackend, NftBackend, ProxyBackend};
 use cairn_proxy::run::{run, ProxyConfig};
+use cairn_serviceproxy::iptables::IptConfig;
 use cairn_serviceproxy::nftables::NftConfig;
 use clap::Parser;
 
@@ -23,9 +25,14 @@ struct Cli {
     /// This node's name (endpoints on it are local), default the host name.
     #[arg(long)]
     hostname_override: Option<String>,
-    /// nftables (iptables and ipvs are not built yet).
-    #[arg(long, default_value = "nftables")]
+    /// nftables or iptables (ipvs is not built yet); default nftables on kernels from
+    /// 5.13 (where kube-proxy's nftables mode is supported), iptables before.
+    #[arg(long, default_value = "")]
     mode: String,
+    /// Which iptables in iptables mode: system (the `iptables-restore` the system's
+    /// alternatives choose), nft or legacy.
+    #[arg(long, default_value = "system")]
+    iptables_variant: String,
     /// Pod network: traffic to a cluster IP from outside it is masqueraded.
     #[arg(long)]
     cluster_cidr: Option<ipnetwork::Ipv4Network>,
@@ -43,8 +50,28 @@ struct Cli {
     cleanup: bool,
 }
 
+/// The mode when `--mode` is not given: nftables from kernel 5.13.
+fn default_mode() -> &'static str {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if version >= (5, 13) {
+        "nftables"
+    } else {
+        "iptables"
+    }
+}
+
 fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
-    match cli.mode.as_str() {
+    let mode = if cli.mode.is_empty() {
+        default_mode()
+    } else {
+        cli.mode.as_str()
+    };
+    match mode {
         "nftables" => {
             let nft = cairn_netfilter::NftCommand::new().context("nftables mode")?;
             let config = NftConfig {
@@ -52,7 +79,20 @@ fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
             };
             Ok(Box::new(NftBackend::new(Arc::new(nft), config)))
         }
-        "iptables" | "ipvs" => bail!("--mode {}: not built yet; use nftables", cli.mode),
+        "iptables" => {
+            let variant = match cli.iptables_variant.as_str() {
+                "system" => IptablesVariant::System,
+                "nft" => IptablesVariant::Nft,
+                "legacy" => IptablesVariant::Legacy,
+                other => bail!("--iptables-variant {other}: must be system, nft or legacy"),
+            };
+            let ipt = IptablesCommand::new(variant).context("iptables mode")?;
+            let config = IptConfig {
+                cluster_cidr: cli.cluster_cidr,
+            };
+            Ok(Box::new(IptablesBackend::new(Arc::new(ipt), config)))
+        }
+        "ipvs" => bail!("--mode ipvs: not built yet; use nftables or iptables"),
         other => bail!("--mode {other}: must be nftables, iptables or ipvs"),
     }
 }

@@ -1,8 +1,13 @@
 //! Kernel-facing netfilter drivers, in netavark's manner: a narrow trait per mechanism,
-//! a real driver and a fake, and one batch per change. For now nftables: a whole
-//! transaction (`nft -f -`, atomic in the kernel) and table listing/removal. Callers
-//! render their rules; this crate only applies them.
+//! a real driver and a fake, and one batch per change: nftables (`nft -f -`, one atomic
+//! transaction, and table listing/removal) and iptables (`iptables-restore --noflush`,
+//! `iptables-save`, nft or legacy). Callers render their rules; this crate only applies
+//! them.
 
+mod iptables;
 mod nft;
 
+pub use iptables::{
+    IptablesCommand, IptablesDriver, IptablesError, IptablesVariant, RecordingIptables,
+};
 pub use nft::{find_binary, NftCommand, NftDriver, NftError, RecordingNft};

@@ -6,6 +6,8 @@
 
 pub mod desired;
 pub mod diff;
+pub mod ids;
+pub mod iptables;
 pub mod model;
 pub mod nftables;
 

@@ -1,7 +1,9 @@
 use std::sync::Arc;
 
-use cairn_netfilter::RecordingNft;
+use cairn_netfilter::{RecordingIptables, RecordingNft};
 use cairn_serviceproxy::desired_state;
+use cairn_serviceproxy::iptables::IptConfig;
+use cairn_serviceproxy::nftables::NftConfig;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
@@ -96,5 +98,72 @@ fn a_service_without_endpoints_is_rejected_and_a_failed_partial_sync_falls_back_
     assert_eq!(
         nft.scripts.lock().last().unwrap(),
         "delete table ip cairn-proxy\n"
+    );
+}
+
+fn ipt_backend() -> (Arc<RecordingIptables>, IptablesBackend) {
+    let ipt = Arc::new(RecordingIptables::default());
+    let b = IptablesBackend::new(
+        ipt.clone(),
+        IptConfig {
+            cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+        },
+    );
+    (ipt, b)
+}
+
+#[test]
+fn iptables_partial_syncs_touch_one_service_and_failures_fall_back_to_a_compared_full_sync() {
+    let (ipt, mut b) = ipt_backend();
+    let services = [service("a", "10.96.0.10"), service("b", "10.96.0.11")];
+    let slices = [slice("a", &["10.244.1.2"]), slice("b", &["10.244.1.3"])];
+    let (state, _) = desired_state(&services, &slices, "node-a");
+    let report = b.sync(&state, false).unwrap();
+    assert!(report.full);
+    let first = ipt.payloads.lock()[0].clone();
+    assert!(first.contains("-I PREROUTING -j CAIRN-SERVICES"), "{first}");
+
+    let slices = [
+        slice("a", &["10.244.1.2", "10.244.1.4"]),
+        slice("b", &["10.244.1.3"]),
+    ];
+    let (state, _) = desired_state(&services, &slices, "node-a");
+    let report = b.sync(&state, false).unwrap();
+    assert!(!report.full && report.written == 1);
+    let second = ipt.payloads.lock()[1].clone();
+    assert!(
+        second.contains("10.244.1.4:8080") && !second.contains("10.244.1.3"),
+        "{second}"
+    );
+    assert!(!second.contains("CAIRN-SERVICES"), "{second}");
+
+    // The kernel lost the rules (say, a flush by someone): the partial sync fails, and the
+    // full one reads the (now empty) tables and writes everything again.
+    *ipt.fail_next.lock() = Some("Chain 'CAIRN-SVC-x' does not exist".into());
+    let slices = [slice("a", &["10.244.1.2"]), slice("b", &["10.244.1.3"])];
+    let (state, _) = desired_state(&services, &slices, "node-a");
+    let report = b.sync(&state, false).unwrap();
+    assert!(report.full);
+    let third = ipt.payloads.lock().last().unwrap().clone();
+    assert!(third.contains("-I PREROUTING -j CAIRN-SERVICES") && third.contains("10.244.1.3"));
+    // With the save showing exactly that, a periodic full sync writes nothing.
+    ipt.saved.lock().insert(
+        "nat".into(),
+        format!(
+            "*nat\n{}",
+            third.split("*nat\n").nth(1).unwrap().replace("-I ", "-A ")
+        ),
+    );
+    ipt.saved.lock().insert(
+        "filter".into(),
+        third.split("*nat\n").next().unwrap().replace("-I ", "-A "),
+    );
+    let before = ipt.payloads.lock().len();
+    assert!(b.sync(&state, true).unwrap().full);
+    assert_eq!(
+        ipt.payloads.lock().len(),
+        before,
+        "{:?}",
+        ipt.payloads.lock().last()
     );
 }

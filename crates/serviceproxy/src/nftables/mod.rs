@@ -26,6 +26,8 @@ mod entry;
 use ipnetwork::Ipv4Network;
 
 use crate::diff::Diff;
+pub(super) use crate::ids::endpoint_id;
+pub use crate::ids::service_id;
 use crate::model::*;
 
 pub const TABLE: &str = "cairn-proxy";
@@ -34,20 +36,6 @@ pub const TABLE: &str = "cairn-proxy";
 pub struct NftConfig {
     /// Traffic from outside it to a cluster IP is masqueraded.
     pub cluster_cidr: Option<Ipv4Network>,
-}
-
-fn fnv64(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-pub fn service_id(n: &ServicePortName) -> String {
-    format!("{:016x}", fnv64(&format!("{n}/{}", n.protocol.as_str())))
-}
-
-pub(super) fn endpoint_id(svc: &str, e: &Endpoint) -> String {
-    format!("{:016x}", fnv64(&format!("{svc}/{}:{}", e.ip, e.port)))
 }
 
 /// Renders full and partial syncs; keeps the warnings of the last one.

@@ -1,46 +1,25 @@
-//! The backends' seam: one `sync` per change (partial when possible, a full replacement
-//! otherwise or when a partial one fails) and a `cleanup` that removes exactly what the
-//! backend owns.
+//! The nftables backend.
 
-use cairn_netfilter::{NftDriver, NftError};
+use std::sync::Arc;
+
+use cairn_netfilter::NftDriver;
 use cairn_serviceproxy::nftables::{NftConfig, Renderer, TABLE};
 use cairn_serviceproxy::{diff, ProxyState};
 use tracing::warn;
 
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    #[error("nftables: {0}")]
-    Nft(#[from] NftError),
-}
-
-/// What one sync did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SyncReport {
-    pub full: bool,
-    /// Service ports written (all of them on a full sync).
-    pub written: usize,
-    /// Things left out of the state, for the log.
-    pub warnings: Vec<String>,
-}
-
-pub trait ProxyBackend: Send {
-    /// Programs `desired`; `full` asks for a complete rewrite.
-    fn sync(&mut self, desired: &ProxyState, full: bool) -> Result<SyncReport, BackendError>;
-    /// Removes everything the backend owns, and nothing else.
-    fn cleanup(&mut self) -> Result<(), BackendError>;
-}
+use super::{BackendError, ProxyBackend, SyncReport};
 
 /// The nftables backend: one table, replaced whole on a full sync, patched per service
 /// port otherwise (each sync one atomic transaction).
 pub struct NftBackend {
-    driver: std::sync::Arc<dyn NftDriver>,
+    driver: Arc<dyn NftDriver>,
     renderer: Renderer,
     config: NftConfig,
     applied: Option<ProxyState>,
 }
 
 impl NftBackend {
-    pub fn new(driver: std::sync::Arc<dyn NftDriver>, config: NftConfig) -> NftBackend {
+    pub fn new(driver: Arc<dyn NftDriver>, config: NftConfig) -> NftBackend {
         NftBackend {
             driver,
             renderer: Renderer::default(),
@@ -91,6 +70,3 @@ impl ProxyBackend for NftBackend {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests;

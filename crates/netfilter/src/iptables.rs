@@ -1,0 +1,143 @@
+//! iptables through `iptables-restore --noflush` (one transaction per call: iptables-nft
+//! commits it as one netlink batch, iptables-legacy replaces each table it names) and
+//! `iptables-save`. Either variant: the system's `iptables-restore`, or the `-nft` or
+//! `-legacy` binaries by name.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::nft::find_binary;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IptablesError {
+    #[error("{0} is not installed (looked in /usr/sbin, /sbin, /usr/bin, /bin, /usr/local/sbin)")]
+    Missing(String),
+    #[error("running {command}: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("{command} failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
+/// Which iptables: the one the system's alternatives point at, or a named variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IptablesVariant {
+    System,
+    Nft,
+    Legacy,
+}
+
+impl IptablesVariant {
+    fn suffix(self) -> &'static str {
+        match self {
+            IptablesVariant::System => "",
+            IptablesVariant::Nft => "-nft",
+            IptablesVariant::Legacy => "-legacy",
+        }
+    }
+}
+
+/// Applies restore payloads and reads tables back.
+pub trait IptablesDriver: Send + Sync {
+    /// `iptables-restore --noflush` of `payload`: one transaction.
+    fn restore(&self, payload: &str) -> Result<(), IptablesError>;
+    /// `iptables-save -t table`.
+    fn save(&self, table: &str) -> Result<String, IptablesError>;
+}
+
+/// The real driver.
+#[derive(Debug, Clone)]
+pub struct IptablesCommand {
+    restore: PathBuf,
+    save: PathBuf,
+}
+
+impl IptablesCommand {
+    pub fn new(variant: IptablesVariant) -> Result<IptablesCommand, IptablesError> {
+        let find = |tool: &str| {
+            let name = format!("iptables{}-{tool}", variant.suffix());
+            find_binary(&name).ok_or(IptablesError::Missing(name))
+        };
+        Ok(IptablesCommand {
+            restore: find("restore")?,
+            save: find("save")?,
+        })
+    }
+
+    fn run(
+        &self,
+        binary: &PathBuf,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Result<String, IptablesError> {
+        let command = format!("{} {}", binary.display(), args.join(" "));
+        let spawn_error = |source| IptablesError::Spawn {
+            command: command.clone(),
+            source,
+        };
+        let mut child = Command::new(binary)
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(input.as_bytes()).map_err(spawn_error)?;
+        }
+        let out = child.wait_with_output().map_err(spawn_error)?;
+        if !out.status.success() {
+            return Err(IptablesError::Failed {
+                command,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl IptablesDriver for IptablesCommand {
+    fn restore(&self, payload: &str) -> Result<(), IptablesError> {
+        // -w: wait for the xtables lock that other iptables users (legacy) take.
+        self.run(&self.restore, &["-w", "5", "--noflush"], Some(payload))
+            .map(drop)
+    }
+
+    fn save(&self, table: &str) -> Result<String, IptablesError> {
+        self.run(&self.save, &["-t", table], None)
+    }
+}
+
+/// A fake that records every payload and answers `save` with a scripted text.
+#[derive(Debug, Default)]
+pub struct RecordingIptables {
+    pub payloads: parking_lot::Mutex<Vec<String>>,
+    /// What `save` answers, per table.
+    pub saved: parking_lot::Mutex<std::collections::BTreeMap<String, String>>,
+    /// Fail the next `restore` with this message.
+    pub fail_next: parking_lot::Mutex<Option<String>>,
+}
+
+impl IptablesDriver for RecordingIptables {
+    fn restore(&self, payload: &str) -> Result<(), IptablesError> {
+        if let Some(stderr) = self.fail_next.lock().take() {
+            return Err(IptablesError::Failed {
+                command: "iptables-restore --noflush".into(),
+                stderr,
+            });
+        }
+        self.payloads.lock().push(payload.to_string());
+        Ok(())
+    }
+
+    fn save(&self, table: &str) -> Result<String, IptablesError> {
+        Ok(self.saved.lock().get(table).cloned().unwrap_or_default())
+    }
+}
