@@ -4,9 +4,11 @@
 //! `iptables-save`, nft or legacy). Callers render their rules; this crate only applies
 //! them.
 
+pub mod conntrack;
 mod iptables;
 mod nft;
 
+pub use conntrack::{ConntrackDriver, ConntrackError, ConntrackNetlink, FakeConntrack};
 pub use iptables::{
     IptablesCommand, IptablesDriver, IptablesError, IptablesVariant, RecordingIptables,
 };
