@@ -130,6 +130,7 @@ fn peer_gen(dir: &Path, args: &[String]) -> PathBuf {
 fn cairn(n: u32, reps: usize) -> (Vec<f64>, Vec<f64>) {
     let cfg = NftConfig {
         cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+        ..Default::default()
     };
     let (mut full, mut change) = (Vec::new(), Vec::new());
     for _ in 0..reps {

@@ -4,5 +4,7 @@
 //! backend built so far; iptables and IPVS come behind the same trait.
 
 pub mod backend;
+pub mod conntrack;
 pub mod health_check;
+pub mod metrics;
 pub mod run;

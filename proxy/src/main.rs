@@ -12,6 +12,7 @@ use cairn_proxy::run::{run, ProxyConfig};
 use cairn_serviceproxy::iptables::IptConfig;
 use cairn_serviceproxy::nftables::NftConfig;
 use clap::Parser;
+use ipnetwork::Ipv4Network;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,6 +46,16 @@ struct Cli {
     /// `/healthz` and `/livez`; empty to turn them off.
     #[arg(long, default_value = "0.0.0.0:10256")]
     healthz_bind_address: String,
+    /// Prometheus metrics (`/metrics`); empty to turn them off.
+    #[arg(long, default_value = "127.0.0.1:10249")]
+    metrics_bind_address: String,
+    /// Local addresses node ports answer on: comma-separated CIDRs, or `primary` (the
+    /// node's InternalIP addresses); default every local address but loopback.
+    #[arg(long, default_value = "")]
+    nodeport_addresses: String,
+    /// Remove stale UDP conntrack flows after syncs; `false` only to see what they break.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, hide = true)]
+    conntrack_cleanup: bool,
     /// Remove everything the proxy owns for the mode, then exit.
     #[arg(long)]
     cleanup: bool,
@@ -65,7 +76,7 @@ fn default_mode() -> &'static str {
     }
 }
 
-fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
+fn backend(cli: &Cli, nodeport_cidrs: Vec<Ipv4Network>) -> anyhow::Result<Box<dyn ProxyBackend>> {
     let mode = if cli.mode.is_empty() {
         default_mode()
     } else {
@@ -76,6 +87,7 @@ fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
             let nft = cairn_netfilter::NftCommand::new().context("nftables mode")?;
             let config = NftConfig {
                 cluster_cidr: cli.cluster_cidr,
+                nodeport_cidrs,
             };
             Ok(Box::new(NftBackend::new(Arc::new(nft), config)))
         }
@@ -89,12 +101,59 @@ fn backend(cli: &Cli) -> anyhow::Result<Box<dyn ProxyBackend>> {
             let ipt = IptablesCommand::new(variant).context("iptables mode")?;
             let config = IptConfig {
                 cluster_cidr: cli.cluster_cidr,
+                nodeport_cidrs,
             };
             Ok(Box::new(IptablesBackend::new(Arc::new(ipt), config)))
         }
         "ipvs" => bail!("--mode ipvs: not built yet; use nftables or iptables"),
         other => bail!("--mode {other}: must be nftables, iptables or ipvs"),
     }
+}
+
+/// A `--*-bind-address` value: `None` when empty (the server is off).
+fn bind_address(value: &str, flag: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    value.parse().map(Some).context(flag.to_string())
+}
+
+/// `--nodeport-addresses`: CIDRs, or `primary`: the node's InternalIPs, read once from its
+/// Node object, as kube-proxy does.
+async fn nodeport_cidrs(
+    spec: &str,
+    client: &kube::Client,
+    node: &str,
+) -> anyhow::Result<Vec<Ipv4Network>> {
+    if spec != "primary" {
+        return spec
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse::<Ipv4Network>()
+                    .with_context(|| format!("--nodeport-addresses: {s:?} is not an IPv4 CIDR"))
+            })
+            .collect();
+    }
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let n = nodes
+        .get(node)
+        .await
+        .with_context(|| format!("--nodeport-addresses primary: reading node {node}"))?;
+    let cidrs: Vec<Ipv4Network> = n
+        .status
+        .and_then(|s| s.addresses)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .filter_map(|a| a.address.parse::<std::net::Ipv4Addr>().ok())
+        .filter_map(|ip| Ipv4Network::new(ip, 32).ok())
+        .collect();
+    if cidrs.is_empty() {
+        bail!("--nodeport-addresses primary: node {node} has no IPv4 InternalIP");
+    }
+    Ok(cidrs)
 }
 
 async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
@@ -142,9 +201,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
     purge_freed_pages_at_once();
     let cli = Cli::parse();
-    let mut backend = backend(&cli)?;
     if cli.cleanup {
-        backend.cleanup().context("cleaning up")?;
+        backend(&cli, Vec::new())?
+            .cleanup()
+            .context("cleaning up")?;
         return Ok(());
     }
     let node_name = match &cli.hostname_override {
@@ -154,22 +214,19 @@ async fn main() -> anyhow::Result<()> {
             .trim()
             .to_string(),
     };
-    let healthz = if cli.healthz_bind_address.is_empty() {
-        None
-    } else {
-        Some(
-            cli.healthz_bind_address
-                .parse::<SocketAddr>()
-                .context("--healthz-bind-address")?,
-        )
-    };
+    let healthz = bind_address(&cli.healthz_bind_address, "--healthz-bind-address")?;
+    let metrics = bind_address(&cli.metrics_bind_address, "--metrics-bind-address")?;
     let config = ProxyConfig {
         node_name,
         min_sync_period: Duration::from_secs_f64(cli.min_sync_period.max(0.0)),
         sync_period: Duration::from_secs_f64(cli.sync_period.max(1.0)),
         healthz,
+        metrics,
+        conntrack_cleanup: cli.conntrack_cleanup,
     };
     let client = client(cli.kubeconfig.as_ref()).await?;
+    let cidrs = nodeport_cidrs(&cli.nodeport_addresses, &client, &config.node_name).await?;
+    let backend = backend(&cli, cidrs)?;
     run(client, config, backend).await?;
     Ok(())
 }

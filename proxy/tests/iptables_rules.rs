@@ -115,6 +115,7 @@ fn round_trip(variant: IptablesVariant) {
         let driver = Arc::new(Counting(ipt.clone(), AtomicUsize::new(0)));
         let cfg = IptConfig {
             cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+            ..Default::default()
         };
         let mut backend = IptablesBackend::new(driver.clone(), cfg.clone());
         let two = [("10.244.1.2", "a"), ("10.244.2.2", "b")];

@@ -123,3 +123,19 @@ fn headless_and_external_name_services_are_left_out_and_diffs_name_what_changed(
     let d = diff(&next, &ProxyState::new());
     assert_eq!(d.removed.len(), 2);
 }
+
+#[test]
+fn nodeport_addresses_limit_nftables_node_ports() {
+    use crate::nftables::{NftConfig, Renderer};
+    let cfg = NftConfig {
+        nodeport_cidrs: vec![
+            "198.18.0.0/24".parse().unwrap(),
+            "10.0.0.1/32".parse().unwrap(),
+        ],
+        ..Default::default()
+    };
+    let script = Renderer::default().full(&cfg, &ProxyState::new());
+    let limited = "fib daddr type local ip daddr { 198.18.0.0/24, 10.0.0.1/32 } meta l4proto . th dport vmap @service-nodeports";
+    assert!(script.contains(limited), "{script}");
+    assert!(!script.contains("127.0.0.0/8"));
+}

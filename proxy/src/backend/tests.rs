@@ -35,6 +35,7 @@ fn backend() -> (Arc<RecordingNft>, NftBackend) {
         nft.clone(),
         NftConfig {
             cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+            ..Default::default()
         },
     );
     (nft, b)
@@ -107,6 +108,7 @@ fn ipt_backend() -> (Arc<RecordingIptables>, IptablesBackend) {
         ipt.clone(),
         IptConfig {
             cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+            ..Default::default()
         },
     );
     (ipt, b)

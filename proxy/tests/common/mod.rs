@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use cairn_testsupport::NetNs;
 use serde_json::json;
 
-fn sh(ns: &NetNs, cmd: &str) {
+pub fn sh(ns: &NetNs, cmd: &str) {
     let out = Command::new("ip")
         .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
         .output()
@@ -32,19 +32,19 @@ fn sh(ns: &NetNs, cmd: &str) {
     );
 }
 
-fn enter(ns: &NetNs) {
+pub fn enter(ns: &NetNs) {
     let f = std::fs::File::open(ns.path()).unwrap();
     nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
 }
 
 /// target/debug, where cargo put the workspace's binaries.
-fn bin(name: &str) -> PathBuf {
+pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().join(name)
 }
 
 /// A TCP server in `ns` that answers every connection with `name`.
-fn serve(ns: &NetNs, name: &'static str) {
+pub fn serve(ns: &NetNs, name: &'static str) {
     let path = ns.path();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -66,7 +66,7 @@ fn serve(ns: &NetNs, name: &'static str) {
 }
 
 /// The answering pod's name.
-fn fetch(addr: &str) -> std::io::Result<String> {
+pub fn fetch(addr: &str) -> std::io::Result<String> {
     let raw = fetch_raw(addr)?;
     Ok(raw
         .split_whitespace()
@@ -76,7 +76,7 @@ fn fetch(addr: &str) -> std::io::Result<String> {
 }
 
 /// `<pod> <client address it saw>`.
-fn fetch_raw(addr: &str) -> std::io::Result<String> {
+pub fn fetch_raw(addr: &str) -> std::io::Result<String> {
     let mut s =
         TcpStream::connect_timeout(&addr.parse::<SocketAddr>().unwrap(), Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
@@ -86,7 +86,7 @@ fn fetch_raw(addr: &str) -> std::io::Result<String> {
 }
 
 /// `fetch` from another namespace (a thread that enters it).
-fn fetch_from(ns: &NetNs, addr: &'static str) -> std::io::Result<String> {
+pub fn fetch_from(ns: &NetNs, addr: &'static str) -> std::io::Result<String> {
     let path = ns.path();
     std::thread::spawn(move || {
         let f = std::fs::File::open(path).unwrap();
@@ -97,7 +97,7 @@ fn fetch_from(ns: &NetNs, addr: &'static str) -> std::io::Result<String> {
     .unwrap()
 }
 
-fn wait<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(v) = f() {
@@ -108,7 +108,7 @@ fn wait<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-struct Kill(Child);
+pub struct Kill(pub Child);
 impl Drop for Kill {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -116,7 +116,7 @@ impl Drop for Kill {
     }
 }
 
-fn kubectl(kubeconfig: &PathBuf, args: &[&str], stdin: Option<String>) -> String {
+pub fn kubectl(kubeconfig: &PathBuf, args: &[&str], stdin: Option<String>) -> String {
     let mut c = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -149,7 +149,7 @@ fn slice(ready_b: bool) -> String {
     .to_string()
 }
 
-fn network() -> (NetNs, NetNs, NetNs, NetNs) {
+pub fn network() -> (NetNs, NetNs, NetNs, NetNs) {
     let node = NetNs::new("cprx-node").unwrap();
     let (a, b, client) = (
         NetNs::new("cprx-a").unwrap(),
@@ -216,7 +216,7 @@ fn others_rules(node: &NetNs) {
 }
 
 /// cairn-control in the current network namespace, and a kubeconfig for it.
-fn start_control(dir: &std::path::Path) -> (Kill, PathBuf) {
+pub fn start_control(dir: &std::path::Path) -> (Kill, PathBuf) {
     let log = std::fs::File::create(dir.join("control.log")).unwrap();
     let control = Kill(
         Command::new(bin("cairn-control"))
@@ -305,6 +305,8 @@ pub fn scenario(mode: Mode) {
                     "0.1",
                     "--healthz-bind-address",
                     "127.0.0.1:10256",
+                    "--nodeport-addresses",
+                    "198.18.0.0/24",
                 ])
                 .stderr(log)
                 .spawn()
@@ -326,6 +328,13 @@ pub fn scenario(mode: Mode) {
     let outside = fetch_from(&client, "198.18.0.10:30080").unwrap();
     let masqueraded = ["pod-a 10.244.1.1", "pod-b 10.244.2.1"];
     assert!(masqueraded.contains(&outside.as_str()), "{outside}");
+    // --nodeport-addresses: not on the node's other addresses.
+    let elsewhere = fetch("10.244.1.1:30080").unwrap_err();
+    assert_eq!(
+        elsewhere.kind(),
+        std::io::ErrorKind::ConnectionRefused,
+        "{elsewhere}"
+    );
 
     let t = Instant::now();
     let refused = fetch(&format!("{empty_vip}:80")).unwrap_err();

@@ -5,8 +5,12 @@
 //! - nat `CAIRN-SERVICES` (cluster, external and load-balancer addresses) and
 //!   `CAIRN-NODEPORTS` (local addresses) jump to a service port's `CAIRN-SVC-<id>`
 //!   (cluster traffic) or `CAIRN-EXT-<id>` (node-port, external, load-balancer traffic);
-//!   those pick an endpoint with a `statistic --probability` cascade and jump to its
-//!   `CAIRN-SEP-<id>` (hairpin masquerade, DNAT; `recent` lists for ClientIP affinity).
+//!   those mark hairpin traffic for masquerade and pick an endpoint with a `statistic
+//!   --probability` cascade of DNAT rules (`recent` lists for ClientIP affinity). Unlike
+//!   kube-proxy there is no chain per endpoint: iptables-nft's `--noflush` restore looks
+//!   chains up linearly, so chains cost quadratic time (see `rules::pick_chain`). The
+//!   price: a pod that backs a service is masqueraded when it connects to that service,
+//!   whichever endpoint serves it (kube-proxy masquerades only when it reaches itself).
 //! - filter `CAIRN-NO-ENDPOINTS` / `CAIRN-NO-EP-NODEPORTS` reject new connections to
 //!   ports without endpoints (or drop them where `externalTrafficPolicy: Local` has none
 //!   on this node), before NAT could send them nowhere.
@@ -71,10 +75,13 @@ impl Table {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct IptConfig {
     /// Traffic from outside it to a cluster IP is masqueraded.
     pub cluster_cidr: Option<Ipv4Network>,
+    /// Node ports answer on the local addresses in these ranges (`--nodeport-addresses`);
+    /// empty: on every local address but loopback.
+    pub nodeport_cidrs: Vec<Ipv4Network>,
 }
 
 fn fixed_chains() -> Vec<(Table, &'static str, Vec<String>)> {
@@ -102,25 +109,40 @@ fn fixed_chains() -> Vec<(Table, &'static str, Vec<String>)> {
 }
 
 /// The built-in chains' jumps into the proxy's, in order.
-fn builtin_jumps() -> Vec<(Table, &'static str, String)> {
+fn builtin_jumps(cfg: &IptConfig) -> Vec<(Table, &'static str, String)> {
+    let destinations: Vec<String> = if cfg.nodeport_cidrs.is_empty() {
+        vec!["! -d 127.0.0.0/8".to_string()]
+    } else {
+        cfg.nodeport_cidrs
+            .iter()
+            .map(|c| format!("-d {c}"))
+            .collect()
+    };
     let nodeports = |target: &str, new: bool| {
         let state = if new {
             "-m conntrack --ctstate NEW "
         } else {
             ""
         };
-        format!("! -d 127.0.0.0/8 {state}-m addrtype --dst-type LOCAL -j {target}")
+        destinations
+            .iter()
+            .map(|d| format!("{d} {state}-m addrtype --dst-type LOCAL -j {target}"))
+            .collect::<Vec<_>>()
     };
     let no_endpoints = format!("-m conntrack --ctstate NEW -j {NO_ENDPOINTS}");
     let mut jumps = Vec::new();
     for chain in ["PREROUTING", "OUTPUT"] {
         jumps.push((Table::Nat, chain, format!("-j {SERVICES}")));
-        jumps.push((Table::Nat, chain, nodeports(NODEPORTS, false)));
+        for rule in nodeports(NODEPORTS, false) {
+            jumps.push((Table::Nat, chain, rule));
+        }
     }
     jumps.push((Table::Nat, "POSTROUTING", format!("-j {POSTROUTING}")));
     for chain in ["INPUT", "FORWARD", "OUTPUT"] {
         jumps.push((Table::Filter, chain, no_endpoints.clone()));
-        jumps.push((Table::Filter, chain, nodeports(NO_ENDPOINT_NODEPORTS, true)));
+        for rule in nodeports(NO_ENDPOINT_NODEPORTS, true) {
+            jumps.push((Table::Filter, chain, rule));
+        }
     }
     jumps
 }

@@ -15,8 +15,7 @@ const REJECT: &str = "-j REJECT --reject-with icmp-port-unreachable";
 /// What one service port owns, and its rules in the shared dispatch chains.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct EntryRules {
-    /// Its own chains (nat table): the cluster and external pick chains, then one per
-    /// endpoint.
+    /// Its own chains (nat table): the cluster and external pick chains.
     pub chains: Vec<(String, Vec<String>)>,
     /// `(table, dispatch chain, rule)`.
     pub dispatch: Vec<(Table, &'static str, String)>,
@@ -33,57 +32,55 @@ fn probability(left: usize) -> String {
     format!("{:.11}", scaled / 2f64.powi(31))
 }
 
-fn sep_chain(svc_id: &str, e: &Endpoint) -> String {
-    format!("CAIRN-SEP-{}", endpoint_id(svc_id, e))
+/// The `recent` list that remembers the clients of an endpoint under ClientIP affinity.
+fn affinity_list(svc_id: &str, e: &Endpoint) -> String {
+    format!("CAIRN-AFF-{}", endpoint_id(svc_id, e))
 }
 
-/// A pick chain: `first` (masquerade marking), affinity checks, then the cascade that
-/// takes endpoint i of n with probability 1/(n-i) among those left: uniform.
+/// A pick chain: `first` (masquerade marking), then hairpin marking (a connection from an
+/// endpoint of the service; unless `first` marks everything), affinity, and the cascade
+/// that DNATs to endpoint i of n with probability 1/(n-i) among those left: uniform.
+/// Endpoints have no chains of their own (kube-proxy's `KUBE-SEP-*`): iptables-nft looks
+/// chains up by a linear search when restoring with `--noflush`, so every chain costs
+/// time quadratic in their number (30,000 chains at 10,000 services: ~6 s).
 fn pick_chain(
     first: Option<String>,
     id: &str,
+    proto: &str,
     eps: &[Endpoint],
     affinity: Option<u32>,
 ) -> Vec<String> {
+    let marks_all = first.as_deref() == Some(&format!("-j {MARK_MASQ}"));
     let mut rules: Vec<String> = first.into_iter().collect();
+    if !marks_all {
+        for e in eps {
+            rules.push(format!("-s {}/32 -j {MARK_MASQ}", e.ip));
+        }
+    }
+    let dnat = |e: &Endpoint| format!("-j DNAT --to-destination {}:{}", e.ip, e.port);
+    let remember = |e: &Endpoint, how: &str| {
+        let list = affinity_list(id, e);
+        format!("-m recent {how} --name {list} --mask 255.255.255.255 --rsource ")
+    };
     if let Some(t) = affinity {
         for e in eps {
-            let sep = sep_chain(id, e);
-            rules.push(format!(
-                "-m recent --rcheck --seconds {t} --reap --name {sep} --mask 255.255.255.255 --rsource -j {sep}"
-            ));
+            let update = remember(e, &format!("--update --seconds {t} --reap"));
+            rules.push(format!("-p {proto} {update}{}", dnat(e)));
         }
     }
     let n = eps.len();
     for (i, e) in eps.iter().enumerate() {
-        let sep = sep_chain(id, e);
-        rules.push(match n - i {
-            1 => format!("-j {sep}"),
+        let pick = match n - i {
+            1 => String::new(),
             left => format!(
-                "-m statistic --mode random --probability {} -j {sep}",
+                "-m statistic --mode random --probability {} ",
                 probability(left)
             ),
-        });
+        };
+        let set = affinity.map(|_| remember(e, "--set")).unwrap_or_default();
+        rules.push(format!("-p {proto} {pick}{set}{}", dnat(e)));
     }
     rules
-}
-
-fn endpoint_chains(out: &mut EntryRules, id: &str, proto: &str, e: &ServiceEntry) {
-    let mut eps: Vec<&Endpoint> = e.cluster.iter().chain(e.external.iter()).collect();
-    eps.sort();
-    eps.dedup_by(|a, b| a.ip == b.ip && a.port == b.port);
-    for ep in eps {
-        let sep = sep_chain(id, ep);
-        let dnat = format!("-j DNAT --to-destination {}:{}", ep.ip, ep.port);
-        let last = match e.port.affinity_seconds {
-            Some(_) => format!(
-                "-p {proto} -m recent --set --name {sep} --mask 255.255.255.255 --rsource {dnat}"
-            ),
-            None => format!("-p {proto} {dnat}"),
-        };
-        let rules = vec![format!("-s {}/32 -j {MARK_MASQ}", ep.ip), last];
-        out.chains.push((sep, rules));
-    }
 }
 
 /// The rules of one service port.
@@ -101,8 +98,8 @@ pub(super) fn entry_rules(cfg: &IptConfig, name: &ServicePortName, e: &ServiceEn
             let first = cfg
                 .cluster_cidr
                 .map(|cidr| format!("! -s {cidr} {matches} -j {MARK_MASQ}"));
-            out.chains
-                .push((svc.clone(), pick_chain(first, &id, &e.cluster, affinity)));
+            let rules = pick_chain(first, &id, proto, &e.cluster, affinity);
+            out.chains.push((svc.clone(), rules));
             out.dispatch
                 .push((Table::Nat, SERVICES, format!("{matches} -j {svc}")));
         }
@@ -128,8 +125,8 @@ pub(super) fn entry_rules(cfg: &IptConfig, name: &ServicePortName, e: &ServiceEn
         } else {
             let ext = format!("CAIRN-EXT-{id}");
             let first = (!e.port.external_local).then(|| format!("-j {MARK_MASQ}"));
-            out.chains
-                .push((ext.clone(), pick_chain(first, &id, &e.external, affinity)));
+            let rules = pick_chain(first, &id, proto, &e.external, affinity);
+            out.chains.push((ext.clone(), rules));
             (
                 (Table::Nat, SERVICES),
                 (Table::Nat, NODEPORTS),
@@ -145,7 +142,6 @@ pub(super) fn entry_rules(cfg: &IptConfig, name: &ServicePortName, e: &ServiceEn
             out.dispatch.push((ports_chain.0, ports_chain.1, rule));
         }
     }
-    endpoint_chains(&mut out, &id, proto, e);
     out
 }
 
@@ -164,7 +160,7 @@ impl Ruleset {
         for (table, chain, rules) in super::fixed_chains() {
             r.chains.insert((table, chain.to_string()), rules);
         }
-        r.jumps = super::builtin_jumps();
+        r.jumps = super::builtin_jumps(cfg);
         for (name, entry) in state {
             let rules = entry_rules(cfg, name, entry);
             for (chain, body) in rules.chains {

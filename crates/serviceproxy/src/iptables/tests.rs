@@ -48,6 +48,7 @@ fn entry(vip: u8, eps: &[u8], node_port: Option<u16>) -> ServiceEntry {
 fn cfg() -> IptConfig {
     IptConfig {
         cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+        ..Default::default()
     }
 }
 
@@ -106,8 +107,19 @@ fn a_full_sync_from_nothing_writes_every_chain_and_the_jumps() {
         .iter()
         .filter(|x| x.starts_with(&format!("-A {svc} -")))
         .collect();
-    assert!(
-        cascade[0].contains("-m statistic --mode random --probability 0.50000000000 -j CAIRN-SEP-")
+    let rules: Vec<&str> = cascade
+        .iter()
+        .map(|r| r.split_once(' ').unwrap().1)
+        .collect();
+    let rules: Vec<&str> = rules.iter().map(|r| r.split_once(' ').unwrap().1).collect();
+    assert_eq!(
+        rules,
+        [
+            "-s 10.244.1.2/32 -j CAIRN-MARK-MASQ",
+            "-s 10.244.1.3/32 -j CAIRN-MARK-MASQ",
+            "-p tcp -m statistic --mode random --probability 0.50000000000 -j DNAT --to-destination 10.244.1.2:8080",
+            "-p tcp -j DNAT --to-destination 10.244.1.3:8080",
+        ]
     );
     assert!(l.contains(&"-I PREROUTING -j CAIRN-SERVICES".to_string()));
     assert!(l
@@ -145,11 +157,11 @@ fn a_full_sync_repairs_only_what_drifted() {
     let sep = want
         .chains
         .keys()
-        .find(|(_, c)| c.starts_with("CAIRN-SEP-"))
+        .find(|(_, c)| c.starts_with("CAIRN-SVC-"))
         .unwrap()
         .1
         .clone();
-    // Someone deleted a rule of one endpoint chain, left a stale chain and doubled a jump.
+    // Someone deleted a rule of a service chain, left a stale chain and doubled a jump.
     let dnat = text
         .lines()
         .find(|l| l.starts_with(&format!("-A {sep} -p tcp")))
@@ -208,21 +220,13 @@ fn an_endpoint_change_rewrites_its_chains_and_never_a_dispatch_chain() {
             .any(|x| x.contains("CAIRN-SERVICES") || x.contains("CAIRN-NODEPORTS")),
         "{l:#?}"
     );
-    let removed = format!(
-        "CAIRN-SEP-{}",
-        crate::ids::endpoint_id(&crate::ids::service_id(&name("web")), &ep(3))
-    );
-    assert!(l.contains(&format!("-X {removed}")));
+    assert!(!l.iter().any(|x| x.starts_with("-X ")), "{l:#?}");
     assert!(l
         .iter()
         .any(|x| x.contains("--to-destination 10.244.1.4:8080")));
-    assert!(
-        !l.iter()
-            .any(|x| x.contains("--to-destination 10.244.1.2:8080")),
-        "unchanged endpoint chain kept"
-    );
-    // svc + ext rewritten, one endpoint chain added, one removed.
-    assert_eq!(r.chains_written, 4);
+    assert!(!l.iter().any(|x| x.contains("10.244.1.3")));
+    // The service's two chains (cluster, external) rewritten.
+    assert_eq!(r.chains_written, 2);
 }
 
 #[test]
@@ -261,19 +265,19 @@ fn local_external_traffic_without_local_endpoints_is_dropped() {
 }
 
 #[test]
-fn affinity_uses_recent_lists_named_after_the_endpoint_chain() {
+fn affinity_uses_recent_lists_per_endpoint() {
     let mut e = entry(10, &[2, 3], None);
     e.port.affinity_seconds = Some(600);
     let state: ProxyState = [(name("web"), e)].into();
     let l = lines(&full(&cfg(), &state, &Saved::default()));
-    let check = l.iter().find(|x| x.contains("--rcheck")).unwrap();
+    let check = l.iter().find(|x| x.contains("--update")).unwrap();
     assert!(
-        check.contains("-m recent --rcheck --seconds 600 --reap --name CAIRN-SEP-"),
+        check.contains("-p tcp -m recent --update --seconds 600 --reap --name CAIRN-AFF-"),
         "{check}"
     );
-    assert!(l
-        .iter()
-        .any(|x| x.contains("-p tcp -m recent --set --name CAIRN-SEP-")));
+    assert!(l.iter().any(|x| x.contains(
+        "-p tcp -m statistic --mode random --probability 0.50000000000 -m recent --set --name CAIRN-AFF-"
+    )));
 }
 
 #[test]
@@ -284,7 +288,7 @@ fn removing_a_service_deletes_its_rules_and_chains() {
     let l = lines(&r);
     assert_eq!(
         l.iter().filter(|x| x.starts_with("-X ")).count(),
-        2,
+        1,
         "{l:#?}"
     );
     assert_eq!(
@@ -331,4 +335,21 @@ fn cleanup_removes_only_the_proxys_chains_and_builtins_it_alone_used() {
     assert!(!cleanup(&Saved::parse(&legacy))
         .unwrap()
         .contains("-X OUTPUT"));
+}
+
+#[test]
+fn nodeport_addresses_limit_the_nodeport_jumps() {
+    let cfg = IptConfig {
+        nodeport_cidrs: vec!["198.18.0.0/24".parse().unwrap()],
+        ..cfg()
+    };
+    let r = Ruleset::build(&cfg, &ProxyState::new());
+    let nodeports: Vec<&String> = r
+        .jumps
+        .iter()
+        .filter(|(_, _, rule)| rule.contains("NODEPORTS"))
+        .map(|(_, _, rule)| rule)
+        .collect();
+    assert_eq!(nodeports.len(), 5, "{nodeports:?}");
+    assert!(nodeports.iter().all(|r| r.starts_with("-d 198.18.0.0/24 ")));
 }

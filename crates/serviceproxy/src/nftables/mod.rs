@@ -32,10 +32,25 @@ use crate::model::*;
 
 pub const TABLE: &str = "cairn-proxy";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NftConfig {
     /// Traffic from outside it to a cluster IP is masqueraded.
     pub cluster_cidr: Option<Ipv4Network>,
+    /// Node ports answer on the local addresses in these ranges (`--nodeport-addresses`);
+    /// empty: on every local address but loopback.
+    pub nodeport_cidrs: Vec<Ipv4Network>,
+}
+
+/// The skeleton with node ports limited to `--nodeport-addresses`.
+fn skeleton(cfg: &NftConfig) -> String {
+    if cfg.nodeport_cidrs.is_empty() {
+        return SKELETON.to_string();
+    }
+    let cidrs: Vec<String> = cfg.nodeport_cidrs.iter().map(|c| c.to_string()).collect();
+    SKELETON.replace(
+        "ip daddr != 127.0.0.0/8",
+        &format!("ip daddr {{ {} }}", cidrs.join(", ")),
+    )
 }
 
 /// Renders full and partial syncs; keeps the warnings of the last one.
@@ -98,7 +113,7 @@ impl Renderer {
         for (name, entry) in state {
             entry::add(&mut batch, cfg, name, entry, &mut self.warnings);
         }
-        batch.render_full(SKELETON)
+        batch.render_full(&skeleton(cfg))
     }
 
     /// Rewrites only what `diff` names; `applied` is what the previous sync programmed.
