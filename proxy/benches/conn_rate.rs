@@ -1,0 +1,197 @@
+//! Data plane: new TCP connections per second from a node to a pod, straight to the pod's
+//! IP and through a ClusterIP, with 10 and with 10,000 services programmed (2 endpoints
+//! each; the measured service sits in the middle of them), for each proxy mode this
+//! kernel has. Everything lives in network namespaces this bench makes: a "node" and a
+//! "pod" joined by a veth; the pod accepts and drops connections; the client closes with
+//! RST (linger 0), so no TIME_WAIT limits the rate. Rules are programmed by the backends
+//! themselves. Printed per case: connections/s, connect latency p50/p99, the ratio to the
+//! direct rate under the same rules (the goal's ratio; iptables walks its service list for
+//! every new connection, even one to a pod IP), and the ratio to the direct rate before
+//! any rule existed (no NAT hooks, so no conntrack at all). Goal (issue 12): through the ClusterIP at
+//! 10,000 services ≥ 0.9× direct for nftables (and IPVS, not on this kernel).
+//!
+//! `cargo bench -p cairn-proxy --bench conn_rate` (root). `CONN_RATE_SECONDS` per case
+//! (default 2).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::fd::AsFd;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_netfilter::{IptablesCommand, IptablesVariant, NftCommand};
+use cairn_proxy::backend::{IptablesBackend, NftBackend, ProxyBackend};
+use cairn_serviceproxy::iptables::IptConfig;
+use cairn_serviceproxy::nftables::NftConfig;
+use cairn_serviceproxy::*;
+use cairn_testsupport::NetNs;
+
+const POD: Ipv4Addr = Ipv4Addr::new(10, 244, 1, 2);
+
+fn sh(ns: &NetNs, cmd: &str) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn enter(ns: &NetNs) {
+    let f = std::fs::File::open(ns.path()).unwrap();
+    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+}
+
+fn vip(i: u32) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 0, 0)) + i + 1)
+}
+
+/// `n` services × 2 endpoints; service `n / 2` has the real pod (twice: both picks land).
+fn state(n: u32) -> ProxyState {
+    let mut s = ProxyState::new();
+    for i in 0..n {
+        let ep = |k: u32| Endpoint {
+            ip: if i == n / 2 {
+                POD
+            } else {
+                Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 245, 0, 0)) + 2 * i + k)
+            },
+            port: 8080 + if i == n / 2 { 0 } else { k as u16 },
+            ready: true,
+            serving: true,
+            terminating: false,
+            local: false,
+        };
+        let eps = if i == n / 2 {
+            vec![ep(0)]
+        } else {
+            vec![ep(0), ep(1)]
+        };
+        let port = ServicePort {
+            cluster_ip: Some(vip(i)),
+            port: 80,
+            node_port: None,
+            external_ips: vec![],
+            load_balancer_ips: vec![],
+            affinity_seconds: None,
+            external_local: false,
+            internal_local: false,
+            health_check_node_port: None,
+        };
+        let name = ServicePortName {
+            namespace: "bench".into(),
+            name: format!("svc-{i}"),
+            port: String::new(),
+            protocol: Protocol::Tcp,
+        };
+        let entry = ServiceEntry {
+            port,
+            cluster: eps.clone(),
+            external: eps,
+            local_count: 0,
+        };
+        s.insert(name, entry);
+    }
+    s
+}
+
+/// Connects and resets for `secs`; connections/s and connect latencies (µs).
+fn hammer(to: SocketAddr, secs: f64) -> (f64, Vec<f64>) {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let mut lat = Vec::new();
+    while Instant::now() < deadline {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let t = Instant::now();
+        sock.connect(&to.into()).unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        sock.set_linger(Some(Duration::ZERO)).unwrap();
+    }
+    (lat.len() as f64 / start.elapsed().as_secs_f64(), lat)
+}
+
+fn pct(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+fn backend(mode: &str) -> Box<dyn ProxyBackend> {
+    let cidr = Some("10.244.0.0/16".parse().unwrap());
+    match mode {
+        "nftables" => Box::new(NftBackend::new(
+            Arc::new(NftCommand::new().unwrap()),
+            NftConfig {
+                cluster_cidr: cidr,
+                ..Default::default()
+            },
+        )),
+        _ => Box::new(IptablesBackend::new(
+            Arc::new(IptablesCommand::new(IptablesVariant::Nft).unwrap()),
+            IptConfig {
+                cluster_cidr: cidr,
+                ..Default::default()
+            },
+        )),
+    }
+}
+
+fn main() {
+    let secs: f64 = std::env::var("CONN_RATE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
+    let (node, pod) = (NetNs::new("crnode").unwrap(), NetNs::new("crpod").unwrap());
+    sh(&node, &format!("ip link add p1 type veth peer name eth0 netns {} && ip addr add 10.244.1.1/24 dev p1 && ip link set p1 up && ip link set lo up && ip route add 10.96.0.0/12 dev p1", pod.name()));
+    sh(&pod, "ip addr add 10.244.1.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.1.1 && sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535");
+    let pod_path = pod.path();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(pod_path).unwrap();
+        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // A deep accept queue: a full one drops SYNs, and a retransmitted SYN costs 1 s.
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.set_reuse_address(true).unwrap();
+        l.bind(&SocketAddr::from(([0, 0, 0, 0], 8080)).into())
+            .unwrap();
+        l.listen(65535).unwrap();
+        let l: TcpListener = l.into();
+        tx.send(()).unwrap();
+        for s in l.incoming() {
+            drop(s);
+        }
+    });
+    rx.recv().unwrap();
+    enter(&node);
+    let direct = SocketAddr::from((POD, 8080));
+    hammer(direct, 0.5); // warm up
+    let (base, mut lat) = hammer(direct, secs);
+    println!(
+        "direct to the pod: {base:.0} conn/s, connect p50 {:.0} µs, p99 {:.0} µs",
+        pct(&mut lat, 0.5),
+        pct(&mut lat, 0.99)
+    );
+    for mode in ["nftables", "iptables"] {
+        for n in [10, 10_000] {
+            let mut b = backend(mode);
+            b.sync(&state(n), true).unwrap();
+            let to = SocketAddr::from((vip(n / 2), 80));
+            hammer(to, 0.5);
+            let (rate, mut lat) = hammer(to, secs);
+            let (again, _) = hammer(direct, secs);
+            println!(
+                "{mode}, {n} services, through the ClusterIP: {rate:.0} conn/s, connect p50 {:.0} µs, p99 {:.0} µs | direct with these rules {again:.0} conn/s, ratio {:.2} | ratio to direct before any rule (no NAT, no conntrack) {:.2}",
+                pct(&mut lat, 0.5),
+                pct(&mut lat, 0.99),
+                rate / again,
+                rate / base
+            );
+            b.cleanup().unwrap();
+        }
+    }
+}
