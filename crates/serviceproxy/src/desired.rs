@@ -53,6 +53,7 @@ pub fn desired_state<'a>(
         let slices = by_service.get(&key).map(Vec::as_slice).unwrap_or_default();
         add_service(&mut state, &mut warnings, svc, &key, slices, node);
     }
+    crate::conflicts::resolve(&mut state, &mut warnings);
     (state, warnings)
 }
 

@@ -4,6 +4,7 @@
 //! follows kube-proxy's `CategorizeEndpoints`: ready endpoints, else serving-terminating
 //! ones; node-local ones where a traffic policy is `Local`.
 
+mod conflicts;
 pub mod conntrack;
 pub mod desired;
 pub mod diff;

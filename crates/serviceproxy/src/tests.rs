@@ -139,3 +139,18 @@ fn nodeport_addresses_limit_nftables_node_ports() {
     assert!(script.contains(limited), "{script}");
     assert!(!script.contains("127.0.0.0/8"));
 }
+
+#[test]
+fn a_frontend_claimed_twice_stays_with_the_first_service_port() {
+    let a = svc(json!({"metadata": {"name": "a", "namespace": "ns"},
+        "spec": {"clusterIP": "10.96.0.1", "externalIPs": ["198.18.0.9", "198.18.0.9"],
+            "ports": [{"port": 80}]}}));
+    let b = svc(json!({"metadata": {"name": "b", "namespace": "ns"},
+        "spec": {"type": "NodePort", "clusterIP": "10.96.0.2", "externalIPs": ["198.18.0.9"],
+            "ports": [{"port": 80, "nodePort": 30000}]}}));
+    let (state, warnings) = desired_state([&a, &b], [], "n");
+    let ports: Vec<_> = state.values().map(|e| e.port.external_ips.clone()).collect();
+    assert_eq!(ports, [vec!["198.18.0.9".parse::<std::net::Ipv4Addr>().unwrap()], vec![]]);
+    assert_eq!(warnings, ["ns/b: 198.18.0.9:80/tcp is already ns/a's; left out"]);
+    assert_eq!(state.values().nth(1).unwrap().port.node_port, Some(30000));
+}

@@ -356,6 +356,19 @@ pub fn scenario(mode: Mode) {
     });
     let health = fetch_http("127.0.0.1:10256", "/healthz");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let metrics = fetch_http("127.0.0.1:10249", "/metrics");
+    let partial_syncs = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cairn_proxy_partial_syncs_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(partial_syncs.is_some_and(|n| n >= 1.0), "{metrics}");
+    for name in [
+        "kubeproxy_sync_proxy_rules_duration_seconds_bucket",
+        "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+        "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+    ] {
+        assert!(metrics.contains(name), "{name} in {metrics}");
+    }
     load_balancer_and_affinity(&kc, &client);
 
     // A killed proxy leaves its rules: traffic keeps flowing; a new one converges.
