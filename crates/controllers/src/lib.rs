@@ -334,6 +334,7 @@ fn start_endpointslice(client: &Client, inf: &mut Informers) -> Task {
         slices: inf.endpointslices.reader(),
         nodes: inf.nodes.reader(),
         tracker: Default::default(),
+        triggers: Default::default(),
         retries: Default::default(),
     });
     let own = {
@@ -341,7 +342,9 @@ fn start_endpointslice(client: &Client, inf: &mut Informers) -> Task {
         inf.services
             .subscribe_with_deletions(move |s: &Service, deleted| {
                 if deleted {
-                    ctx.tracker.forget(&runner::key_of(s));
+                    let key = runner::key_of(s);
+                    ctx.tracker.forget(&key);
+                    ctx.triggers.forget(&key);
                 }
                 vec![ObjectRef::from_obj(s)]
             })

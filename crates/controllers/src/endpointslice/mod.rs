@@ -8,6 +8,7 @@ pub mod desired;
 pub mod membership;
 pub mod pack;
 pub mod tracker;
+pub mod trigger;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +49,7 @@ pub struct Ctx {
     pub slices: Store<EndpointSlice>,
     pub nodes: Store<Node>,
     pub tracker: tracker::SliceTracker,
+    pub triggers: trigger::TriggerTimes,
     pub retries: Retries,
 }
 
@@ -152,7 +154,10 @@ async fn reconcile(service: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error
     let desired = desired::groups(&service, &refs, &zone);
     let mut plan = pack::plan(&pack::Owner::of_service(&service), &existing, &desired);
     plan.delete.extend(stale);
+    let observed = ctx.triggers.observe(&key, &service, &refs);
+    trigger::stamp(&mut plan, observed.time);
     apply(&ctx, &service, plan).await?;
+    ctx.triggers.commit(observed);
     Ok(Action::await_change())
 }
 

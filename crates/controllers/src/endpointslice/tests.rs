@@ -5,10 +5,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 use super::desired::groups;
 use super::pack::{plan, Owner, Plan};
+use super::trigger::{stamp, TriggerTimes, TRIGGER_TIME};
 use crate::cached_pod::{CachedPod, PodNetwork};
 
 fn service(spec: serde_json::Value) -> Service {
@@ -55,6 +58,12 @@ fn pass(
     let refs: Vec<&CachedPod> = pods.iter().collect();
     let desired = groups(svc, &refs, &|_| Some("zone-a".into()));
     let plan = plan(&Owner::of_service(svc), existing, &desired);
+    let after = land(existing, &plan);
+    (plan, after)
+}
+
+/// The slices as the server holds them once `plan` is written over `existing`.
+fn land(existing: &[EndpointSlice], plan: &Plan) -> Vec<EndpointSlice> {
     let mut after: Vec<EndpointSlice> = existing.to_vec();
     after.retain(|s| {
         !plan
@@ -74,7 +83,7 @@ fn pass(
         c.metadata.name = Some(format!("web-{}-{i}", after.len()));
         after.push(c);
     }
-    (plan, after)
+    after
 }
 
 fn sizes(slices: &[EndpointSlice]) -> Vec<usize> {
@@ -257,4 +266,102 @@ fn hand_written_endpoints_are_mirrored_into_slices() {
         g.endpoints[1].conditions.as_ref().unwrap().ready,
         Some(false)
     );
+}
+
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+/// A reconcile pass as the controller runs it: plan, stamp the trigger time, write, commit.
+fn sync(
+    triggers: &TriggerTimes,
+    svc: &Service,
+    pods: &[CachedPod],
+    existing: &[EndpointSlice],
+) -> (Plan, Vec<EndpointSlice>) {
+    let refs: Vec<&CachedPod> = pods.iter().collect();
+    let desired = groups(svc, &refs, &|_| Some("zone-a".into()));
+    let mut plan = plan(&Owner::of_service(svc), existing, &desired);
+    let observed = triggers.observe("default/web", svc, &refs);
+    stamp(&mut plan, observed.time);
+    triggers.commit(observed);
+    let after = land(existing, &plan);
+    (plan, after)
+}
+
+fn trigger_of(slice: &EndpointSlice) -> Option<&str> {
+    let annotations = slice.metadata.annotations.as_ref()?;
+    annotations.get(TRIGGER_TIME).map(String::as_str)
+}
+
+fn readied(i: usize, ready: bool, since: &str) -> CachedPod {
+    let mut p = pod(i, ready);
+    p.ready = Some((ready, Some(at(since))));
+    p
+}
+
+#[test]
+fn a_pod_turning_ready_stamps_the_slice_it_changes() {
+    let mut svc = web();
+    svc.metadata.creation_timestamp = Some(Time(at("2025-01-01T00:00:00Z")));
+    let triggers = TriggerTimes::default();
+    let mut all = vec![
+        readied(0, true, "2025-01-01T00:01:00Z"),
+        readied(1, false, "2025-01-01T00:01:00Z"),
+    ];
+    // First sync of the Service: its creation.
+    let (plan, slices) = sync(&triggers, &svc, &all, &[]);
+    assert_eq!(plan.create.len(), 1);
+    assert_eq!(trigger_of(&slices[0]), Some("2025-01-01T00:00:00Z"));
+    // Pod 1 turns ready: the one slice is updated, stamped with that transition.
+    let ready_at = "2025-01-01T00:05:00.25Z";
+    all[1] = readied(1, true, ready_at);
+    let (plan, slices) = sync(&triggers, &svc, &all, &slices);
+    assert_eq!(
+        (plan.create.len(), plan.update.len(), plan.delete.len()),
+        (0, 1, 0)
+    );
+    let stamped = trigger_of(&plan.update[0]).unwrap();
+    assert_eq!(stamped, ready_at, "UTC, RFC 3339 with the fraction trimmed");
+    assert!(at(stamped) >= at(ready_at));
+    // Nothing changed: nothing is written, the annotation included.
+    let (plan, again) = sync(&triggers, &svc, &all, &slices);
+    assert!(plan.is_empty(), "{plan:?}");
+    assert_eq!(again, slices);
+    // A pod leaving moves no trigger time: the updated slice drops the annotation.
+    all.remove(0);
+    let (plan, _) = sync(&triggers, &svc, &all, &slices);
+    assert_eq!(plan.update.len(), 1);
+    assert_eq!(trigger_of(&plan.update[0]), None);
+}
+
+#[test]
+fn the_trigger_time_is_the_oldest_change_not_yet_committed() {
+    let mut svc = web();
+    svc.metadata.creation_timestamp = Some(Time(at("2025-01-01T00:00:00Z")));
+    let triggers = TriggerTimes::default();
+    let before = [
+        readied(0, false, "2025-01-01T00:01:00Z"),
+        readied(1, false, "2025-01-01T00:01:00Z"),
+        readied(2, true, "2025-01-01T00:01:00Z"),
+    ];
+    let refs: Vec<&CachedPod> = before.iter().collect();
+    triggers.commit(triggers.observe("default/web", &svc, &refs));
+    let after = [
+        readied(0, true, "2025-01-01T00:03:00Z"),
+        readied(1, true, "2025-01-01T00:02:00Z"),
+        readied(2, true, "2025-01-01T00:01:00Z"),
+    ];
+    let refs: Vec<&CachedPod> = after.iter().collect();
+    let first = triggers.observe("default/web", &svc, &refs);
+    assert_eq!(first.time, Some(at("2025-01-01T00:02:00Z")));
+    // Not committed (the writes failed): the retry still reflects both changes.
+    let retry = triggers.observe("default/web", &svc, &refs);
+    assert_eq!(retry.time, first.time);
+    triggers.commit(retry);
+    assert_eq!(triggers.observe("default/web", &svc, &refs).time, None);
+    // A Service seen anew (recreated, or the controller restarted): its creation.
+    triggers.forget("default/web");
+    let anew = triggers.observe("default/web", &svc, &refs);
+    assert_eq!(anew.time, Some(at("2025-01-01T00:00:00Z")));
 }
