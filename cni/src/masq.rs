@@ -5,13 +5,14 @@
 //! iptables: a chain `CAIRN-<hash>` per attachment (ACCEPT to the excluded networks,
 //! MASQUERADE the rest except multicast) jumped to from nat POSTROUTING for the pod's
 //! address, installed with one `iptables-restore --noflush`. nftables: a table
-//! `inet cairn-cni` with a nat postrouting chain and one rule per address.
+//! `inet cairn-cni` with a nat postrouting chain and one rule per address, rendered here and
+//! applied through [`cairn_netfilter::NftDriver`] (`NftCommand`; `RecordingNft` in tests).
 
 use std::io::Write;
 use std::net::IpAddr;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
+use cairn_netfilter::{find_binary, NftCommand, NftDriver, NftError};
 use ipnetwork::IpNetwork;
 
 use crate::config::MasqBackend;
@@ -26,6 +27,8 @@ pub enum MasqError {
         status: String,
         stderr: String,
     },
+    #[error(transparent)]
+    Nft(#[from] NftError),
 }
 
 const NFT_TABLE: &str = "cairn-cni";
@@ -50,13 +53,6 @@ pub fn chain_name(network: &str, id: &str, ifname: &str) -> String {
     format!("CAIRN-{:016X}", crate::fnv64(&[network, id, ifname]))
 }
 
-pub(crate) fn find_binary(name: &str) -> Option<std::path::PathBuf> {
-    ["/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin"]
-        .iter()
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.exists())
-}
-
 /// The configured backend, or the detected one: iptables when installed (it is what the
 /// reference plugin and kube-proxy use), nftables otherwise.
 pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
@@ -69,7 +65,14 @@ pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
     })
 }
 
-pub(crate) fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, MasqError> {
+/// Runs one of the iptables tools (`iptables-save`, `ip6tables-restore`, ...). nftables goes
+/// through [`NftDriver`]; iptables stays here until `cairn_netfilter::IptablesCommand`
+/// covers ip6tables too (it drives `iptables-*` only).
+pub(crate) fn run_iptables(
+    prog: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Result<String, MasqError> {
     let cmd_desc = format!("{prog} {}", args.join(" "));
     let path = find_binary(prog).unwrap_or_else(|| prog.into());
     let mut child = Command::new(path)
@@ -118,9 +121,9 @@ pub fn setup(
     addrs: &[IpAddr],
     exclude: &[IpNetwork],
 ) -> Result<(), MasqError> {
-    let t = tag(network, id, ifname);
     match backend {
         MasqBackend::Iptables => {
+            let t = tag(network, id, ifname);
             for v6 in [false, true] {
                 let mine: Vec<_> = addrs.iter().filter(|a| a.is_ipv6() == v6).collect();
                 if mine.is_empty() {
@@ -145,31 +148,57 @@ pub fn setup(
                 } else {
                     "iptables-restore"
                 };
-                run(prog, &["--noflush", "-w", "5"], Some(&s))?;
+                run_iptables(prog, &["--noflush", "-w", "5"], Some(&s))?;
             }
             Ok(())
         }
         MasqBackend::Nftables => {
-            let mut s = format!(
-                "table inet {NFT_TABLE} {{\n chain postrouting {{ type nat hook postrouting priority srcnat; policy accept; }}\n}}\n"
-            );
-            for a in addrs {
-                let fam = if a.is_ipv6() { "ip6" } else { "ip" };
-                let mcast = if a.is_ipv6() {
-                    "ff00::/8"
-                } else {
-                    "224.0.0.0/4"
-                };
-                let mut rule = format!("{fam} saddr {a}");
-                for n in exclude.iter().filter(|n| n.is_ipv6() == a.is_ipv6()) {
-                    rule += &format!(" {fam} daddr != {n}");
-                }
-                rule += &format!(" {fam} daddr != {mcast} masquerade comment \"{t}\"");
-                s += &format!("add rule inet {NFT_TABLE} postrouting {rule}\n");
-            }
-            run("nft", &["-f", "-"], Some(&s)).map(|_| ())
+            setup_nft(&NftCommand::new()?, network, id, ifname, addrs, exclude)
         }
     }
+}
+
+/// The nftables script installing masquerading for `addrs` of one attachment: the table
+/// and chain (a no-op when they exist), then one rule per address.
+pub fn nft_setup_script(
+    network: &str,
+    id: &str,
+    ifname: &str,
+    addrs: &[IpAddr],
+    exclude: &[IpNetwork],
+) -> String {
+    let t = tag(network, id, ifname);
+    let mut s = format!(
+        "table inet {NFT_TABLE} {{\n chain postrouting {{ type nat hook postrouting priority srcnat; policy accept; }}\n}}\n"
+    );
+    for a in addrs {
+        let fam = if a.is_ipv6() { "ip6" } else { "ip" };
+        let mcast = if a.is_ipv6() {
+            "ff00::/8"
+        } else {
+            "224.0.0.0/4"
+        };
+        let mut rule = format!("{fam} saddr {a}");
+        for n in exclude.iter().filter(|n| n.is_ipv6() == a.is_ipv6()) {
+            rule += &format!(" {fam} daddr != {n}");
+        }
+        rule += &format!(" {fam} daddr != {mcast} masquerade comment \"{t}\"");
+        s += &format!("add rule inet {NFT_TABLE} postrouting {rule}\n");
+    }
+    s
+}
+
+/// [`setup`] with nftables, through `nft` (one transaction).
+pub fn setup_nft(
+    nft: &dyn NftDriver,
+    network: &str,
+    id: &str,
+    ifname: &str,
+    addrs: &[IpAddr],
+    exclude: &[IpNetwork],
+) -> Result<(), MasqError> {
+    nft.apply(&nft_setup_script(network, id, ifname, addrs, exclude))?;
+    Ok(())
 }
 
 /// Removes the rules of every attachment of `network` for which `remove` says so.
@@ -193,7 +222,7 @@ pub fn teardown_matching(
                 if find_binary(save).is_none() {
                     continue;
                 }
-                let dump = run(save, &["-t", "nat"], None)?;
+                let dump = run_iptables(save, &["-t", "nat"], None)?;
                 let mut dels = String::new();
                 let mut chains = Vec::new();
                 for line in dump.lines() {
@@ -239,49 +268,74 @@ pub fn teardown_matching(
                     s += &format!("-F {c}\n-X {c}\n");
                 }
                 s += "COMMIT\n";
-                run(restore, &["--noflush", "-w", "5"], Some(&s))?;
+                run_iptables(restore, &["--noflush", "-w", "5"], Some(&s))?;
                 count += chains.len();
             }
             Ok(count)
         }
-        MasqBackend::Nftables => {
-            let listing = match run(
-                "nft",
-                &["-a", "list", "chain", "inet", NFT_TABLE, "postrouting"],
-                None,
-            ) {
-                Ok(l) => l,
-                // No table, no rules.
-                Err(MasqError::Failed { .. }) => return Ok(0),
-                Err(e) => return Err(e),
-            };
-            let mut s = String::new();
-            let mut count = 0;
-            for line in listing.lines() {
-                let Some(ci) = line.find("comment \"") else {
-                    continue;
-                };
-                let rest = &line[ci + 9..];
-                let Some(end) = rest.find('"') else { continue };
-                if matches(&rest[..end]).is_none() {
-                    continue;
-                }
-                let Some(h) = line
-                    .rsplit("# handle ")
-                    .next()
-                    .and_then(|h| h.trim().parse::<u64>().ok())
-                else {
-                    continue;
-                };
-                s += &format!("delete rule inet {NFT_TABLE} postrouting handle {h}\n");
-                count += 1;
-            }
-            if !s.is_empty() {
-                run("nft", &["-f", "-"], Some(&s))?;
-            }
-            Ok(count)
-        }
+        MasqBackend::Nftables => teardown_matching_nft(&NftCommand::new()?, network, remove),
     }
+}
+
+/// The script deleting, from `listing` (the table as `nft -a list table` prints it), the
+/// postrouting rules whose tag `matches`, and how many it deletes.
+fn nft_teardown_script(listing: &str, matches: &dyn Fn(&str) -> bool) -> (String, usize) {
+    let mut s = String::new();
+    let mut count = 0;
+    let mut in_chain = false;
+    for line in listing.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("chain ") {
+            in_chain = trimmed.starts_with("chain postrouting ");
+            continue;
+        }
+        if trimmed == "}" {
+            in_chain = false;
+        }
+        if !in_chain {
+            continue;
+        }
+        let Some(ci) = line.find("comment \"") else {
+            continue;
+        };
+        let rest = &line[ci + 9..];
+        let Some(end) = rest.find('"') else { continue };
+        if !matches(&rest[..end]) {
+            continue;
+        }
+        let Some(h) = line
+            .rsplit("# handle ")
+            .next()
+            .and_then(|h| h.trim().parse::<u64>().ok())
+        else {
+            continue;
+        };
+        s += &format!("delete rule inet {NFT_TABLE} postrouting handle {h}\n");
+        count += 1;
+    }
+    (s, count)
+}
+
+/// [`teardown_matching`] with nftables: one listing with handles, then one transaction
+/// deleting the matching rules (rules of other attachments stay).
+pub fn teardown_matching_nft(
+    nft: &dyn NftDriver,
+    network: &str,
+    remove: &dyn Fn(&str, &str) -> bool,
+) -> Result<usize, MasqError> {
+    let listing = match nft.list_table_with_handles("inet", NFT_TABLE) {
+        Ok(Some(l)) => l,
+        // No table, no rules (nor when nft cannot list it, as before).
+        Ok(None) | Err(NftError::Failed { .. }) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let (s, count) = nft_teardown_script(&listing, &|t| {
+        parse_tag(t).is_some_and(|(net, id, ifname)| net == network && remove(&id, &ifname))
+    });
+    if !s.is_empty() {
+        nft.apply(&s)?;
+    }
+    Ok(count)
 }
 
 /// Removes the rules of one attachment.
@@ -296,7 +350,115 @@ pub fn teardown(
 
 #[cfg(test)]
 mod tests {
+    use cairn_netfilter::RecordingNft;
+
     use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn net(s: &str) -> IpNetwork {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn nft_setup_renders_one_transaction() {
+        let nft = RecordingNft::default();
+        setup_nft(
+            &nft,
+            "net",
+            "abc",
+            "eth0",
+            &[ip("10.244.1.5"), ip("fd00::5")],
+            &[net("10.244.0.0/16"), net("fd00::/64")],
+        )
+        .unwrap();
+        assert_eq!(
+            *nft.scripts.lock(),
+            vec![
+                "table inet cairn-cni {\n chain postrouting { type nat hook postrouting priority srcnat; policy accept; }\n}\n\
+                 add rule inet cairn-cni postrouting ip saddr 10.244.1.5 ip daddr != 10.244.0.0/16 ip daddr != 224.0.0.0/4 masquerade comment \"cairn-cni:net:abc:eth0\"\n\
+                 add rule inet cairn-cni postrouting ip6 saddr fd00::5 ip6 daddr != fd00::/64 ip6 daddr != ff00::/8 masquerade comment \"cairn-cni:net:abc:eth0\"\n"
+                    .to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn nft_setup_failure_surfaces_as_a_masquerade_error() {
+        let nft = RecordingNft::default();
+        *nft.fail_next.lock() = Some("Error: Could not process rule".into());
+        let e = setup_nft(&nft, "net", "abc", "eth0", &[ip("10.244.1.5")], &[]).unwrap_err();
+        assert!(
+            matches!(e, MasqError::Nft(NftError::Failed { .. })),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "nft -f - failed: Error: Could not process rule"
+        );
+        let cni: rscni_plugin::error::Error = crate::plugin::PluginError::from(e).into();
+        assert!(
+            matches!(&cni, rscni_plugin::error::Error::Custom(crate::plugin::CODE_MASQ, msg, details)
+                if msg == "IP masquerade setup failed" && details.contains("Could not process rule")),
+            "{cni:?}"
+        );
+    }
+
+    /// `nft -a list table inet cairn-cni` with three attachments, two of network `net`.
+    const LISTING: &str = "table inet cairn-cni { # handle 7
+\tchain postrouting { # handle 1
+\t\ttype nat hook postrouting priority srcnat; policy accept;
+\t\tip saddr 10.244.1.5 ip daddr != 10.244.0.0/16 ip daddr != 224.0.0.0/4 masquerade comment \"cairn-cni:net:abc:eth0\" # handle 2
+\t\tip6 saddr fd00::5 ip6 daddr != ff00::/8 masquerade comment \"cairn-cni:net:abc:eth0\" # handle 3
+\t\tip saddr 10.244.1.6 ip daddr != 224.0.0.0/4 masquerade comment \"cairn-cni:net:def:eth0\" # handle 4
+\t\tip saddr 10.88.0.2 ip daddr != 224.0.0.0/4 masquerade comment \"cairn-cni:other:abc:eth0\" # handle 5
+\t}
+\tchain foreign { # handle 8
+\t\tip saddr 10.0.0.1 masquerade comment \"cairn-cni:net:abc:eth0\" # handle 9
+\t}
+}
+";
+
+    #[test]
+    fn nft_teardown_deletes_only_the_attachments_rules_by_handle() {
+        let nft = RecordingNft::default();
+        nft.tables
+            .lock()
+            .insert("inet cairn-cni".into(), LISTING.into());
+        assert_eq!(
+            teardown_matching_nft(&nft, "net", &|id, _| id == "abc").unwrap(),
+            2
+        );
+        assert_eq!(
+            *nft.scripts.lock(),
+            vec!["delete rule inet cairn-cni postrouting handle 2\n\
+                 delete rule inet cairn-cni postrouting handle 3\n"
+                .to_string()]
+        );
+        // GC of network `net` keeping nothing.
+        nft.scripts.lock().clear();
+        assert_eq!(teardown_matching_nft(&nft, "net", &|_, _| true).unwrap(), 3);
+        assert!(nft.scripts.lock()[0].ends_with("postrouting handle 4\n"));
+        // Nothing of a network that has no rules: no transaction.
+        nft.scripts.lock().clear();
+        assert_eq!(
+            teardown_matching_nft(&nft, "none", &|_, _| true).unwrap(),
+            0
+        );
+        assert!(nft.scripts.lock().is_empty());
+    }
+
+    #[test]
+    fn nft_teardown_without_the_table_is_a_no_op() {
+        let nft = RecordingNft::default();
+        nft.tables
+            .lock()
+            .insert("ip cairn-netctl".into(), String::new());
+        assert_eq!(teardown_matching_nft(&nft, "net", &|_, _| true).unwrap(), 0);
+        assert!(nft.scripts.lock().is_empty());
+    }
 
     #[test]
     fn tags_round_trip() {

@@ -3,12 +3,14 @@
 //! through the pod network. iptables: chain `CAIRN-POSTRTG` in `nat`, jumped to from
 //! POSTROUTING; nftables: table `ip cairn-netctl`. Every rule carries a fingerprint of the
 //! whole set in its comment, so "already right" is one listing and a change is one atomic
-//! rewrite (no window without rules).
+//! rewrite (no window without rules). The nftables table goes through
+//! [`cairn_netfilter::NftDriver`].
 
+use cairn_netfilter::{find_binary, NftCommand, NftDriver};
 use ipnetwork::Ipv4Network;
 
 use crate::config::MasqBackend;
-use crate::masq::{find_binary, run, MasqError};
+use crate::masq::{run_iptables, MasqError};
 
 pub const IPTABLES_CHAIN: &str = "CAIRN-POSTRTG";
 pub const NFT_TABLE: &str = "cairn-netctl";
@@ -52,11 +54,11 @@ pub fn ensure(
     cluster: Ipv4Network,
     subnet: Ipv4Network,
 ) -> Result<bool, MasqError> {
-    let fp = fingerprint(cluster, subnet);
-    let expected = rules(cluster, subnet).len();
     match backend {
         MasqBackend::Iptables => {
-            let dump = run("iptables-save", &["-t", "nat"], None)?;
+            let fp = fingerprint(cluster, subnet);
+            let expected = rules(cluster, subnet).len();
+            let dump = run_iptables("iptables-save", &["-t", "nat"], None)?;
             let chain_rules: Vec<&str> = dump
                 .lines()
                 .filter(|l| l.starts_with(&format!("-A {IPTABLES_CHAIN} ")))
@@ -85,25 +87,45 @@ pub fn ensure(
                 );
             }
             s += "COMMIT\n";
-            run("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+            run_iptables("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
             Ok(true)
         }
-        MasqBackend::Nftables => {
-            let current = run("nft", &["list", "table", "ip", NFT_TABLE], None).unwrap_or_default();
-            if current.matches(&fp).count() == expected {
-                return Ok(false);
-            }
-            let mut s = format!(
-                "table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\ntable ip {NFT_TABLE} {{\n chain postrouting {{\n  type nat hook postrouting priority srcnat; policy accept;\n"
-            );
-            for (_, rule) in rules(cluster, subnet) {
-                s += &format!("  {rule} comment \"{fp}\"\n");
-            }
-            s += " }\n}\n";
-            run("nft", &["-f", "-"], Some(&s))?;
-            Ok(true)
-        }
+        MasqBackend::Nftables => ensure_nft(&NftCommand::new()?, cluster, subnet),
     }
+}
+
+/// The nftables script replacing the table with the rules for `cluster`/`subnet`, in one
+/// transaction (declare, delete, recreate: works whether or not the table exists).
+fn nft_script(cluster: Ipv4Network, subnet: Ipv4Network) -> String {
+    let fp = fingerprint(cluster, subnet);
+    let mut s = format!(
+        "table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\ntable ip {NFT_TABLE} {{\n chain postrouting {{\n  type nat hook postrouting priority srcnat; policy accept;\n"
+    );
+    for (_, rule) in rules(cluster, subnet) {
+        s += &format!("  {rule} comment \"{fp}\"\n");
+    }
+    s += " }\n}\n";
+    s
+}
+
+/// [`ensure`] with nftables.
+pub fn ensure_nft(
+    nft: &dyn NftDriver,
+    cluster: Ipv4Network,
+    subnet: Ipv4Network,
+) -> Result<bool, MasqError> {
+    let fp = fingerprint(cluster, subnet);
+    // Unreadable counts as wrong: the rewrite then says what is the matter.
+    let current = nft
+        .list_table("ip", NFT_TABLE)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if current.matches(&fp).count() == rules(cluster, subnet).len() {
+        return Ok(false);
+    }
+    nft.apply(&nft_script(cluster, subnet))?;
+    Ok(true)
 }
 
 /// [`ensure`] with `backend`, then removes what the other backend may have left from an
@@ -138,7 +160,7 @@ pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
             if find_binary("iptables-save").is_none() {
                 return Ok(());
             }
-            let dump = run("iptables-save", &["-t", "nat"], None)?;
+            let dump = run_iptables("iptables-save", &["-t", "nat"], None)?;
             let mut s = String::from("*nat\n");
             let mut any = false;
             for l in dump.lines() {
@@ -158,25 +180,72 @@ pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
             }
             if any {
                 s += "COMMIT\n";
-                run("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+                run_iptables("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
             }
             Ok(())
         }
-        MasqBackend::Nftables => {
-            if find_binary("nft").is_none()
-                || run("nft", &["list", "table", "ip", NFT_TABLE], None).is_err()
-            {
-                return Ok(());
-            }
-            let s = format!("table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\n");
-            run("nft", &["-f", "-"], Some(&s)).map(|_| ())
-        }
+        MasqBackend::Nftables => match NftCommand::new() {
+            Ok(nft) => remove_nft(&nft),
+            Err(_) => Ok(()),
+        },
     }
+}
+
+/// [`remove`] with nftables: deletes the table when it can be listed.
+pub fn remove_nft(nft: &dyn NftDriver) -> Result<(), MasqError> {
+    if !nft.table_exists("ip", NFT_TABLE).unwrap_or(false) {
+        return Ok(());
+    }
+    nft.apply(&format!(
+        "table ip {NFT_TABLE} {{}}\ndelete table ip {NFT_TABLE}\n"
+    ))?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use cairn_netfilter::RecordingNft;
+
     use super::*;
+
+    #[test]
+    fn nft_rules_are_rewritten_only_when_the_set_changes() {
+        let nft = RecordingNft::default();
+        let c: Ipv4Network = "10.244.0.0/16".parse().unwrap();
+        let a: Ipv4Network = "10.244.1.0/24".parse().unwrap();
+        assert!(ensure_nft(&nft, c, a).unwrap());
+        let fp = fingerprint(c, a);
+        assert_eq!(
+            nft.scripts.lock()[0],
+            format!(
+                "table ip cairn-netctl {{}}\ndelete table ip cairn-netctl\ntable ip cairn-netctl {{\n chain postrouting {{\n  type nat hook postrouting priority srcnat; policy accept;\n\
+                 \x20 ip saddr 10.244.0.0/16 ip daddr 10.244.0.0/16 return comment \"{fp}\"\n\
+                 \x20 ip saddr 10.244.1.0/24 ip daddr != 224.0.0.0/4 masquerade fully-random comment \"{fp}\"\n\
+                 \x20 ip saddr != 10.244.0.0/16 ip daddr 10.244.1.0/24 return comment \"{fp}\"\n\
+                 \x20 ip saddr != 10.244.0.0/16 ip daddr 10.244.0.0/16 masquerade fully-random comment \"{fp}\"\n }}\n}}\n"
+            )
+        );
+        // The fake lists the last script: already right.
+        assert!(!ensure_nft(&nft, c, a).unwrap());
+        assert!(ensure_nft(&nft, c, "10.244.2.0/24".parse().unwrap()).unwrap());
+        assert_eq!(nft.scripts.lock().len(), 2);
+        remove_nft(&nft).unwrap();
+        assert_eq!(
+            nft.scripts.lock()[2],
+            "table ip cairn-netctl {}\ndelete table ip cairn-netctl\n"
+        );
+    }
+
+    #[test]
+    fn nft_remove_without_the_table_does_nothing() {
+        let nft = RecordingNft::default();
+        remove_nft(&nft).unwrap();
+        nft.tables
+            .lock()
+            .insert("inet cairn-cni".into(), String::new());
+        remove_nft(&nft).unwrap();
+        assert!(nft.scripts.lock().is_empty());
+    }
 
     #[test]
     fn fingerprint_follows_the_rule_set() {

@@ -1,8 +1,8 @@
 //! Kernel-facing netfilter drivers, in netavark's manner: a narrow trait per mechanism,
 //! a real driver and a fake, and one batch per change: nftables (`nft -f -`, one atomic
-//! transaction, and table listing/removal) and iptables (`iptables-restore --noflush`,
-//! `iptables-save`, nft or legacy). Callers render their rules; this crate only applies
-//! them.
+//! transaction, and table listing/removal, with rule handles when asked) and iptables
+//! (`iptables-restore --noflush`, `iptables-save`, nft or legacy). Callers render their
+//! rules; this crate only applies them.
 
 pub mod conntrack;
 mod iptables;

@@ -28,6 +28,12 @@ pub trait NftDriver: Send + Sync {
     fn table_exists(&self, family: &str, name: &str) -> Result<bool, NftError>;
     /// The table as `nft list table` prints it (None when absent).
     fn list_table(&self, family: &str, name: &str) -> Result<Option<String>, NftError>;
+    /// The table as `nft -a list table` prints it, every rule followed by `# handle N`
+    /// (None when absent). A table whose chain is shared by several owners (the CNI
+    /// plugin's per-attachment masquerade rules) loses one owner's rules by
+    /// `delete rule FAMILY TABLE CHAIN handle N`, without rewriting the others'.
+    fn list_table_with_handles(&self, family: &str, name: &str)
+        -> Result<Option<String>, NftError>;
 }
 
 pub fn find_binary(name: &str) -> Option<PathBuf> {
@@ -48,6 +54,25 @@ impl NftCommand {
         Ok(NftCommand {
             binary: find_binary("nft").ok_or(NftError::Missing)?,
         })
+    }
+
+    fn list(&self, handles: bool, family: &str, name: &str) -> Result<Option<String>, NftError> {
+        let args: &[&str] = if handles {
+            &["-a", "list", "table", family, name]
+        } else {
+            &["list", "table", family, name]
+        };
+        let (ok, stdout, stderr) = self.run(args, None)?;
+        if ok {
+            Ok(Some(stdout))
+        } else if stderr.contains("No such file or directory") {
+            Ok(None)
+        } else {
+            Err(NftError::Failed {
+                args: args.join(" "),
+                stderr: stderr.trim().to_string(),
+            })
+        }
     }
 
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<(bool, String, String), NftError> {
@@ -102,17 +127,15 @@ impl NftDriver for NftCommand {
     }
 
     fn list_table(&self, family: &str, name: &str) -> Result<Option<String>, NftError> {
-        let (ok, stdout, stderr) = self.run(&["list", "table", family, name], None)?;
-        if ok {
-            Ok(Some(stdout))
-        } else if stderr.contains("No such file or directory") {
-            Ok(None)
-        } else {
-            Err(NftError::Failed {
-                args: format!("list table {family} {name}"),
-                stderr: stderr.trim().to_string(),
-            })
-        }
+        self.list(false, family, name)
+    }
+
+    fn list_table_with_handles(
+        &self,
+        family: &str,
+        name: &str,
+    ) -> Result<Option<String>, NftError> {
+        self.list(true, family, name)
     }
 }
 
@@ -122,6 +145,21 @@ pub struct RecordingNft {
     pub scripts: parking_lot::Mutex<Vec<String>>,
     /// Fail the next `apply` with this message.
     pub fail_next: parking_lot::Mutex<Option<String>>,
+    /// Scripted listings, keyed `"family name"`. Empty: every table answers with the last
+    /// script applied (absent before the first). Otherwise this is the whole ruleset: a
+    /// table not in it is absent, and the listings (with handles too) answer its text.
+    pub tables: parking_lot::Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+impl RecordingNft {
+    fn listing(&self, family: &str, name: &str) -> Option<String> {
+        let tables = self.tables.lock();
+        if tables.is_empty() {
+            self.scripts.lock().last().cloned()
+        } else {
+            tables.get(&format!("{family} {name}")).cloned()
+        }
+    }
 }
 
 impl NftDriver for RecordingNft {
@@ -136,11 +174,47 @@ impl NftDriver for RecordingNft {
         Ok(())
     }
 
-    fn table_exists(&self, _: &str, _: &str) -> Result<bool, NftError> {
-        Ok(!self.scripts.lock().is_empty())
+    fn table_exists(&self, family: &str, name: &str) -> Result<bool, NftError> {
+        Ok(self.listing(family, name).is_some())
     }
 
-    fn list_table(&self, _: &str, _: &str) -> Result<Option<String>, NftError> {
-        Ok(self.scripts.lock().last().cloned())
+    fn list_table(&self, family: &str, name: &str) -> Result<Option<String>, NftError> {
+        Ok(self.listing(family, name))
+    }
+
+    fn list_table_with_handles(
+        &self,
+        family: &str,
+        name: &str,
+    ) -> Result<Option<String>, NftError> {
+        Ok(self.listing(family, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recording_nft_lists_the_last_script_or_the_scripted_tables() {
+        let nft = RecordingNft::default();
+        assert!(!nft.table_exists("ip", "t").unwrap());
+        nft.apply("table ip t {}\n").unwrap();
+        assert_eq!(
+            nft.list_table("ip", "t").unwrap().as_deref(),
+            Some("table ip t {}\n")
+        );
+        nft.tables
+            .lock()
+            .insert("inet u".into(), "table inet u { # handle 1\n}\n".into());
+        assert!(!nft.table_exists("ip", "t").unwrap());
+        assert_eq!(
+            nft.list_table_with_handles("inet", "u").unwrap().as_deref(),
+            Some("table inet u { # handle 1\n}\n")
+        );
+        *nft.fail_next.lock() = Some("Error: boom".into());
+        let e = nft.apply("flush ruleset\n").unwrap_err();
+        assert_eq!(e.to_string(), "nft -f - failed: Error: boom");
+        assert_eq!(nft.scripts.lock().len(), 1);
     }
 }
