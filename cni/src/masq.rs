@@ -8,27 +8,22 @@
 //! `inet cairn-cni` with a nat postrouting chain and one rule per address, rendered here and
 //! applied through [`cairn_netfilter::NftDriver`] (`NftCommand`; `RecordingNft` in tests).
 
-use std::io::Write;
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
 
-use cairn_netfilter::{find_binary, NftCommand, NftDriver, NftError};
+use cairn_netfilter::{
+    find_binary, IptablesCommand, IptablesDriver, IptablesError, IptablesVariant, NftCommand,
+    NftDriver, NftError,
+};
 use ipnetwork::IpNetwork;
 
 use crate::config::MasqBackend;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MasqError {
-    #[error("run {cmd}: {source}")]
-    Spawn { cmd: String, source: std::io::Error },
-    #[error("{cmd} failed ({status}): {stderr}")]
-    Failed {
-        cmd: String,
-        status: String,
-        stderr: String,
-    },
     #[error(transparent)]
     Nft(#[from] NftError),
+    #[error(transparent)]
+    Iptables(#[from] IptablesError),
 }
 
 const NFT_TABLE: &str = "cairn-cni";
@@ -65,51 +60,9 @@ pub fn backend(configured: Option<MasqBackend>) -> MasqBackend {
     })
 }
 
-/// Runs one of the iptables tools (`iptables-save`, `ip6tables-restore`, ...). nftables goes
-/// through [`NftDriver`]; iptables stays here until `cairn_netfilter::IptablesCommand`
-/// covers ip6tables too (it drives `iptables-*` only).
-pub(crate) fn run_iptables(
-    prog: &str,
-    args: &[&str],
-    stdin: Option<&str>,
-) -> Result<String, MasqError> {
-    let cmd_desc = format!("{prog} {}", args.join(" "));
-    let path = find_binary(prog).unwrap_or_else(|| prog.into());
-    let mut child = Command::new(path)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| MasqError::Spawn {
-            cmd: cmd_desc.clone(),
-            source,
-        })?;
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(input.as_bytes())
-            .map_err(|source| MasqError::Spawn {
-                cmd: cmd_desc.clone(),
-                source,
-            })?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|source| MasqError::Spawn {
-            cmd: cmd_desc.clone(),
-            source,
-        })?;
-    if !out.status.success() {
-        return Err(MasqError::Failed {
-            cmd: cmd_desc,
-            status: out.status.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+/// The system's iptables (`v6`: ip6tables), through cairn-netfilter.
+pub(crate) fn iptables(v6: bool) -> Result<IptablesCommand, MasqError> {
+    Ok(IptablesCommand::for_family(v6, IptablesVariant::System)?)
 }
 
 /// Installs masquerading for `addrs` of one attachment.
@@ -143,12 +96,7 @@ pub fn setup(
                     );
                 }
                 s += "COMMIT\n";
-                let prog = if v6 {
-                    "ip6tables-restore"
-                } else {
-                    "iptables-restore"
-                };
-                run_iptables(prog, &["--noflush", "-w", "5"], Some(&s))?;
+                iptables(v6)?.restore(&s)?;
             }
             Ok(())
         }
@@ -215,14 +163,13 @@ pub fn teardown_matching(
     match backend {
         MasqBackend::Iptables => {
             let mut count = 0;
-            for (save, restore) in [
-                ("iptables-save", "iptables-restore"),
-                ("ip6tables-save", "ip6tables-restore"),
-            ] {
-                if find_binary(save).is_none() {
-                    continue;
-                }
-                let dump = run_iptables(save, &["-t", "nat"], None)?;
+            for v6 in [false, true] {
+                let ipt = match iptables(v6) {
+                    Ok(ipt) => ipt,
+                    Err(MasqError::Iptables(IptablesError::Missing(_))) => continue,
+                    Err(e) => return Err(e),
+                };
+                let dump = ipt.save("nat")?;
                 let mut dels = String::new();
                 let mut chains = Vec::new();
                 for line in dump.lines() {
@@ -268,7 +215,7 @@ pub fn teardown_matching(
                     s += &format!("-F {c}\n-X {c}\n");
                 }
                 s += "COMMIT\n";
-                run_iptables(restore, &["--noflush", "-w", "5"], Some(&s))?;
+                ipt.restore(&s)?;
                 count += chains.len();
             }
             Ok(count)

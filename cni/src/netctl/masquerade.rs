@@ -6,11 +6,11 @@
 //! rewrite (no window without rules). The nftables table goes through
 //! [`cairn_netfilter::NftDriver`].
 
-use cairn_netfilter::{find_binary, NftCommand, NftDriver};
+use cairn_netfilter::{find_binary, IptablesDriver, NftCommand, NftDriver};
 use ipnetwork::Ipv4Network;
 
 use crate::config::MasqBackend;
-use crate::masq::{run_iptables, MasqError};
+use crate::masq::{iptables, MasqError};
 
 pub const IPTABLES_CHAIN: &str = "CAIRN-POSTRTG";
 pub const NFT_TABLE: &str = "cairn-netctl";
@@ -58,7 +58,8 @@ pub fn ensure(
         MasqBackend::Iptables => {
             let fp = fingerprint(cluster, subnet);
             let expected = rules(cluster, subnet).len();
-            let dump = run_iptables("iptables-save", &["-t", "nat"], None)?;
+            let ipt = iptables(false)?;
+            let dump = ipt.save("nat")?;
             let chain_rules: Vec<&str> = dump
                 .lines()
                 .filter(|l| l.starts_with(&format!("-A {IPTABLES_CHAIN} ")))
@@ -87,7 +88,7 @@ pub fn ensure(
                 );
             }
             s += "COMMIT\n";
-            run_iptables("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+            ipt.restore(&s)?;
             Ok(true)
         }
         MasqBackend::Nftables => ensure_nft(&NftCommand::new()?, cluster, subnet),
@@ -160,7 +161,8 @@ pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
             if find_binary("iptables-save").is_none() {
                 return Ok(());
             }
-            let dump = run_iptables("iptables-save", &["-t", "nat"], None)?;
+            let ipt = iptables(false)?;
+            let dump = ipt.save("nat")?;
             let mut s = String::from("*nat\n");
             let mut any = false;
             for l in dump.lines() {
@@ -180,7 +182,7 @@ pub fn remove(backend: MasqBackend) -> Result<(), MasqError> {
             }
             if any {
                 s += "COMMIT\n";
-                run_iptables("iptables-restore", &["--noflush", "-w", "5"], Some(&s))?;
+                ipt.restore(&s)?;
             }
             Ok(())
         }

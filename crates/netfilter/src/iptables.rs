@@ -1,4 +1,4 @@
-//! iptables through `iptables-restore --noflush` (one transaction per call: iptables-nft
+//! iptables (and ip6tables) through `iptables-restore --noflush` (one transaction per call: iptables-nft
 //! commits it as one netlink batch, iptables-legacy replaces each table it names) and
 //! `iptables-save`. Either variant: the system's `iptables-restore`, or the `-nft` or
 //! `-legacy` binaries by name.
@@ -56,9 +56,19 @@ pub struct IptablesCommand {
 }
 
 impl IptablesCommand {
+    /// IPv4 (`iptables-*`).
     pub fn new(variant: IptablesVariant) -> Result<IptablesCommand, IptablesError> {
+        IptablesCommand::for_family(false, variant)
+    }
+
+    /// IPv4, or IPv6 (`ip6tables-*`) when `v6`.
+    pub fn for_family(
+        v6: bool,
+        variant: IptablesVariant,
+    ) -> Result<IptablesCommand, IptablesError> {
+        let family = if v6 { "ip6tables" } else { "iptables" };
         let find = |tool: &str| {
-            let name = format!("iptables{}-{tool}", variant.suffix());
+            let name = format!("{family}{}-{tool}", variant.suffix());
             find_binary(&name).ok_or(IptablesError::Missing(name))
         };
         Ok(IptablesCommand {
