@@ -6,10 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use cairn_netfilter::ipvs::IpvsNetlink;
 use cairn_netfilter::{IptablesCommand, IptablesVariant};
-use cairn_proxy::backend::{IptablesBackend, NftBackend, ProxyBackend};
+use cairn_proxy::backend::ipvs::NetlinkHost;
+use cairn_proxy::backend::{IptablesBackend, IpvsBackend, NftBackend, ProxyBackend};
 use cairn_proxy::run::{run, ProxyConfig};
 use cairn_serviceproxy::iptables::IptConfig;
+use cairn_serviceproxy::ipvs::IpvsConfig;
 use cairn_serviceproxy::nftables::NftConfig;
 use clap::Parser;
 use ipnetwork::Ipv4Network;
@@ -26,10 +29,13 @@ struct Cli {
     /// This node's name (endpoints on it are local), default the host name.
     #[arg(long)]
     hostname_override: Option<String>,
-    /// nftables or iptables (ipvs is not built yet); default nftables on kernels from
-    /// 5.13 (where kube-proxy's nftables mode is supported), iptables before.
+    /// nftables, iptables or ipvs; default nftables on kernels from 5.13 (where
+    /// kube-proxy's nftables mode is supported), iptables before.
     #[arg(long, default_value = "")]
     mode: String,
+    /// The IPVS scheduler in ipvs mode (rr, lc, sh, ...).
+    #[arg(long, default_value = "rr")]
+    ipvs_scheduler: String,
     /// Which iptables in iptables mode: system (the `iptables-restore` the system's
     /// alternatives choose), nft or legacy.
     #[arg(long, default_value = "system")]
@@ -105,7 +111,21 @@ fn backend(cli: &Cli, nodeport_cidrs: Vec<Ipv4Network>) -> anyhow::Result<Box<dy
             };
             Ok(Box::new(IptablesBackend::new(Arc::new(ipt), config)))
         }
-        "ipvs" => bail!("--mode ipvs: not built yet; use nftables or iptables"),
+        "ipvs" => {
+            let config = IpvsConfig {
+                cluster_cidr: cli.cluster_cidr,
+                scheduler: cli.ipvs_scheduler.clone(),
+                nodeport_cidrs,
+            };
+            let host = NetlinkHost::new().context("ipvs mode: opening rtnetlink")?;
+            let nft = cairn_netfilter::NftCommand::new().context("ipvs mode")?;
+            Ok(Box::new(IpvsBackend::new(
+                Arc::new(IpvsNetlink::new()),
+                Arc::new(nft),
+                Box::new(host),
+                config,
+            )))
+        }
         other => bail!("--mode {other}: must be nftables, iptables or ipvs"),
     }
 }

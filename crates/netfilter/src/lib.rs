@@ -6,10 +6,12 @@
 
 pub mod conntrack;
 mod iptables;
+pub mod ipvs;
 mod nft;
 
 pub use conntrack::{ConntrackDriver, ConntrackError, ConntrackNetlink, FakeConntrack};
 pub use iptables::{
     IptablesCommand, IptablesDriver, IptablesError, IptablesVariant, RecordingIptables,
 };
+pub use ipvs::{FakeIpvs, IpvsDriver, IpvsError, IpvsNetlink, RealServer, VirtualServer};
 pub use nft::{find_binary, NftCommand, NftDriver, NftError, RecordingNft};

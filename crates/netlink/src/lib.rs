@@ -21,6 +21,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteProtocol};
 use netlink_packet_route::AddressFamily;
 use nix::sched::{setns, CloneFlags};
+mod dummy;
 pub mod overlay;
 
 use rtnetlink::{

@@ -10,6 +10,7 @@ pub mod desired;
 pub mod diff;
 pub mod ids;
 pub mod iptables;
+pub mod ipvs;
 pub mod model;
 pub mod nftables;
 

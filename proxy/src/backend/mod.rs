@@ -11,6 +11,10 @@ pub enum BackendError {
     Nft(#[from] NftError),
     #[error("iptables: {0}")]
     Iptables(#[from] IptablesError),
+    #[error("ipvs: {0}")]
+    Ipvs(cairn_netfilter::ipvs::IpvsError),
+    #[error("ipvs: {0}")]
+    IpvsHost(ipvs::HostError),
 }
 
 /// What one sync did.
@@ -31,9 +35,11 @@ pub trait ProxyBackend: Send {
 }
 
 mod iptables;
+pub mod ipvs;
 mod nftables;
 
 pub use iptables::IptablesBackend;
+pub use ipvs::IpvsBackend;
 pub use nftables::NftBackend;
 
 #[cfg(test)]
