@@ -149,8 +149,20 @@ fn a_frontend_claimed_twice_stays_with_the_first_service_port() {
         "spec": {"type": "NodePort", "clusterIP": "10.96.0.2", "externalIPs": ["198.18.0.9"],
             "ports": [{"port": 80, "nodePort": 30000}]}}));
     let (state, warnings) = desired_state([&a, &b], [], "n");
-    let ports: Vec<_> = state.values().map(|e| e.port.external_ips.clone()).collect();
-    assert_eq!(ports, [vec!["198.18.0.9".parse::<std::net::Ipv4Addr>().unwrap()], vec![]]);
-    assert_eq!(warnings, ["ns/b: 198.18.0.9:80/tcp is already ns/a's; left out"]);
+    let ports: Vec<_> = state
+        .values()
+        .map(|e| e.port.external_ips.clone())
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            vec!["198.18.0.9".parse::<std::net::Ipv4Addr>().unwrap()],
+            vec![]
+        ]
+    );
+    assert_eq!(
+        warnings,
+        ["ns/b: 198.18.0.9:80/tcp is already ns/a's; left out"]
+    );
     assert_eq!(state.values().nth(1).unwrap().port.node_port, Some(30000));
 }
