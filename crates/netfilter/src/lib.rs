@@ -7,6 +7,7 @@
 pub mod conntrack;
 mod iptables;
 pub mod ipvs;
+mod netlink;
 mod nft;
 
 pub use conntrack::{ConntrackDriver, ConntrackError, ConntrackNetlink, FakeConntrack};

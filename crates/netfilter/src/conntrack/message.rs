@@ -7,13 +7,10 @@
 use std::net::Ipv4Addr;
 
 use super::Flow;
-
-const NLMSG_HDRLEN: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_DUMP: u16 = 0x300;
+use crate::netlink::message::{
+    self as netlink, attrs, error_code, finish, ipv4_attr, port_attr, put_attr, put_nested,
+    truncated, NLMSG_DONE, NLMSG_ERROR, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+};
 
 const NFNL_SUBSYS_CTNETLINK: u16 = 1;
 const IPCTNL_MSG_CT_NEW: u16 = 0;
@@ -23,9 +20,6 @@ const NFGENMSG_LEN: usize = 4;
 const AF_INET: u8 = 2;
 const NFNETLINK_V0: u8 = 0;
 
-const NLA_HDRLEN: usize = 4;
-const NLA_F_NESTED: u16 = 0x8000;
-const NLA_F_NET_BYTEORDER: u16 = 0x4000;
 const CTA_TUPLE_ORIG: u16 = 1;
 const CTA_TUPLE_REPLY: u16 = 2;
 const CTA_TUPLE_IP: u16 = 1;
@@ -36,18 +30,9 @@ const CTA_PROTO_NUM: u16 = 1;
 const CTA_PROTO_SRC_PORT: u16 = 2;
 const CTA_PROTO_DST_PORT: u16 = 3;
 
-/// A malformed answer (the kernel's are never; this guards against reading garbage).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    #[error("{what} truncated: {need} bytes needed, {have} left")]
-    Truncated {
-        what: &'static str,
-        need: usize,
-        have: usize,
-    },
-    #[error("IPv4 flow without {0}")]
-    Missing(&'static str),
-}
+// `pub enum DecodeError` (Truncated, Missing) and its conversion from the shared decoder's
+// failures.
+netlink::decode_error!("IPv4 flow without {0}");
 
 /// One decoded netlink message of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,61 +48,19 @@ pub(crate) enum Reply {
     Other { seq: u32 },
 }
 
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
 fn nfnl_type(msg: u16) -> u16 {
     (NFNL_SUBSYS_CTNETLINK << 8) | msg
 }
 
 /// A netlink header with a zero length (set by `finish`) and the IPv4 nfgenmsg.
 fn begin(msg: u16, flags: u16, seq: u32) -> Vec<u8> {
-    let mut b = Vec::with_capacity(96);
-    b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&nfnl_type(msg).to_ne_bytes());
-    b.extend_from_slice(&flags.to_ne_bytes());
-    b.extend_from_slice(&seq.to_ne_bytes());
-    b.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_pid: 0, the kernel fills it in
-    b.extend_from_slice(&[AF_INET, NFNETLINK_V0, 0, 0]); // res_id 0 (big endian)
-    b
-}
-
-/// Writes a length field that `start` reserved (u32 for a message, u16 for an attribute).
-fn patch_len(b: &mut [u8], start: usize, wide: bool) {
-    let len = b.len() - start;
-    if wide {
-        let bytes = u32::try_from(len).unwrap_or(u32::MAX).to_ne_bytes();
-        b[start..start + 4].copy_from_slice(&bytes);
-    } else {
-        let bytes = u16::try_from(len).unwrap_or(u16::MAX).to_ne_bytes();
-        b[start..start + 2].copy_from_slice(&bytes);
-    }
-}
-
-fn put_attr(b: &mut Vec<u8>, kind: u16, payload: &[u8]) {
-    let start = b.len();
-    b.extend_from_slice(&[0, 0]);
-    b.extend_from_slice(&kind.to_ne_bytes());
-    b.extend_from_slice(payload);
-    patch_len(b, start, false);
-    b.resize(align4(b.len()), 0);
-}
-
-/// Writes a nested attribute whose members `fill` appends.
-fn put_nested(b: &mut Vec<u8>, kind: u16, fill: impl FnOnce(&mut Vec<u8>)) {
-    let start = b.len();
-    b.extend_from_slice(&[0, 0]);
-    b.extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
-    fill(b);
-    patch_len(b, start, false);
+    // res_id 0 (big endian)
+    netlink::begin(nfnl_type(msg), flags, seq, [AF_INET, NFNETLINK_V0, 0, 0])
 }
 
 /// `IPCTNL_MSG_CT_GET` with `NLM_F_DUMP` for the IPv4 table.
 pub(crate) fn dump_request(seq: u32) -> Vec<u8> {
-    let mut b = begin(IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, seq);
-    patch_len(&mut b, 0, true);
-    b
+    finish(begin(IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, seq))
 }
 
 /// `IPCTNL_MSG_CT_DELETE` of one flow, acked. Always carries the original tuple: a
@@ -135,74 +78,26 @@ pub(crate) fn delete_request(seq: u32, flow: &Flow) -> Vec<u8> {
             put_attr(b, CTA_PROTO_DST_PORT, &flow.orig_dport.to_be_bytes());
         });
     });
-    patch_len(&mut b, 0, true);
-    b
-}
-
-fn truncated(what: &'static str, need: usize, have: usize) -> DecodeError {
-    DecodeError::Truncated { what, need, have }
-}
-
-fn read_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_ne_bytes([b[at], b[at + 1]])
-}
-
-fn read_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-/// The attributes in `buf`: (type without the nested/byte-order flags, payload).
-fn attrs(mut buf: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), DecodeError>> {
-    std::iter::from_fn(move || {
-        if buf.is_empty() {
-            return None;
-        }
-        let have = buf.len();
-        let len = if have >= NLA_HDRLEN {
-            usize::from(read_u16(buf, 0))
-        } else {
-            0
-        };
-        if have < NLA_HDRLEN || len < NLA_HDRLEN || len > have {
-            buf = &[];
-            return Some(Err(truncated("attribute", len.max(NLA_HDRLEN), have)));
-        }
-        let kind = read_u16(buf, 2) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
-        let payload = &buf[NLA_HDRLEN..len];
-        buf = &buf[align4(len).min(have)..];
-        Some(Ok((kind, payload)))
-    })
+    finish(b)
 }
 
 /// Every netlink message in one received datagram.
-pub(crate) fn parse_datagram(mut buf: &[u8]) -> Result<Vec<Reply>, DecodeError> {
-    let mut out = Vec::new();
-    while buf.len() >= NLMSG_HDRLEN {
-        let len = read_u32(buf, 0) as usize;
-        if len < NLMSG_HDRLEN || len > buf.len() {
-            return Err(truncated("netlink message", len, buf.len()));
-        }
-        let kind = read_u16(buf, 4);
-        let seq = read_u32(buf, 8);
-        let payload = &buf[NLMSG_HDRLEN..len];
-        out.push(parse_message(kind, seq, payload)?);
-        buf = &buf[align4(len).min(buf.len())..];
-    }
-    Ok(out)
+pub(crate) fn parse_datagram(buf: &[u8]) -> Result<Vec<Reply>, DecodeError> {
+    netlink::parse_datagram(buf, parse_message)
 }
 
 fn parse_message(kind: u16, seq: u32, payload: &[u8]) -> Result<Reply, DecodeError> {
-    let code = || -> Result<i32, DecodeError> {
-        match payload.get(..4) {
-            Some(b) => Ok(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            None => Err(truncated("netlink error code", 4, payload.len())),
-        }
-    };
     Ok(match kind {
-        NLMSG_ERROR => Reply::Error { seq, code: code()? },
+        NLMSG_ERROR => Reply::Error {
+            seq,
+            code: error_code(payload)?,
+        },
         // A DONE without a status (some families send none) is a success.
         NLMSG_DONE if payload.is_empty() => Reply::Done { seq, code: 0 },
-        NLMSG_DONE => Reply::Done { seq, code: code()? },
+        NLMSG_DONE => Reply::Done {
+            seq,
+            code: error_code(payload)?,
+        },
         k if k == nfnl_type(IPCTNL_MSG_CT_NEW) => Reply::Flow {
             seq,
             flow: parse_flow(payload)?,
@@ -214,7 +109,7 @@ fn parse_message(kind: u16, seq: u32, payload: &[u8]) -> Result<Reply, DecodeErr
 /// A dumped flow (nfgenmsg, then attributes); `None` unless both tuples are IPv4.
 fn parse_flow(payload: &[u8]) -> Result<Option<Flow>, DecodeError> {
     let Some((nfgen, attributes)) = payload.split_at_checked(NFGENMSG_LEN) else {
-        return Err(truncated("nfgenmsg", NFGENMSG_LEN, payload.len()));
+        return Err(truncated("nfgenmsg", NFGENMSG_LEN, payload.len()).into());
     };
     if nfgen[0] != AF_INET {
         return Ok(None);
@@ -253,20 +148,6 @@ struct Tuple {
     dport: u16,
 }
 
-fn ipv4(b: &[u8]) -> Result<Ipv4Addr, DecodeError> {
-    match b.get(..4) {
-        Some(o) => Ok(Ipv4Addr::new(o[0], o[1], o[2], o[3])),
-        None => Err(truncated("IPv4 address", 4, b.len())),
-    }
-}
-
-fn port(b: &[u8]) -> Result<u16, DecodeError> {
-    match b.get(..2) {
-        Some(p) => Ok(u16::from_be_bytes([p[0], p[1]])),
-        None => Err(truncated("port", 2, b.len())),
-    }
-}
-
 /// A tuple; `None` when it has no IPv4 addresses (an IPv6 one). Protocols without ports
 /// (ICMP) get ports 0.
 fn parse_tuple(buf: &[u8]) -> Result<Option<Tuple>, DecodeError> {
@@ -277,8 +158,8 @@ fn parse_tuple(buf: &[u8]) -> Result<Option<Tuple>, DecodeError> {
             (CTA_TUPLE_IP, ip) => {
                 for a in attrs(ip) {
                     match a? {
-                        (CTA_IP_V4_SRC, b) => src = Some(ipv4(b)?),
-                        (CTA_IP_V4_DST, b) => dst = Some(ipv4(b)?),
+                        (CTA_IP_V4_SRC, b) => src = Some(ipv4_attr(b)?),
+                        (CTA_IP_V4_DST, b) => dst = Some(ipv4_attr(b)?),
                         _ => {}
                     }
                 }
@@ -287,8 +168,8 @@ fn parse_tuple(buf: &[u8]) -> Result<Option<Tuple>, DecodeError> {
                 for a in attrs(proto) {
                     match a? {
                         (CTA_PROTO_NUM, b) => protocol = b.first().copied(),
-                        (CTA_PROTO_SRC_PORT, b) => sport = port(b)?,
-                        (CTA_PROTO_DST_PORT, b) => dport = port(b)?,
+                        (CTA_PROTO_SRC_PORT, b) => sport = port_attr(b)?,
+                        (CTA_PROTO_DST_PORT, b) => dport = port_attr(b)?,
                         _ => {}
                     }
                 }

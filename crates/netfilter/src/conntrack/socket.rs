@@ -1,28 +1,18 @@
-//! The real driver: a blocking `NETLINK_NETFILTER` socket (netlink-sys) per call, so a
-//! call acts in the network namespace of the thread making it and an abandoned dump
-//! never leaves a socket half-read.
+//! The real driver: a blocking `NETLINK_NETFILTER` socket (the crate's shared netlink
+//! socket) per call, so a call acts in the network namespace of the thread making it and an
+//! abandoned dump never leaves a socket half-read.
 
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use netlink_sys::{protocols::NETLINK_NETFILTER, Socket};
+use netlink_sys::protocols::NETLINK_NETFILTER;
 
 use super::message::{delete_request, dump_request, parse_datagram, Reply};
 use super::{ConntrackDriver, ConntrackError, Flow, IPPROTO_TCP, IPPROTO_UDP};
+use crate::netlink::socket::{next_seqs, Socket};
 
-/// Receive buffer to start with: dump datagrams are at most 32 KiB (the kernel sizes them
-/// by the reader's buffer, capped there); larger ones are peeked and the buffer grown.
-const RECV_BUFFER: usize = 64 * 1024;
 /// Deletes sent in one datagram: each gets its own ack, and 64 acks (even errors, which
 /// echo the ~72-byte request) stay well inside the default socket receive buffer.
 const DELETE_BATCH: usize = 64;
-
-static SEQ: AtomicU32 = AtomicU32::new(1);
-
-/// `n` consecutive sequence numbers (wrapping).
-fn next_seqs(n: usize) -> u32 {
-    SEQ.fetch_add(u32::try_from(n).unwrap_or(u32::MAX), Ordering::Relaxed)
-}
 
 /// Conntrack through ctnetlink, in the caller's network namespace.
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,57 +60,15 @@ fn kernel_error(op: &str, code: i32, is_dump: bool) -> ConntrackError {
     }
 }
 
-/// An open socket and its receive buffer.
+/// An open ctnetlink socket, failing with conntrack's errors.
 struct Conn {
-    sock: Socket,
-    buf: Vec<u8>,
+    sock: Socket<ConntrackError>,
 }
 
 impl Conn {
     fn open(op: &str) -> Result<Conn, ConntrackError> {
-        let mut sock = Socket::new(NETLINK_NETFILTER).map_err(|e| os_error(op, e))?;
-        sock.bind_auto().map_err(|e| os_error(op, e))?;
-        Ok(Conn {
-            sock,
-            buf: Vec::with_capacity(RECV_BUFFER),
-        })
-    }
-
-    fn send(&self, op: &str, bytes: &[u8]) -> Result<(), ConntrackError> {
-        loop {
-            match self.sock.send(bytes, 0) {
-                Ok(n) if n == bytes.len() => return Ok(()),
-                Ok(n) => {
-                    let msg = format!("sent {n} of {} bytes", bytes.len());
-                    return Err(os_error(op, io::Error::other(msg)));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(os_error(op, e)),
-            }
-        }
-    }
-
-    /// One `recv` into a cleared buffer, retried on EINTR; the datagram's full length.
-    fn recv_once(&mut self, op: &str, flags: libc::c_int) -> Result<usize, ConntrackError> {
-        loop {
-            self.buf.clear();
-            match self.sock.recv(&mut self.buf, flags) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(os_error(op, e)),
-            }
-        }
-    }
-
-    /// The next datagram, whole: its length is peeked first (`MSG_TRUNC` reports the real
-    /// size), so a datagram larger than the buffer grows it instead of being cut.
-    fn recv(&mut self, op: &str) -> Result<&[u8], ConntrackError> {
-        let size = self.recv_once(op, libc::MSG_PEEK | libc::MSG_TRUNC)?;
-        if size > self.buf.capacity() {
-            self.buf.reserve(size);
-        }
-        let n = self.recv_once(op, 0)?;
-        Ok(&self.buf[..n.min(self.buf.len())])
+        let sock = Socket::open(NETLINK_NETFILTER, op, os_error)?;
+        Ok(Conn { sock })
     }
 
     /// Sends up to [`DELETE_BATCH`] deletes in one datagram and reads every ack.
@@ -133,12 +81,12 @@ impl Conn {
             request.extend_from_slice(&delete_request(seq, f));
             seq = seq.wrapping_add(1);
         }
-        self.send(&op, &request)?;
+        self.sock.send(&op, &request)?;
         let mut answered = vec![false; flows.len()];
         let mut pending = flows.len();
         let (mut deleted, mut first_error) = (0, None);
         while pending > 0 {
-            let datagram = self.recv(&op)?;
+            let datagram = self.sock.recv(&op)?;
             let replies = parse_datagram(datagram).map_err(|source| ConntrackError::Decode {
                 op: op.clone(),
                 source,
@@ -172,10 +120,10 @@ impl ConntrackDriver for ConntrackNetlink {
         let op = format!("listing IPv4 {} conntrack flows", protocol_name(protocol));
         let mut conn = Conn::open(&op)?;
         let seq = next_seqs(1);
-        conn.send(&op, &dump_request(seq))?;
+        conn.sock.send(&op, &dump_request(seq))?;
         let mut flows = Vec::new();
         loop {
-            let datagram = conn.recv(&op)?;
+            let datagram = conn.sock.recv(&op)?;
             let replies = parse_datagram(datagram).map_err(|source| ConntrackError::Decode {
                 op: op.clone(),
                 source,

@@ -9,18 +9,12 @@
 use std::net::Ipv4Addr;
 
 use super::{RealServer, VirtualServer};
+use crate::netlink::message::{
+    self as netlink, attrs, error_code, finish, ipv4_attr, port_attr, put_attr, put_nested,
+    truncated, u16_attr, u32_attr, NLMSG_DONE, NLMSG_ERROR, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+};
 
-const NLMSG_HDRLEN: usize = 16;
 const GENL_HDRLEN: usize = 4;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_DUMP: u16 = 0x300;
-
-const NLA_HDRLEN: usize = 4;
-const NLA_F_NESTED: u16 = 0x8000;
-const NLA_F_NET_BYTEORDER: u16 = 0x4000;
 
 /// The generic netlink controller's fixed family id and what it is asked.
 pub(crate) const GENL_ID_CTRL: u16 = 0x10;
@@ -78,18 +72,9 @@ const PERSISTENCE_NETMASK_V4: [u8; 4] = [0xff; 4];
 /// `IP_VS_SCHEDNAME_MAXLEN`, terminating NUL included.
 pub(crate) const SCHED_NAME_MAX: usize = 16;
 
-/// A malformed answer (the kernel's are never; this guards against reading garbage).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    #[error("{what} truncated: {need} bytes needed, {have} left")]
-    Truncated {
-        what: &'static str,
-        need: usize,
-        have: usize,
-    },
-    #[error("answer without {0}")]
-    Missing(&'static str),
-}
+// `pub enum DecodeError` (Truncated, Missing) and its conversion from the shared decoder's
+// failures.
+netlink::decode_error!("answer without {0}");
 
 /// One decoded netlink message of an answer; a generic netlink message's attributes are
 /// borrowed from the datagram.
@@ -110,46 +95,9 @@ pub(crate) enum Reply<'a> {
     Other { seq: u32 },
 }
 
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
 /// A netlink header with a zero length (set by `finish`) and the generic netlink header.
 fn begin(family: u16, flags: u16, seq: u32, cmd: u8, version: u8) -> Vec<u8> {
-    let mut b = Vec::with_capacity(160);
-    b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&family.to_ne_bytes());
-    b.extend_from_slice(&flags.to_ne_bytes());
-    b.extend_from_slice(&seq.to_ne_bytes());
-    b.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_pid: 0, the kernel fills it in
-    b.extend_from_slice(&[cmd, version, 0, 0]);
-    b
-}
-
-/// Writes a length field that `start` reserved (u32 for a message, u16 for an attribute).
-fn patch_len(b: &mut [u8], start: usize, wide: bool) {
-    let len = b.len() - start;
-    if wide {
-        let bytes = u32::try_from(len).unwrap_or(u32::MAX).to_ne_bytes();
-        b[start..start + 4].copy_from_slice(&bytes);
-    } else {
-        let bytes = u16::try_from(len).unwrap_or(u16::MAX).to_ne_bytes();
-        b[start..start + 2].copy_from_slice(&bytes);
-    }
-}
-
-fn finish(mut b: Vec<u8>) -> Vec<u8> {
-    patch_len(&mut b, 0, true);
-    b
-}
-
-fn put_attr(b: &mut Vec<u8>, kind: u16, payload: &[u8]) {
-    let start = b.len();
-    b.extend_from_slice(&[0, 0]);
-    b.extend_from_slice(&kind.to_ne_bytes());
-    b.extend_from_slice(payload);
-    patch_len(b, start, false);
-    b.resize(align4(b.len()), 0);
+    netlink::begin(family, flags, seq, [cmd, version, 0, 0])
 }
 
 fn put_u16(b: &mut Vec<u8>, kind: u16, value: u16) {
@@ -165,15 +113,6 @@ fn put_addr(b: &mut Vec<u8>, kind: u16, addr: Ipv4Addr) {
     let mut union = [0u8; 16];
     union[..4].copy_from_slice(&addr.octets());
     put_attr(b, kind, &union);
-}
-
-/// Writes a nested attribute whose members `fill` appends.
-fn put_nested(b: &mut Vec<u8>, kind: u16, fill: impl FnOnce(&mut Vec<u8>)) {
-    let start = b.len();
-    b.extend_from_slice(&[0, 0]);
-    b.extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
-    fill(b);
-    patch_len(b, start, false);
 }
 
 /// `CTRL_CMD_GETFAMILY` for "IPVS": answered by `CTRL_CMD_NEWFAMILY` or `-ENOENT`.
@@ -311,72 +250,26 @@ pub(crate) fn del_dest(family: u16, seq: u32, s: &VirtualServer, r: &RealServer)
     dest_request(family, seq, IPVS_CMD_DEL_DEST, s, |b| put_dest_id(b, r))
 }
 
-fn truncated(what: &'static str, need: usize, have: usize) -> DecodeError {
-    DecodeError::Truncated { what, need, have }
-}
-
-fn read_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_ne_bytes([b[at], b[at + 1]])
-}
-
-fn read_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-/// The attributes in `buf`: (type without the nested/byte-order flags, payload).
-fn attrs(mut buf: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), DecodeError>> {
-    std::iter::from_fn(move || {
-        if buf.is_empty() {
-            return None;
-        }
-        let have = buf.len();
-        let len = if have >= NLA_HDRLEN {
-            usize::from(read_u16(buf, 0))
-        } else {
-            0
-        };
-        if have < NLA_HDRLEN || len < NLA_HDRLEN || len > have {
-            buf = &[];
-            return Some(Err(truncated("attribute", len.max(NLA_HDRLEN), have)));
-        }
-        let kind = read_u16(buf, 2) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
-        let payload = &buf[NLA_HDRLEN..len];
-        buf = &buf[align4(len).min(have)..];
-        Some(Ok((kind, payload)))
-    })
-}
-
 /// Every netlink message in one received datagram.
-pub(crate) fn parse_datagram(mut buf: &[u8]) -> Result<Vec<Reply<'_>>, DecodeError> {
-    let mut out = Vec::new();
-    while buf.len() >= NLMSG_HDRLEN {
-        let len = read_u32(buf, 0) as usize;
-        if len < NLMSG_HDRLEN || len > buf.len() {
-            return Err(truncated("netlink message", len, buf.len()));
-        }
-        let kind = read_u16(buf, 4);
-        let seq = read_u32(buf, 8);
-        out.push(parse_message(kind, seq, &buf[NLMSG_HDRLEN..len])?);
-        buf = &buf[align4(len).min(buf.len())..];
-    }
-    Ok(out)
+pub(crate) fn parse_datagram(buf: &[u8]) -> Result<Vec<Reply<'_>>, DecodeError> {
+    netlink::parse_datagram(buf, parse_message)
 }
 
 fn parse_message(kind: u16, seq: u32, payload: &[u8]) -> Result<Reply<'_>, DecodeError> {
-    let code = || -> Result<i32, DecodeError> {
-        match payload.get(..4) {
-            Some(b) => Ok(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            None => Err(truncated("netlink error code", 4, payload.len())),
-        }
-    };
     Ok(match kind {
-        NLMSG_ERROR => Reply::Error { seq, code: code()? },
+        NLMSG_ERROR => Reply::Error {
+            seq,
+            code: error_code(payload)?,
+        },
         NLMSG_DONE if payload.is_empty() => Reply::Done { seq, code: 0 },
-        NLMSG_DONE => Reply::Done { seq, code: code()? },
+        NLMSG_DONE => Reply::Done {
+            seq,
+            code: error_code(payload)?,
+        },
         // 0x10 and up are families; below are netlink's own types (NOOP, OVERRUN).
         family if family >= GENL_ID_CTRL => {
             let Some((hdr, attrs)) = payload.split_at_checked(GENL_HDRLEN) else {
-                return Err(truncated("generic netlink header", 4, payload.len()));
+                return Err(truncated("generic netlink header", 4, payload.len()).into());
             };
             Reply::Genl {
                 seq,
@@ -389,39 +282,11 @@ fn parse_message(kind: u16, seq: u32, payload: &[u8]) -> Result<Reply<'_>, Decod
     })
 }
 
-fn u16_attr(b: &[u8], what: &'static str) -> Result<u16, DecodeError> {
-    match b.get(..2) {
-        Some(v) => Ok(u16::from_ne_bytes([v[0], v[1]])),
-        None => Err(truncated(what, 2, b.len())),
-    }
-}
-
-fn u32_attr(b: &[u8], what: &'static str) -> Result<u32, DecodeError> {
-    match b.get(..4) {
-        Some(v) => Ok(u32::from_ne_bytes([v[0], v[1], v[2], v[3]])),
-        None => Err(truncated(what, 4, b.len())),
-    }
-}
-
-fn port_attr(b: &[u8]) -> Result<u16, DecodeError> {
-    match b.get(..2) {
-        Some(p) => Ok(u16::from_be_bytes([p[0], p[1]])),
-        None => Err(truncated("port", 2, b.len())),
-    }
-}
-
-fn ipv4_attr(b: &[u8]) -> Result<Ipv4Addr, DecodeError> {
-    match b.get(..4) {
-        Some(o) => Ok(Ipv4Addr::new(o[0], o[1], o[2], o[3])),
-        None => Err(truncated("IPv4 address", 4, b.len())),
-    }
-}
-
 /// The family id in a `CTRL_CMD_NEWFAMILY` answer.
 pub(crate) fn family_id(attributes: &[u8]) -> Result<u16, DecodeError> {
     for a in attrs(attributes) {
         if let (CTRL_ATTR_FAMILY_ID, b) = a? {
-            return u16_attr(b, "family id");
+            return u16_attr(b, "family id").map_err(DecodeError::from);
         }
     }
     Err(DecodeError::Missing("a family id"))
@@ -515,6 +380,7 @@ mod tests {
 
     use super::*;
     use crate::ipvs::{IPPROTO_TCP, IPPROTO_UDP};
+    use crate::netlink::message::NLMSG_HDRLEN;
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();

@@ -1,13 +1,12 @@
-//! The real driver: a blocking `NETLINK_GENERIC` socket (netlink-sys) per call, so a call
-//! acts in the network namespace of the thread making it and an abandoned dump never leaves
-//! a socket half-read. The "IPVS" family id is looked up once, on first use (family ids
-//! are global, not per namespace).
+//! The real driver: a blocking `NETLINK_GENERIC` socket (the crate's shared netlink
+//! socket) per call, so a call acts in the network namespace of the thread making it and
+//! an abandoned dump never leaves a socket half-read. The "IPVS" family id is looked up
+//! once, on first use (family ids are global, not per namespace).
 
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use netlink_sys::{protocols::NETLINK_GENERIC, Socket};
+use netlink_sys::protocols::NETLINK_GENERIC;
 
 use super::message::{self, DecodeError, Reply, CTRL_CMD_NEWFAMILY, GENL_ID_CTRL};
 use super::{
@@ -15,16 +14,7 @@ use super::{
     op_delete_service, op_list_real_servers, op_update_real_server, op_update_service, IpvsDriver,
     IpvsError, RealServer, VirtualServer, OP_LIST_SERVICES,
 };
-
-/// Receive buffer to start with: dump datagrams are at most 32 KiB (the kernel sizes them
-/// by the reader's buffer, capped there); larger ones are peeked and the buffer grown.
-const RECV_BUFFER: usize = 64 * 1024;
-
-static SEQ: AtomicU32 = AtomicU32::new(1);
-
-fn next_seq() -> u32 {
-    SEQ.fetch_add(1, Ordering::Relaxed)
-}
+use crate::netlink::socket::{next_seqs, Socket};
 
 /// IPVS through generic netlink, in the calling thread's network namespace. The family id
 /// is kept after the first successful lookup (a failed one is retried on the next call); if
@@ -56,21 +46,17 @@ fn decode_error(op: &str) -> impl FnOnce(DecodeError) -> IpvsError + '_ {
     }
 }
 
-/// An open socket, its receive buffer and the IPVS family id.
+/// An open generic netlink socket (failing with IPVS's errors) and the IPVS family id.
 struct Conn {
-    sock: Socket,
-    buf: Vec<u8>,
+    sock: Socket<IpvsError>,
     family: u16,
 }
 
 impl Conn {
     /// Opens a socket and resolves the family (once per driver).
     fn open(driver: &IpvsNetlink, op: &str) -> Result<Conn, IpvsError> {
-        let mut sock = Socket::new(NETLINK_GENERIC).map_err(|e| os_error(op, e))?;
-        sock.bind_auto().map_err(|e| os_error(op, e))?;
         let mut conn = Conn {
-            sock,
-            buf: Vec::with_capacity(RECV_BUFFER),
+            sock: Socket::open(NETLINK_GENERIC, op, os_error)?,
             family: 0,
         };
         conn.family = match driver.family.get() {
@@ -89,10 +75,10 @@ impl Conn {
     /// answers ENOENT while `ip_vs` is not loaded (and tries to load it first, where the
     /// caller may load modules).
     fn resolve_family(&mut self, op: &str) -> Result<u16, IpvsError> {
-        let seq = next_seq();
-        self.send(op, &message::family_request(seq))?;
+        let seq = next_seqs(1);
+        self.sock.send(op, &message::family_request(seq))?;
         loop {
-            let datagram = self.recv(op)?;
+            let datagram = self.sock.recv(op)?;
             for r in message::parse_datagram(datagram).map_err(decode_error(op))? {
                 match r {
                     Reply::Genl {
@@ -115,43 +101,6 @@ impl Conn {
         }
     }
 
-    fn send(&self, op: &str, bytes: &[u8]) -> Result<(), IpvsError> {
-        loop {
-            match self.sock.send(bytes, 0) {
-                Ok(n) if n == bytes.len() => return Ok(()),
-                Ok(n) => {
-                    let msg = format!("sent {n} of {} bytes", bytes.len());
-                    return Err(os_error(op, io::Error::other(msg)));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(os_error(op, e)),
-            }
-        }
-    }
-
-    /// One `recv` into a cleared buffer, retried on EINTR; the datagram's full length.
-    fn recv_once(&mut self, op: &str, flags: libc::c_int) -> Result<usize, IpvsError> {
-        loop {
-            self.buf.clear();
-            match self.sock.recv(&mut self.buf, flags) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(os_error(op, e)),
-            }
-        }
-    }
-
-    /// The next datagram, whole: its length is peeked first (`MSG_TRUNC` reports the real
-    /// size), so a datagram larger than the buffer grows it instead of being cut.
-    fn recv(&mut self, op: &str) -> Result<&[u8], IpvsError> {
-        let size = self.recv_once(op, libc::MSG_PEEK | libc::MSG_TRUNC)?;
-        if size > self.buf.capacity() {
-            self.buf.reserve(size);
-        }
-        let n = self.recv_once(op, 0)?;
-        Ok(&self.buf[..n.min(self.buf.len())])
-    }
-
     /// Sends an acked request and waits for its ack; errnos in `tolerated` count as done.
     fn request(
         &mut self,
@@ -159,10 +108,10 @@ impl Conn {
         build: impl FnOnce(u16, u32) -> Vec<u8>,
         tolerated: &[i32],
     ) -> Result<(), IpvsError> {
-        let seq = next_seq();
-        self.send(op, &build(self.family, seq))?;
+        let seq = next_seqs(1);
+        self.sock.send(op, &build(self.family, seq))?;
         loop {
-            let datagram = self.recv(op)?;
+            let datagram = self.sock.recv(op)?;
             for r in message::parse_datagram(datagram).map_err(decode_error(op))? {
                 if let Reply::Error { seq: s, code } = r {
                     if s != seq {
@@ -186,12 +135,12 @@ impl Conn {
         cmd: u8,
         decode: impl Fn(&[u8]) -> Result<Option<T>, DecodeError>,
     ) -> Result<Vec<T>, IpvsError> {
-        let seq = next_seq();
+        let seq = next_seqs(1);
         let family = self.family;
-        self.send(op, &build(family, seq))?;
+        self.sock.send(op, &build(family, seq))?;
         let mut out = Vec::new();
         loop {
-            let datagram = self.recv(op)?;
+            let datagram = self.sock.recv(op)?;
             for r in message::parse_datagram(datagram).map_err(decode_error(op))? {
                 match r {
                     Reply::Genl {
