@@ -6,16 +6,19 @@
 //!   service port's chain; `no-endpoint-services` / `no-endpoint-nodeports`, checked in
 //!   filter hooks before NAT, reject connections to ports without endpoints (or drop them
 //!   where `externalTrafficPolicy: Local` has none on this node, as kube-proxy does).
-//! - The endpoint is chosen in the service port's chain by a cascade, `numgen random mod
-//!   N-i == 0 goto sep-i` (uniform, as iptables' `statistic` chains). kube-proxy's
-//!   nftables mode gives every service an anonymous verdict map, which the kernel loads
-//!   in quadratic time (41 s at 10,000 services on the peer); one shared named map is
-//!   worse still, since every commit re-validates each referring chain against all its
-//!   elements. Plain rules load and re-validate in linear time.
+//! - The endpoint is chosen in the service port's chain by a cascade of DNAT rules,
+//!   `meta l4proto tcp numgen random mod N-i == 0 dnat to ep-i` (uniform, as iptables'
+//!   `statistic` chains). kube-proxy's nftables mode gives every service an anonymous
+//!   verdict map, which the kernel loads in quadratic time (41 s at 10,000 services on the
+//!   peer); one shared named map is worse still, since every commit re-validates each
+//!   referring chain against all its elements. Plain rules load and re-validate in linear
+//!   time. There is no chain per endpoint: `nft` reads the table's chain list in every
+//!   transaction (see `entry::chain_with_pick`).
 //! - `svc-<id>` (cluster traffic: masquerade what comes from outside `--cluster-cidr`),
 //!   `ext-<id>` (node port, external and load-balancer traffic: masquerade unless
-//!   `externalTrafficPolicy: Local`), `sep-<id>` per endpoint (hairpin masquerade, DNAT);
-//!   ClientIP affinity keeps a per-endpoint set of client addresses with the timeout.
+//!   `externalTrafficPolicy: Local`); hairpin traffic (from an endpoint of the service) is
+//!   marked for masquerade; ClientIP affinity keeps a per-endpoint set of client
+//!   addresses with the timeout.
 //!
 //! A full sync replaces the table in one transaction (block syntax, [`batch`]); a partial
 //! sync rewrites only the changed service ports' chains and elements.
