@@ -76,6 +76,7 @@ stop() {
 }
 
 stop forward "$NETNS_PATH" session
+stop proxy "$BIN/cairn-proxy"
 stop agent "$BIN/cairn-agent"
 
 # Containers go before containerd: a shim outlives its daemon by design. Their records go

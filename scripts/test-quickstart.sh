@@ -95,7 +95,8 @@ step "kubectl logs through the forward shows both pods' output"
 
 # The seed scenario: a Deployment's ReplicaSet creates the pods, the scheduler binds them,
 # the agent runs them; a deleted pod is replaced.
-kubectl create deployment httpd-app --image=busybox --replicas=2 -- sh -c 'exec sleep 3600' >/dev/null
+kubectl create deployment httpd-app --image=busybox --replicas=2 -- \
+    sh -c 'mkdir -p /www && hostname >/www/index.html && exec httpd -f -p 80 -h /www' >/dev/null
 kubectl rollout status deployment/httpd-app --timeout="$WAIT" >/dev/null || fail "deployment httpd-app did not roll out"
 [ "$(kubectl get deployment httpd-app -o 'jsonpath={.status.readyReplicas}')" = 2 ] || fail "deployment httpd-app is not 2/2"
 running() {
@@ -111,6 +112,20 @@ until [ "$(running)" = 2 ] && ! kubectl get pods -l app=httpd-app -o name | grep
     sleep 0.5
 done
 step "seed scenario: deployment httpd-app 2/2 with two running containers; a deleted pod was replaced"
+
+# ... reachable through a Service: cairn-proxy spreads the cluster IP over both pods.
+kubectl expose deployment httpd-app --port=80 >/dev/null
+vip=$(kubectl get service httpd-app -o 'jsonpath={.spec.clusterIP}')
+pods=$(kubectl get pods -l app=httpd-app -o 'jsonpath={.items[*].metadata.name}')
+deadline=$((SECONDS + CAIRN_TIMEOUT))
+seen=""
+until [ "$(echo "$seen" | wc -w)" = 2 ]; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "service httpd-app ($vip) answered only with '$seen' (pods: $pods)"
+    who=$(nsenter --net="$NETNS_PATH" curl -fsS --max-time 2 "http://$vip/" 2>/dev/null || true)
+    case " $pods " in *" $who "*) case " $seen " in *" $who "*) ;; *) seen="$seen $who" ;; esac ;; esac
+    sleep 0.1
+done
+step "service httpd-app: http://$vip reached both pods through cairn-proxy"
 
 old_pids=$(cat "$CAIRN_RUN_DIR"/*.pid)
 step "re-running up.sh"

@@ -9,6 +9,7 @@
 #   containerd        private root/state/socket, no CRI plugin
 #   cairn-control     127.0.0.1:6443, embedded store, node pod CIDRs from 10.244.0.0/16
 #   cairn-agent       node address 198.18.0.1, logs server on :10250, cairn-cni bridge cni0
+#   cairn-proxy       Services (nftables), health on 127.0.0.1:10256, metrics on :10249
 #
 # and one process on the host: socat listening on 127.0.0.1:6443 that forwards each
 # connection into the namespace, so kubectl on the host just works.
@@ -40,12 +41,12 @@ if [ -z "${CAIRN_SKIP_DEPS:-}" ]; then
 fi
 if [ -z "${CAIRN_BIN_DIR:-}" ]; then
     echo "up: building release binaries"
-    cargo build --release --locked -p cairn-control -p cairn-agent -p cairn-cni -p cairn-podlogs --bins
+    cargo build --release --locked -p cairn-control -p cairn-agent -p cairn-cni -p cairn-podlogs -p cairn-proxy --bins
     src_bin=target/release
 else
     src_bin=$CAIRN_BIN_DIR
 fi
-for b in cairn-control cairn-agent cairn-cni cairn-logger; do
+for b in cairn-control cairn-agent cairn-cni cairn-logger cairn-proxy; do
     [ -x "$src_bin/$b" ] || die "$src_bin/$b is missing (build it, or unset CAIRN_BIN_DIR)"
 done
 
@@ -57,7 +58,7 @@ mkdir -p "$CAIRN_HOME"/{bin,control,containerd/opt,agent,cni/bin,cni/net.d,certs
 
 # Installed copies, so a later `cargo build` does not swap binaries under running daemons.
 install_bin() { [ "$1" -ef "$2" ] || install -m 0755 "$1" "$2"; }
-for b in cairn-control cairn-agent cairn-logger; do
+for b in cairn-control cairn-agent cairn-logger cairn-proxy; do
     install_bin "$src_bin/$b" "$BIN/$b"
 done
 install_bin "$src_bin/cairn-cni" "$CNI_BIN/cairn-cni"
@@ -69,6 +70,9 @@ ip -n "$CAIRN_NETNS" link add cairn0 type veth peer name cairn0p
 ip -n "$CAIRN_NETNS" addr add "$CAIRN_NODE_IP/24" dev cairn0
 ip -n "$CAIRN_NETNS" link set cairn0p up
 ip -n "$CAIRN_NETNS" link set cairn0 up
+# The namespace has no default route; cluster IPs need one for the node's own connections
+# to get as far as cairn-proxy's NAT hook (a real node's default route does this).
+ip -n "$CAIRN_NETNS" route add "$SERVICE_CIDR" dev cairn0
 
 # start NAME CMD...: runs CMD in its own session inside the namespace, log and PID file.
 start() {
@@ -235,6 +239,12 @@ node_ready() {
 }
 wait_for agent "Ready condition on Node $CAIRN_NODE_NAME" node_ready
 
+echo "up: cairn-proxy (Services through nftables)"
+start proxy "$BIN/cairn-proxy" --kubeconfig "$CAIRN_HOME/agent/kubeconfig" \
+    --hostname-override "$CAIRN_NODE_NAME" --cluster-cidr "$CLUSTER_CIDR" \
+    --healthz-bind-address 127.0.0.1:10256 --metrics-bind-address 127.0.0.1:10249
+wait_for proxy "a first sync (/healthz)" in_ns curl -fsS http://127.0.0.1:10256/healthz
+
 elapsed_ms=$((($(date +%s%N) - started_ns) / 1000000))
 elapsed=$((elapsed_ms / 1000)).$((elapsed_ms % 1000 / 100))
 cat <<EOF
@@ -246,10 +256,13 @@ cairn is up (${elapsed}s): node $CAIRN_NODE_NAME ($CAIRN_NODE_IP, pods $pod_cidr
   kubectl run bb --image=busybox --restart=Never -- sh -c 'echo hello; sleep 3600'
   kubectl get pod bb -o wide; kubectl logs bb
 
-The scheduler in cairn-control places pods on $CAIRN_NODE_NAME (no workload controllers yet:
-Deployments create no pods).
+The seed scenario, reachable through a Service (cairn-proxy, nftables):
+  kubectl create deployment httpd-app --image=busybox --replicas=2 -- \\
+      sh -c 'mkdir -p /www && hostname >/www/index.html && exec httpd -f -p 80 -h /www'
+  kubectl expose deployment httpd-app --port=80
+  nsenter --net=$NETNS_PATH curl -s http://\$(kubectl get svc httpd-app -o jsonpath='{.spec.clusterIP}')/
 docker.io/library/busybox is served by the registry at 127.0.0.1:$REGISTRY_PORT inside the
 namespace (push more there: nsenter --net=$NETNS_PATH ...); other images need internet.
-Daemon logs: $CAIRN_LOG_DIR/{control,agent,containerd,registry,forward}.log
+Daemon logs: $CAIRN_LOG_DIR/{control,agent,proxy,containerd,registry,forward}.log
 Stop: scripts/down.sh (keeps the data in $CAIRN_HOME)
 EOF

@@ -19,7 +19,13 @@ fn bin_dir() -> PathBuf {
 #[test]
 fn quickstart_up_runs_pods_and_down_leaves_nothing() {
     let bins = bin_dir();
-    for name in ["cairn-control", "cairn-agent", "cairn-cni", "cairn-logger"] {
+    for name in [
+        "cairn-control",
+        "cairn-agent",
+        "cairn-cni",
+        "cairn-logger",
+        "cairn-proxy",
+    ] {
         assert!(
             bins.join(name).exists(),
             "{} is missing: build the workspace binaries first (cargo test --workspace does)",
