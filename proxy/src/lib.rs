@@ -4,6 +4,7 @@
 //! backend built so far; iptables and IPVS come behind the same trait.
 
 pub mod backend;
+pub mod cache;
 pub mod conntrack;
 pub mod health_check;
 pub mod metrics;

@@ -1,30 +1,29 @@
-//! The watch and sync loop: Services and EndpointSlices in reflector stores; a change
+//! The watch and sync loop: Services and EndpointSlices in compact caches ([`crate::cache`]); a change
 //! wakes the loop, which waits out `--min-sync-period` since the last sync, computes the
 //! desired state and has the backend apply the difference; every `--sync-period` the sync
 //! is full, repairing drift. `/healthz` and `/livez` answer 200 while syncs succeed and
 //! 503 once none has for two sync periods. Prometheus metrics (see [`crate::metrics`]) on
 //! their own address.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use cairn_serviceproxy::{desired_state, ProxyState};
-use futures::StreamExt;
+use cairn_serviceproxy::source::{ServiceSource, SliceSource};
+use cairn_serviceproxy::{desired_state_from, ProxyState};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::{reflector, watcher, WatchStreamExt};
 use kube::{Api, Client};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tracing::{error, info, info_span, warn};
 
 use crate::backend::ProxyBackend;
+use crate::cache::{watch, Cache};
 use crate::conntrack::UdpCleanup;
 use crate::health_check::HealthChecks;
-use crate::metrics::{Change, Metrics, Pending, ProgrammingTracker, TRIGGER_TIME};
+use crate::metrics::{Change, Metrics, Pending, ProgrammingTracker};
 use cairn_netfilter::conntrack::ConntrackNetlink;
 
 #[derive(Debug, Clone)]
@@ -54,99 +53,6 @@ pub enum RunError {
 #[derive(Default)]
 struct Health {
     last_success: Mutex<Option<Instant>>,
-}
-
-/// Drops what the proxy does not read from a cached object: managedFields, and every
-/// annotation but `keep` (kubectl's last-applied copy alone can double a Service).
-fn slim(meta: &mut ObjectMeta, keep: Option<&str>) {
-    meta.managed_fields = None;
-    let annotations = meta.annotations.take();
-    meta.annotations = keep.and_then(|k| {
-        let value = annotations?.remove(k)?;
-        Some(BTreeMap::from([(k.to_string(), value)]))
-    });
-}
-
-/// The label naming a slice's service (the only label the proxy reads).
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
-/// A cached Service: what `desired_state` reads (at 10,000 services the caches are most
-/// of the proxy's memory).
-fn slim_service(s: &mut Service) {
-    slim(&mut s.metadata, None);
-    drop_identity(&mut s.metadata);
-    s.metadata.labels = None;
-    if let Some(spec) = s.spec.as_mut() {
-        spec.selector = None;
-        spec.cluster_ips = None;
-        spec.ip_families = None;
-    }
-    if let Some(status) = s.status.as_mut() {
-        status.conditions = None;
-    }
-}
-
-/// A cached EndpointSlice: addresses, conditions and node names of its endpoints.
-fn slim_slice(s: &mut EndpointSlice) {
-    slim(&mut s.metadata, Some(TRIGGER_TIME));
-    drop_identity(&mut s.metadata);
-    s.metadata.labels = s
-        .metadata
-        .labels
-        .take()
-        .and_then(|mut l| l.remove_entry(SERVICE_NAME_LABEL))
-        .map(|(k, v)| BTreeMap::from([(k, v)]));
-    for e in &mut s.endpoints {
-        e.target_ref = None;
-        e.hints = None;
-        e.zone = None;
-        e.hostname = None;
-        e.deprecated_topology = None;
-    }
-}
-
-fn drop_identity(meta: &mut ObjectMeta) {
-    meta.uid = None;
-    meta.creation_timestamp = None;
-    meta.owner_references = None;
-    meta.generate_name = None;
-    meta.finalizers = None;
-    meta.generation = None;
-}
-
-/// A reflector store of `api`'s objects, each slimmed by `slim_object`; every object the
-/// watch touches is reported to `seen` and wakes `changed`.
-fn watch<K>(
-    api: Api<K>,
-    changed: Arc<Notify>,
-    seen: impl Fn() + Send + 'static,
-    slim_object: fn(&mut K),
-) -> reflector::Store<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let events = watcher::watcher(api, watcher::Config::default()).modify(slim_object);
-    let stream = reflector::reflector(writer, events)
-        .default_backoff()
-        .touched_objects();
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(_) => seen(),
-                Err(e) => warn!(error = %e, "watch failed; re-listing"),
-            }
-            changed.notify_one();
-        }
-    });
-    store
 }
 
 async fn serve_health(
@@ -189,8 +95,8 @@ async fn serve_health(
 struct Syncer {
     node_name: String,
     backend: Box<dyn ProxyBackend>,
-    services: reflector::Store<Service>,
-    slices: reflector::Store<EndpointSlice>,
+    services: Arc<Cache<ServiceSource>>,
+    slices: Arc<Cache<SliceSource>>,
     health: Arc<Health>,
     metrics: Arc<Metrics>,
     programming: ProgrammingTracker,
@@ -202,13 +108,9 @@ struct Syncer {
 impl Syncer {
     /// The desired state from the stores, and the slice changes it brings.
     fn desired(&self) -> (ProxyState, Vec<String>, Pending) {
-        let (svcs, eps) = (self.services.state(), self.slices.state());
-        let pending = self.programming.pending(eps.iter().map(|s| s.as_ref()));
-        let (desired, warnings) = desired_state(
-            svcs.iter().map(|s| s.as_ref()),
-            eps.iter().map(|s| s.as_ref()),
-            &self.node_name,
-        );
+        let (svcs, eps) = (self.services.read(), self.slices.read());
+        let pending = self.programming.pending(eps.values());
+        let (desired, warnings) = desired_state_from(svcs.values(), eps.values(), &self.node_name);
         (desired, warnings, pending)
     }
 
@@ -292,13 +194,13 @@ pub async fn run(
         Api::<Service>::all(client.clone()),
         changed.clone(),
         count(&metrics, Change::Service),
-        slim_service,
+        |s: &Service| Some(ServiceSource::from_service(s)),
     );
     let slices = watch(
         Api::<EndpointSlice>::all(client),
         changed.clone(),
         count(&metrics, Change::EndpointSlice),
-        slim_slice,
+        SliceSource::from_slice,
     );
     let health = Arc::new(Health::default());
     if let Some(addr) = config.healthz {
@@ -309,8 +211,8 @@ pub async fn run(
         info!(%bound, "serving metrics");
     }
     // Wait for both lists, so the first sync is not made from half a cluster.
-    let _ = services.wait_until_ready().await;
-    let _ = slices.wait_until_ready().await;
+    services.wait_until_ready().await;
+    slices.wait_until_ready().await;
     let syncer = Syncer {
         node_name: config.node_name.clone(),
         backend,
@@ -362,43 +264,5 @@ async fn sync_loop(mut syncer: Syncer, config: &ProxyConfig, changed: &Notify) {
         if since < config.min_sync_period {
             tokio::time::sleep(config.min_sync_period - since).await;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn meta(annotations: &[(&str, &str)]) -> ObjectMeta {
-        let annotations = annotations
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        ObjectMeta {
-            annotations: Some(annotations),
-            managed_fields: Some(Vec::new()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn slim_keeps_only_the_trigger_time() {
-        let both = [
-            (TRIGGER_TIME, "2025-01-01T00:00:00Z"),
-            ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
-        ];
-        let mut m = meta(&both);
-        slim(&mut m, Some(TRIGGER_TIME));
-        assert_eq!(m.managed_fields, None);
-        let want = BTreeMap::from([(TRIGGER_TIME.to_string(), both[0].1.to_string())]);
-        assert_eq!(m.annotations, Some(want));
-
-        let mut m = meta(&both[1..]);
-        slim(&mut m, Some(TRIGGER_TIME));
-        assert_eq!(m.annotations, None);
-
-        let mut m = meta(&both);
-        slim(&mut m, None);
-        assert_eq!(m.annotations, None);
     }
 }

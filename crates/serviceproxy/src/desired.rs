@@ -5,53 +5,58 @@
 //! proxy and are left out silently, as kube-proxy does.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
 
-use k8s_openapi::api::core::v1::{Service, ServicePort as K8sServicePort};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::model::*;
+use crate::source::{PortSource, ServiceSource, SliceSource};
 
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-/// `sessionAffinityConfig.clientIP.timeoutSeconds` when unset (3 hours).
-const DEFAULT_AFFINITY_SECONDS: u32 = 10_800;
-
-/// The desired state, and a warning per thing left out.
-/// Borrows the objects (the proxy's caches hold them; a sync copies none).
+/// The desired state from the Kubernetes objects (converted on the way; the proxy keeps
+/// [`ServiceSource`]s and [`SliceSource`]s and calls [`desired_state_from`]).
 pub fn desired_state<'a>(
     services: impl IntoIterator<Item = &'a Service>,
     slices: impl IntoIterator<Item = &'a EndpointSlice>,
     node: &str,
 ) -> (ProxyState, Vec<String>) {
-    let mut by_service: BTreeMap<(String, String), Vec<&EndpointSlice>> = BTreeMap::new();
+    let services: Vec<ServiceSource> = services
+        .into_iter()
+        .map(ServiceSource::from_service)
+        .collect();
+    let slices: Vec<SliceSource> = slices
+        .into_iter()
+        .filter_map(SliceSource::from_slice)
+        .collect();
+    desired_state_from(&services, &slices, node)
+}
+
+/// The desired state, and a warning per thing left out. Borrows the sources (the proxy's
+/// caches hold them; a sync copies none).
+pub fn desired_state_from<'a>(
+    services: impl IntoIterator<Item = &'a ServiceSource>,
+    slices: impl IntoIterator<Item = &'a SliceSource>,
+    node: &str,
+) -> (ProxyState, Vec<String>) {
+    let mut by_service: BTreeMap<(&str, &str), Vec<&SliceSource>> = BTreeMap::new();
     let mut warnings = Vec::new();
     for s in slices {
-        let Some(svc) = s
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(SERVICE_NAME_LABEL))
-        else {
-            continue;
-        };
-        let ns = s.metadata.namespace.clone().unwrap_or_default();
         if s.address_type != "IPv4" {
             warnings.push(format!(
-                "{ns}/{svc}: {} endpoints ignored (this proxy programs IPv4)",
-                s.address_type
+                "{}/{}: {} endpoints ignored (this proxy programs IPv4)",
+                s.namespace, s.service, s.address_type
             ));
             continue;
         }
-        by_service.entry((ns, svc.clone())).or_default().push(s);
+        by_service
+            .entry((&s.namespace, &s.service))
+            .or_default()
+            .push(s);
     }
     let mut state = ProxyState::new();
     for svc in services {
-        let key = (
-            svc.metadata.namespace.clone().unwrap_or_default(),
-            svc.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = (svc.namespace.as_str(), svc.name.as_str());
         let slices = by_service.get(&key).map(Vec::as_slice).unwrap_or_default();
-        add_service(&mut state, &mut warnings, svc, &key, slices, node);
+        add_service(&mut state, &mut warnings, svc, slices, node);
     }
     crate::conflicts::resolve(&mut state, &mut warnings);
     (state, warnings)
@@ -60,49 +65,16 @@ pub fn desired_state<'a>(
 fn add_service(
     state: &mut ProxyState,
     warnings: &mut Vec<String>,
-    svc: &Service,
-    (ns, name): &(String, String),
-    slices: &[&EndpointSlice],
+    svc: &ServiceSource,
+    slices: &[&SliceSource],
     node: &str,
 ) {
-    let Some(spec) = &svc.spec else {
-        return;
-    };
-    let ty = spec.type_.as_deref().unwrap_or("ClusterIP");
-    let cluster_ip = spec
-        .cluster_ip
-        .as_deref()
-        .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
-    if ty == "ExternalName" || (cluster_ip.is_none() && spec.cluster_ip.as_deref() == Some("None"))
-    {
+    if !svc.proxied {
         return;
     }
-    let exposes_node_ports = matches!(ty, "NodePort" | "LoadBalancer");
-    let external = spec.external_traffic_policy.as_deref() == Some("Local");
-    let affinity = (spec.session_affinity.as_deref() == Some("ClientIP")).then(|| {
-        spec.session_affinity_config
-            .as_ref()
-            .and_then(|c| c.client_ip.as_ref())
-            .and_then(|c| c.timeout_seconds)
-            .and_then(|t| u32::try_from(t).ok())
-            .unwrap_or(DEFAULT_AFFINITY_SECONDS)
-    });
-    let parse_ips = |ips: Vec<String>| {
-        ips.iter()
-            .filter_map(|i| i.parse().ok())
-            .collect::<Vec<Ipv4Addr>>()
-    };
-    let lb_ips: Vec<String> = svc
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|i| i.ip)
-        .collect();
-    for p in spec.ports.iter().flatten() {
-        let Some(protocol) = Protocol::parse(p.protocol.as_deref()) else {
+    let (ns, name) = (&svc.namespace, &svc.name);
+    for p in &svc.ports {
+        let Some(protocol) = p.protocol else {
             warnings.push(format!(
                 "{ns}/{name}: port {} has an unsupported protocol",
                 p.port
@@ -116,84 +88,70 @@ fn add_service(
             warnings.push(format!("{ns}/{name}: port {} is out of range", p.port));
             continue;
         };
-        let port_name = p.name.clone().unwrap_or_default();
         let sp = ServicePort {
-            cluster_ip,
+            cluster_ip: svc.cluster_ip,
             port,
-            node_port: node_port.filter(|n| *n != 0 && exposes_node_ports),
-            external_ips: parse_ips(spec.external_ips.clone().unwrap_or_default()),
-            load_balancer_ips: if ty == "LoadBalancer" {
-                parse_ips(lb_ips.clone())
-            } else {
-                Vec::new()
-            },
-            affinity_seconds: affinity,
-            external_local: external
-                && (exposes_node_ports
-                    || spec.external_ips.as_ref().is_some_and(|e| !e.is_empty())),
-            internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
-            health_check_node_port: spec
-                .health_check_node_port
-                .and_then(|n| u16::try_from(n).ok()),
+            node_port: node_port.filter(|n| *n != 0 && svc.exposes_node_ports),
+            external_ips: svc.external_ips.clone(),
+            load_balancer_ips: svc.load_balancer_ips.clone(),
+            affinity_seconds: svc.affinity_seconds,
+            external_local: svc.external_local
+                && (svc.exposes_node_ports || !svc.external_ips.is_empty()),
+            internal_local: svc.internal_local,
+            health_check_node_port: svc.health_check_node_port,
         };
         let endpoints = endpoints_for(slices, p, protocol, node);
-        let entry = categorize(sp, endpoints);
         let key = ServicePortName {
             namespace: ns.clone(),
             name: name.clone(),
-            port: port_name,
+            port: p.name.clone(),
             protocol,
         };
-        state.insert(key, entry);
+        state.insert(key, categorize(sp, endpoints));
     }
 }
 
 /// Every distinct endpoint of the slices for the service port `p` (matched by port name
 /// and protocol, as kube-proxy matches slice ports).
 fn endpoints_for(
-    slices: &[&EndpointSlice],
-    p: &K8sServicePort,
+    slices: &[&SliceSource],
+    p: &PortSource,
     protocol: Protocol,
     node: &str,
 ) -> Vec<Endpoint> {
-    let name = p.name.clone().unwrap_or_default();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for s in slices {
-        let port = s.ports.iter().flatten().find(|sp| {
-            sp.name.clone().unwrap_or_default() == name
-                && Protocol::parse(sp.protocol.as_deref()) == Some(protocol)
-        });
+        let port = s
+            .ports
+            .iter()
+            .find(|(name, proto, _)| *name == p.name && *proto == Some(protocol));
         let Some(port) = port
-            .and_then(|sp| sp.port)
+            .and_then(|(_, _, port)| *port)
             .and_then(|n| u16::try_from(n).ok())
         else {
             continue;
         };
         for e in &s.endpoints {
-            let Some(ip) = e.addresses.first().and_then(|a| a.parse::<Ipv4Addr>().ok()) else {
+            let Some(ip) = e.ip else {
                 continue;
             };
             if !seen.insert((ip, port)) {
                 continue;
             }
-            let c = e.conditions.clone().unwrap_or_default();
-            // Unset `ready` means ready; unset `serving` means as ready (upstream's reading).
-            let ready = c.ready.unwrap_or(true);
             out.push(Endpoint {
                 ip,
                 port,
-                ready,
-                serving: c.serving.unwrap_or(ready),
-                terminating: c.terminating.unwrap_or(false),
-                local: e.node_name.as_deref() == Some(node),
+                ready: e.ready,
+                serving: e.serving,
+                terminating: e.terminating,
+                local: e.node.as_deref() == Some(node),
             });
         }
     }
     out.sort();
     out
 }
-
 /// Ready endpoints, else the serving-terminating ones (upstream `CategorizeEndpoints`).
 fn usable<'a>(eps: impl Iterator<Item = &'a Endpoint> + Clone) -> Vec<Endpoint> {
     let ready: Vec<Endpoint> = eps.clone().filter(|e| e.ready).cloned().collect();

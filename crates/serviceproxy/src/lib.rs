@@ -13,10 +13,11 @@ pub mod iptables;
 pub mod ipvs;
 pub mod model;
 pub mod nftables;
+pub mod source;
 
 #[cfg(test)]
 mod tests;
 
-pub use desired::desired_state;
+pub use desired::{desired_state, desired_state_from};
 pub use diff::{diff, Diff};
 pub use model::{Endpoint, Protocol, ProxyState, ServiceEntry, ServicePort, ServicePortName};

@@ -166,3 +166,42 @@ fn a_frontend_claimed_twice_stays_with_the_first_service_port() {
     );
     assert_eq!(state.values().nth(1).unwrap().port.node_port, Some(30000));
 }
+
+#[test]
+fn sources_keep_what_the_desired_state_reads() {
+    use crate::source::{ServiceSource, SliceSource};
+    let mut s = slice(
+        "web",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([ep("10.0.0.1", "n", true, true, false)]),
+    );
+    s.metadata.annotations = Some(
+        [
+            (
+                "endpoints.kubernetes.io/last-change-trigger-time".to_string(),
+                "2026-01-01T00:00:00Z".to_string(),
+            ),
+            ("other".to_string(), "x".to_string()),
+        ]
+        .into(),
+    );
+    let source = SliceSource::from_slice(&s).unwrap();
+    assert_eq!(source.service, "web");
+    assert_eq!(source.trigger_time.as_deref(), Some("2026-01-01T00:00:00Z"));
+    assert_eq!(source.endpoints[0].ip, Some("10.0.0.1".parse().unwrap()));
+    s.metadata.labels = None;
+    assert!(
+        SliceSource::from_slice(&s).is_none(),
+        "a slice of no service is not kept"
+    );
+    let headless = svc(
+        json!({"metadata": {"name": "h", "namespace": "ns"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}),
+    );
+    assert!(!ServiceSource::from_service(&headless).proxied);
+    let w = ServiceSource::from_service(&web());
+    assert!(
+        w.proxied && w.exposes_node_ports && w.external_local && w.affinity_seconds == Some(10_800)
+    );
+    assert_eq!(w.ports.len(), 2);
+}

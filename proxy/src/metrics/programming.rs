@@ -7,22 +7,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use cairn_serviceproxy::source::SliceSource;
+pub use cairn_serviceproxy::source::TRIGGER_TIME;
 
-/// The annotation holding when the change a slice reflects was triggered (RFC 3339).
-pub const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-
-/// A slice's identity: its uid, or `namespace/name` where it has none.
-fn key(slice: &EndpointSlice) -> String {
-    let meta = &slice.metadata;
-    match &meta.uid {
-        Some(uid) => uid.clone(),
-        None => format!(
-            "{}/{}",
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default()
-        ),
-    }
+/// A slice's identity.
+fn key(slice: &SliceSource) -> String {
+    format!("{}/{}", slice.namespace, slice.name)
 }
 
 /// The trigger times of one snapshot of the slices, before the sync that programs it.
@@ -63,11 +53,10 @@ impl ProgrammingTracker {
     }
 
     /// The slices of a snapshot whose trigger time is new to the tracker.
-    pub fn pending<'a>(&self, slices: impl IntoIterator<Item = &'a EndpointSlice>) -> Pending {
+    pub fn pending<'a>(&self, slices: impl IntoIterator<Item = &'a SliceSource>) -> Pending {
         let mut pending = Pending::default();
         for slice in slices {
-            let annotations = slice.metadata.annotations.as_ref();
-            let Some(trigger) = annotations.and_then(|a| a.get(TRIGGER_TIME)) else {
+            let Some(trigger) = &slice.trigger_time else {
                 continue;
             };
             let key = key(slice);

@@ -1,11 +1,9 @@
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use cairn_serviceproxy::source::SliceSource;
 use cairn_serviceproxy::{Protocol, ProxyState, ServiceEntry, ServicePort, ServicePortName};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
@@ -223,22 +221,19 @@ async fn bind_failure_is_an_error() {
     assert!(matches!(err, MetricsError::Bind { .. }), "{err}");
 }
 
-fn slice(name: &str, trigger: Option<SystemTime>) -> EndpointSlice {
-    let annotations = trigger.map(|t| {
+fn slice(name: &str, trigger: Option<SystemTime>) -> SliceSource {
+    let trigger_time = trigger.map(|t| {
         let ts = jiff::Timestamp::try_from(t).expect("a timestamp");
-        BTreeMap::from([(TRIGGER_TIME.to_string(), ts.to_string())])
+        ts.to_string()
     });
-    EndpointSlice {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            uid: Some(format!("uid-{name}")),
-            annotations,
-            ..Default::default()
-        },
+    SliceSource {
+        namespace: "default".into(),
+        name: name.into(),
+        service: "web".into(),
         address_type: "IPv4".into(),
+        ports: Vec::new(),
         endpoints: Vec::new(),
-        ports: None,
+        trigger_time,
     }
 }
 
@@ -301,7 +296,7 @@ fn old_triggers_and_deleted_slices() {
     assert_eq!(tracker.programmed(tracker.pending(&recent), now).len(), 1);
     // A trigger time that does not parse is remembered and skipped.
     let mut bad = slice("bad", None);
-    bad.metadata.annotations = Some(BTreeMap::from([(TRIGGER_TIME.into(), "yesterday".into())]));
+    bad.trigger_time = Some("yesterday".into());
     let bad = vec![bad];
     assert!(tracker.programmed(tracker.pending(&bad), now).is_empty());
     assert!(tracker.pending(&bad).is_empty());
