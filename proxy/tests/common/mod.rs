@@ -369,7 +369,7 @@ pub fn scenario(mode: Mode) {
     ] {
         assert!(metrics.contains(name), "{name} in {metrics}");
     }
-    load_balancer_and_affinity(&kc, &client);
+    load_balancer_and_affinity(&kc, &client, mode);
 
     // A killed proxy leaves its rules: traffic keeps flowing; a new one converges.
     drop(proxy);
@@ -410,7 +410,7 @@ pub fn scenario(mode: Mode) {
 /// A LoadBalancer with `externalTrafficPolicy: Local` gets the node's address from the
 /// built-in service LB, keeps the client's address, and its health-check node port
 /// answers; ClientIP affinity pins a client to one endpoint.
-fn load_balancer_and_affinity(kc: &PathBuf, client: &NetNs) {
+fn load_balancer_and_affinity(kc: &PathBuf, client: &NetNs, mode: Mode) {
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
         "status": {"addresses": [{"type": "InternalIP", "address": "198.18.0.10"}],
             "conditions": [{"type": "Ready", "status": "True"}]}});
@@ -420,7 +420,8 @@ fn load_balancer_and_affinity(kc: &PathBuf, client: &NetNs) {
             "ports": [{"name": "http", "port": 8081, "targetPort": 8080}]}});
     kubectl(kc, &["apply", "-f", "-"], Some(lb.to_string()));
     let sticky = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sticky", "namespace": "default"},
-        "spec": {"sessionAffinity": "ClientIP", "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+        "spec": {"sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 3}},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
     kubectl(kc, &["apply", "-f", "-"], Some(sticky.to_string()));
     for svc in ["lb", "sticky"] {
         let slice = slice(true)
@@ -482,6 +483,21 @@ fn load_balancer_and_affinity(kc: &PathBuf, client: &NetNs) {
             first,
             "ClientIP affinity pins the client"
         );
+    }
+    if let Mode::Nftables = mode {
+        // The client is remembered for timeoutSeconds (3 s) after its last connection.
+        let remembered = |rules: &str| {
+            rules.split("set affinity-").skip(1).any(|set| {
+                set.split('}')
+                    .next()
+                    .unwrap_or_default()
+                    .contains("elements")
+            })
+        };
+        assert!(remembered(&mode.rules()), "{}", mode.rules());
+        wait("the affinity to expire", || {
+            (!remembered(&mode.rules())).then_some(())
+        });
     }
 }
 
