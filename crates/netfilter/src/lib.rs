@@ -9,6 +9,7 @@ mod iptables;
 pub mod ipvs;
 mod netlink;
 mod nft;
+mod nft_batch;
 
 pub use conntrack::{ConntrackDriver, ConntrackError, ConntrackNetlink, FakeConntrack};
 pub use iptables::{

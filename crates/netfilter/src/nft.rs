@@ -111,6 +111,10 @@ impl NftCommand {
 
 impl NftDriver for NftCommand {
     fn apply(&self, script: &str) -> Result<(), NftError> {
+        // Partial syncs of the service proxy go straight to the kernel (see nft_batch).
+        if let Some(result) = crate::nft_batch::apply(script) {
+            return result;
+        }
         let (ok, _, stderr) = self.run(&["-f", "-"], Some(script))?;
         if ok {
             Ok(())

@@ -56,7 +56,9 @@ fn first_sync_is_full_then_only_changed_services_are_written() {
     assert!(full.contains("delete table ip cairn-proxy"), "{full}");
     assert!(full.contains("10.96.0.10 . tcp . 80 : goto svc-"));
     assert!(full.contains("dnat to 10.244.1.3:8080"));
-    assert!(full.contains("ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 jump mark-for-masquerade"));
+    assert!(full.contains(
+        "ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000"
+    ));
 
     // Nothing changed: nothing is written.
     assert_eq!(b.sync(&state, false).unwrap(), SyncReport::default());
@@ -82,6 +84,8 @@ fn first_sync_is_full_then_only_changed_services_are_written() {
         partial.contains("dnat to 10.244.2.2:8080") && partial.contains("numgen random mod 2"),
         "{partial}"
     );
+    // The service's element points at the same chain: it is not rewritten.
+    assert!(!partial.contains("element"), "{partial}");
 }
 
 #[test]

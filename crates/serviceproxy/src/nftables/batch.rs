@@ -32,8 +32,8 @@ pub(super) const MAPS: [(&str, &str); 4] = [
 pub(super) struct Batch {
     /// Removals, as commands, in order (partial syncs only).
     deletes: Vec<String>,
-    /// Map → keys to delete.
-    deleted_elements: BTreeMap<&'static str, Vec<String>>,
+    /// Map → keys to delete, each with the verdict it had.
+    deleted_elements: BTreeMap<&'static str, Vec<(String, String)>>,
     sets: Vec<(String, String)>,
     chains: Vec<(String, Vec<String>)>,
     chain_index: HashMap<String, usize>,
@@ -67,8 +67,11 @@ impl Batch {
             .push(format!("{key} : {verdict}"));
     }
 
-    pub(super) fn delete_element(&mut self, map: &'static str, key: String) {
-        self.deleted_elements.entry(map).or_default().push(key);
+    pub(super) fn delete_element(&mut self, map: &'static str, key: String, verdict: String) {
+        self.deleted_elements
+            .entry(map)
+            .or_default()
+            .push((key, verdict));
     }
 
     pub(super) fn delete(&mut self, command: String) {
@@ -105,14 +108,31 @@ impl Batch {
     /// Commands: element deletions; the chains this sync fills, made or emptied (so kept
     /// chains no longer refer to endpoint chains about to go); object deletions; then
     /// new sets, rules and elements — each group before what refers to it.
+    ///
+    /// An element deleted and re-added with the same verdict (its service port's chain kept
+    /// its name) is neither: map elements with `goto` make the kernel validate the whole
+    /// jump graph at commit.
     pub(super) fn render_partial(&self) -> String {
         let mut out = String::new();
-        for (map, keys) in &self.deleted_elements {
-            let _ = writeln!(
-                out,
-                "delete element ip {TABLE} {map} {{ {} }}",
-                keys.join(", ")
-            );
+        let unchanged = |map: &str, item: &str| {
+            self.deleted_elements
+                .get(map)
+                .is_some_and(|d| d.iter().any(|(k, v)| format!("{k} : {v}") == item))
+        };
+        for (map, deleted) in &self.deleted_elements {
+            let added = self.elements.get(map);
+            let keys: Vec<&str> = deleted
+                .iter()
+                .filter(|(k, v)| !added.is_some_and(|a| a.contains(&format!("{k} : {v}"))))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            if !keys.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "delete element ip {TABLE} {map} {{ {} }}",
+                    keys.join(", ")
+                );
+            }
         }
         for (name, _) in &self.chains {
             let _ = writeln!(
@@ -132,11 +152,18 @@ impl Batch {
             }
         }
         for (map, items) in &self.elements {
-            let _ = writeln!(
-                out,
-                "add element ip {TABLE} {map} {{ {} }}",
-                items.join(", ")
-            );
+            let items: Vec<&str> = items
+                .iter()
+                .map(String::as_str)
+                .filter(|i| !unchanged(map, i))
+                .collect();
+            if !items.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "add element ip {TABLE} {map} {{ {} }}",
+                    items.join(", ")
+                );
+            }
         }
         out
     }

@@ -4,6 +4,11 @@
 use super::batch::Batch;
 use super::{endpoint_id, service_id, NftConfig};
 
+/// Marks a packet for masquerading in postrouting. A statement, not a jump to a marking
+/// chain: a partial sync whose rules jump nowhere spares the kernel the validation of the
+/// whole ruleset's jump graph at commit (~20 ms at 10,000 services).
+const MARK: &str = "meta mark set meta mark | 0x00004000";
+
 /// Endpoint counts worth a warning: the pick is a cascade of rules, linear in them.
 const LARGE: usize = 1000;
 use crate::model::*;
@@ -65,16 +70,13 @@ struct PickChain<'a> {
 /// a pod reaching itself).
 fn chain_with_pick(b: &mut Batch, c: &PickChain<'_>, id: &str) {
     b.chain(&c.chain);
-    let marks_all = c.first.as_deref() == Some("jump mark-for-masquerade");
+    let marks_all = c.first.as_deref() == Some(MARK);
     if let Some(rule) = &c.first {
         b.rule(&c.chain, rule.clone());
     }
     if !marks_all {
         for e in c.eps {
-            b.rule(
-                &c.chain,
-                format!("ip saddr {} jump mark-for-masquerade", e.ip),
-            );
+            b.rule(&c.chain, format!("ip saddr {} {MARK}", e.ip));
         }
     }
     let dnat = |e: &Endpoint| format!("dnat to {}:{}", e.ip, e.port);
@@ -141,7 +143,7 @@ pub(super) fn add(
         } else {
             let first = cfg
                 .cluster_cidr
-                .map(|cidr| format!("ip daddr {vip} ip saddr != {cidr} jump mark-for-masquerade"));
+                .map(|cidr| format!("ip daddr {vip} ip saddr != {cidr} {MARK}"));
             let pick = PickChain {
                 chain: format!("svc-{id}"),
                 first,
@@ -164,7 +166,7 @@ fn add_external(b: &mut Batch, s: &Shape<'_>, e: &ServiceEntry) {
     let verdict = if s.external.is_empty() {
         s.external_refusal.to_string()
     } else {
-        let first = (!e.port.external_local).then(|| "jump mark-for-masquerade".to_string());
+        let first = (!e.port.external_local).then(|| MARK.to_string());
         let affinity = e.port.affinity_seconds.is_some();
         let pick = PickChain {
             chain: format!("ext-{id}"),
@@ -235,24 +237,32 @@ fn owned(s: &Shape<'_>, e: &ServiceEntry) -> Vec<(&'static str, String)> {
     out
 }
 
+/// The elements [`add`] wrote, each with the verdict it had (an element that comes back
+/// unchanged is left alone, see [`Batch::render_partial`]).
 fn remove_elements(b: &mut Batch, s: &Shape<'_>, e: &ServiceEntry) {
-    let (proto, port) = (s.proto, e.port.port);
+    let (id, proto, port) = (&s.id, s.proto, e.port.port);
     if let Some(vip) = e.port.cluster_ip {
-        let map = if s.cluster.is_empty() {
-            "no-endpoint-services"
+        let (map, verdict) = if s.cluster.is_empty() {
+            ("no-endpoint-services", "goto reject-packet".to_string())
         } else {
-            "service-ips"
+            ("service-ips", format!("goto svc-{id}"))
         };
-        b.delete_element(map, format!("{vip} . {proto} . {port}"));
+        b.delete_element(map, format!("{vip} . {proto} . {port}"), verdict);
     }
     if !s.exposed {
         return;
     }
+    let verdict = if s.external.is_empty() {
+        s.external_refusal.to_string()
+    } else {
+        format!("goto ext-{id}")
+    };
     let (ips_map, ports_map) = maps(s);
     for ip in &s.external_ips {
-        b.delete_element(ips_map, format!("{ip} . {proto} . {port}"));
+        let key = format!("{ip} . {proto} . {port}");
+        b.delete_element(ips_map, key, verdict.clone());
     }
     if let Some(np) = e.port.node_port {
-        b.delete_element(ports_map, format!("{proto} . {np}"));
+        b.delete_element(ports_map, format!("{proto} . {np}"), verdict.clone());
     }
 }

@@ -94,9 +94,6 @@ const SKELETON: &str = r#"	chain reject-packet {
 		type nat hook output priority -100; policy accept;
 		jump services
 	}
-	chain mark-for-masquerade {
-		meta mark set meta mark | 0x4000
-	}
 	chain masquerading {
 		meta mark & 0x4000 == 0 return
 		meta mark set meta mark ^ 0x4000

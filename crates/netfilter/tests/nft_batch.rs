@@ -1,0 +1,147 @@
+//! Partial syncs sent as netlink batches leave the kernel exactly as `nft -f` of the same
+//! script does (root; private network namespaces): the proxy's full ruleset is loaded in
+//! two namespaces, one partial transaction goes through `NftCommand` (the batch path) in
+//! the first and through the `nft` binary in the second, and the listings must match.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+
+use cairn_netfilter::{NftCommand, NftDriver};
+use cairn_serviceproxy::nftables::{NftConfig, Renderer};
+use cairn_serviceproxy::*;
+use cairn_testsupport::NetNs;
+
+fn state(variant: u8, node_port: bool) -> ProxyState {
+    let mut s = ProxyState::new();
+    for i in 0..20u8 {
+        let ep = |k: u8| Endpoint {
+            ip: Ipv4Addr::new(10, 244, i, k + if i == 7 { variant } else { 0 }),
+            port: 8080,
+            ready: true,
+            serving: true,
+            terminating: false,
+            local: k == 1,
+        };
+        let eps = if i == 9 && variant > 0 {
+            vec![]
+        } else {
+            vec![ep(1), ep(2)]
+        };
+        let port = ServicePort {
+            cluster_ip: Some(Ipv4Addr::new(10, 96, 0, i + 1)),
+            port: 80,
+            node_port: (node_port && i % 2 == 0).then_some(30000 + u16::from(i)),
+            external_ips: vec![],
+            load_balancer_ips: vec![],
+            affinity_seconds: None,
+            external_local: i == 4,
+            internal_local: false,
+            health_check_node_port: None,
+        };
+        let name = ServicePortName {
+            namespace: "t".into(),
+            name: format!("svc-{i}"),
+            port: String::new(),
+            protocol: if i == 3 { Protocol::Udp } else { Protocol::Tcp },
+        };
+        let entry = ServiceEntry {
+            port,
+            cluster: eps.clone(),
+            external: eps.iter().filter(|e| i != 4 || e.local).cloned().collect(),
+            local_count: 1,
+        };
+        s.insert(name, entry);
+    }
+    s
+}
+
+fn in_netns<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let ns = NetNs::new("cnftb").unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let file = std::fs::File::open(ns.path()).unwrap();
+            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+fn nft_binary(script: &str) {
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{script}");
+}
+
+#[test]
+fn a_batch_leaves_the_same_ruleset_as_nft() {
+    let cfg = NftConfig {
+        cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+        ..Default::default()
+    };
+    let before = state(0, true);
+    let after = state(5, false);
+    let mut r = Renderer::default();
+    let full = r.full(&cfg, &before);
+    let partial = r.partial(&cfg, &before, &after, &diff(&before, &after));
+    assert!(
+        partial.contains("delete element") && partial.contains("dnat to 10.244.7.6:8080"),
+        "{partial}"
+    );
+    let listing = |through_batch: bool| {
+        in_netns(|| {
+            let nft = NftCommand::new().unwrap();
+            nft.apply(&full).unwrap();
+            if through_batch {
+                nft.apply(&partial).unwrap();
+            } else {
+                nft_binary(&partial);
+            }
+            nft.list_table("ip", "cairn-proxy").unwrap().unwrap()
+        })
+    };
+    let (batch, binary) = (listing(true), listing(false));
+    assert_eq!(batch, binary);
+    // And the batch really changed something.
+    assert!(
+        batch.contains("10.244.7.6:8080") && !batch.contains("30000"),
+        "{batch}"
+    );
+}
+
+#[test]
+fn a_failing_batch_changes_nothing_and_names_the_line() {
+    in_netns(|| {
+        let nft = NftCommand::new().unwrap();
+        let cfg = NftConfig::default();
+        nft.apply(&Renderer::default().full(&cfg, &state(0, false)))
+            .unwrap();
+        let before = nft.list_table("ip", "cairn-proxy").unwrap();
+        let bad = "add chain ip cairn-proxy fresh\n\
+            add rule ip cairn-proxy fresh jump no-such-chain\n";
+        let err = nft.apply(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("add rule ip cairn-proxy fresh jump no-such-chain"),
+            "{err}"
+        );
+        assert_eq!(
+            nft.list_table("ip", "cairn-proxy").unwrap(),
+            before,
+            "atomic"
+        );
+    });
+}
