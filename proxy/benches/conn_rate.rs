@@ -32,6 +32,9 @@ use cairn_serviceproxy::nftables::NftConfig;
 use cairn_serviceproxy::*;
 use cairn_testsupport::qemu::{in_guest, Guest};
 use cairn_testsupport::NetNs;
+use support::{pct, services, vip};
+
+mod support;
 
 const POD: Ipv4Addr = Ipv4Addr::new(10, 244, 1, 2);
 
@@ -47,61 +50,16 @@ fn sh(ns: &NetNs, cmd: &str) {
     );
 }
 
-fn enter(ns: &NetNs) {
-    let f = std::fs::File::open(ns.path()).unwrap();
-    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-}
-
-fn vip(i: u32) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 0, 0)) + i + 1)
-}
-
-/// `n` services × 2 endpoints; service `n / 2` has the real pod (twice: both picks land).
+/// `n` services × 2 endpoints; service `n / 2` has the real pod as its one endpoint.
 fn state(n: u32) -> ProxyState {
-    let mut s = ProxyState::new();
-    for i in 0..n {
-        let ep = |k: u32| Endpoint {
-            ip: if i == n / 2 {
-                POD
-            } else {
-                Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 245, 0, 0)) + 2 * i + k)
-            },
-            port: 8080 + if i == n / 2 { 0 } else { k as u16 },
-            ready: true,
-            serving: true,
-            terminating: false,
-            local: false,
-        };
-        let eps = if i == n / 2 {
-            vec![ep(0)]
-        } else {
-            vec![ep(0), ep(1)]
-        };
-        let port = ServicePort {
-            cluster_ip: Some(vip(i)),
-            port: 80,
-            node_port: None,
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
-        };
-        let name = ServicePortName {
-            namespace: "bench".into(),
-            name: format!("svc-{i}"),
-            port: String::new(),
-            protocol: Protocol::Tcp,
-        };
-        let entry = ServiceEntry {
-            port,
-            cluster: eps.clone(),
-            external: eps,
-            local_count: 0,
-        };
-        s.insert(name, entry);
-    }
+    let mut s = services(n, 0, 0);
+    let port = ServicePort {
+        cluster_ip: Some(vip(n / 2)),
+        port: 80,
+        ..Default::default()
+    };
+    let pod = ServiceEntry::with_endpoints(port, vec![Endpoint::ready(POD, 8080)]);
+    s.insert(support::name(n / 2), pod);
     s
 }
 
@@ -119,11 +77,6 @@ fn hammer(to: SocketAddr, secs: f64) -> (f64, Vec<f64>) {
         sock.set_linger(Some(Duration::ZERO)).unwrap();
     }
     (lat.len() as f64 / start.elapsed().as_secs_f64(), lat)
-}
-
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * q).round() as usize]
 }
 
 fn backend(mode: &str) -> Box<dyn ProxyBackend> {
@@ -202,7 +155,7 @@ fn main() {
         }
     });
     rx.recv().unwrap();
-    enter(&node);
+    node.enter().unwrap();
     let direct = SocketAddr::from((POD, 8080));
     hammer(direct, 0.5); // warm up
     let (base, mut lat) = hammer(direct, secs);

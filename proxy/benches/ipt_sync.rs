@@ -18,8 +18,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -28,77 +26,10 @@ use std::time::{Duration, Instant};
 use cairn_netfilter::{IptablesCommand, IptablesVariant};
 use cairn_proxy::backend::{IptablesBackend, ProxyBackend};
 use cairn_serviceproxy::iptables::IptConfig;
-use cairn_serviceproxy::*;
 use cairn_testsupport::NetNs;
+use support::{ms, pct, peer_gen, services};
 
-fn state(n: u32, variant: u32, changed: u32) -> ProxyState {
-    let mut s = ProxyState::new();
-    for i in 0..n {
-        let ep = |k: u32| Endpoint {
-            ip: Ipv4Addr::from(
-                u32::from(Ipv4Addr::new(10, 244, 0, 0))
-                    + 2 * i
-                    + k
-                    + if i == changed { variant * 100_000 } else { 0 },
-            ),
-            port: 8080,
-            ready: true,
-            serving: true,
-            terminating: false,
-            local: false,
-        };
-        let eps = vec![ep(1), ep(2)];
-        let port = ServicePort {
-            cluster_ip: Some(Ipv4Addr::from(
-                u32::from(Ipv4Addr::new(10, 96, 0, 0)) + i + 1,
-            )),
-            port: 80,
-            node_port: None,
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
-        };
-        let name = ServicePortName {
-            namespace: "bench".into(),
-            name: format!("svc-{i}"),
-            port: String::new(),
-            protocol: Protocol::Tcp,
-        };
-        let entry = ServiceEntry {
-            port,
-            cluster: eps.clone(),
-            external: eps,
-            local_count: 0,
-        };
-        s.insert(name, entry);
-    }
-    s
-}
-
-fn in_netns<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    let ns = NetNs::new("iptbench").unwrap();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = std::fs::File::open(ns.path()).unwrap();
-            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            f()
-        })
-        .join()
-        .unwrap()
-    })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * q).round() as usize]
-}
+mod support;
 
 fn restore_file(binary: &str, args: &[&str], path: &Path) -> Duration {
     let t = Instant::now();
@@ -117,23 +48,6 @@ fn restore_file(binary: &str, args: &[&str], path: &Path) -> Duration {
     t.elapsed()
 }
 
-fn peer_gen(dir: &Path, args: &[String]) -> PathBuf {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/netfilter/gen.py");
-    let path = dir.join(args.join("-"));
-    let out = Command::new("python3")
-        .arg(&peers)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gen.py {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&path, out.stdout).unwrap();
-    path
-}
-
 #[derive(Default)]
 struct Times {
     full: Vec<f64>,
@@ -148,15 +62,15 @@ fn cairn(variant: IptablesVariant, n: u32, reps: usize) -> Times {
     };
     let mut t = Times::default();
     for _ in 0..reps {
-        in_netns(|| {
+        NetNs::new("iptbench").unwrap().run_inside(|| {
             let driver = Arc::new(IptablesCommand::new(variant).unwrap());
             let mut backend = IptablesBackend::new(driver, cfg.clone());
-            let mut applied = state(n, 0, n / 2);
+            let mut applied = services(n, 0, n / 2);
             let start = Instant::now();
             assert!(backend.sync(&applied, true).unwrap().full);
             t.full.push(ms(start.elapsed()));
             for v in 1..=5 {
-                let next = state(n, v % 2, n / 2);
+                let next = services(n, v % 2, n / 2);
                 let start = Instant::now();
                 assert!(!backend.sync(&next, false).unwrap().full);
                 t.change.push(ms(start.elapsed()));
@@ -190,7 +104,7 @@ fn peer(variant: IptablesVariant, n: u32, reps: usize, dir: &Path) -> Times {
     let skip_resync = std::env::var("IPT_BENCH_PEER_RESYNC").as_deref() == Ok("0");
     let mut t = Times::default();
     for _ in 0..reps {
-        in_netns(|| {
+        NetNs::new("iptbench").unwrap().run_inside(|| {
             t.full.push(ms(restore_file(restore, &[], &full_file)));
             for c in &changes {
                 t.change
@@ -222,7 +136,8 @@ fn main() {
     if let Ok(out) = std::env::var("IPT_BENCH_DUMP") {
         let cfg = IptConfig::default();
         for n in [1000, 10_000] {
-            let r = cairn_serviceproxy::iptables::full(&cfg, &state(n, 0, 0), &Default::default());
+            let r =
+                cairn_serviceproxy::iptables::full(&cfg, &services(n, 0, 0), &Default::default());
             std::fs::write(
                 Path::new(&out).join(format!("full-{n}")),
                 r.payload.unwrap(),

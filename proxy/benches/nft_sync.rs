@@ -12,8 +12,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -23,75 +21,15 @@ use cairn_netfilter::{NftCommand, NftDriver};
 use cairn_serviceproxy::nftables::{NftConfig, Renderer};
 use cairn_serviceproxy::*;
 use cairn_testsupport::NetNs;
+use support::{ms, pct, peer_gen, services};
 
-fn state(n: u32, variant: u32, changed: u32) -> ProxyState {
-    let mut s = ProxyState::new();
-    for i in 0..n {
-        let ep = |k: u32| Endpoint {
-            ip: Ipv4Addr::from(
-                u32::from(Ipv4Addr::new(10, 244, 0, 0))
-                    + 2 * i
-                    + k
-                    + if i == changed { variant * 100_000 } else { 0 },
-            ),
-            port: 8080,
-            ready: true,
-            serving: true,
-            terminating: false,
-            local: false,
-        };
-        let eps = vec![ep(1), ep(2)];
-        let port = ServicePort {
-            cluster_ip: Some(Ipv4Addr::from(
-                u32::from(Ipv4Addr::new(10, 96, 0, 0)) + i + 1,
-            )),
-            port: 80,
-            node_port: None,
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
-        };
-        let name = ServicePortName {
-            namespace: "bench".into(),
-            name: format!("svc-{i}"),
-            port: String::new(),
-            protocol: Protocol::Tcp,
-        };
-        s.insert(
-            name,
-            ServiceEntry {
-                port,
-                cluster: eps.clone(),
-                external: eps,
-                local_count: 0,
-            },
-        );
-    }
-    s
-}
+mod support;
 
 /// With `NFT_BENCH_DUMP=DIR`, the scripts are written there (to study their cost).
 fn dump(name: &str, script: &str) {
     if let Ok(dir) = std::env::var("NFT_BENCH_DUMP") {
         std::fs::write(Path::new(&dir).join(name), script).unwrap();
     }
-}
-
-fn enter(ns: &NetNs) {
-    let f = std::fs::File::open(ns.path()).unwrap();
-    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * q).round() as usize]
 }
 
 fn nft_file(path: &Path) -> Duration {
@@ -110,23 +48,6 @@ fn nft_file(path: &Path) -> Duration {
     t.elapsed()
 }
 
-fn peer_gen(dir: &Path, args: &[String]) -> PathBuf {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/netfilter/gen.py");
-    let path = dir.join(args.join("-"));
-    let out = Command::new("python3")
-        .arg(&peers)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gen.py {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&path, out.stdout).unwrap();
-    path
-}
-
 fn cairn(n: u32, reps: usize) -> (Vec<f64>, Vec<f64>) {
     let cfg = NftConfig {
         cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
@@ -134,30 +55,26 @@ fn cairn(n: u32, reps: usize) -> (Vec<f64>, Vec<f64>) {
     };
     let (mut full, mut change) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        let ns = NetNs::new("nftbench").unwrap();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                enter(&ns);
-                let nft = Arc::new(NftCommand::new().unwrap());
-                let mut r = Renderer::default();
-                let base = state(n, 0, n / 2);
-                let script = r.full(&cfg, &base);
-                dump(&format!("full-{n}"), &script);
+        NetNs::new("nftbench").unwrap().run_inside(|| {
+            let nft = Arc::new(NftCommand::new().unwrap());
+            let mut r = Renderer::default();
+            let base = services(n, 0, n / 2);
+            let script = r.full(&cfg, &base);
+            dump(&format!("full-{n}"), &script);
+            let t = Instant::now();
+            nft.apply(&script).unwrap();
+            full.push(ms(t.elapsed()));
+            let mut applied = base;
+            for v in 1..=5 {
+                let next = services(n, v, n / 2);
                 let t = Instant::now();
+                let d = diff(&applied, &next);
+                let script = r.partial(&cfg, &applied, &next, &d);
+                dump(&format!("change-{n}-{v}"), &script);
                 nft.apply(&script).unwrap();
-                full.push(ms(t.elapsed()));
-                let mut applied = base;
-                for v in 1..=5 {
-                    let next = state(n, v, n / 2);
-                    let t = Instant::now();
-                    let d = diff(&applied, &next);
-                    let script = r.partial(&cfg, &applied, &next, &d);
-                    dump(&format!("change-{n}-{v}"), &script);
-                    nft.apply(&script).unwrap();
-                    change.push(ms(t.elapsed()));
-                    applied = next;
-                }
-            });
+                change.push(ms(t.elapsed()));
+                applied = next;
+            }
         });
     }
     (full, change)
@@ -182,15 +99,11 @@ fn peer(n: u32, reps: usize, dir: &Path) -> (Vec<f64>, Vec<f64>) {
         .collect();
     let (mut full, mut change) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        let ns = NetNs::new("nftpeer").unwrap();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                enter(&ns);
-                full.push(ms(nft_file(&full_file)));
-                for c in &changes {
-                    change.push(ms(nft_file(c)));
-                }
-            });
+        NetNs::new("nftpeer").unwrap().run_inside(|| {
+            full.push(ms(nft_file(&full_file)));
+            for c in &changes {
+                change.push(ms(nft_file(c)));
+            }
         });
     }
     (full, change)

@@ -29,14 +29,22 @@ impl UdpCleanup {
     /// ports differ from the last cleaned ones; returns how many went. A failure is
     /// retried after the next sync.
     pub fn after_sync(&mut self, desired: &ProxyState) -> Result<usize, ConntrackError> {
-        let udp: ProxyState = desired
-            .iter()
-            .filter(|(name, _)| name.protocol == Protocol::Udp)
-            .map(|(name, entry)| (name.clone(), entry.clone()))
-            .collect();
-        if self.cleaned.as_ref() == Some(&udp) {
+        let udp_ports = || {
+            desired
+                .iter()
+                .filter(|(name, _)| name.protocol == Protocol::Udp)
+        };
+        // Compared in place: this runs after every sync, and UDP rarely changes.
+        if self
+            .cleaned
+            .as_ref()
+            .is_some_and(|c| c.iter().eq(udp_ports()))
+        {
             return Ok(0);
         }
+        let udp: ProxyState = udp_ports()
+            .map(|(name, entry)| (name.clone(), entry.clone()))
+            .collect();
         let filter = StaleFlowFilter::new(&udp);
         let deleted = if filter.is_empty() {
             0
@@ -81,14 +89,7 @@ mod tests {
     fn state(endpoints: &[u8]) -> ProxyState {
         let eps: Vec<Endpoint> = endpoints
             .iter()
-            .map(|l| Endpoint {
-                ip: Ipv4Addr::new(10, 244, 1, *l),
-                port: 5353,
-                ready: true,
-                serving: true,
-                terminating: false,
-                local: true,
-            })
+            .map(|l| Endpoint::ready(Ipv4Addr::new(10, 244, 1, *l), 5353))
             .collect();
         let name = ServicePortName {
             namespace: "ns".into(),
@@ -99,21 +100,9 @@ mod tests {
         let port = ServicePort {
             cluster_ip: Some(Ipv4Addr::new(10, 96, 0, 10)),
             port: 53,
-            node_port: None,
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
+            ..Default::default()
         };
-        let entry = ServiceEntry {
-            port,
-            local_count: eps.len(),
-            cluster: eps.clone(),
-            external: eps,
-        };
-        [(name, entry)].into()
+        [(name, ServiceEntry::with_endpoints(port, eps))].into()
     }
 
     fn flow(sport: u16, to: u8) -> Flow {

@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -77,16 +76,7 @@ fn inputs() -> (Vec<Service>, Vec<EndpointSlice>) {
 }
 
 fn in_netns(f: impl FnOnce() + Send) {
-    let ns = NetNs::new("cbad").unwrap();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = std::fs::File::open(ns.path()).unwrap();
-            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            f();
-        })
-        .join()
-        .unwrap()
-    });
+    NetNs::new("cbad").unwrap().run_inside(f)
 }
 
 fn check(mut backend: Box<dyn ProxyBackend>, list: &[&str]) {

@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -101,10 +100,7 @@ fn save_all(ipt: &IptablesCommand) -> String {
 }
 
 fn round_trip(variant: IptablesVariant) {
-    let ns = NetNs::new("cipt").unwrap();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(ns.path()).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    NetNs::new("cipt").unwrap().run_inside(|| {
         let ipt = IptablesCommand::new(variant).unwrap();
         // Rules of someone else, which the proxy must leave alone.
         ipt.restore(
@@ -151,10 +147,7 @@ fn round_trip(variant: IptablesVariant) {
         );
         fresh.cleanup().unwrap();
         assert_eq!(save_all(&ipt), before);
-        drop(ns);
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 #[test]

@@ -3,9 +3,7 @@
 //! `iptables-save`. Either variant: the system's `iptables-restore`, or the `-nft` or
 //! `-legacy` binaries by name.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 
 use crate::nft::find_binary;
 
@@ -79,30 +77,16 @@ impl IptablesCommand {
 
     fn run(
         &self,
-        binary: &PathBuf,
+        binary: &Path,
         args: &[&str],
         stdin: Option<&str>,
     ) -> Result<String, IptablesError> {
         let command = format!("{} {}", binary.display(), args.join(" "));
-        let spawn_error = |source| IptablesError::Spawn {
-            command: command.clone(),
-            source,
-        };
-        let mut child = Command::new(binary)
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(spawn_error)?;
-        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            pipe.write_all(input.as_bytes()).map_err(spawn_error)?;
-        }
-        let out = child.wait_with_output().map_err(spawn_error)?;
+        let out =
+            crate::command::run(binary, args, stdin).map_err(|source| IptablesError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
         if !out.status.success() {
             return Err(IptablesError::Failed {
                 command,

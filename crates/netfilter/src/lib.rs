@@ -4,6 +4,7 @@
 //! (`iptables-restore --noflush`, `iptables-save`, nft or legacy). Callers render their
 //! rules; this crate only applies them.
 
+mod command;
 pub mod conntrack;
 mod iptables;
 pub mod ipvs;

@@ -3,9 +3,7 @@
 //! built here would save the fork; `nft -f` was measured fast enough for the proxy's
 //! goals and reads the same script the fake records.)
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NftError {
@@ -76,31 +74,11 @@ impl NftCommand {
     }
 
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<(bool, String, String), NftError> {
-        let desc = args.join(" ");
-        let mut child = Command::new(&self.binary)
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| NftError::Spawn {
-                args: desc.clone(),
+        let out =
+            crate::command::run(&self.binary, args, stdin).map_err(|source| NftError::Spawn {
+                args: args.join(" "),
                 source,
             })?;
-        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            pipe.write_all(input.as_bytes())
-                .map_err(|source| NftError::Spawn {
-                    args: desc.clone(),
-                    source,
-                })?;
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|source| NftError::Spawn { args: desc, source })?;
         Ok((
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -7,7 +7,6 @@
 
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
 
 use cairn_netfilter::{NftCommand, NftDriver};
@@ -19,12 +18,11 @@ fn state(variant: u8, node_port: bool) -> ProxyState {
     let mut s = ProxyState::new();
     for i in 0..20u8 {
         let ep = |k: u8| Endpoint {
-            ip: Ipv4Addr::new(10, 244, i, k + if i == 7 { variant } else { 0 }),
-            port: 8080,
-            ready: true,
-            serving: true,
-            terminating: false,
             local: k == 1,
+            ..Endpoint::ready(
+                Ipv4Addr::new(10, 244, i, k + if i == 7 { variant } else { 0 }),
+                8080,
+            )
         };
         let eps = if i == 9 && variant > 0 {
             vec![]
@@ -35,12 +33,8 @@ fn state(variant: u8, node_port: bool) -> ProxyState {
             cluster_ip: Some(Ipv4Addr::new(10, 96, 0, i + 1)),
             port: 80,
             node_port: (node_port && i % 2 == 0).then_some(30000 + u16::from(i)),
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
             external_local: i == 4,
-            internal_local: false,
-            health_check_node_port: None,
+            ..Default::default()
         };
         let name = ServicePortName {
             namespace: "t".into(),
@@ -60,16 +54,7 @@ fn state(variant: u8, node_port: bool) -> ProxyState {
 }
 
 fn in_netns<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    let ns = NetNs::new("cnftb").unwrap();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = std::fs::File::open(ns.path()).unwrap();
-            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            f()
-        })
-        .join()
-        .unwrap()
-    })
+    NetNs::new("cnftb").unwrap().run_inside(f)
 }
 
 fn nft_binary(script: &str) {

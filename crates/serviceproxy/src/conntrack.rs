@@ -140,27 +140,14 @@ mod tests {
     }
 
     fn ep(addr: &str, port: u16) -> Endpoint {
-        Endpoint {
-            ip: ip(addr),
-            port,
-            ready: true,
-            serving: true,
-            terminating: false,
-            local: false,
-        }
+        Endpoint::ready(ip(addr), port)
     }
 
     fn port(cluster_ip: &str, port: u16) -> ServicePort {
         ServicePort {
             cluster_ip: Some(ip(cluster_ip)),
             port,
-            node_port: None,
-            external_ips: Vec::new(),
-            load_balancer_ips: Vec::new(),
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
+            ..Default::default()
         }
     }
 
@@ -174,13 +161,7 @@ mod tests {
                     port: String::new(),
                     protocol,
                 };
-                let entry = ServiceEntry {
-                    port,
-                    cluster: endpoints.clone(),
-                    external: endpoints,
-                    local_count: 0,
-                };
-                (key, entry)
+                (key, ServiceEntry::with_endpoints(port, endpoints))
             })
             .collect()
     }

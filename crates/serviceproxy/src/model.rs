@@ -49,8 +49,8 @@ impl std::fmt::Display for ServicePortName {
     }
 }
 
-/// What a service port exposes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a service port exposes (default: nothing, no policies).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServicePort {
     pub cluster_ip: Option<Ipv4Addr>,
     pub port: u16,
@@ -78,6 +78,20 @@ pub struct Endpoint {
     pub local: bool,
 }
 
+impl Endpoint {
+    /// A ready endpoint on another node.
+    pub fn ready(ip: Ipv4Addr, port: u16) -> Endpoint {
+        Endpoint {
+            ip,
+            port,
+            ready: true,
+            serving: true,
+            terminating: false,
+            local: false,
+        }
+    }
+}
+
 /// A service port and the endpoints traffic may go to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceEntry {
@@ -89,6 +103,19 @@ pub struct ServiceEntry {
     pub external: Vec<Endpoint>,
     /// Local usable endpoints (what the health-check node port reports).
     pub local_count: usize,
+}
+
+impl ServiceEntry {
+    /// `port` with the same endpoints for cluster and external traffic (no `Local`
+    /// policy), counting the local ones.
+    pub fn with_endpoints(port: ServicePort, endpoints: Vec<Endpoint>) -> ServiceEntry {
+        ServiceEntry {
+            local_count: endpoints.iter().filter(|e| e.local).count(),
+            cluster: endpoints.clone(),
+            external: endpoints,
+            port,
+        }
+    }
 }
 
 /// Every service port the node should serve.

@@ -33,6 +33,35 @@ impl NetNs {
         PathBuf::from("/run/netns").join(&self.name)
     }
 
+    /// Moves the calling thread into the namespace, for the rest of its life (a test's own
+    /// thread, or one spawned for it: processes it starts inherit the namespace).
+    pub fn enter(&self) -> Result<()> {
+        let f = std::fs::File::open(self.path())
+            .with_context(|| format!("opening {}", self.path().display()))?;
+        nix::sched::setns(
+            std::os::fd::AsFd::as_fd(&f),
+            nix::sched::CloneFlags::CLONE_NEWNET,
+        )
+        .with_context(|| format!("entering network namespace {}", self.name))
+    }
+
+    /// Runs `f` on a thread of its own inside the namespace and returns what it returns
+    /// (a panic in `f` is re-raised here).
+    pub fn run_inside<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|s| {
+            let thread = s.spawn(|| {
+                if let Err(e) = self.enter() {
+                    panic!("{e:#}");
+                }
+                f()
+            });
+            match thread.join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    }
+
     /// `prog` run inside the namespace via `nsenter --net` (host mounts and cgroups stay
     /// visible, unlike `ip netns exec`, see host-facts.md).
     pub fn command(&self, prog: &str) -> Command {

@@ -12,9 +12,9 @@ pub enum BackendError {
     #[error("iptables: {0}")]
     Iptables(#[from] IptablesError),
     #[error("ipvs: {0}")]
-    Ipvs(cairn_netfilter::ipvs::IpvsError),
+    Ipvs(#[from] cairn_netfilter::ipvs::IpvsError),
     #[error("ipvs: {0}")]
-    IpvsHost(ipvs::HostError),
+    IpvsHost(#[from] ipvs::HostError),
 }
 
 /// What one sync did.

@@ -33,8 +33,7 @@ pub fn sh(ns: &NetNs, cmd: &str) {
 }
 
 pub fn enter(ns: &NetNs) {
-    let f = std::fs::File::open(ns.path()).unwrap();
-    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    ns.enter().unwrap();
 }
 
 /// target/debug, where cargo put the workspace's binaries.

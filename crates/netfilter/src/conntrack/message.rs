@@ -196,18 +196,7 @@ mod tests {
 
     use super::*;
     use crate::conntrack::{IPPROTO_TCP, IPPROTO_UDP};
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    fn ip(s: &str) -> Ipv4Addr {
-        s.parse().unwrap()
-    }
+    use crate::netlink::test_util::{hex, ip};
 
     #[test]
     fn dump_request_bytes() {

@@ -182,10 +182,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-
-    fn ip(s: &str) -> Ipv4Addr {
-        s.parse().unwrap()
-    }
+    use crate::netlink::test_util::ip;
 
     #[test]
     fn flow_display_names_both_tuples() {

@@ -7,3 +7,24 @@
 
 pub(crate) mod message;
 pub(crate) mod socket;
+
+/// Helpers of the byte-layout tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    #![allow(clippy::unwrap_used)]
+
+    use std::net::Ipv4Addr;
+
+    /// Bytes from hex digits (whitespace ignored), as captures are pasted.
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    pub(crate) fn ip(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+}

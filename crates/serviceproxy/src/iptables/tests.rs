@@ -16,33 +16,19 @@ fn name(svc: &str) -> ServicePortName {
 
 fn ep(last: u8) -> Endpoint {
     Endpoint {
-        ip: Ipv4Addr::new(10, 244, 1, last),
-        port: 8080,
-        ready: true,
-        serving: true,
-        terminating: false,
         local: true,
+        ..Endpoint::ready(Ipv4Addr::new(10, 244, 1, last), 8080)
     }
 }
 
 fn entry(vip: u8, eps: &[u8], node_port: Option<u16>) -> ServiceEntry {
-    let eps: Vec<Endpoint> = eps.iter().map(|l| ep(*l)).collect();
-    ServiceEntry {
-        port: ServicePort {
-            cluster_ip: Some(Ipv4Addr::new(10, 96, 0, vip)),
-            port: 80,
-            node_port,
-            external_ips: Vec::new(),
-            load_balancer_ips: Vec::new(),
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
-        },
-        local_count: eps.len(),
-        cluster: eps.clone(),
-        external: eps,
-    }
+    let port = ServicePort {
+        cluster_ip: Some(Ipv4Addr::new(10, 96, 0, vip)),
+        port: 80,
+        node_port,
+        ..Default::default()
+    };
+    ServiceEntry::with_endpoints(port, eps.iter().map(|l| ep(*l)).collect())
 }
 
 fn cfg() -> IptConfig {

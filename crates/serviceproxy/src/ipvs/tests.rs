@@ -6,12 +6,8 @@ use super::*;
 
 fn ep(last: u8, local: bool) -> Endpoint {
     Endpoint {
-        ip: Ipv4Addr::new(10, 244, 1, last),
-        port: 8080,
-        ready: true,
-        serving: true,
-        terminating: false,
         local,
+        ..Endpoint::ready(Ipv4Addr::new(10, 244, 1, last), 8080)
     }
 }
 
@@ -34,11 +30,9 @@ fn state(external_local: bool) -> ProxyState {
             port: 80,
             node_port: Some(30080),
             external_ips: vec![Ipv4Addr::new(198, 18, 0, 50)],
-            load_balancer_ips: vec![],
             affinity_seconds: Some(600),
             external_local,
-            internal_local: false,
-            health_check_node_port: None,
+            ..Default::default()
         },
         local_count: 1,
         cluster,

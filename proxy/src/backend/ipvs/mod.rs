@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use cairn_netfilter::ipvs::{IpvsDriver, IpvsError, RealServer, VirtualServer};
+use cairn_netfilter::ipvs::{IpvsDriver, RealServer, VirtualServer};
 use cairn_netfilter::NftDriver;
 use cairn_serviceproxy::ipvs::{self, rules, IpvsConfig, IpvsState, Virtual, VirtualKey};
 use cairn_serviceproxy::{Protocol, ProxyState};
@@ -47,6 +47,9 @@ pub struct IpvsBackend {
     applied: Option<IpvsState>,
     /// Virtual servers with real servers at weight 0, waiting for connections to end.
     draining: BTreeSet<VirtualKey>,
+    /// The helper table as last applied (a partial sync that leaves it unchanged does not
+    /// reload it: at 10,000 services it holds some 40,000 set elements).
+    applied_rules: Option<String>,
 }
 
 fn protocol_number(p: Protocol) -> u8 {
@@ -72,6 +75,7 @@ impl IpvsBackend {
             prepared: false,
             applied: None,
             draining: BTreeSet::new(),
+            applied_rules: None,
         }
     }
 
@@ -124,8 +128,13 @@ impl ProxyBackend for IpvsBackend {
         for ip in want.addresses.difference(&have_addresses) {
             self.host.add_dummy_address(*ip)?;
         }
-        self.nft.apply(&rules::render(&self.config, desired))?;
         let full = full || self.applied.is_none();
+        let helper_rules = rules::render(&self.config, desired);
+        if full || self.applied_rules.as_ref() != Some(&helper_rules) {
+            self.applied_rules = None;
+            self.nft.apply(&helper_rules)?;
+            self.applied_rules = Some(helper_rules);
+        }
         let written = if full {
             self.sync_all(&want, &have_addresses, &node_ips)?
         } else {
@@ -155,6 +164,7 @@ impl ProxyBackend for IpvsBackend {
                 .apply(&format!("delete table ip {}\n", ipvs::TABLE))?;
         }
         self.applied = None;
+        self.applied_rules = None;
         Ok(())
     }
 }
@@ -280,17 +290,5 @@ impl IpvsBackend {
             wrote = true;
         }
         Ok(wrote)
-    }
-}
-
-impl From<IpvsError> for BackendError {
-    fn from(e: IpvsError) -> BackendError {
-        BackendError::Ipvs(e)
-    }
-}
-
-impl From<HostError> for BackendError {
-    fn from(e: HostError) -> BackendError {
-        BackendError::IpvsHost(e)
     }
 }

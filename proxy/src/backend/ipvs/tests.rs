@@ -8,35 +8,18 @@ use cairn_serviceproxy::{Endpoint, ServiceEntry, ServicePort, ServicePortName};
 
 use super::*;
 
-fn ep(last: u8) -> Endpoint {
-    Endpoint {
-        ip: Ipv4Addr::new(10, 244, 1, last),
-        port: 8080,
-        ready: true,
-        serving: true,
-        terminating: false,
-        local: true,
-    }
-}
-
 fn entry(vip: u8, eps: &[u8], node_port: Option<u16>) -> ServiceEntry {
-    let eps: Vec<Endpoint> = eps.iter().map(|l| ep(*l)).collect();
-    ServiceEntry {
-        port: ServicePort {
-            cluster_ip: Some(Ipv4Addr::new(10, 96, 0, vip)),
-            port: 80,
-            node_port,
-            external_ips: vec![],
-            load_balancer_ips: vec![],
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            health_check_node_port: None,
-        },
-        local_count: eps.len(),
-        cluster: eps.clone(),
-        external: eps,
-    }
+    let port = ServicePort {
+        cluster_ip: Some(Ipv4Addr::new(10, 96, 0, vip)),
+        port: 80,
+        node_port,
+        ..Default::default()
+    };
+    let eps = eps.iter().map(|l| Endpoint {
+        local: true,
+        ..Endpoint::ready(Ipv4Addr::new(10, 244, 1, *l), 8080)
+    });
+    ServiceEntry::with_endpoints(port, eps.collect())
 }
 
 fn name(n: &str) -> ServicePortName {
@@ -185,4 +168,18 @@ fn affinity_is_persistence_and_the_scheduler_is_configurable() {
         (s.scheduler.as_str(), s.persistent_timeout),
         ("lc", Some(600))
     );
+}
+
+#[test]
+fn the_helper_table_is_reloaded_only_when_it_changes_or_on_full_syncs() {
+    let (_, nft, mut b) = backend();
+    let state: ProxyState = [(name("web"), entry(10, &[2, 3], None))].into();
+    b.sync(&state, false).unwrap();
+    b.sync(&state, false).unwrap();
+    assert_eq!(nft.scripts.lock().len(), 1);
+    let other: ProxyState = [(name("web"), entry(10, &[2, 4], None))].into();
+    b.sync(&other, false).unwrap();
+    assert_eq!(nft.scripts.lock().len(), 2, "hairpin set changed");
+    b.sync(&other, true).unwrap();
+    assert_eq!(nft.scripts.lock().len(), 3, "a full sync repairs drift");
 }
