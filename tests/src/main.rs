@@ -1,0 +1,241 @@
+//! cairn-lab: a multi-node cairn cluster on one host. See `cairn-lab --help`.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context;
+use cairn_lab::plan::{LabOptions, NetworkBackend, ProxyMode, Roots};
+use cairn_lab::state::LabState;
+use cairn_lab::up::UpSettings;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cairn-lab",
+    about = "Several cairn nodes on one host: up, down, status, kubeconfig, exec, logs"
+)]
+struct Cli {
+    /// The lab's name (1-8 lower-case letters or digits); labs of different names coexist.
+    #[arg(long, global = true, default_value = "lab", env = "CAIRN_LAB")]
+    name: String,
+    /// Parent of the labs' data directories.
+    #[arg(
+        long,
+        global = true,
+        default_value = "/var/lib/cairn-lab",
+        env = "CAIRN_LAB_DATA_ROOT"
+    )]
+    data_root: PathBuf,
+    /// Parent of the labs' runtime directories (state file, sockets).
+    #[arg(
+        long,
+        global = true,
+        default_value = "/run/cairn-lab",
+        env = "CAIRN_LAB_RUN_ROOT"
+    )]
+    run_root: PathBuf,
+    /// Parent of the labs' log directories.
+    #[arg(
+        long,
+        global = true,
+        default_value = "/var/log/cairn-lab",
+        env = "CAIRN_LAB_LOG_ROOT"
+    )]
+    log_root: PathBuf,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start a lab (taking down leftovers of an earlier one of the same name first).
+    Up {
+        #[arg(long, default_value_t = 2)]
+        nodes: usize,
+        /// Where nodes live: netns (a network namespace each, on any root Linux host).
+        #[arg(long, default_value = "netns", value_parser = ["netns"])]
+        driver: String,
+        #[arg(long, value_enum, default_value = "nftables")]
+        proxy_mode: ProxyMode,
+        #[arg(long, value_enum, default_value = "host-gw")]
+        network: NetworkBackend,
+        /// Host port (on 127.0.0.1) forwarded to the API.
+        #[arg(long, default_value_t = 6443)]
+        api_port: u16,
+        /// Directory of the cairn binaries (default: the one cairn-lab is in).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+        /// An extra flag for `cairn-control serve` (repeatable), e.g.
+        /// --control-arg=--node-monitor-grace-period=10
+        #[arg(long = "control-arg", allow_hyphen_values = true)]
+        control_args: Vec<String>,
+        /// Seconds to wait for each daemon.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        /// Leave a lab that failed to come up in place, for inspection.
+        #[arg(long)]
+        keep_on_failure: bool,
+    },
+    /// Stop everything the lab started and remove what it made (logs stay unless --purge-logs).
+    Down {
+        #[arg(long)]
+        purge_logs: bool,
+    },
+    /// Nodes, components, PIDs, logs.
+    Status,
+    /// Print the kubeconfig for kubectl on this host.
+    Kubeconfig,
+    /// Run a command inside a node (its network namespace).
+    Exec {
+        node: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Stop components of a node (containerd, agent, proxy, control); their containers
+    /// keep running, as after a crash.
+    Stop {
+        node: String,
+        #[arg(required = true)]
+        components: Vec<String>,
+        /// SIGKILL instead of SIGTERM.
+        #[arg(long)]
+        kill: bool,
+    },
+    /// Start stopped components of a node again and wait until they answer.
+    Start {
+        node: String,
+        #[arg(required = true)]
+        components: Vec<String>,
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+    /// Print a component's log (control, agent, proxy, containerd on a node; registry, forward).
+    Logs {
+        node: String,
+        component: String,
+        #[arg(long, short)]
+        follow: bool,
+    },
+}
+
+fn load(cli: &Cli, roots: &Roots) -> anyhow::Result<LabState> {
+    LabState::load(roots, &cli.name)?.with_context(|| {
+        format!(
+            "no lab named {} is up ({} does not exist)",
+            cli.name,
+            roots.state_file(&cli.name).display()
+        )
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let roots = Roots {
+        data: cli.data_root.clone(),
+        run: cli.run_root.clone(),
+        log: cli.log_root.clone(),
+    };
+    match &cli.command {
+        Cmd::Up {
+            nodes,
+            driver: _,
+            proxy_mode,
+            network,
+            api_port,
+            bin_dir,
+            control_args,
+            timeout,
+            keep_on_failure,
+        } => {
+            let bin_dir = match bin_dir {
+                Some(d) => d.clone(),
+                None => std::env::current_exe()?
+                    .parent()
+                    .context("cairn-lab's directory")?
+                    .to_path_buf(),
+            };
+            let options = LabOptions {
+                name: cli.name.clone(),
+                nodes: *nodes,
+                proxy_mode: *proxy_mode,
+                network: *network,
+                api_port: *api_port,
+                bin_dir,
+                control_args: control_args.clone(),
+                roots,
+            };
+            let settings = UpSettings {
+                timeout: Duration::from_secs(*timeout),
+                keep_on_failure: *keep_on_failure,
+            };
+            let state = cairn_lab::up::up(options, &settings)?;
+            print!("{}", cairn_lab::status::render(&state));
+            println!(
+                "\n  export KUBECONFIG={}\n  kubectl get nodes -o wide",
+                state.plan.kubeconfig().display()
+            );
+        }
+        Cmd::Down { purge_logs } => cairn_lab::down::down(&roots, &cli.name, *purge_logs)?,
+        Cmd::Status => print!("{}", cairn_lab::status::render(&load(&cli, &roots)?)),
+        Cmd::Kubeconfig => {
+            let path = load(&cli, &roots)?.plan.kubeconfig();
+            print!(
+                "{}",
+                std::fs::read_to_string(&path).with_context(|| path.display().to_string())?
+            );
+        }
+        Cmd::Exec { node, command } => {
+            let state = load(&cli, &roots)?;
+            let ns = state.plan.node(node)?.netns_path();
+            let err = Command::new("nsenter")
+                .arg(format!("--net={}", ns.display()))
+                .arg("--")
+                .args(command)
+                .exec();
+            anyhow::bail!("nsenter into {node}: {err}");
+        }
+        Cmd::Stop {
+            node,
+            components,
+            kill,
+        } => cairn_lab::up::stop_components(&load(&cli, &roots)?, node, components, *kill)?,
+        Cmd::Start {
+            node,
+            components,
+            timeout,
+        } => {
+            let mut state = load(&cli, &roots)?;
+            cairn_lab::up::start_components(
+                &mut state,
+                node,
+                components,
+                Duration::from_secs(*timeout),
+            )?
+        }
+        Cmd::Logs {
+            node,
+            component,
+            follow,
+        } => {
+            let state = load(&cli, &roots)?;
+            let p = state.process(node, component).with_context(|| {
+                format!(
+                    "lab {} has no {component} on {node} (see cairn-lab status)",
+                    cli.name
+                )
+            })?;
+            let mut tail = Command::new("tail");
+            tail.args(if *follow {
+                ["-n", "+1", "-F"].as_slice()
+            } else {
+                ["-n", "+1"].as_slice()
+            })
+            .arg(&p.log);
+            let err = tail.exec();
+            anyhow::bail!("tail {}: {err}", p.log.display());
+        }
+    }
+    Ok(())
+}
