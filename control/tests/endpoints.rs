@@ -73,12 +73,26 @@ fn endpoints_and_slices_follow_pods() {
     apply(&k, &pod("web-a", "web", 8080, json!({})));
     apply(&k, &pod("web-b", "web", 9090, json!({})));
 
+    the_kubernetes_service_has_a_slice(&k);
     readiness_and_named_ports(&k);
     terminating(&k);
     many_pods(&k);
     headless(&k);
     selectorless(&k);
     deletion(&k);
+}
+
+/// Service proxies read EndpointSlices only: the API server writes the `kubernetes`
+/// one itself, beside its Endpoints, with the same address and port.
+fn the_kubernetes_service_has_a_slice(k: &Kubectl) {
+    let slice = k.json(&["get", "endpointslice", "kubernetes"]);
+    let ep = k.json(&["get", "endpoints", "kubernetes"]);
+    assert_eq!(slice["metadata"]["labels"]["kubernetes.io/service-name"], "kubernetes");
+    assert_eq!(slice["addressType"], "IPv4");
+    assert_eq!(slice["endpoints"][0]["addresses"][0], ep["subsets"][0]["addresses"][0]["ip"]);
+    assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
+    assert_eq!(slice["ports"][0]["port"], ep["subsets"][0]["ports"][0]["port"]);
+    assert_eq!(slice["ports"][0]["name"], "https");
 }
 
 fn readiness_and_named_ports(k: &Kubectl) {

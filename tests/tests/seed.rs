@@ -227,6 +227,16 @@ fn scenario_service_reachable(lab: &Lab) -> String {
         let log = lab.kubectl(&["logs", name]);
         assert!(log.contains("response:200"), "{name} served nothing: {log}");
     }
+    // The `kubernetes` Service (its EndpointSlice written by cairn-control) reaches the
+    // API on node-1 from the other node.
+    let version = eventually("the kubernetes Service from node-2", MINUTE, || {
+        lab.on_node(
+            "node-2",
+            &["curl", "-fsS", "-m", "3", "http://10.96.0.1:443/version"],
+        )
+        .ok()
+    });
+    assert!(version.contains("gitVersion"), "{version}");
     lab.kubectl(&[
         "expose",
         "deployment",

@@ -1,6 +1,6 @@
 //! What a fresh cluster has: namespaces, the system PriorityClasses, the default
-//! `local-path` StorageClass (as k3s ships one), the `kubernetes` Service and its
-//! Endpoints.
+//! `local-path` StorageClass (as k3s ships one), the `kubernetes` Service, its Endpoints
+//! and its EndpointSlice (which service proxies read).
 
 use cairn_api::registry;
 use cairn_api::status::Status;
@@ -66,6 +66,11 @@ impl ApiState {
             });
             self.create(svc, Some("default"), body, &opts).await?;
         }
+        self.ensure_kubernetes_endpoints(&opts).await?;
+        self.ensure_kubernetes_endpointslice(&opts).await
+    }
+
+    async fn ensure_kubernetes_endpoints(&self, opts: &WriteOptions) -> Result<(), Status> {
         let eps = registry::find("", "v1", "endpoints")
             .ok_or_else(|| Status::internal("endpoints not registered"))?;
         let desired = json!({
@@ -75,22 +80,50 @@ impl ApiState {
                 "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
             }],
         });
-        match self.cache.get(&eps.key(Some("default"), "kubernetes")) {
-            None => {
-                self.create(eps, Some("default"), desired, &opts).await?;
-            }
-            Some(o) => {
-                let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
-                if cur.get("subsets") != desired.get("subsets") {
-                    self.guaranteed_update(eps, Some("default"), "kubernetes", None, &opts, |c| {
-                        let mut n = c.clone();
-                        n["subsets"] = desired["subsets"].clone();
-                        Ok(n)
-                    })
-                    .await?;
-                }
-            }
+        self.create_or_converge(eps, desired, &["subsets"], opts)
+            .await
+    }
+
+    /// The slice upstream's endpoint reconciler writes beside the Endpoints (the
+    /// EndpointSlice controller leaves selectorless Services alone).
+    async fn ensure_kubernetes_endpointslice(&self, opts: &WriteOptions) -> Result<(), Status> {
+        let slices = registry::find("discovery.k8s.io", "v1", "endpointslices")
+            .ok_or_else(|| Status::internal("endpointslices not registered"))?;
+        let desired = json!({
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [self.settings.advertise_address.to_string()], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
+        });
+        self.create_or_converge(slices, desired, &["endpoints", "ports"], opts)
+            .await
+    }
+
+    /// Creates `default/kubernetes` of `resource` as `desired`, or brings the `fields` of
+    /// the stored one to it.
+    async fn create_or_converge(
+        &self,
+        resource: &'static registry::ResourceInfo,
+        desired: Value,
+        fields: &[&str],
+        opts: &WriteOptions,
+    ) -> Result<(), Status> {
+        let Some(o) = self.cache.get(&resource.key(Some("default"), "kubernetes")) else {
+            self.create(resource, Some("default"), desired, opts).await?;
+            return Ok(());
+        };
+        let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
+        if fields.iter().all(|f| cur.get(f) == desired.get(f)) {
+            return Ok(());
         }
+        self.guaranteed_update(resource, Some("default"), "kubernetes", None, opts, |c| {
+            let mut n = c.clone();
+            for f in fields {
+                n[*f] = desired[*f].clone();
+            }
+            Ok(n)
+        })
+        .await?;
         Ok(())
     }
 }
