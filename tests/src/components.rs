@@ -4,9 +4,7 @@
 use std::path::PathBuf;
 
 use crate::args;
-use crate::plan::{
-    LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, REGISTRY_PORT, SWITCH_IP,
-};
+use crate::plan::{LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, REGISTRY_PORT};
 
 /// A daemon to start: its name, command line and the piece of it that identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +17,9 @@ pub struct Daemon {
 pub fn registry_config(plan: &LabPlan) -> String {
     format!(
         "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
-         delete:\n    enabled: true\nhttp:\n  addr: {SWITCH_IP}:{REGISTRY_PORT}\n",
-        plan.data_dir.join("registry").display()
+         delete:\n    enabled: true\nhttp:\n  addr: {}:{REGISTRY_PORT}\n",
+        plan.data_dir.join("registry").display(),
+        plan.registry_ip
     )
 }
 
@@ -192,6 +191,7 @@ mod tests {
         LabPlan::new(LabOptions {
             name: "e2e".into(),
             nodes: 2,
+            driver: crate::plan::DriverKind::Netns,
             proxy_mode: ProxyMode::Iptables,
             network: NetworkBackend::Vxlan,
             api_port: 16443,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::args;
 use crate::cmd::{run, succeeds};
+use crate::driver;
 use crate::error::{LabError, Result};
-use crate::netns;
 use crate::plan::{LabPlan, NodePlan, Roots};
 use crate::process;
 use crate::state::LabState;
@@ -46,11 +46,7 @@ pub fn teardown(state: &LabState, purge_logs: bool) -> Result<()> {
             problems.push(format!("could not unmount {}", m.display()));
         }
     }
-    problems.extend(
-        netns::destroy(plan)
-            .into_iter()
-            .map(|ns| format!("could not delete network namespace {ns}")),
-    );
+    problems.extend(driver::for_plan(plan).destroy(plan));
     remove_cgroups(plan, &mut problems);
     remove_dirs(plan, purge_logs, &mut problems);
     if problems.is_empty() {

@@ -5,6 +5,7 @@
 
 use crate::args;
 use crate::cmd::run;
+use crate::driver::{NodeDriver, Place};
 use crate::error::{LabError, Result};
 use crate::plan::LabPlan;
 
@@ -17,22 +18,23 @@ pub const IMAGES: [(&str, &str); 2] = [
     ("library/httpd:latest", "httpd"),
 ];
 
-pub fn push_all(plan: &LabPlan) -> Result<()> {
+pub fn push_all(plan: &LabPlan, driver: &dyn NodeDriver) -> Result<()> {
     let script = plan.run_dir.join("busybox-image.py");
     std::fs::write(&script, BUILDER).map_err(|e| LabError::io(&script, e))?;
     for (reference, variant) in IMAGES {
-        run(args![
-            "nsenter",
-            format!("--net={}", plan.switch_netns_path().display()),
-            "--",
-            "python3",
-            script.display(),
-            "push",
-            format!("http://{}", plan.registry()),
-            reference,
-            "--variant",
-            variant
-        ])?;
+        run(driver.command(
+            plan,
+            Place::Switch,
+            args![
+                "python3",
+                script.display(),
+                "push",
+                format!("http://{}", plan.registry()),
+                reference,
+                "--variant",
+                variant
+            ],
+        ))?;
     }
     Ok(())
 }

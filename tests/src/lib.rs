@@ -9,7 +9,9 @@
 
 pub mod cmd;
 pub mod components;
+pub mod docker;
 pub mod down;
+pub mod driver;
 pub mod error;
 pub mod images;
 pub mod netns;

@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Context;
-use cairn_lab::plan::{LabOptions, NetworkBackend, ProxyMode, Roots};
+use cairn_lab::driver::Place;
+use cairn_lab::plan::{DriverKind, LabOptions, NetworkBackend, ProxyMode, Roots};
 use cairn_lab::state::LabState;
 use cairn_lab::up::UpSettings;
 use clap::{Parser, Subcommand};
@@ -54,9 +55,10 @@ enum Cmd {
     Up {
         #[arg(long, default_value_t = 2)]
         nodes: usize,
-        /// Where nodes live: netns (a network namespace each, on any root Linux host).
-        #[arg(long, default_value = "netns", value_parser = ["netns"])]
-        driver: String,
+        /// Where nodes live: netns (a network namespace each, on any root Linux host) or
+        /// docker (a privileged container each, from a node image built offline).
+        #[arg(long, value_enum, default_value = "netns")]
+        driver: DriverKind,
         #[arg(long, value_enum, default_value = "nftables")]
         proxy_mode: ProxyMode,
         #[arg(long, value_enum, default_value = "host-gw")]
@@ -140,7 +142,7 @@ fn main() -> anyhow::Result<()> {
     match &cli.command {
         Cmd::Up {
             nodes,
-            driver: _,
+            driver,
             proxy_mode,
             network,
             api_port,
@@ -159,6 +161,7 @@ fn main() -> anyhow::Result<()> {
             let options = LabOptions {
                 name: cli.name.clone(),
                 nodes: *nodes,
+                driver: *driver,
                 proxy_mode: *proxy_mode,
                 network: *network,
                 api_port: *api_port,
@@ -188,13 +191,14 @@ fn main() -> anyhow::Result<()> {
         }
         Cmd::Exec { node, command } => {
             let state = load(&cli, &roots)?;
-            let ns = state.plan.node(node)?.netns_path();
-            let err = Command::new("nsenter")
-                .arg(format!("--net={}", ns.display()))
-                .arg("--")
-                .args(command)
-                .exec();
-            anyhow::bail!("nsenter into {node}: {err}");
+            let plan = &state.plan;
+            let argv = cairn_lab::driver::for_plan(plan).command(
+                plan,
+                Place::Node(plan.node(node)?),
+                command.clone(),
+            );
+            let err = Command::new(&argv[0]).args(&argv[1..]).exec();
+            anyhow::bail!("{}: {err}", argv.join(" "));
         }
         Cmd::Stop {
             node,

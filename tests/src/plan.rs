@@ -1,9 +1,12 @@
 //! The lab's address plan and directory layout, derived from its options alone (no IO):
 //!
-//! - switch namespace `cl-<lab>-sw`, bridge `br0` with 198.18.0.1/24; the lab registry
-//!   listens there on :5000 and every node reaches it over the bridge;
-//! - node `i` (1-based) is `node-<i>`, namespace `cl-<lab>-n<i>`, `eth0` with
-//!   198.18.0.(10+i)/24 and a default route via the switch; a veth `n<i>` on the bridge;
+//! - netns driver: switch namespace `cl-<lab>-sw`, bridge `br0` with 198.18.0.1/24; the
+//!   lab registry listens there on :5000; node `i` (1-based) is `node-<i>`, namespace
+//!   `cl-<lab>-n<i>`, `eth0` with 198.18.0.(10+i)/24 and a default route via the switch;
+//! - docker driver: Docker network `cl-<lab>` on 198.18.N.0/24 (N from the lab's name, so
+//!   labs of different names do not collide), gateway .1 (Docker's), the registry
+//!   container `cl-<lab>-registry` at .2, node `i` the privileged container
+//!   `cl-<lab>-node-<i>` at .(10+i);
 //! - cairn-control on node-1, `0.0.0.0:6443` inside its namespace; the host reaches it
 //!   through a forward on 127.0.0.1:<api-port> (the host's network is not changed);
 //! - pods from 10.244.0.0/16 (node IPAM in cairn-control: a /24 per node), services
@@ -25,6 +28,25 @@ pub const API_PORT: u16 = 6443;
 pub const MAX_NODES: usize = 50;
 /// The containerd namespace every agent uses.
 pub const CONTAINERD_NAMESPACE: &str = "cairn";
+
+/// Where nodes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverKind {
+    /// A network namespace per node, sharing the host's mounts and cgroups.
+    Netns,
+    /// A privileged container per node (own mount namespace, cgroup tree, containerd).
+    Docker,
+}
+
+impl DriverKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriverKind::Netns => "netns",
+            DriverKind::Docker => "docker",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -65,6 +87,7 @@ impl NetworkBackend {
 pub struct LabOptions {
     pub name: String,
     pub nodes: usize,
+    pub driver: DriverKind,
     pub proxy_mode: ProxyMode,
     pub network: NetworkBackend,
     pub api_port: u16,
@@ -134,6 +157,10 @@ impl NodePlan {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabPlan {
     pub options: LabOptions,
+    /// The underlay is 198.18.<subnet_octet>.0/24.
+    pub subnet_octet: u8,
+    /// Where the lab registry listens.
+    pub registry_ip: Ipv4Addr,
     pub switch_netns: String,
     pub data_dir: PathBuf,
     pub run_dir: PathBuf,
@@ -168,6 +195,20 @@ impl LabPlan {
             )));
         }
         let lab = options.name.clone();
+        let subnet_octet = match options.driver {
+            DriverKind::Netns => 0,
+            // FNV-1a of the name: a stable /24 per lab name in 198.18.1-250.
+            DriverKind::Docker => {
+                let h = lab.bytes().fold(0x811c9dc5u32, |h, b| {
+                    (h ^ u32::from(b)).wrapping_mul(0x01000193)
+                });
+                1 + (h % 250) as u8
+            }
+        };
+        let registry_ip = match options.driver {
+            DriverKind::Netns => SWITCH_IP,
+            DriverKind::Docker => Ipv4Addr::new(198, 18, subnet_octet, 2),
+        };
         let data_dir = options.roots.data.join(&lab);
         let run_dir = options.roots.run.join(&lab);
         let log_dir = options.roots.log.join(&lab);
@@ -175,7 +216,7 @@ impl LabPlan {
             .map(|index| {
                 let name = format!("node-{index}");
                 NodePlan {
-                    ip: Ipv4Addr::new(198, 18, 0, 10 + index as u8),
+                    ip: Ipv4Addr::new(198, 18, subnet_octet, 10 + index as u8),
                     netns: format!("cl-{lab}-n{index}"),
                     switch_port: format!("n{index}"),
                     data_dir: data_dir.join("nodes").join(&name),
@@ -188,6 +229,8 @@ impl LabPlan {
             })
             .collect();
         Ok(LabPlan {
+            subnet_octet,
+            registry_ip,
             switch_netns: format!("cl-{lab}-sw"),
             data_dir,
             run_dir,
@@ -222,7 +265,20 @@ impl LabPlan {
         format!("http://127.0.0.1:{}", self.options.api_port)
     }
     pub fn registry(&self) -> String {
-        format!("{SWITCH_IP}:{REGISTRY_PORT}")
+        format!("{}:{REGISTRY_PORT}", self.registry_ip)
+    }
+    pub fn subnet(&self) -> String {
+        format!("198.18.{}.0/{UNDERLAY_PREFIX}", self.subnet_octet)
+    }
+    /// Docker objects of the docker driver.
+    pub fn docker_network(&self) -> String {
+        format!("cl-{}", self.name())
+    }
+    pub fn container(&self, node: &NodePlan) -> String {
+        format!("cl-{}-{}", self.name(), node.name)
+    }
+    pub fn registry_container(&self) -> String {
+        format!("cl-{}-registry", self.name())
     }
     pub fn switch_netns_path(&self) -> PathBuf {
         PathBuf::from("/run/netns").join(&self.switch_netns)
@@ -246,6 +302,7 @@ mod tests {
         LabOptions {
             name: "t1".into(),
             nodes,
+            driver: DriverKind::Netns,
             proxy_mode: ProxyMode::Nftables,
             network: NetworkBackend::HostGw,
             api_port: 16443,

@@ -94,6 +94,7 @@ mod tests {
         let plan = LabPlan::new(LabOptions {
             name: "t".into(),
             nodes: 2,
+            driver: crate::plan::DriverKind::Netns,
             proxy_mode: ProxyMode::Iptables,
             network: NetworkBackend::Vxlan,
             api_port: 1,

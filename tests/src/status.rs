@@ -14,9 +14,10 @@ pub fn render(state: &LabState) -> String {
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
-        "lab {}: {} node(s), driver netns, proxy {}, network {}, {}",
+        "lab {}: {} node(s), driver {}, proxy {}, network {}, {}",
         plan.name(),
         plan.nodes.len(),
+        o.driver.as_str(),
         o.proxy_mode.as_str(),
         o.network.as_str(),
         if state.ready { "up" } else { "not fully up" }
@@ -29,9 +30,9 @@ pub fn render(state: &LabState) -> String {
     );
     let _ = writeln!(
         out,
-        "registry:   {} (docker.io mirror), in namespace {}",
+        "registry:   {} (docker.io mirror), underlay {}",
         plan.registry(),
-        plan.switch_netns
+        plan.subnet()
     );
     let _ = writeln!(
         out,

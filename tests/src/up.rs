@@ -10,9 +10,9 @@ use crate::args;
 use crate::cmd::{run, succeeds};
 use crate::components::{self, Daemon};
 use crate::down;
+use crate::driver::{self, Place};
 use crate::error::{LabError, Result};
 use crate::images;
-use crate::netns;
 use crate::plan::{LabOptions, LabPlan, NodePlan, API_PORT};
 use crate::process::{self, wait_for};
 use crate::state::{LabState, ProcessRecord};
@@ -37,17 +37,19 @@ pub struct UpSettings {
 pub fn up(options: LabOptions, settings: &UpSettings) -> Result<LabState> {
     let plan = LabPlan::new(options)?;
     preflight(&plan)?;
+    let driver = driver::for_plan(&plan);
+    driver.preflight(&plan)?;
     if let Some(old) = LabState::load(&plan.options.roots, plan.name())? {
         say(&format!(
             "lab {} has leftovers of an earlier run; taking them down first",
             plan.name()
         ));
         down::teardown(&old, false)?;
-    } else if !netns::existing(&plan).is_empty() {
+    } else if !driver.leftovers(&plan).is_empty() {
         return Err(LabError::Usage(format!(
-            "network namespaces {} exist but lab {} has no record of them; delete them \
-             (ip netns delete ...) or choose another --name",
-            netns::existing(&plan).join(", "),
+            "{} exist but lab {} has no record of them; remove them (ip netns delete, \
+             docker rm) or choose another --name",
+            driver.leftovers(&plan).join(", "),
             plan.name()
         )));
     }
@@ -135,61 +137,48 @@ fn check_port_free(port: u16) -> Result<()> {
 
 fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
     let plan = state.plan.clone();
+    let driver = driver::for_plan(&plan);
     prepare_dirs(&plan)?;
     say(&format!(
-        "network: switch {} and {} node namespace(s)",
-        plan.switch_netns,
-        plan.nodes.len()
+        "network: {} driver, {} node(s) on {}",
+        plan.options.driver.as_str(),
+        plan.nodes.len(),
+        plan.subnet()
     ));
-    netns::create_switch(&plan)?;
-    for node in &plan.nodes {
-        netns::create_node(&plan, node)?;
-    }
+    driver.create(&plan)?;
     write(
         &components::registry_config_path(&plan),
         &components::registry_config(&plan),
     )?;
-    let registry = start(state, None, &components::registry(&plan))?;
+    let registry = start(state, Place::Switch, &components::registry(&plan))?;
     for node in &plan.nodes {
         write(
             &components::containerd_config_path(node),
             &components::containerd_config(node),
         )?;
-        start(state, Some(node), &components::containerd(node))?;
+        start(state, Place::Node(node), &components::containerd(node))?;
     }
     let control_node = plan.control_node().clone();
     let control = start(
         state,
-        Some(&control_node),
+        Place::Node(&control_node),
         &components::control(&plan, &control_node),
     )?;
     let t = settings.timeout;
-    let in_switch = |cmd: Vec<String>| in_netns(&plan.switch_netns_path(), cmd);
+    let registry_url = format!("http://{}/v2/", plan.registry());
     wait_for(&registry, "an answer on /v2/", t, || {
-        succeeds(in_switch(args![
-            "curl",
-            "-fsS",
-            format!("http://{}/v2/", plan.registry())
-        ]))
+        succeeds(driver.command(&plan, Place::Switch, args!["curl", "-fsS", registry_url]))
     })?;
     say("images: busybox and httpd into the lab registry");
-    images::push_all(&plan)?;
+    images::push_all(&plan, driver.as_ref())?;
     for node in &plan.nodes {
         let containerd = record_of(state, &node.name, "containerd")?;
-        let socket = node.containerd_socket().display().to_string();
         wait_for(&containerd, "an answer on its socket", t, || {
-            succeeds(args!["ctr", "--address", socket, "version"])
+            answers(&plan, node, "containerd")
         })?;
     }
     wait_for(&control, "an answer on /readyz", t, || {
-        succeeds(in_netns(
-            &control_node.netns_path(),
-            args![
-                "curl",
-                "-fsS",
-                format!("http://127.0.0.1:{API_PORT}/readyz")
-            ],
-        ))
+        answers(&plan, &control_node, "control")
     })?;
     start_agents(state, t)?;
     start_proxies(state, t)
@@ -217,15 +206,16 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
             &components::registry_hosts_toml(&plan),
         )?;
         say(&format!("{}: cairn-agent ({})", node.name, node.ip));
-        start(state, Some(node), &components::agent(&plan, node))?;
+        start(state, Place::Node(node), &components::agent(&plan, node))?;
     }
-    let forward = start_forward(state)?;
-    wait_for(&forward, "the API through the host forward", t, || {
-        succeeds(args![
-            "curl",
-            "-fsS",
-            format!("{}/readyz", plan.api_url_host())
-        ])
+    let api = format!("{}/readyz", plan.api_url_host());
+    let through = if driver::for_plan(&plan).needs_api_forward() {
+        start_forward(state)?
+    } else {
+        record_of(state, &plan.control_node().name, "control")?
+    };
+    wait_for(&through, "the API from the host", t, || {
+        succeeds(args!["curl", "-fsS", api])
     })?;
     for node in &plan.nodes {
         let agent = record_of(state, &node.name, "agent")?;
@@ -247,15 +237,12 @@ fn start_proxies(state: &mut LabState, t: Duration) -> Result<()> {
             node.name,
             plan.options.proxy_mode.as_str()
         ));
-        start(state, Some(node), &components::proxy(&plan, node))?;
+        start(state, Place::Node(node), &components::proxy(&plan, node))?;
     }
     for node in &plan.nodes {
         let proxy = record_of(state, &node.name, "proxy")?;
         wait_for(&proxy, "a first sync (/healthz)", t, || {
-            succeeds(in_netns(
-                &node.netns_path(),
-                args!["curl", "-fsS", "http://127.0.0.1:10256/healthz"],
-            ))
+            answers(&plan, node, "proxy")
         })?;
     }
     Ok(())
@@ -282,7 +269,7 @@ fn start_forward(state: &mut LabState) -> Result<ProcessRecord> {
         expect: format!("--net={}", target.display()),
         argv,
     };
-    start(state, None, &daemon)
+    start(state, Place::Host, &daemon)
 }
 
 /// Ready, and schedulable: the node lifecycle controller has lifted the `not-ready`
@@ -304,39 +291,22 @@ fn node_ready(plan: &LabPlan, node: &str) -> bool {
     .is_ok_and(|s| s.trim() == "True")
 }
 
-pub fn in_netns(ns: &Path, cmd: Vec<String>) -> Vec<String> {
-    let mut argv = args!["nsenter", format!("--net={}", ns.display()), "--"];
-    argv.extend(cmd);
-    argv
-}
-
-/// Starts a daemon on a node (the switch for `None`, or the host for the forward) and
-/// records it before anything waits on it.
-pub fn start(
-    state: &mut LabState,
-    node: Option<&NodePlan>,
-    daemon: &Daemon,
-) -> Result<ProcessRecord> {
+/// Starts a daemon in `place` and records it before anything waits on it.
+pub fn start(state: &mut LabState, place: Place<'_>, daemon: &Daemon) -> Result<ProcessRecord> {
     let plan = &state.plan;
-    let (node_name, netns, log) = match (node, daemon.component) {
-        (Some(n), _) => (
-            n.name.clone(),
-            Some(n.netns_path()),
-            n.log(daemon.component),
+    let (node_name, log) = match place {
+        Place::Node(n) => (n.name.clone(), n.log(daemon.component)),
+        Place::Host => (
+            "host".to_string(),
+            plan.log_dir.join(format!("{}.log", daemon.component)),
         ),
-        (None, "forward") => ("host".to_string(), None, plan.log_dir.join("forward.log")),
-        (None, _) => (
+        Place::Switch => (
             "switch".to_string(),
-            Some(plan.switch_netns_path()),
             plan.log_dir.join(format!("{}.log", daemon.component)),
         ),
     };
-    let pid = process::spawn(
-        netns.as_deref(),
-        &daemon.argv,
-        &log,
-        &[("RUST_LOG", "info")],
-    )?;
+    let driver = driver::for_plan(plan);
+    let pid = driver.spawn(plan, place, &daemon.argv, &log, &[("RUST_LOG", "info")])?;
     let record = ProcessRecord {
         node: node_name,
         component: daemon.component.to_string(),
@@ -415,33 +385,23 @@ pub fn daemon_for(plan: &LabPlan, node: &NodePlan, component: &str) -> Result<Da
 }
 
 /// Whether a node's component answers (its socket, /readyz or /healthz).
-pub fn answers(node: &NodePlan, component: &str) -> bool {
-    let ns = node.netns_path();
-    match component {
-        "containerd" => succeeds(args![
-            "ctr",
-            "--address",
-            node.containerd_socket().display(),
-            "version"
-        ]),
-        "control" => succeeds(in_netns(
-            &ns,
-            args![
-                "curl",
-                "-fsS",
-                format!("http://127.0.0.1:{API_PORT}/readyz")
-            ],
-        )),
-        "agent" => succeeds(in_netns(
-            &ns,
-            args!["curl", "-fsS", format!("http://{}:10250/healthz", node.ip)],
-        )),
-        "proxy" => succeeds(in_netns(
-            &ns,
-            args!["curl", "-fsS", "http://127.0.0.1:10256/healthz"],
-        )),
-        _ => false,
-    }
+pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
+    let url = match component {
+        // The socket is under the lab's run dir, at the same path on the host.
+        "containerd" => {
+            return succeeds(args![
+                "ctr",
+                "--address",
+                node.containerd_socket().display(),
+                "version"
+            ]);
+        }
+        "control" => format!("http://127.0.0.1:{API_PORT}/readyz"),
+        "agent" => format!("http://{}:10250/healthz", node.ip),
+        "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
+        _ => return false,
+    };
+    succeeds(driver::for_plan(plan).command(plan, Place::Node(node), args!["curl", "-fsS", url]))
 }
 
 /// `cairn-lab start NODE COMPONENT...`: starts components that are not running and waits
@@ -462,8 +422,8 @@ pub fn start_components(
         {
             continue;
         }
-        let record = start(state, Some(&node), &daemon)?;
-        wait_for(&record, "an answer", timeout, || answers(&node, c))?;
+        let record = start(state, Place::Node(&node), &daemon)?;
+        wait_for(&record, "an answer", timeout, || answers(&plan, &node, c))?;
     }
     Ok(())
 }

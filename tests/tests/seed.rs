@@ -131,13 +131,29 @@ fn node_pod_cidrs(lab: &Lab) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// One lab at a time: each test compares the whole host before and after.
+static ONE_LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
-fn seed_scenario_on_two_nodes_and_down_leaves_nothing() {
+fn seed_scenario_on_netns_nodes_and_down_leaves_nothing() {
+    seed_scenario("e2eseed", 16481, "--driver=netns");
+}
+
+/// The same on privileged containers (kind-style), whose lab also makes a Docker network
+/// and the node image; `down` removes them again.
+#[test]
+fn seed_scenario_on_docker_nodes_and_down_leaves_nothing() {
+    seed_scenario("e2edock", 16484, "--driver=docker");
+}
+
+fn seed_scenario(name: &str, port: u16, driver: &str) {
+    let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
     let before = HostSnapshot::take();
     let mut lab = Lab::up(
-        "e2eseed",
-        16481,
+        name,
+        port,
         &[
+            driver,
             "--nodes=2",
             "--control-arg=--node-monitor-grace-period=20",
             "--control-arg=--node-monitor-period=1",
@@ -160,11 +176,11 @@ fn seed_scenario_on_two_nodes_and_down_leaves_nothing() {
     assert_eq!(before, after, "cairn-lab down left the host changed");
     let leftovers = processes_mentioning(&roots.display().to_string());
     assert!(leftovers.is_empty(), "processes left: {leftovers:?}");
-    assert!(processes_mentioning("cl-e2eseed-").is_empty());
-    assert!(
-        !std::path::Path::new("/sys/fs/cgroup/cairn-lab/e2eseed").exists()
-            && !std::path::Path::new("/sys/fs/cgroup/memory/cairn-lab/e2eseed").exists()
-    );
+    assert!(processes_mentioning(&format!("cl-{name}-")).is_empty());
+    for hierarchy in ["", "memory/"] {
+        let dir = format!("/sys/fs/cgroup/{hierarchy}cairn-lab/{name}");
+        assert!(!std::path::Path::new(&dir).exists(), "{dir} left");
+    }
 }
 
 fn scenario_deployment_on_two_nodes(lab: &Lab) {
@@ -252,7 +268,7 @@ fn scenario_service_reachable(lab: &Lab) -> String {
         "-o",
         "jsonpath={.spec.ports[0].nodePort}",
     ]);
-    for node_ip in ["198.18.0.11", "198.18.0.12"] {
+    for node_ip in [lab.node_ip("node-1"), lab.node_ip("node-2")] {
         let url = format!("http://{node_ip}:{port}/");
         let page = eventually(&format!("NodePort {url} from the switch"), MINUTE, || {
             lab.on_switch(&["curl", "-fsS", "-m", "3", &url]).ok()
@@ -410,23 +426,16 @@ fn scenario_rolling_update_without_failures(lab: &Lab) {
         "jsonpath={.spec.ports[0].nodePort}",
     ]);
     let stop = Arc::new(AtomicBool::new(false));
-    let url = format!("http://198.18.0.11:{port}/");
-    let netns = format!("--net=/run/netns/cl-{}-sw", lab.name);
+    let url = format!("http://{}:{port}/", lab.node_ip("node-1"));
+    let switch = lab.switch_prefix();
     let client = {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let (mut ok, mut failed) = (0, Vec::new());
             while !stop.load(Ordering::Relaxed) {
-                let out = std::process::Command::new("nsenter")
-                    .args([
-                        netns.as_str(),
-                        "--",
-                        "curl",
-                        "-fsS",
-                        "-m",
-                        "3",
-                        url.as_str(),
-                    ])
+                let out = std::process::Command::new(&switch[0])
+                    .args(&switch[1..])
+                    .args(["curl", "-fsS", "-m", "3", url.as_str()])
                     .output()
                     .unwrap();
                 if out.status.success() && String::from_utf8_lossy(&out.stdout).contains(PAGE) {

@@ -42,6 +42,8 @@ pub fn output(cmd: &mut Command) -> Result<String, String> {
 
 pub struct Lab {
     pub name: String,
+    /// `netns` or `docker`.
+    pub driver: String,
     pub port: u16,
     roots: tempfile::TempDir,
     pub log_root: PathBuf,
@@ -59,8 +61,14 @@ impl Lab {
         let log_root = std::env::temp_dir().join("cairn-e2e-logs");
         // Only this run's logs, for a failure's post-mortem.
         let _ = std::fs::remove_dir_all(log_root.join(name));
+        let driver = extra
+            .iter()
+            .find_map(|a| a.strip_prefix("--driver="))
+            .unwrap_or("netns")
+            .to_string();
         let mut lab = Lab {
             name: name.into(),
+            driver,
             port,
             kubeconfig: roots.path().join("data").join(name).join("kubeconfig"),
             roots,
@@ -128,14 +136,45 @@ impl Lab {
         output(self.cmd().args(["exec", node, "--"]).args(cmd))
     }
 
-    /// A command in the switch namespace: "outside the nodes", on the underlay.
+    /// A command on the switch ("outside the nodes", on the underlay): the netns driver's
+    /// switch namespace, the docker driver's registry container.
     pub fn on_switch(&self, cmd: &[&str]) -> Result<String, String> {
-        output(
-            Command::new("nsenter")
-                .arg(format!("--net=/run/netns/cl-{}-sw", self.name))
-                .arg("--")
-                .args(cmd),
-        )
+        output(&mut self.switch_command(cmd))
+    }
+
+    pub fn switch_command(&self, cmd: &[&str]) -> Command {
+        let prefix = self.switch_prefix();
+        let mut c = Command::new(&prefix[0]);
+        c.args(&prefix[1..]).args(cmd);
+        c
+    }
+
+    /// The command line that runs a command on the switch.
+    pub fn switch_prefix(&self) -> Vec<String> {
+        if self.driver == "docker" {
+            vec![
+                "docker".into(),
+                "exec".into(),
+                format!("cl-{}-registry", self.name),
+            ]
+        } else {
+            vec![
+                "nsenter".into(),
+                format!("--net=/run/netns/cl-{}-sw", self.name),
+                "--".into(),
+            ]
+        }
+    }
+
+    /// The underlay address of node `i` (1-based), from the lab's status.
+    pub fn node_ip(&self, node: &str) -> String {
+        let status = self.lab(&["status"]);
+        status
+            .lines()
+            .find(|l| l.starts_with(&format!("{node} ")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("{node} not in status:\n{status}"))
+            .to_string()
     }
 
     pub fn down(&mut self) {
@@ -198,7 +237,7 @@ impl HostSnapshot {
                 .filter_map(|l| l.split(' ').nth(4))
                 .map(String::from)
                 .collect(),
-            nft: lines(Command::new("nft").args(["list", "ruleset"])),
+            nft: without_counters(&lines(Command::new("nft").args(["list", "ruleset"]))),
             iptables,
             docker: ["ps -aq", "network ls -q", "images -q"]
                 .iter()
@@ -207,6 +246,28 @@ impl HostSnapshot {
                 .join("|"),
         }
     }
+}
+
+/// An nft listing without the values of `counter packets N bytes M` (the host's own
+/// traffic moves them).
+fn without_counters(listing: &str) -> String {
+    listing
+        .lines()
+        .map(|line| {
+            let mut out = Vec::new();
+            let mut skip_next = false;
+            for word in line.split(' ') {
+                if skip_next {
+                    skip_next = false;
+                    continue;
+                }
+                skip_next = word == "packets" || word == "bytes";
+                out.push(word);
+            }
+            out.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// PIDs whose command line mentions `needle`.
