@@ -2,12 +2,13 @@
 //! --bins` first):
 //!
 //! 1. time from `kubectl create deployment … --replicas=20` to all 20 pods Ready and the
-//!    Service answering from every node, on a 2-node lab, 5 runs (p50, max);
+//!    Service answering from every node, on a 2-node lab per driver, 5 runs (p50, max);
 //! 2. total RSS of every cairn process (cairn-control, cairn-agent, cairn-proxy and the
 //!    per-container cairn-logger) of a 3-node lab running 60 pods, with containerd and its
 //!    shims shown beside it for scale.
 //!
-//! `cargo bench -p cairn-lab --bench lab_scale`; LAB_RUNS (default 5) changes the count.
+//! `cargo bench -p cairn-lab --bench lab_scale`; LAB_RUNS (default 5) changes the count,
+//! LAB_DRIVERS (default `netns,docker`) the drivers of part 1.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -30,7 +31,7 @@ impl Lab {
             .env("CAIRN_LAB_LOG_ROOT", self.roots.path().join("log"));
         c
     }
-    fn up(name: &'static str, nodes: usize, port: u16) -> Lab {
+    fn up(name: &'static str, nodes: usize, port: u16, driver: &str) -> Lab {
         let lab = Lab {
             name,
             roots: tempfile::tempdir().unwrap(),
@@ -43,6 +44,8 @@ impl Lab {
                 &nodes.to_string(),
                 "--api-port",
                 &port.to_string(),
+                "--driver",
+                driver,
             ])
             .output()
             .unwrap();
@@ -135,12 +138,12 @@ fn one_run(lab: &Lab, nodes: &[&str], cluster_ip: &str) -> f64 {
     took
 }
 
-fn deployment_to_service() {
+fn deployment_to_service(driver: &str) {
     let runs: usize = std::env::var("LAB_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    let lab = Lab::up("benchdep", 2, 16494);
+    let lab = Lab::up("benchdep", 2, 16494, driver);
     lab.kubectl(&["create", "service", "clusterip", "bench", "--tcp=80:80"])
         .unwrap();
     let ip = lab
@@ -152,7 +155,7 @@ fn deployment_to_service() {
     samples.sort_by(f64::total_cmp);
     let p50 = samples[samples.len() / 2];
     println!(
-        "deployment of 20 replicas on 2 nodes (netns driver) -> all Ready + Service answering on both nodes: p50 {p50:.2} s, max {:.2} s over {runs} runs {samples:.2?} (goal p50 <= 5 s)",
+        "deployment of 20 replicas on 2 nodes ({driver} driver) -> all Ready + Service answering on both nodes: p50 {p50:.2} s, max {:.2} s over {runs} runs {samples:.2?} (goal p50 <= 5 s)",
         samples[samples.len() - 1]
     );
 }
@@ -204,7 +207,7 @@ fn memory_by_program(needle: &str) -> BTreeMap<String, (usize, f64, f64)> {
 }
 
 fn three_node_rss() {
-    let lab = Lab::up("benchrss", 3, 16495);
+    let lab = Lab::up("benchrss", 3, 16495, "netns");
     lab.kubectl(&[
         "create",
         "deployment",
@@ -265,6 +268,9 @@ fn main() {
             "{b} is missing: cargo build --release --bins first"
         );
     }
-    deployment_to_service();
+    let drivers = std::env::var("LAB_DRIVERS").unwrap_or_else(|_| "netns,docker".into());
+    for driver in drivers.split(',') {
+        deployment_to_service(driver);
+    }
     three_node_rss();
 }
