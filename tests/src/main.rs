@@ -49,37 +49,40 @@ struct Cli {
     command: Cmd,
 }
 
+#[derive(clap::Args)]
+struct UpArgs {
+    #[arg(long, default_value_t = 2)]
+    pub nodes: usize,
+    /// Where nodes live: netns (a network namespace each, on any root Linux host) or
+    /// docker (a container each, kind-style, from a node image built offline).
+    #[arg(long, value_enum, default_value = "netns")]
+    pub driver: DriverKind,
+    #[arg(long, value_enum, default_value = "nftables")]
+    pub proxy_mode: ProxyMode,
+    #[arg(long, value_enum, default_value = "host-gw")]
+    pub network: NetworkBackend,
+    /// Host port (on 127.0.0.1) forwarded to the API.
+    #[arg(long, default_value_t = 6443)]
+    pub api_port: u16,
+    /// Directory of the cairn binaries (default: the one cairn-lab is in).
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// An extra flag for `cairn-control serve` (repeatable), e.g.
+    /// --control-arg=--node-monitor-grace-period=10
+    #[arg(long = "control-arg", allow_hyphen_values = true)]
+    pub control_args: Vec<String>,
+    /// Seconds to wait for each daemon.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Leave a lab that failed to come up in place, for inspection.
+    #[arg(long)]
+    pub keep_on_failure: bool,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Start a lab (taking down leftovers of an earlier one of the same name first).
-    Up {
-        #[arg(long, default_value_t = 2)]
-        nodes: usize,
-        /// Where nodes live: netns (a network namespace each, on any root Linux host) or
-        /// docker (a privileged container each, from a node image built offline).
-        #[arg(long, value_enum, default_value = "netns")]
-        driver: DriverKind,
-        #[arg(long, value_enum, default_value = "nftables")]
-        proxy_mode: ProxyMode,
-        #[arg(long, value_enum, default_value = "host-gw")]
-        network: NetworkBackend,
-        /// Host port (on 127.0.0.1) forwarded to the API.
-        #[arg(long, default_value_t = 6443)]
-        api_port: u16,
-        /// Directory of the cairn binaries (default: the one cairn-lab is in).
-        #[arg(long)]
-        bin_dir: Option<PathBuf>,
-        /// An extra flag for `cairn-control serve` (repeatable), e.g.
-        /// --control-arg=--node-monitor-grace-period=10
-        #[arg(long = "control-arg", allow_hyphen_values = true)]
-        control_args: Vec<String>,
-        /// Seconds to wait for each daemon.
-        #[arg(long, default_value_t = 120)]
-        timeout: u64,
-        /// Leave a lab that failed to come up in place, for inspection.
-        #[arg(long)]
-        keep_on_failure: bool,
-    },
+    Up(UpArgs),
     /// Stop everything the lab started and remove what it made (logs stay unless --purge-logs).
     Down {
         #[arg(long)]
@@ -140,46 +143,7 @@ fn main() -> anyhow::Result<()> {
         log: cli.log_root.clone(),
     };
     match &cli.command {
-        Cmd::Up {
-            nodes,
-            driver,
-            proxy_mode,
-            network,
-            api_port,
-            bin_dir,
-            control_args,
-            timeout,
-            keep_on_failure,
-        } => {
-            let bin_dir = match bin_dir {
-                Some(d) => d.clone(),
-                None => std::env::current_exe()?
-                    .parent()
-                    .context("cairn-lab's directory")?
-                    .to_path_buf(),
-            };
-            let options = LabOptions {
-                name: cli.name.clone(),
-                nodes: *nodes,
-                driver: *driver,
-                proxy_mode: *proxy_mode,
-                network: *network,
-                api_port: *api_port,
-                bin_dir,
-                control_args: control_args.clone(),
-                roots,
-            };
-            let settings = UpSettings {
-                timeout: Duration::from_secs(*timeout),
-                keep_on_failure: *keep_on_failure,
-            };
-            let state = cairn_lab::up::up(options, &settings)?;
-            print!("{}", cairn_lab::status::render(&state));
-            println!(
-                "\n  export KUBECONFIG={}\n  kubectl get nodes -o wide",
-                state.plan.kubeconfig().display()
-            );
-        }
+        Cmd::Up(args) => run_up(&cli.name, roots, args)?,
         Cmd::Down { purge_logs } => cairn_lab::down::down(&roots, &cli.name, *purge_logs)?,
         Cmd::Status => print!("{}", cairn_lab::status::render(&load(&cli, &roots)?)),
         Cmd::Kubeconfig => {
@@ -241,5 +205,37 @@ fn main() -> anyhow::Result<()> {
             anyhow::bail!("tail {}: {err}", p.log.display());
         }
     }
+    Ok(())
+}
+
+fn run_up(name: &str, roots: Roots, a: &UpArgs) -> anyhow::Result<()> {
+    let bin_dir = match &a.bin_dir {
+        Some(d) => d.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("cairn-lab's directory")?
+            .to_path_buf(),
+    };
+    let options = LabOptions {
+        name: name.to_string(),
+        nodes: a.nodes,
+        driver: a.driver,
+        proxy_mode: a.proxy_mode,
+        network: a.network,
+        api_port: a.api_port,
+        bin_dir,
+        control_args: a.control_args.clone(),
+        roots,
+    };
+    let settings = UpSettings {
+        timeout: Duration::from_secs(a.timeout),
+        keep_on_failure: a.keep_on_failure,
+    };
+    let state = cairn_lab::up::up(options, &settings)?;
+    print!("{}", cairn_lab::status::render(&state));
+    println!(
+        "\n  export KUBECONFIG={}\n  kubectl get nodes -o wide",
+        state.plan.kubeconfig().display()
+    );
     Ok(())
 }

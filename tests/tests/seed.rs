@@ -427,34 +427,7 @@ fn scenario_rolling_update_without_failures(lab: &Lab) {
     ]);
     let stop = Arc::new(AtomicBool::new(false));
     let url = format!("http://{}:{port}/", lab.node_ip("node-1"));
-    let switch = lab.switch_prefix();
-    let client = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let (mut ok, mut failed) = (0, Vec::new());
-            while !stop.load(Ordering::Relaxed) {
-                let out = std::process::Command::new(&switch[0])
-                    .args(&switch[1..])
-                    .args(["curl", "-fsS", "-m", "3", url.as_str()])
-                    .output()
-                    .unwrap();
-                if out.status.success() && String::from_utf8_lossy(&out.stdout).contains(PAGE) {
-                    ok += 1;
-                } else {
-                    let at = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .unwrap();
-                    failed.push(format!(
-                        "at {:.3}: {}",
-                        at.as_secs_f64(),
-                        String::from_utf8_lossy(&out.stderr)
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            (ok, failed)
-        })
-    };
+    let client = client_loop(lab.switch_prefix(), url, stop.clone());
     std::thread::sleep(Duration::from_secs(2));
     lab.kubectl(&["set", "image", "deployment/httpd-app", "httpd=httpd:latest"]);
     lab.kubectl(&[
@@ -488,6 +461,38 @@ fn scenario_rolling_update_without_failures(lab: &Lab) {
         images.split_whitespace().collect::<Vec<_>>(),
         ["httpd:latest", "httpd:latest"]
     );
+}
+
+/// Fetches `url` from the switch every 20 ms until `stop`; (answered, failures).
+fn client_loop(
+    switch: Vec<String>,
+    url: String,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(usize, Vec<String>)> {
+    std::thread::spawn(move || {
+        let (mut ok, mut failed) = (0, Vec::new());
+        while !stop.load(Ordering::Relaxed) {
+            let out = std::process::Command::new(&switch[0])
+                .args(&switch[1..])
+                .args(["curl", "-fsS", "-m", "3", url.as_str()])
+                .output()
+                .unwrap();
+            if out.status.success() && String::from_utf8_lossy(&out.stdout).contains(PAGE) {
+                ok += 1;
+            } else {
+                let at = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                failed.push(format!(
+                    "at {:.3}: {}",
+                    at.as_secs_f64(),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (ok, failed)
+    })
 }
 
 fn scenario_logs_and_deletions(lab: &Lab) {
