@@ -87,11 +87,20 @@ fn endpoints_and_slices_follow_pods() {
 fn the_kubernetes_service_has_a_slice(k: &Kubectl) {
     let slice = k.json(&["get", "endpointslice", "kubernetes"]);
     let ep = k.json(&["get", "endpoints", "kubernetes"]);
-    assert_eq!(slice["metadata"]["labels"]["kubernetes.io/service-name"], "kubernetes");
+    assert_eq!(
+        slice["metadata"]["labels"]["kubernetes.io/service-name"],
+        "kubernetes"
+    );
     assert_eq!(slice["addressType"], "IPv4");
-    assert_eq!(slice["endpoints"][0]["addresses"][0], ep["subsets"][0]["addresses"][0]["ip"]);
+    assert_eq!(
+        slice["endpoints"][0]["addresses"][0],
+        ep["subsets"][0]["addresses"][0]["ip"]
+    );
     assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
-    assert_eq!(slice["ports"][0]["port"], ep["subsets"][0]["ports"][0]["port"]);
+    assert_eq!(
+        slice["ports"][0]["port"],
+        ep["subsets"][0]["ports"][0]["port"]
+    );
     assert_eq!(slice["ports"][0]["name"], "https");
 }
 

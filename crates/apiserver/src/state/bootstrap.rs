@@ -109,7 +109,8 @@ impl ApiState {
         opts: &WriteOptions,
     ) -> Result<(), Status> {
         let Some(o) = self.cache.get(&resource.key(Some("default"), "kubernetes")) else {
-            self.create(resource, Some("default"), desired, opts).await?;
+            self.create(resource, Some("default"), desired, opts)
+                .await?;
             return Ok(());
         };
         let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
