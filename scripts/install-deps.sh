@@ -3,7 +3,12 @@
 # Idempotent: apt runs only when something is missing.
 set -euo pipefail
 
-packages=(protobuf-compiler python3-kubernetes pkg-config containernetworking-plugins iproute2 iptables nftables conntrack ipset ipvsadm iputils-ping containerd runc docker-registry busybox-static socat openssl curl procps python3 qemu-system-x86 linux-image-amd64 cpio xz-utils)
+packages=(protobuf-compiler python3-kubernetes pkg-config containernetworking-plugins iproute2 iptables nftables conntrack ipset ipvsadm iputils-ping containerd runc docker-registry busybox-static socat openssl curl procps python3 qemu-system-x86 linux-image-amd64 cpio xz-utils debootstrap)
+# --list: the package names only (scripts/test-in-container.sh bakes them into its image).
+if [ "${1:-}" = --list ]; then
+    echo "${packages[*]}"
+    exit 0
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

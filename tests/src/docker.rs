@@ -60,7 +60,10 @@ impl NodeDriver for DockerDriver {
     }
 
     fn create(&self, plan: &LabPlan) -> Result<()> {
-        ensure_image(plan)?;
+        if ensure_image()? {
+            let marker = imported_marker(plan);
+            std::fs::write(&marker, NODE_IMAGE).map_err(|e| LabError::io(&marker, e))?;
+        }
         run(args![
             "docker",
             "network",
@@ -180,10 +183,11 @@ fn image_in_use() -> bool {
 }
 
 /// The node image: imported from the cached root filesystem, which is debootstrapped
-/// first when missing (Debian's packages are the only network access needed).
-fn ensure_image(plan: &LabPlan) -> Result<()> {
+/// first when missing (Debian's packages are the only network access needed). Whether it
+/// had to be imported.
+pub fn ensure_image() -> Result<bool> {
     if succeeds(args!["docker", "image", "inspect", NODE_IMAGE]) {
-        return Ok(());
+        return Ok(false);
     }
     let cache = Path::new(ROOTFS_CACHE);
     if !cache.exists() {
@@ -198,8 +202,7 @@ fn ensure_image(plan: &LabPlan) -> Result<()> {
         cache.display(),
         NODE_IMAGE
     ])?;
-    std::fs::write(imported_marker(plan), NODE_IMAGE)
-        .map_err(|e| LabError::io(imported_marker(plan), e))
+    Ok(true)
 }
 
 fn build_rootfs(cache: &Path) -> Result<()> {
@@ -304,14 +307,11 @@ fn caps_the_engine_lacks() -> Vec<&'static str> {
         .collect()
 }
 
-/// A node container of the node image on the lab's network, with the lab's directories
-/// mounted at their host paths: every capability the engine can grant, no seccomp or
-/// AppArmor profile, /proc and /sys unmasked (what `--privileged` gives, bar devices).
-fn run_container(plan: &LabPlan, name: &str, ip: &str, extra: &[String]) -> Result<()> {
-    let mut argv = args![
-        "docker",
-        "run",
-        "-d",
+/// What a node container (and the test container of scripts/test-in-container.sh) gets:
+/// every capability the engine can grant, no seccomp or AppArmor profile, /proc and /sys
+/// unmasked (what `--privileged` gives, bar devices), a private cgroup namespace, an init.
+pub fn node_run_flags() -> Vec<String> {
+    let mut flags = args![
         "--init",
         "--cgroupns=private",
         "--security-opt",
@@ -321,7 +321,20 @@ fn run_container(plan: &LabPlan, name: &str, ip: &str, extra: &[String]) -> Resu
         "--security-opt",
         "systempaths=unconfined",
         "--cap-add",
-        "ALL",
+        "ALL"
+    ];
+    for cap in caps_the_engine_lacks() {
+        flags.extend(args!["--cap-drop", cap]);
+    }
+    flags
+}
+
+/// A node container of the node image on the lab's network, with the lab's directories
+/// mounted at their host paths.
+fn run_container(plan: &LabPlan, name: &str, ip: &str, extra: &[String]) -> Result<()> {
+    let mut argv = args!["docker", "run", "-d"];
+    argv.extend(node_run_flags());
+    argv.extend(args![
         "--name",
         name,
         "--hostname",
@@ -334,12 +347,9 @@ fn run_container(plan: &LabPlan, name: &str, ip: &str, extra: &[String]) -> Resu
         format!("cairn-lab={}", plan.name()),
         "--tmpfs",
         "/tmp"
-    ];
+    ]);
     for dir in [&plan.data_dir, &plan.run_dir, &plan.log_dir] {
         argv.extend(args!["-v", format!("{0}:{0}", dir.display())]);
-    }
-    for cap in caps_the_engine_lacks() {
-        argv.extend(args!["--cap-drop", cap]);
     }
     argv.extend(extra.iter().cloned());
     argv.extend(args![NODE_IMAGE, "sleep", "infinity"]);
@@ -369,22 +379,9 @@ fn prepare_node(plan: &LabPlan, node: &NodePlan) -> Result<()> {
     Ok(())
 }
 
-/// Docker mounts the node's cgroup tree read-only; fresh mounts inside the node's cgroup
-/// namespace are writable and rooted at the container's cgroup (v2: one mount; v1: one
-/// per hierarchy), so the agent's pods nest under the node container's cgroup.
-const WRITABLE_CGROUPS: &str = r#"set -e
-mount -o remount,rw /sys
-if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
-    umount /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
-else
-    for d in /sys/fs/cgroup/*; do
-        [ -d "$d" ] && [ ! -L "$d" ] || continue
-        c=${d##*/}; opts=$c
-        [ "$c" = systemd ] && opts=none,name=systemd
-        [ "$c" = unified ] && { umount "$d"; mount -t cgroup2 cgroup2 "$d"; continue; }
-        umount "$d" && mount -t cgroup -o "$opts" cgroup "$d"
-    done
-fi"#;
+/// Docker mounts the node's cgroup tree read-only; the script remounts it writable inside
+/// the node's cgroup namespace (shared with scripts/test-in-container.sh).
+const WRITABLE_CGROUPS: &str = include_str!("../../scripts/node-cgroups.sh");
 
 /// The host PID of the daemon `docker exec -d` just started: the process in the
 /// container's mount namespace running exactly `argv`.

@@ -116,6 +116,13 @@ enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// The docker driver's node image: `ensure` builds/imports it when missing and prints
+    /// its name; `run-flags` prints the `docker run` flags a node container gets, one per
+    /// line (scripts/test-in-container.sh uses both).
+    Image {
+        #[arg(value_parser = ["ensure", "run-flags"])]
+        action: String,
+    },
     /// Print a component's log (control, agent, proxy, containerd on a node; registry, forward).
     Logs {
         node: String,
@@ -181,6 +188,14 @@ fn main() -> anyhow::Result<()> {
                 components,
                 Duration::from_secs(*timeout),
             )?
+        }
+        Cmd::Image { action } => {
+            if action == "ensure" {
+                cairn_lab::docker::ensure_image()?;
+                println!("{}", cairn_lab::docker::NODE_IMAGE);
+            } else {
+                println!("{}", cairn_lab::docker::node_run_flags().join("\n"));
+            }
         }
         Cmd::Logs {
             node,

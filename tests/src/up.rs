@@ -47,8 +47,8 @@ pub fn up(options: LabOptions, settings: &UpSettings) -> Result<LabState> {
         down::teardown(&old, false)?;
     } else if !driver.leftovers(&plan).is_empty() {
         return Err(LabError::Usage(format!(
-            "{} exist but lab {} has no record of them; remove them (ip netns delete, \
-             docker rm) or choose another --name",
+            "found {}, but lab {} has no record of them; remove them (ip netns delete, \
+             docker rm, docker network rm) or choose another --name",
             driver.leftovers(&plan).join(", "),
             plan.name()
         )));

@@ -79,7 +79,7 @@ fn namespaces_of_an_unknown_lab_are_not_touched() {
         .status();
     assert!(!ok);
     assert!(
-        text.contains("network namespaces cl-badns-sw exist but lab badns has no record of them"),
+        text.contains("found cl-badns-sw, but lab badns has no record of them"),
         "{text}"
     );
     assert_eq!(still_there, ["cl-badns-sw"]);
@@ -104,6 +104,27 @@ fn missing_binaries_and_bad_options_are_named() {
     let (ok, text) = lab(roots.path(), "nolab", &["down"]);
     assert!(!ok && text.contains("no lab named nolab is up"), "{text}");
     assert_clean(roots.path(), "badbin");
+}
+
+#[test]
+fn the_docker_driver_without_an_engine_says_so() {
+    let roots = tempfile::tempdir().unwrap();
+    let out = Command::new(LAB)
+        .env("CAIRN_LAB", "nodocker")
+        .env("CAIRN_LAB_DATA_ROOT", roots.path().join("data"))
+        .env("CAIRN_LAB_RUN_ROOT", roots.path().join("run"))
+        .env("CAIRN_LAB_LOG_ROOT", roots.path().join("log"))
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["up", "--driver", "docker", "--api-port", "16493"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("--driver docker needs a running Docker engine"),
+        "{text}"
+    );
+    assert_clean(roots.path(), "nodocker");
 }
 
 #[test]
