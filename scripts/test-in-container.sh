@@ -22,7 +22,8 @@ export CARGO_TERM_COLOR=never
 cargo build --locked -p cairn-lab --bins
 lab=$repo/target/debug/cairn-lab
 
-packages=$(./scripts/install-deps.sh --list)
+# The suite's packages, and a C toolchain for linking (the host's comes with the machine).
+packages="$(./scripts/install-deps.sh --list) gcc libc6-dev"
 node_image=cairn-lab-node:bookworm-1
 had_node_image=
 docker image inspect "$node_image" >/dev/null 2>&1 && had_node_image=1
