@@ -43,7 +43,11 @@ FROM $node_image
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
 
-mounts=(-v "$repo:$repo" -v "$HOME/.cargo:$HOME/.cargo" -v "$HOME/.rustup:$HOME/.rustup")
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+cargo_bin=$(dirname "$(command -v cargo)")
+mounts=(-v "$repo:$repo" -v "$cargo_home:$cargo_home")
+[ -d "$rustup_home" ] && mounts+=(-v "$rustup_home:$rustup_home")
 [ -d "$shared" ] && mounts+=(-v "$shared:$shared:ro")
 # kubectl and its 1.27-1.33 builds (control/tests use /usr/lib/google-cloud-sdk/bin/kubectl.1.N).
 kubectl_path=$(readlink -f "$(command -v kubectl)")
@@ -59,7 +63,8 @@ docker run --rm --name "$name" "${flags[@]}" \
     --tmpfs /tmp:rw,exec,size=16g --tmpfs /run:rw,exec \
     "${mounts[@]}" -w "$repo" \
     -e CAIRN_IN_CONTAINER=1 -e HOME="$HOME" -e CARGO_TERM_COLOR=never \
-    -e PATH="$HOME/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    -e CARGO_HOME="$cargo_home" -e RUSTUP_HOME="$rustup_home" \
+    -e PATH="$cargo_bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     "$test_image" bash -c '
         set -e
         sh scripts/node-cgroups.sh
