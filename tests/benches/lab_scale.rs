@@ -14,79 +14,25 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Lab {
-    name: &'static str,
-    roots: tempfile::TempDir,
+// The e2e suite's harness: under `cargo bench` it drives the release cairn-lab, which
+// takes the release binaries beside it.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Lab;
+
+fn kubectl(lab: &Lab, args: &[&str]) -> Option<String> {
+    lab.try_kubectl(args).ok()
 }
 
-impl Lab {
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(release_dir().join("cairn-lab"));
-        c.env("CAIRN_LAB", self.name)
-            .env("CAIRN_LAB_DATA_ROOT", self.roots.path().join("data"))
-            .env("CAIRN_LAB_RUN_ROOT", self.roots.path().join("run"))
-            .env("CAIRN_LAB_LOG_ROOT", self.roots.path().join("log"));
-        c
-    }
-    fn up(name: &'static str, nodes: usize, port: u16, driver: &str) -> Lab {
-        let lab = Lab {
-            name,
-            roots: tempfile::tempdir().unwrap(),
-        };
-        let out = lab
-            .cmd()
-            .args([
-                "up",
-                "--nodes",
-                &nodes.to_string(),
-                "--api-port",
-                &port.to_string(),
-                "--driver",
-                driver,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        lab
-    }
-    fn kubectl(&self, args: &[&str]) -> Option<String> {
-        let kc = self
-            .roots
-            .path()
-            .join("data")
-            .join(self.name)
-            .join("kubeconfig");
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kc)
-            .args(args)
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-    fn on_node(&self, node: &str, cmd: &[&str]) -> bool {
-        self.cmd()
-            .args(["exec", node, "--"])
-            .args(cmd)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Best effort: a bench that panicked still takes its lab down.
-        let _ = self.cmd().arg("down").output();
-    }
+fn up(name: &str, nodes: usize, port: u16, driver: &str) -> Lab {
+    Lab::up(
+        name,
+        port,
+        &[&format!("--driver={driver}"), &format!("--nodes={nodes}")],
+    )
 }
 
 fn release_dir() -> PathBuf {
@@ -105,34 +51,41 @@ fn wait(what: &str, mut f: impl FnMut() -> bool) {
 /// on every node.
 fn one_run(lab: &Lab, nodes: &[&str], cluster_ip: &str) -> f64 {
     let t0 = Instant::now();
-    lab.kubectl(&[
-        "create",
-        "deployment",
-        "bench",
-        "--image=httpd",
-        "--replicas=20",
-    ])
-    .unwrap();
-    wait("20 ready replicas", || {
-        lab.kubectl(&[
-            "get",
+    kubectl(
+        lab,
+        &[
+            "create",
             "deployment",
             "bench",
-            "-o",
-            "jsonpath={.status.readyReplicas}",
-        ])
+            "--image=httpd",
+            "--replicas=20",
+        ],
+    )
+    .unwrap();
+    wait("20 ready replicas", || {
+        kubectl(
+            lab,
+            &[
+                "get",
+                "deployment",
+                "bench",
+                "-o",
+                "jsonpath={.status.readyReplicas}",
+            ],
+        )
         .is_some_and(|r| r == "20")
     });
     let url = format!("http://{cluster_ip}/");
     for n in nodes {
         wait("the Service answering", || {
             lab.on_node(n, &["curl", "-fsS", "-m", "1", "-o", "/dev/null", &url])
+                .is_ok()
         });
     }
     let took = t0.elapsed().as_secs_f64();
-    lab.kubectl(&["delete", "deployment", "bench"]).unwrap();
+    kubectl(lab, &["delete", "deployment", "bench"]).unwrap();
     wait("the pods gone", || {
-        lab.kubectl(&["get", "pods", "-l", "app=bench", "--no-headers"])
+        kubectl(lab, &["get", "pods", "-l", "app=bench", "--no-headers"])
             .is_some_and(|o| o.trim().is_empty())
     });
     took
@@ -143,14 +96,15 @@ fn deployment_to_service(driver: &str) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    let lab = Lab::up("benchdep", 2, 16494, driver);
-    lab.kubectl(&["create", "service", "clusterip", "bench", "--tcp=80:80"])
-        .unwrap();
-    let ip = lab
-        .kubectl(&["get", "svc", "bench", "-o", "jsonpath={.spec.clusterIP}"])
-        .unwrap();
+    let lab = &up("benchdep", 2, 16494, driver);
+    kubectl(
+        lab,
+        &["create", "service", "clusterip", "bench", "--tcp=80:80"],
+    )
+    .unwrap();
+    let ip = lab.kubectl(&["get", "svc", "bench", "-o", "jsonpath={.spec.clusterIP}"]);
     let mut samples: Vec<f64> = (0..runs)
-        .map(|_| one_run(&lab, &["node-1", "node-2"], &ip))
+        .map(|_| one_run(lab, &["node-1", "node-2"], &ip))
         .collect();
     samples.sort_by(f64::total_cmp);
     let p50 = samples[samples.len() / 2];
@@ -207,29 +161,34 @@ fn memory_by_program(needle: &str) -> BTreeMap<String, (usize, f64, f64)> {
 }
 
 fn three_node_rss() {
-    let lab = Lab::up("benchrss", 3, 16495, "netns");
-    lab.kubectl(&[
-        "create",
-        "deployment",
-        "web",
-        "--image=httpd",
-        "--replicas=60",
-    ])
-    .unwrap();
-    lab.kubectl(&["expose", "deployment", "web", "--port=80"])
-        .unwrap();
-    wait("60 ready replicas", || {
-        lab.kubectl(&[
-            "get",
+    let lab = &up("benchrss", 3, 16495, "netns");
+    kubectl(
+        lab,
+        &[
+            "create",
             "deployment",
             "web",
-            "-o",
-            "jsonpath={.status.readyReplicas}",
-        ])
+            "--image=httpd",
+            "--replicas=60",
+        ],
+    )
+    .unwrap();
+    kubectl(lab, &["expose", "deployment", "web", "--port=80"]).unwrap();
+    wait("60 ready replicas", || {
+        kubectl(
+            lab,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.status.readyReplicas}",
+            ],
+        )
         .is_some_and(|r| r == "60")
     });
     std::thread::sleep(Duration::from_secs(5));
-    let by = memory_by_program(&lab.roots.path().display().to_string());
+    let by = memory_by_program(&lab.roots().display().to_string());
     let (mut rss, mut pss) = (0.0, 0.0);
     println!(
         "  {:<24} {:>4} {:>10} {:>10}",

@@ -336,13 +336,20 @@ fn scenario_killed_agent_readopts(lab: &Lab, cluster_ip: &str) {
         before, after,
         "the restarted agent replaced or restarted containers"
     );
-    let page = lab
-        .on_node(
-            "node-1",
-            &["curl", "-fsS", "-m", "3", &format!("http://{cluster_ip}/")],
-        )
-        .unwrap();
+    let page = fetch_on(lab, "node-1", cluster_ip);
     assert!(page.contains(PAGE));
+}
+
+/// The page from `http://IP/`, fetched on a node.
+fn fetch_on(lab: &Lab, node: &str, ip: &str) -> String {
+    lab.on_node(node, &["curl", "-fsS", "-m", "3", &format!("http://{ip}/")])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A node's Ready condition status (True, False, Unknown).
+fn ready_status(lab: &Lab, node: &str) -> String {
+    let jsonpath = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    lab.kubectl(&["get", "node", node, "-o", jsonpath])
 }
 
 fn scenario_node_down_moves_pods(lab: &Lab, cluster_ip: &str) {
@@ -360,33 +367,16 @@ fn scenario_node_down_moves_pods(lab: &Lab, cluster_ip: &str) {
         },
     );
     println!("after node-2 went down: {moved:?}");
-    let status = lab.kubectl(&[
-        "get",
-        "node",
-        "node-2",
-        "-o",
-        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-    ]);
+    let status = ready_status(lab, "node-2");
     assert_eq!(status, "Unknown");
     // The Service follows: only node-1's pods answer, every time.
     for _ in 0..6 {
-        let page = lab
-            .on_node(
-                "node-1",
-                &["curl", "-fsS", "-m", "3", &format!("http://{cluster_ip}/")],
-            )
-            .unwrap();
+        let page = fetch_on(lab, "node-1", cluster_ip);
         assert!(page.contains(PAGE));
     }
     lab.lab(&["start", "node-2", "agent", "proxy"]);
     eventually("node-2 Ready again", 2 * MINUTE, || {
-        let s = lab.kubectl(&[
-            "get",
-            "node",
-            "node-2",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-        ]);
+        let s = ready_status(lab, "node-2");
         (s == "True").then_some(())
     });
     // The evicted pods are finished off by the returning agent.
