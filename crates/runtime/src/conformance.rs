@@ -32,6 +32,8 @@ macro_rules! runtime_conformance_tests {
             container_lifecycle,
             exit_code_and_event,
             listing_by_pod,
+            streaming_exec,
+            killed_exec_is_reaped,
         );
     };
     (@cases $factory:expr; $($case:ident),* $(,)?) => {
@@ -173,6 +175,77 @@ pub async fn listing_by_pod(f: Fixture) {
         rt.stop_pod_sandbox(&sb.id).await.unwrap();
         rt.remove_pod_sandbox(&sb.id).await.unwrap();
     }
+}
+
+async fn running_sleeper(f: &Fixture, uid: &str) -> (crate::PodSandbox, String) {
+    let rt = &f.runtime;
+    let sb = rt.run_pod_sandbox(&sandbox_config(f, uid)).await.unwrap();
+    let id = rt.create_container(&sb, &f.sleeper).await.unwrap();
+    rt.start_container(&id).await.unwrap();
+    (sb, id)
+}
+
+async fn remove(f: &Fixture, sb: crate::PodSandbox, id: String) {
+    let rt = &f.runtime;
+    rt.stop_container(&id, Duration::from_secs(2))
+        .await
+        .unwrap();
+    rt.remove_container(&id).await.unwrap();
+    rt.stop_pod_sandbox(&sb.id).await.unwrap();
+    rt.remove_pod_sandbox(&sb.id).await.unwrap();
+}
+
+fn cat() -> crate::ExecStreamRequest {
+    crate::ExecStreamRequest {
+        command: vec!["cat".into()],
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        tty: false,
+    }
+}
+
+/// `cat` through the streams: stdin's EOF ends it with code 0 and all its output.
+pub async fn streaming_exec(f: Fixture) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (sb, id) = running_sleeper(&f, "pod-f").await;
+    let rt = &f.runtime;
+    let mut s = rt.exec_stream(&id, &cat()).await.unwrap();
+    let mut stdin = s.stdin.take().unwrap();
+    stdin.write_all(b"hello through a fifo\n").await.unwrap();
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    let mut stdout = s.stdout.take().unwrap();
+    tokio::time::timeout(TIMEOUT, stdout.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out, "hello through a fifo\n");
+    let code = tokio::time::timeout(TIMEOUT, s.exit)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code, 0);
+    remove(&f, sb, id).await;
+}
+
+/// A process whose client left is killed (137) and reaped.
+pub async fn killed_exec_is_reaped(f: Fixture) {
+    let (sb, id) = running_sleeper(&f, "pod-g").await;
+    let rt = &f.runtime;
+    let s = rt.exec_stream(&id, &cat()).await.unwrap();
+    rt.kill_exec(&id, &s.exec_id).await.unwrap();
+    let code = tokio::time::timeout(TIMEOUT, s.exit)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code, 137);
+    assert!(
+        rt.kill_exec(&id, &s.exec_id).await.is_err(),
+        "the process is gone from the runtime"
+    );
+    remove(&f, sb, id).await;
 }
 
 #[cfg(test)]

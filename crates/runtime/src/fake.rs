@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::{Clock, TokioClock};
 use crate::{
-    ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult, PodSandbox,
-    PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
+    ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult, ExecStreamRequest,
+    ExecStreams, PodSandbox, PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
 };
 
 /// How a container named `name` behaves in this runtime.
@@ -38,8 +38,61 @@ struct State {
     sandboxes: BTreeMap<String, PodSandbox>,
     containers: BTreeMap<String, ContainerStatus>,
     scripts: HashMap<String, Script>,
+    /// Exec processes still in the runtime: exit code, and the sender that kills one.
+    execs: HashMap<String, (i32, Option<tokio::sync::oneshot::Sender<()>>)>,
     /// Every call, in order (`start_container <id>`) and when, for tests of ordering.
     calls: Vec<(DateTime<Utc>, String)>,
+}
+
+/// The fake exec's process: echo stdin to stdout until stdin closes or a kill.
+fn fake_exec_process(
+    state: Arc<Mutex<State>>,
+    exec_id: String,
+    request: &ExecStreamRequest,
+) -> ExecStreams {
+    use tokio::io::AsyncWriteExt as _;
+    let (client_stdin, mut process_stdin) = tokio::io::duplex(64 * 1024);
+    let (mut process_stdout, client_stdout) = tokio::io::duplex(64 * 1024);
+    let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
+    if let Some(e) = state.lock().execs.get_mut(&exec_id) {
+        e.1 = Some(kill_tx);
+    }
+    let with_stdin = request.stdin;
+    let banner = request.command.join(" ");
+    let id = exec_id.clone();
+    // The process runs on its own, like a real one: it is reaped whether or not anyone
+    // awaits `exit`.
+    let process = tokio::spawn(async move {
+        let work = async {
+            if with_stdin {
+                // A broken client pipe ends the echo like EOF would.
+                let _ = tokio::io::copy(&mut process_stdin, &mut process_stdout).await;
+            } else {
+                let _ = process_stdout.write_all(banner.as_bytes()).await;
+            }
+        };
+        tokio::select! {
+            _ = work => {}
+            _ = kill_rx => {}
+        }
+        drop(process_stdout);
+        state.lock().execs.remove(&id).map_or(0, |e| e.0)
+    });
+    let exit = async move {
+        process.await.map_err(|e| RuntimeError::Io {
+            what: "fake exec".into(),
+            source: std::io::Error::other(e.to_string()),
+        })
+    };
+    ExecStreams {
+        exec_id,
+        stdin: request
+            .stdin
+            .then(|| Box::new(client_stdin) as crate::StreamWriter),
+        stdout: Some(Box::new(client_stdout)),
+        stderr: None,
+        exit: Box::pin(exit),
+    }
 }
 
 #[derive(Clone)]
@@ -70,6 +123,11 @@ impl FakeRuntime {
             clock,
             ..Self::default()
         }
+    }
+
+    /// Exec processes not yet exited (a leak check for streaming tests).
+    pub fn live_execs(&self) -> usize {
+        self.state.lock().execs.len()
     }
 
     /// Every container record, for tests that look at one directly.
@@ -334,6 +392,56 @@ impl Runtime for FakeRuntime {
             exit_code,
             output: command.join(" "),
         })
+    }
+
+    /// A process that echoes stdin to stdout (or, without stdin, prints its command line)
+    /// and exits with the script's `exec_exit_code`, or 137 when killed.
+    async fn exec_stream(
+        &self,
+        id: &str,
+        request: &ExecStreamRequest,
+    ) -> Result<ExecStreams, RuntimeError> {
+        let exec_id = {
+            let mut st = self.state.lock();
+            let c = st.containers.get(id).ok_or_else(|| Self::not_found(id))?;
+            let exit_code = st.scripts.get(&c.name).map_or(0, |s| s.exec_exit_code);
+            st.next_id += 1;
+            let exec_id = format!("exec-{}", st.next_id);
+            let call = format!("exec_stream {id} {}", request.command.join(" "));
+            st.calls.push((self.clock.now(), call));
+            st.execs.insert(exec_id.clone(), (exit_code, None));
+            exec_id
+        };
+        Ok(fake_exec_process(self.state.clone(), exec_id, request))
+    }
+
+    async fn resize_exec(
+        &self,
+        id: &str,
+        exec_id: &str,
+        width: u16,
+        height: u16,
+    ) -> Result<(), RuntimeError> {
+        let mut st = self.state.lock();
+        let call = format!("resize_exec {id} {exec_id} {width}x{height}");
+        st.calls.push((self.clock.now(), call));
+        Ok(())
+    }
+
+    async fn kill_exec(&self, id: &str, exec_id: &str) -> Result<(), RuntimeError> {
+        let mut st = self.state.lock();
+        st.calls
+            .push((self.clock.now(), format!("kill_exec {id} {exec_id}")));
+        let entry = st
+            .execs
+            .get_mut(exec_id)
+            .ok_or_else(|| RuntimeError::NotFound(format!("exec {exec_id} in {id}")))?;
+        entry.0 = 137;
+        if let Some(kill) = entry.1.take() {
+            // The process may have exited on its own already.
+            let _ = kill.send(());
+        }
+        Ok(())
     }
 
     fn subscribe_exits(&self) -> broadcast::Receiver<ContainerExit> {

@@ -205,6 +205,9 @@ pub struct ContainerConfig {
     pub init: bool,
     pub tty: bool,
     pub stdin: bool,
+    /// Join this PID namespace (`/proc/<pid>/ns/pid` of a target container, for ephemeral
+    /// debug containers) instead of getting one of its own.
+    pub pid_namespace: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +251,33 @@ pub struct ExecResult {
     /// stdout and stderr as the command wrote them, the first [`EXEC_OUTPUT_LIMIT`] bytes
     /// (probe and hook failure messages quote it, as the kubelet's do).
     pub output: String,
+}
+
+/// What a streaming exec (`kubectl exec`) asks for. With `tty`, stderr is merged into
+/// stdout by the terminal, as with the kubelet.
+#[derive(Debug, Clone, Default)]
+pub struct ExecStreamRequest {
+    pub command: Vec<String>,
+    pub tty: bool,
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+}
+
+pub type StreamReader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+pub type StreamWriter = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+pub type ExitFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<i32, RuntimeError>> + Send>>;
+
+/// A started exec process and its standard streams. Dropping `stdin` closes the
+/// process's stdin. `exit` resolves once the process has exited and has been removed
+/// from the runtime (the runtime cleans up even when nobody awaits it).
+pub struct ExecStreams {
+    pub exec_id: String,
+    pub stdin: Option<StreamWriter>,
+    pub stdout: Option<StreamReader>,
+    pub stderr: Option<StreamReader>,
+    pub exit: ExitFuture,
 }
 
 /// How much of an exec's output is kept: the kubelet's probe output limit (10 KiB).
@@ -313,6 +343,22 @@ pub trait Runtime: Send + Sync {
         command: &[String],
         timeout: std::time::Duration,
     ) -> Result<ExecResult, RuntimeError>;
+    /// Starts `request.command` in a running container with its streams attached.
+    async fn exec_stream(
+        &self,
+        id: &str,
+        request: &ExecStreamRequest,
+    ) -> Result<ExecStreams, RuntimeError>;
+    /// Resizes the terminal of a `tty` exec.
+    async fn resize_exec(
+        &self,
+        id: &str,
+        exec_id: &str,
+        width: u16,
+        height: u16,
+    ) -> Result<(), RuntimeError>;
+    /// SIGKILLs an exec process (its client went away); `exit` then resolves.
+    async fn kill_exec(&self, id: &str, exec_id: &str) -> Result<(), RuntimeError>;
     /// Exits of containers this runtime is watching.
     fn subscribe_exits(&self) -> tokio::sync::broadcast::Receiver<ContainerExit>;
 }

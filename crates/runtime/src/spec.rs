@@ -313,7 +313,11 @@ pub fn build(
         }));
     }
 
-    let mut namespaces = vec![json!({"type": "pid"}), json!({"type": "mount"})];
+    let pid = match &config.pid_namespace {
+        Some(p) => json!({"type": "pid", "path": p}),
+        None => json!({"type": "pid"}),
+    };
+    let mut namespaces = vec![pid, json!({"type": "mount"})];
     for (kind, path) in [
         ("network", &sandbox.netns),
         ("uts", &sandbox.utsns),

@@ -24,9 +24,9 @@ use containerd_client::services::v1::tasks_client::TasksClient;
 use containerd_client::services::v1::version_client::VersionClient;
 use containerd_client::services::v1::{
     Container, CreateContainerRequest, CreateRequest as CreateLeaseRequest, CreateTaskRequest,
-    DeleteContainerRequest, DeleteProcessRequest, DeleteRequest as DeleteLeaseRequest,
-    DeleteTaskRequest, ExecProcessRequest, GetContainerRequest, GetRequest, KillRequest,
-    ListContainersRequest, ListTasksRequest, StartRequest, UpdateContainerRequest, WaitRequest,
+    DeleteContainerRequest, DeleteRequest as DeleteLeaseRequest, DeleteTaskRequest,
+    GetContainerRequest, GetRequest, KillRequest, ListContainersRequest, ListTasksRequest,
+    StartRequest, UpdateContainerRequest, WaitRequest,
 };
 use containerd_client::types::v1::Status as TaskStatus;
 use containerd_client::types::Mount as ContainerdMount;
@@ -36,6 +36,10 @@ use tonic::transport::Channel;
 use tonic::Request;
 use tracing::Instrument;
 
+mod container;
+mod exec;
+mod sandbox;
+
 use crate::cgroups::{CgroupManager, CgroupVersion};
 use crate::cni::{Attachment, CniConfig};
 use crate::netns::{self, PodNamespaces};
@@ -43,6 +47,7 @@ use crate::{
     labels, spec, ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult,
     PodSandbox, PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
 };
+use container::mount_readonly;
 
 const SPEC_TYPE_URL: &str = "types.containerd.io/opencontainers/runtime-spec/1/Spec";
 const PROCESS_TYPE_URL: &str = "types.containerd.io/opencontainers/runtime-spec/1/Process";
@@ -90,18 +95,6 @@ fn grpc(call: &'static str, object: &str) -> impl FnOnce(tonic::Status) -> Runti
             }
         }
     }
-}
-
-/// The first [`crate::EXEC_OUTPUT_LIMIT`] bytes of an exec's output file, lossily as text.
-fn read_exec_output(path: &Path) -> String {
-    use std::io::Read as _;
-    let mut buf = Vec::new();
-    if let Ok(f) = std::fs::File::open(path) {
-        let _ = f
-            .take(crate::EXEC_OUTPUT_LIMIT as u64)
-            .read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 fn new_id() -> String {
@@ -597,64 +590,6 @@ impl ContainerdRuntime {
     }
 }
 
-/// A private cgroup namespace, as containerd's CRI gives unprivileged containers on cgroup
-/// v2: the container's `/sys/fs/cgroup` is then its own cgroup (its `memory.max`, `cpu.max`)
-/// instead of the host's whole tree, and `/proc/self/cgroup` reads `0::/`.
-fn with_cgroup_namespace(spec: &mut serde_json::Value) {
-    if let Some(namespaces) = spec
-        .pointer_mut("/linux/namespaces")
-        .and_then(serde_json::Value::as_array_mut)
-    {
-        if !namespaces.iter().any(|n| n["type"] == "cgroup") {
-            namespaces.push(serde_json::json!({"type": "cgroup"}));
-        }
-    }
-}
-
-/// A cgroup v2 file for runc to write (`linux.resources.unified`), as the kubelet asks for
-/// every container on v2: `memory.swap.max = 0` (its default `NoSwap`; swap is accounted
-/// apart from memory there, so without it a container on a node with swap swaps past its
-/// limit instead of being OOM-killed) and `memory.oom.group = 1` (an OOM kill ends the
-/// whole container, not one of its processes).
-fn set_unified(spec: &mut serde_json::Value, file: &str, value: &str) {
-    if let Some(resources) = spec
-        .pointer_mut("/linux/resources")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        let unified = resources
-            .entry("unified")
-            .or_insert_with(|| serde_json::json!({}));
-        if let Some(unified) = unified.as_object_mut() {
-            unified.insert(file.into(), value.into());
-        }
-    }
-}
-
-fn mount_readonly(mounts: &[ContainerdMount], target: &Path) -> bool {
-    let Some(m) = mounts.first() else {
-        return false;
-    };
-    let mut flags = nix::mount::MsFlags::MS_RDONLY;
-    let mut data = Vec::new();
-    for o in &m.options {
-        match o.as_str() {
-            "rbind" => flags |= nix::mount::MsFlags::MS_BIND | nix::mount::MsFlags::MS_REC,
-            "bind" => flags |= nix::mount::MsFlags::MS_BIND,
-            "ro" | "rw" => {}
-            other => data.push(other.to_string()),
-        }
-    }
-    let data = data.join(",");
-    nix::mount::mount(
-        Some(m.source.as_str()),
-        target,
-        Some(m.r#type.as_str()),
-        flags,
-        Some(data.as_str()).filter(|d| !d.is_empty()),
-    )
-    .is_ok()
-}
-
 #[async_trait]
 impl Runtime for ContainerdRuntime {
     async fn version(&self) -> Result<RuntimeVersion, RuntimeError> {
@@ -670,136 +605,15 @@ impl Runtime for ContainerdRuntime {
     }
 
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig) -> Result<PodSandbox, RuntimeError> {
-        let id = new_id();
-        let span = tracing::info_span!("sandbox", pod = %format!("{}/{}", config.namespace, config.name), id = %id);
-        // Entered per poll (instrument), not held across awaits by a guard: a guard leaked
-        // this span into whatever other pod's task ran on the thread next.
-        async {
-            let mut l: HashMap<String, String> = HashMap::from([
-                (labels::KIND.into(), labels::KIND_SANDBOX.into()),
-                (labels::POD_UID.into(), config.uid.clone()),
-                (labels::POD_NAME.into(), config.name.clone()),
-                (labels::POD_NAMESPACE.into(), config.namespace.clone()),
-                (labels::ATTEMPT.into(), config.attempt.to_string()),
-                (labels::CGROUP.into(), config.cgroup_parent.clone()),
-                (labels::SANDBOX_STATE.into(), "ready".into()),
-            ]);
-            // Record the sandbox before creating anything, so a crash in between leaves an
-            // object the cleanup finds.
-            let namespaces = (!config.host_network)
-                .then(|| PodNamespaces::under(&self.inner.config.state_dir, &id));
-            if let Some(ns) = &namespaces {
-                l.insert(labels::NETNS.into(), ns.net.display().to_string());
-                l.insert(labels::UTSNS.into(), ns.uts.display().to_string());
-                l.insert(labels::IPCNS.into(), ns.ipc.display().to_string());
-            }
-            let record = Container {
-                id: id.clone(),
-                labels: l,
-                runtime: Some(ContainerRuntime {
-                    name: RUNC_RUNTIME.into(),
-                    options: None,
-                }),
-                spec: Some(Any {
-                    type_url: SPEC_TYPE_URL.into(),
-                    value: br#"{"ociVersion":"1.0.2-dev"}"#.to_vec(),
-                }),
-                ..Default::default()
-            };
-            self.containers()
-                .create(self.request(CreateContainerRequest {
-                    container: Some(record),
-                }))
-                .await
-                .map_err(grpc("containers.Create", &id))?;
-
-            let mut ip = None;
-            if let Some(ns) = &namespaces {
-                let ns_clone = ns.clone();
-                let hostname = config.hostname.clone();
-                let created =
-                    tokio::task::spawn_blocking(move || netns::create(&ns_clone, &hostname))
-                        .await
-                        .map_err(|e| RuntimeError::Io {
-                            what: format!("namespace setup task for sandbox {id}"),
-                            source: std::io::Error::other(e.to_string()),
-                        })?;
-                if let Err(e) = created {
-                    let _ = self.remove_pod_sandbox(&id).await;
-                    return Err(e.into());
-                }
-                let netns_path = ns.net.display().to_string();
-                let attachment = Attachment {
-                    container_id: &id,
-                    netns: &netns_path,
-                    pod_namespace: &config.namespace,
-                    pod_name: &config.name,
-                    pod_uid: &config.uid,
-                };
-                match self.inner.config.cni.add(&attachment).await {
-                    Ok(addr) => ip = Some(addr),
-                    Err(e) => {
-                        let _ = self.remove_pod_sandbox(&id).await;
-                        return Err(e.into());
-                    }
-                }
-                if let Some(addr) = &ip {
-                    self.set_labels(&id, &[(labels::POD_IP, addr.clone())])
-                        .await?;
-                }
-            }
-            let record = self.get_container(&id).await?;
-            let mut sandbox = self.sandbox_from(&record);
-            sandbox.ip = ip;
-            Ok(sandbox)
-        }
-        .instrument(span)
-        .await
+        self.run_pod_sandbox_impl(config).await
     }
 
     async fn stop_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
-        let record = self.get_container(id).await?;
-        let sandbox = self.sandbox_from(&record);
-        if let Some(netns_path) = &sandbox.netns {
-            let path = netns_path.display().to_string();
-            // CNI DEL must run even when the netns is gone (plugins clean host-side state).
-            let attachment = Attachment {
-                container_id: id,
-                netns: if netns::is_pinned(netns_path) {
-                    &path
-                } else {
-                    ""
-                },
-                pod_namespace: &sandbox.namespace,
-                pod_name: &sandbox.name,
-                pod_uid: &sandbox.uid,
-            };
-            if record.labels.get(labels::SANDBOX_STATE).map(String::as_str) == Some("ready") {
-                if let Err(e) = self.inner.config.cni.del(&attachment).await {
-                    tracing::warn!(sandbox = %id, error = %e, "CNI DEL failed; continuing teardown");
-                }
-            }
-            netns::remove(&PodNamespaces::under(&self.inner.config.state_dir, id));
-        }
-        self.set_labels(id, &[(labels::SANDBOX_STATE, "notready".into())])
-            .await
+        self.stop_pod_sandbox_impl(id).await
     }
 
     async fn remove_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
-        match self.stop_pod_sandbox(id).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => tracing::warn!(sandbox = %id, error = %e, "stopping sandbox before removal"),
-        }
-        match self
-            .containers()
-            .delete(self.request(DeleteContainerRequest { id: id.to_string() }))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
-            Err(s) => Err(grpc("containers.Delete", id)(s)),
-        }
+        self.remove_pod_sandbox_impl(id).await
     }
 
     async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError> {
@@ -816,257 +630,19 @@ impl Runtime for ContainerdRuntime {
         sandbox: &PodSandbox,
         config: &ContainerConfig,
     ) -> Result<String, RuntimeError> {
-        let id = new_id();
-        let cgroup = format!("{}/{}", sandbox.cgroup_parent.trim_end_matches('/'), id);
-        let snapshotter = self.inner.config.snapshotter.clone();
-        let this = self.clone();
-        let sandbox = sandbox.clone();
-        let config = config.clone();
-        let cid = id.clone();
-        self.with_lease(&id, |lease| async move {
-            let mounts = this
-                .snapshots()
-                .prepare(this.leased(
-                    PrepareSnapshotRequest {
-                        snapshotter: snapshotter.clone(),
-                        key: cid.clone(),
-                        parent: config.image.chain_id.clone(),
-                        labels: HashMap::new(),
-                    },
-                    &lease,
-                ))
-                .await
-                .map_err(grpc("snapshots.Prepare", &cid))?
-                .into_inner()
-                .mounts;
-            let built = async {
-                let user = this.resolve_user(&config, &mounts).await?;
-                let mut spec = spec::build(&config, &sandbox, &cgroup, user)?;
-                if this.inner.cgroups.version() == CgroupVersion::V2 {
-                    if !config.security.privileged {
-                        with_cgroup_namespace(&mut spec);
-                    }
-                    // What the kubelet asks for on v2, where the pod cgroup has the files.
-                    for (file, value) in [("memory.swap.max", "0"), ("memory.oom.group", "1")] {
-                        if this.inner.cgroups.v2_has_file(&sandbox.cgroup_parent, file) {
-                            set_unified(&mut spec, file, value);
-                        }
-                    }
-                }
-                let mut l: HashMap<String, String> = HashMap::from([
-                    (labels::KIND.into(), labels::KIND_CONTAINER.into()),
-                    (labels::POD_UID.into(), sandbox.uid.clone()),
-                    (labels::POD_NAME.into(), sandbox.name.clone()),
-                    (labels::POD_NAMESPACE.into(), sandbox.namespace.clone()),
-                    (labels::SANDBOX_ID.into(), sandbox.id.clone()),
-                    (labels::CONTAINER_NAME.into(), config.name.clone()),
-                    (labels::ATTEMPT.into(), config.attempt.to_string()),
-                    (labels::SPEC_HASH.into(), config.spec_hash.clone()),
-                    (labels::CGROUP.into(), cgroup.clone()),
-                    (
-                        labels::LOG_PATH.into(),
-                        config.log_path.display().to_string(),
-                    ),
-                    (labels::IMAGE_REF.into(), config.image.name.clone()),
-                    (labels::IMAGE_ID.into(), config.image.id.clone()),
-                    (labels::INIT.into(), config.init.to_string()),
-                    (labels::LOG_URI.into(), config.log_uri.clone()),
-                ]);
-                if let Some(p) = &config.termination_message_path {
-                    l.insert(labels::MESSAGE_PATH.into(), p.display().to_string());
-                }
-                let record = Container {
-                    id: cid.clone(),
-                    labels: l,
-                    image: config.image.name.clone(),
-                    runtime: Some(ContainerRuntime {
-                        name: RUNC_RUNTIME.into(),
-                        options: None,
-                    }),
-                    spec: Some(Any {
-                        type_url: SPEC_TYPE_URL.into(),
-                        value: serde_json::to_vec(&spec).unwrap_or_default(),
-                    }),
-                    snapshotter: snapshotter.clone(),
-                    snapshot_key: cid.clone(),
-                    ..Default::default()
-                };
-                this.containers()
-                    .create(this.leased(
-                        CreateContainerRequest {
-                            container: Some(record),
-                        },
-                        &lease,
-                    ))
-                    .await
-                    .map_err(grpc("containers.Create", &cid))?;
-                Ok::<(), RuntimeError>(())
-            }
-            .await;
-            if let Err(e) = built {
-                let _ = this
-                    .snapshots()
-                    .remove(this.request(RemoveSnapshotRequest {
-                        snapshotter: snapshotter.clone(),
-                        key: cid.clone(),
-                    }))
-                    .await;
-                return Err(e);
-            }
-            Ok(())
-        })
-        .await?;
-        Ok(id)
+        self.create_container_impl(sandbox, config).await
     }
 
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
-        let container = self.get_container(id).await?;
-        let rootfs = self.rootfs_mounts(id).await?;
-        let stdio = container
-            .labels
-            .get(labels::LOG_URI)
-            .cloned()
-            .unwrap_or_default();
-        let started = Utc::now();
-        let created = self
-            .tasks()
-            .create(self.request(CreateTaskRequest {
-                container_id: id.to_string(),
-                rootfs,
-                stdout: stdio.clone(),
-                stderr: stdio,
-                ..Default::default()
-            }))
-            .await;
-        if let Err(status) = created {
-            // runc refused (bad command, missing mount source…): the container ends as
-            // "StartError" with exit code 128, as containerd's CRI reports it.
-            self.record_start_error(
-                id,
-                started,
-                &format!("failed to create containerd task: {}", status.message()),
-            )
-            .await?;
-            return Err(grpc("tasks.Create", id)(status));
-        }
-        let pod_uid = container
-            .labels
-            .get(labels::POD_UID)
-            .cloned()
-            .unwrap_or_default();
-        self.watch_exit(id, &pod_uid);
-        let start = self
-            .tasks()
-            .start(self.request(StartRequest {
-                container_id: id.to_string(),
-                exec_id: String::new(),
-            }))
-            .await;
-        if let Err(status) = start {
-            let _ = self
-                .tasks()
-                .delete(self.request(DeleteTaskRequest {
-                    container_id: id.to_string(),
-                }))
-                .await;
-            self.record_start_error(
-                id,
-                started,
-                &format!("failed to start containerd task: {}", status.message()),
-            )
-            .await?;
-            return Err(grpc("tasks.Start", id)(status));
-        }
-        self.set_labels(id, &[(labels::STARTED_AT, rfc3339(started))])
-            .await
+        self.start_container_impl(id).await
     }
 
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
-        let Some(task) = self.task(id).await? else {
-            return Ok(());
-        };
-        if TaskStatus::try_from(task.status) == Ok(TaskStatus::Running) {
-            let kill = |signal: u32, all: bool| {
-                let mut tasks = self.tasks();
-                let req = self.request(KillRequest {
-                    container_id: id.to_string(),
-                    exec_id: String::new(),
-                    signal,
-                    all,
-                });
-                async move { tasks.kill(req).await }
-            };
-            let wait = || {
-                let mut tasks = self.tasks();
-                let req = self.request(WaitRequest {
-                    container_id: id.to_string(),
-                    exec_id: String::new(),
-                });
-                async move { tasks.wait(req).await }
-            };
-            let mut exited = false;
-            if !grace.is_zero() {
-                if let Err(s) = kill(15, false).await {
-                    if s.code() != tonic::Code::NotFound {
-                        tracing::warn!(container = %id, error = %s, "SIGTERM");
-                    }
-                }
-                exited = tokio::time::timeout(grace, wait()).await.is_ok();
-            }
-            if !exited {
-                if let Err(s) = kill(9, true).await {
-                    if s.code() != tonic::Code::NotFound {
-                        return Err(grpc("tasks.Kill", id)(s));
-                    }
-                }
-                let _ = tokio::time::timeout(Duration::from_secs(10), wait()).await;
-            }
-        }
-        self.finalize_exit(id).await?;
-        Ok(())
+        self.stop_container_impl(id, grace).await
     }
 
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
-        if self.task(id).await?.is_some() {
-            self.stop_container(id, Duration::ZERO).await?;
-            // A task that never started (Created) is deleted here.
-            let _ = self
-                .tasks()
-                .delete(self.request(DeleteTaskRequest {
-                    container_id: id.to_string(),
-                }))
-                .await;
-        }
-        let cgroup = self
-            .get_container(id)
-            .await
-            .ok()
-            .and_then(|c| c.labels.get(labels::CGROUP).cloned());
-        match self
-            .containers()
-            .delete(self.request(DeleteContainerRequest { id: id.to_string() }))
-            .await
-        {
-            Ok(_) => {}
-            Err(s) if s.code() == tonic::Code::NotFound => {}
-            Err(s) => return Err(grpc("containers.Delete", id)(s)),
-        }
-        match self
-            .snapshots()
-            .remove(self.request(RemoveSnapshotRequest {
-                snapshotter: self.inner.config.snapshotter.clone(),
-                key: id.to_string(),
-            }))
-            .await
-        {
-            Ok(_) => {}
-            Err(s) if s.code() == tonic::Code::NotFound => {}
-            Err(s) => return Err(grpc("snapshots.Remove", id)(s)),
-        }
-        if let Some(cg) = cgroup {
-            self.inner.cgroups.remove(&cg);
-        }
-        Ok(())
+        self.remove_container_impl(id).await
     }
 
     async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError> {
@@ -1138,93 +714,29 @@ impl Runtime for ContainerdRuntime {
         command: &[String],
         timeout: Duration,
     ) -> Result<ExecResult, RuntimeError> {
-        let container = self.get_container(id).await?;
-        let spec: serde_json::Value = container
-            .spec
-            .as_ref()
-            .and_then(|s| serde_json::from_slice(&s.value).ok())
-            .unwrap_or(serde_json::Value::Null);
-        let process = spec::exec_process(&spec, command);
-        let exec_id = format!("exec-{}", &new_id()[..12]);
-        // The shim appends both streams to one file (the kubelet reports them combined).
-        let output_dir = self.inner.config.state_dir.join("exec");
-        std::fs::create_dir_all(&output_dir).map_err(|source| RuntimeError::Io {
-            what: format!("creating {}", output_dir.display()),
-            source,
-        })?;
-        let output_path = output_dir.join(format!("{exec_id}.out"));
-        let output_uri = format!("file://{}", output_path.display());
-        self.tasks()
-            .exec(self.request(ExecProcessRequest {
-                container_id: id.to_string(),
-                exec_id: exec_id.clone(),
-                spec: Some(Any {
-                    type_url: PROCESS_TYPE_URL.into(),
-                    value: serde_json::to_vec(&process).unwrap_or_default(),
-                }),
-                // Without stdio the shim leaves fds 1/2 closed and writers fail.
-                stdout: output_uri.clone(),
-                stderr: output_uri,
-                ..Default::default()
-            }))
-            .await
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&output_path);
-                grpc("tasks.Exec", id)(e)
-            })?;
-        let wait = {
-            let mut tasks = self.tasks();
-            let req = self.request(WaitRequest {
-                container_id: id.to_string(),
-                exec_id: exec_id.clone(),
-            });
-            tokio::spawn(async move { tasks.wait(req).await })
-        };
-        let started = self
-            .tasks()
-            .start(self.request(StartRequest {
-                container_id: id.to_string(),
-                exec_id: exec_id.clone(),
-            }))
-            .await;
-        let result = match started {
-            Err(s) => Err(grpc("tasks.Start(exec)", id)(s)),
-            Ok(_) => match tokio::time::timeout(timeout, wait).await {
-                Ok(Ok(Ok(r))) => Ok(ExecResult {
-                    exit_code: i32::try_from(r.into_inner().exit_status).unwrap_or(255),
-                    output: read_exec_output(&output_path),
-                }),
-                Ok(Ok(Err(s))) => Err(grpc("tasks.Wait(exec)", id)(s)),
-                Ok(Err(e)) => Err(RuntimeError::Io {
-                    what: format!("exec wait in {id}"),
-                    source: std::io::Error::other(e.to_string()),
-                }),
-                Err(_) => {
-                    let _ = self
-                        .tasks()
-                        .kill(self.request(KillRequest {
-                            container_id: id.to_string(),
-                            exec_id: exec_id.clone(),
-                            signal: 9,
-                            all: false,
-                        }))
-                        .await;
-                    Err(RuntimeError::ExecTimeout {
-                        id: id.to_string(),
-                        seconds: timeout.as_secs(),
-                    })
-                }
-            },
-        };
-        let _ = self
-            .tasks()
-            .delete_process(self.request(DeleteProcessRequest {
-                container_id: id.to_string(),
-                exec_id,
-            }))
-            .await;
-        let _ = std::fs::remove_file(&output_path);
-        result
+        self.exec_sync_impl(id, command, timeout).await
+    }
+
+    async fn exec_stream(
+        &self,
+        id: &str,
+        request: &crate::ExecStreamRequest,
+    ) -> Result<crate::ExecStreams, RuntimeError> {
+        self.exec_stream_impl(id, request).await
+    }
+
+    async fn resize_exec(
+        &self,
+        id: &str,
+        exec_id: &str,
+        width: u16,
+        height: u16,
+    ) -> Result<(), RuntimeError> {
+        self.resize_exec_impl(id, exec_id, width, height).await
+    }
+
+    async fn kill_exec(&self, id: &str, exec_id: &str) -> Result<(), RuntimeError> {
+        self.kill_exec_impl(id, exec_id).await
     }
 
     fn subscribe_exits(&self) -> broadcast::Receiver<ContainerExit> {
