@@ -101,6 +101,14 @@ pub struct AgentFlags {
     /// (default: `<root-dir>/local-path`).
     #[arg(long)]
     pub local_path_root: Option<PathBuf>,
+    /// Serve cluster DNS on this address (UDP and TCP), e.g. `<node-ip>:53`, and publish it
+    /// as this node's endpoint of `kube-system/kube-dns` (see `dns.rs`).
+    #[arg(long)]
+    pub dns_listen: Option<SocketAddr>,
+    /// Resolvers for names outside the cluster, comma-separated `ip:port` (default: the
+    /// node's /etc/resolv.conf).
+    #[arg(long)]
+    pub dns_upstream: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -134,6 +142,8 @@ pub struct AgentConfig {
     pub cni_data_dir: Option<PathBuf>,
     pub node_status_update_seconds: u64,
     pub local_path_root: PathBuf,
+    pub dns_listen: Option<SocketAddr>,
+    pub dns_upstreams: Vec<SocketAddr>,
 }
 
 impl AgentFlags {
@@ -170,7 +180,9 @@ impl AgentFlags {
             subnet_file,
             cni_data_dir,
             node_status_update_seconds,
-            local_path_root
+            local_path_root,
+            dns_listen,
+            dns_upstream
         )
     }
 }
@@ -220,6 +232,20 @@ impl AgentConfig {
             });
         }
         let backend = f.network_backend.filter(|b| b != "none");
+        let dns_upstreams = f
+            .dns_upstream
+            .iter()
+            .flat_map(|list| list.split(','))
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse::<SocketAddr>()
+                    .map_err(|e| ConfigError::Invalid {
+                        key: "dns-upstream",
+                        message: format!("{s:?}: {e} (want ip:port)"),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         if let Some(b) = &backend {
             if b != "host-gw" && b != "vxlan" {
                 return Err(ConfigError::Invalid {
@@ -282,6 +308,8 @@ impl AgentConfig {
                 .unwrap_or_else(|| "/run/cairn/subnet.env".into()),
             cni_data_dir: f.cni_data_dir,
             node_status_update_seconds: f.node_status_update_seconds.unwrap_or(10),
+            dns_listen: f.dns_listen,
+            dns_upstreams,
         })
     }
 }

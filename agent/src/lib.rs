@@ -15,6 +15,7 @@
 //! - [`ledger`]: the pods this agent runs, admission grants, live log files; a leaf.
 
 pub mod config;
+pub mod dns;
 pub mod env;
 pub mod events;
 pub mod hooks;
@@ -30,6 +31,7 @@ pub mod quantity;
 pub mod server;
 pub mod static_pods;
 pub mod status;
+pub mod streaming;
 pub mod sysinfo;
 pub mod volumes;
 

@@ -164,6 +164,11 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     });
     tokio::spawn(local_path.run());
 
+    if let Some(listen) = config.dns_listen {
+        let upstreams = cairn_agent::dns::upstreams(&config.dns_upstreams, listen);
+        cairn_agent::dns::start(agent.clone(), listen, upstreams).await?;
+    }
+
     if let Some(backend) = &config.network_backend {
         let backend = match backend.as_str() {
             "vxlan" => cairn_cni::netctl::Backend::Vxlan,

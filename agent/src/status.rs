@@ -288,6 +288,21 @@ fn app_statuses(
     (statuses, tally)
 }
 
+/// Ephemeral containers' statuses: they never restart and are never ready.
+fn ephemeral_statuses(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    obs: &Observed<'_>,
+) -> Option<Vec<ApiContainerStatus>> {
+    let statuses: Vec<ApiContainerStatus> = spec
+        .ephemeral_containers
+        .iter()
+        .flatten()
+        .filter_map(crate::pods::as_ephemeral_container)
+        .map(|c| container_status(&c, obs, "Never", false).0)
+        .collect();
+    (!statuses.is_empty()).then_some(statuses)
+}
+
 /// The kubelet's `getPhase`.
 fn phase(tally: &Tally, policy: &str, initialized: bool, init_failed: bool) -> &'static str {
     if init_failed {
@@ -387,6 +402,7 @@ pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> PodStatu
         qos_class: Some(qos_class(pod).to_string()),
         container_statuses: Some(apps),
         init_container_statuses: (!init.is_empty()).then_some(init),
+        ephemeral_container_statuses: ephemeral_statuses(&spec, obs),
         host_ip: obs.host_ip.clone(),
         host_ips: obs.host_ip.clone().map(|ip| vec![HostIP { ip }]),
         pod_ip: pod_ip.clone(),

@@ -2,6 +2,7 @@
 //! under the restart policy with back-off, restarted on a spec change, probed — and pruning
 //! of old instances.
 
+use super::start::Role;
 use super::*;
 
 /// Where the init containers stand after a pass.
@@ -44,7 +45,8 @@ impl Worker {
                     return InitState::Running;
                 }
                 None => {
-                    self.start_container(pod, ic, 0, sandbox, ip, true).await;
+                    self.start_container(pod, ic, 0, sandbox, ip, Role::Init)
+                        .await;
                     return InitState::Running;
                 }
             }
@@ -67,7 +69,10 @@ impl Worker {
         for c in &spec.containers {
             let (cur, _) = status::instances(&refs, &c.name);
             match cur {
-                None => self.start_container(pod, c, 0, sandbox, ip, false).await,
+                None => {
+                    self.start_container(pod, c, 0, sandbox, ip, Role::App)
+                        .await
+                }
                 Some(cur) if cur.state == ContainerState::Running => {
                     self.sync_running(pod, c, cur, sandbox, ip).await
                 }
@@ -107,7 +112,7 @@ impl Worker {
         // Like the kubelet, the preStop hook comes from the current spec.
         let message = format!("Container {} definition changed, will be restarted", c.name);
         kill_container(&self.h, pod, Some(c), cur, ip, pod_grace(pod), &message).await;
-        self.start_container(pod, c, cur.attempt + 1, sandbox, ip, false)
+        self.start_container(pod, c, cur.attempt + 1, sandbox, ip, Role::App)
             .await;
     }
 
@@ -176,7 +181,8 @@ impl Worker {
             );
             return;
         }
-        self.start_container(pod, c, last.attempt + 1, sandbox, pod_ip, init)
+        let role = if init { Role::Init } else { Role::App };
+        self.start_container(pod, c, last.attempt + 1, sandbox, pod_ip, role)
             .await;
     }
 }

@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// What a container is to its pod.
+pub(super) enum Role {
+    App,
+    Init,
+    /// An ephemeral (debug) container, in a target container's PID namespace if any.
+    Ephemeral {
+        pid_namespace: Option<std::path::PathBuf>,
+    },
+}
+
 impl Worker {
     /// Starts container `c` of `pod` (instance `attempt`): image, environment, mounts,
     /// logs, then the runtime's create and start and the postStart hook. A step that
@@ -14,8 +24,13 @@ impl Worker {
         attempt: u32,
         sandbox: &PodSandbox,
         pod_ip: Option<&str>,
-        init: bool,
+        role: Role,
     ) {
+        let (init, pid_namespace) = match role {
+            Role::App => (false, None),
+            Role::Init => (true, None),
+            Role::Ephemeral { pid_namespace } => (false, pid_namespace),
+        };
         let attempt = self.next_attempt(pod, c, attempt);
         let Some(image) = self.ensure_image(pod, c).await else {
             return;
@@ -53,6 +68,7 @@ impl Worker {
             init,
             tty: c.tty == Some(true),
             stdin: c.stdin == Some(true),
+            pid_namespace,
         };
         self.create_and_start(pod, c, sandbox, &config, pod_ip)
             .await;

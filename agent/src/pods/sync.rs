@@ -68,6 +68,8 @@ impl Worker {
         if init == InitState::Done {
             self.sync_app_containers(pod, &containers, &sandbox, ip)
                 .await;
+            self.sync_ephemeral_containers(pod, &containers, &sandbox, ip)
+                .await;
         }
         self.prune_dead(&containers).await;
         let (_, fresh) = self.my_state().await?;
