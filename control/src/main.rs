@@ -70,6 +70,10 @@ enum Command {
         /// served by every agent; WaitForFirstConsumer, reclaim Delete) when missing.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         local_path_storage_class: bool,
+        /// Create the `kube-system/kube-dns` Service (10th address of the service range,
+        /// served by every agent) when missing.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        cluster_dns_service: bool,
         #[command(flatten)]
         controllers: ControllerArgs,
     },
@@ -290,6 +294,7 @@ async fn main() -> anyhow::Result<()> {
             default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds,
             local_path_storage_class,
+            cluster_dns_service,
             controllers,
         } => {
             let controllers = controllers.parse()?;
@@ -323,6 +328,7 @@ async fn main() -> anyhow::Result<()> {
                 default_unreachable_toleration_seconds,
             );
             config.local_path_storage_class = local_path_storage_class;
+            config.cluster_dns_service = cluster_dns_service;
             config.node_ipam = if allocate_node_cidrs {
                 Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
                     cluster_cidr,

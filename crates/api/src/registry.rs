@@ -194,6 +194,44 @@ pub static RESOURCES: &[ResourceInfo] = &[
                 version: "v1",
                 verbs: &["create"],
             },
+            // Only spec.ephemeralContainers changes through it (`kubectl debug`).
+            Subresource {
+                name: "ephemeralcontainers",
+                kind: "Pod",
+                group: "",
+                version: "",
+                verbs: &["get", "patch", "update"],
+            },
+            // Served by the upgrade-aware proxy to the node (exec, attach, port-forward)
+            // and the proxy subresource; listed so discovery shows them.
+            Subresource {
+                name: "exec",
+                kind: "PodExecOptions",
+                group: "",
+                version: "",
+                verbs: &["create", "get"],
+            },
+            Subresource {
+                name: "attach",
+                kind: "PodAttachOptions",
+                group: "",
+                version: "",
+                verbs: &["create", "get"],
+            },
+            Subresource {
+                name: "portforward",
+                kind: "PodPortForwardOptions",
+                group: "",
+                version: "",
+                verbs: &["create", "get"],
+            },
+            Subresource {
+                name: "proxy",
+                kind: "PodProxyOptions",
+                group: "",
+                version: "",
+                verbs: &["create", "delete", "get", "patch", "update"],
+            },
         ],
         field_selectors: &[
             "spec.nodeName",

@@ -180,6 +180,20 @@ async fn route(state: AppState, req: Request) -> Response {
             _ => {}
         }
     }
+    if let Some((ns, name, kind)) = crate::podstream::match_path(&path) {
+        return crate::podstream::pod_stream(&state, ns, name, kind, parts)
+            .await
+            .unwrap_or_else(|s| status_response(&s));
+    }
+    if let Some(target) = crate::proxy::match_path(&path) {
+        let body = match body {
+            Ok(b) => b,
+            Err(s) => return status_response(&s),
+        };
+        return crate::proxy::proxy(&state, target, &parts, body)
+            .await
+            .unwrap_or_else(|s| status_response(&s));
+    }
     if is_get {
         if let Some((ns, name)) = podlog::match_path(&path) {
             return podlog::pod_log(&state, ns, name, parts.uri.query())
@@ -431,7 +445,7 @@ fn get(
 ) -> Result<Response, Status> {
     let o = state.get(r, ns, name)?;
     match sub {
-        None | Some("status") => Ok(json_response(
+        None | Some("status" | "ephemeralcontainers") => Ok(json_response(
             StatusCode::OK,
             render::object(r, &o.bytes, repr)?,
             "application/json",

@@ -14,7 +14,9 @@ pub mod limitranger;
 pub mod nodeipam;
 pub mod objects;
 pub mod podlog;
+pub mod podstream;
 pub mod priority;
+pub mod proxy;
 mod quota;
 pub mod render;
 pub mod request;
@@ -60,6 +62,8 @@ pub struct ServerConfig {
     pub default_toleration_seconds: (i64, i64),
     /// Whether bootstrap creates the default `local-path` StorageClass.
     pub local_path_storage_class: bool,
+    /// Create the `kube-system/kube-dns` Service when missing.
+    pub cluster_dns_service: bool,
 }
 
 impl ServerConfig {
@@ -79,6 +83,7 @@ impl ServerConfig {
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
             ),
             local_path_storage_class: true,
+            cluster_dns_service: true,
         }
     }
 }
@@ -190,6 +195,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             advertise_port: addr.port(),
             default_toleration_seconds: config.default_toleration_seconds,
             local_path_storage_class: config.local_path_storage_class,
+            cluster_dns_service: config.cluster_dns_service,
         },
         config.service_cidr,
         config.node_port_range,

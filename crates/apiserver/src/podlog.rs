@@ -35,7 +35,8 @@ pub fn match_path(path: &str) -> Option<(&str, &str)> {
     Some((ns, name))
 }
 
-fn client() -> &'static reqwest::Client {
+/// The HTTP client for agents (logs and the proxy subresources): no proxy, a connect timeout.
+pub(crate) fn client() -> &'static reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
         reqwest::Client::builder()
@@ -128,7 +129,8 @@ fn container_names(pod: &Value, list: &str) -> Vec<String> {
 /// kube-apiserver's `LogLocation` container rules.
 fn choose_container(pod: &Value, name: &str, wanted: Option<&str>) -> Result<String, Status> {
     let containers = container_names(pod, "containers");
-    let init = container_names(pod, "initContainers");
+    let mut init = container_names(pod, "initContainers");
+    init.extend(container_names(pod, "ephemeralContainers"));
     match wanted.filter(|c| !c.is_empty()) {
         Some(c) => {
             if containers.iter().chain(&init).any(|n| n == c) {
@@ -163,7 +165,7 @@ fn choose_container(pod: &Value, name: &str, wanted: Option<&str>) -> Result<Str
 
 /// The agent's address (InternalIP, else ExternalIP, else Hostname) and port
 /// (`status.daemonEndpoints.kubeletEndpoint.Port`, else 10250).
-fn kubelet_endpoint(node: &Value) -> Result<(String, u64), Status> {
+pub(crate) fn kubelet_endpoint(node: &Value) -> Result<(String, u64), Status> {
     let addresses: Vec<(&str, &str)> = node
         .pointer("/status/addresses")
         .and_then(Value::as_array)
@@ -204,7 +206,7 @@ fn kubelet_endpoint(node: &Value) -> Result<(String, u64), Status> {
     Ok((host, port))
 }
 
-fn join_host_port(host: &str, port: u64) -> String {
+pub(crate) fn join_host_port(host: &str, port: u64) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

@@ -79,6 +79,8 @@ pub struct ServerSettings {
     pub default_toleration_seconds: (i64, i64),
     /// Whether bootstrap creates the default `local-path` StorageClass.
     pub local_path_storage_class: bool,
+    /// Create `kube-system/kube-dns` (agents serve it) when missing.
+    pub cluster_dns_service: bool,
 }
 
 pub struct ApiState {

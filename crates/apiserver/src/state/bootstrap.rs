@@ -67,7 +67,46 @@ impl ApiState {
             self.create(svc, Some("default"), body, &opts).await?;
         }
         self.ensure_kubernetes_endpoints(&opts).await?;
-        self.ensure_kubernetes_endpointslice(&opts).await
+        self.ensure_kubernetes_endpointslice(&opts).await?;
+        if self.settings.cluster_dns_service {
+            self.ensure_cluster_dns_service(&opts).await;
+        }
+        Ok(())
+    }
+
+    /// The `kube-system/kube-dns` Service at the 10th address of the service range, as
+    /// kubeadm places it. It has no selector: every node's agent serves cluster DNS on its
+    /// own address and publishes itself in the Service's EndpointSlices, and
+    /// `internalTrafficPolicy: Local` keeps each node's queries on that node. A taken
+    /// address is logged, not fatal: the cluster still starts.
+    async fn ensure_cluster_dns_service(&self, opts: &WriteOptions) {
+        let Some(svc) = registry::find("", "v1", "services") else {
+            return;
+        };
+        if self
+            .cache
+            .get(&svc.key(Some("kube-system"), "kube-dns"))
+            .is_some()
+        {
+            return;
+        }
+        let first = u32::from(self.first_service_ip());
+        let ip = std::net::Ipv4Addr::from(first.saturating_add(9)).to_string();
+        let body = json!({
+            "metadata": {"name": "kube-dns", "labels": {"k8s-app": "kube-dns", "kubernetes.io/name": "cairn-dns"}},
+            "spec": {
+                "clusterIP": ip,
+                "internalTrafficPolicy": "Local",
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                ],
+                "type": "ClusterIP",
+            },
+        });
+        if let Err(e) = self.create(svc, Some("kube-system"), body, opts).await {
+            tracing::warn!(cluster_ip = %ip, error = %e.message, "creating the kube-dns Service");
+        }
     }
 
     async fn ensure_kubernetes_endpoints(&self, opts: &WriteOptions) -> Result<(), Status> {

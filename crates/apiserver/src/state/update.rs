@@ -63,7 +63,11 @@ impl ApiState {
         if crate::priority::is_priority_class(r) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
         }
-        let causes = cairn_api::validation::validate_update(r, old, &obj);
+        let causes = if subresource == Some("ephemeralcontainers") {
+            ephemeral_update_causes(r, old, &obj)
+        } else {
+            cairn_api::validation::validate_update(r, old, &obj)
+        };
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
         }
@@ -252,6 +256,18 @@ fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<
         }
         merged["spec"]["finalizers"] = finalizers;
         merged
+    } else if subresource == Some("ephemeralcontainers") {
+        // `pods/ephemeralcontainers` changes only spec.ephemeralContainers.
+        let mut merged = old.clone();
+        let list = new
+            .pointer("/spec/ephemeralContainers")
+            .cloned()
+            .unwrap_or(json!([]));
+        if !merged.get("spec").is_some_and(Value::is_object) {
+            merged["spec"] = json!({});
+        }
+        merged["spec"]["ephemeralContainers"] = list;
+        merged
     } else if subresource == Some("status") {
         // Status writes change only status (and nothing of spec or metadata).
         let mut merged = old.clone();
@@ -280,6 +296,59 @@ fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<
         }
         n
     }
+}
+
+/// `pods/ephemeralcontainers`, as upstream: existing ephemeral containers may not change
+/// or go, names stay unique across all containers, and the rest of the pod is validated
+/// as an ordinary update with the new list taken as given.
+fn ephemeral_update_causes(
+    r: &ResourceInfo,
+    old: &Value,
+    new: &Value,
+) -> Vec<cairn_api::status::Cause> {
+    use cairn_api::status::Cause;
+    let list = |v: &Value, key: &str| -> Vec<Value> {
+        v.pointer(&format!("/spec/{key}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (before, after) = (
+        list(old, "ephemeralContainers"),
+        list(new, "ephemeralContainers"),
+    );
+    let mut causes = Vec::new();
+    for o in &before {
+        let name = o.get("name").and_then(Value::as_str).unwrap_or("");
+        if !after.iter().any(|n| n == o) {
+            causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers \"{name}\" may not be changed"),
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for c in ["containers", "initContainers", "ephemeralContainers"]
+        .iter()
+        .flat_map(|k| list(new, k))
+    {
+        let name = c
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if !seen.insert(name.clone()) {
+            causes.push(Cause::duplicate("spec.ephemeralContainers[*].name", &name));
+        }
+    }
+    let mut old_with_list = old.clone();
+    old_with_list["spec"]["ephemeralContainers"] = json!(after);
+    causes.extend(cairn_api::validation::validate_update(
+        r,
+        &old_with_list,
+        new,
+    ));
+    causes
 }
 
 /// A namespace's `spec.finalizers` (other kinds have none).
