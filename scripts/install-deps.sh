@@ -3,7 +3,7 @@
 # Idempotent: apt runs only when something is missing.
 set -euo pipefail
 
-packages=(protobuf-compiler python3-kubernetes pkg-config containernetworking-plugins iproute2 iptables nftables conntrack ipset ipvsadm iputils-ping containerd runc docker-registry busybox-static socat openssl curl procps python3 qemu-system-x86 linux-image-amd64 cpio xz-utils debootstrap)
+packages=(protobuf-compiler python3-kubernetes pkg-config containernetworking-plugins iproute2 iptables nftables conntrack ipset ipvsadm iputils-ping containerd runc docker-registry busybox-static socat openssl curl procps python3 qemu-system-x86 linux-image-amd64 cpio xz-utils debootstrap tmux)
 # --list: the package names only (scripts/test-in-container.sh bakes them into its image).
 if [ "${1:-}" = --list ]; then
     echo "${packages[*]}"

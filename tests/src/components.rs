@@ -109,6 +109,9 @@ pub fn agent_kubeconfig(node: &NodePlan) -> PathBuf {
     node.data_dir.join("kubeconfig")
 }
 
+/// The `kube-dns` Service's address cairn-control creates: the 10th of the service range.
+pub const CLUSTER_DNS_IP: &str = "10.96.0.10";
+
 pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let (d, r) = (&node.data_dir, &node.run_dir);
     let argv = args![
@@ -150,8 +153,14 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
         "--subnet-file",
         r.join("cni/subnet.env").display(),
         "--cni-data-dir",
-        r.join("cni/networks").display()
+        r.join("cni/networks").display(),
+        "--cluster-dns",
+        CLUSTER_DNS_IP,
+        "--dns-listen",
+        format!("{}:53", node.ip)
     ];
+    let mut argv = argv;
+    argv.extend(plan.options.agent_args.iter().cloned());
     Daemon {
         component: "agent",
         expect: d.join("agent").display().to_string(),
@@ -197,6 +206,7 @@ mod tests {
             api_port: 16443,
             bin_dir: "/b".into(),
             control_args: vec!["--node-monitor-grace-period=8".into()],
+            agent_args: vec![],
             roots: Roots::default(),
         })
         .unwrap()

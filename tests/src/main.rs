@@ -71,6 +71,10 @@ struct UpArgs {
     /// --control-arg=--node-monitor-grace-period=10
     #[arg(long = "control-arg", allow_hyphen_values = true)]
     pub control_args: Vec<String>,
+    /// An extra flag for every node's `cairn-agent` (repeatable), e.g.
+    /// --agent-arg=--dns-upstream=198.18.0.1:53
+    #[arg(long = "agent-arg", allow_hyphen_values = true)]
+    pub agent_args: Vec<String>,
     /// Seconds to wait for each daemon.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
@@ -240,6 +244,7 @@ fn run_up(name: &str, roots: Roots, a: &UpArgs) -> anyhow::Result<()> {
         api_port: a.api_port,
         bin_dir,
         control_args: a.control_args.clone(),
+        agent_args: a.agent_args.clone(),
         roots,
     };
     let settings = UpSettings {

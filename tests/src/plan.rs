@@ -95,6 +95,8 @@ pub struct LabOptions {
     pub bin_dir: PathBuf,
     /// Extra flags for `cairn-control serve` (e.g. a short node grace period in tests).
     pub control_args: Vec<String>,
+    /// Extra flags for every node's `cairn-agent`.
+    pub agent_args: Vec<String>,
     /// Parents of the lab's data, runtime and log directories.
     pub roots: Roots,
 }
@@ -308,6 +310,7 @@ mod tests {
             api_port: 16443,
             bin_dir: "/bin".into(),
             control_args: vec![],
+            agent_args: vec![],
             roots: Roots::default(),
         }
     }

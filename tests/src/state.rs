@@ -100,6 +100,7 @@ mod tests {
             api_port: 1,
             bin_dir: "/b".into(),
             control_args: vec![],
+            agent_args: vec![],
             roots: roots.clone(),
         })
         .unwrap();

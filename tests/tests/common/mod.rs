@@ -40,6 +40,21 @@ pub fn output(cmd: &mut Command) -> Result<String, String> {
     }
 }
 
+/// Stock kubectl 1.`minor` (the machines ship 1.27–1.33 under google-cloud-sdk), or
+/// `$CAIRN_KUBECTL_1_<minor>`.
+#[allow(dead_code)] // Not every e2e binary drives several kubectl versions.
+pub fn kubectl_path(minor: u32) -> String {
+    if let Ok(p) = std::env::var(format!("CAIRN_KUBECTL_1_{minor}")) {
+        return p;
+    }
+    let p = format!("/usr/lib/google-cloud-sdk/bin/kubectl.1.{minor}");
+    assert!(
+        Path::new(&p).exists(),
+        "kubectl 1.{minor} not found at {p} (set CAIRN_KUBECTL_1_{minor})"
+    );
+    p
+}
+
 pub struct Lab {
     pub name: String,
     /// `netns` or `docker`.
