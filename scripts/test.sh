@@ -9,6 +9,12 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+if [ -z "${CAIRN_IN_CONTAINER:-}" ]; then
+    # Generated code must be what its generator makes from the locked crates' sources.
+    python3 crates/proto/codegen/gen.py >/dev/null
+    rustfmt --edition 2021 crates/proto/src/generated.rs
+    git diff --exit-code --stat -- crates/proto/src/generated.rs
+fi
 if [ -n "${CAIRN_IN_CONTAINER:-}" ]; then
     # Inside the container lane there is no Docker engine: the docker-driver e2e tests
     # run in the plain lane only.

@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
+mod breadth;
 mod limits;
 mod pod;
 
@@ -48,6 +49,11 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("scheduling.k8s.io", "PriorityClass") => {
             set_default(o, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            breadth::default_binding_subjects(o)
+        }
+        ("networking.k8s.io", "NetworkPolicy") => breadth::default_network_policy(o),
+        ("autoscaling", "HorizontalPodAutoscaler") => breadth::default_hpa(resource.version, o),
         _ => {}
     }
 }

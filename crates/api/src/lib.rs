@@ -1,8 +1,10 @@
 //! The Kubernetes API as cairn-control serves it, with no IO: which resources exist
 //! ([`registry`]), how objects are defaulted ([`defaults`]) and validated ([`validation`]),
 //! how they print as `meta.k8s.io/v1` Tables ([`table`]), how bodies decode into their types
-//! ([`schema`]), and `Status` errors ([`status`]).
+//! ([`schema`]), how kinds served in two shapes convert ([`conversion`]), and `Status`
+//! errors ([`status`]).
 
+pub mod conversion;
 pub mod defaults;
 pub mod registry;
 pub mod scheduling_validation;

@@ -64,11 +64,13 @@ impl ResourceInfo {
     }
 
     /// Storage key prefix for this resource: `/registry/<group-or-core>/<plural>/`.
+    /// Resources stored in another's shape share its prefix (see [`storage_of`]).
     pub fn key_prefix(&self) -> String {
-        let group = if self.group.is_empty() {
+        let stored_group = stored_elsewhere(self).map_or(self.group, |(g, _)| g);
+        let group = if stored_group.is_empty() {
             "core"
         } else {
-            self.group
+            stored_group
         };
         format!("/registry/{group}/{}/", self.plural)
     }
@@ -90,472 +92,45 @@ impl ResourceInfo {
     }
 }
 
-const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+mod resources;
 
-const fn status(kind: &'static str) -> Subresource {
-    Subresource {
-        name: "status",
-        kind,
-        group: "",
-        version: "",
-        verbs: STATUS_VERBS,
-    }
+pub use resources::RESOURCES;
+
+/// Resources served in more than one shape keep their objects once, in one storage
+/// resource, as kube-apiserver does: autoscaling/v1 HPAs are stored as autoscaling/v2, and
+/// events.k8s.io/v1 Events are the core Events. `(group, version, plural)` served →
+/// `(group, version)` of the resource whose shape is stored.
+static STORED_ELSEWHERE: &[StoredElsewhere] = &[
+    StoredElsewhere {
+        served: ("autoscaling", "v1", "horizontalpodautoscalers"),
+        stored: ("autoscaling", "v2"),
+    },
+    StoredElsewhere {
+        served: ("events.k8s.io", "v1", "events"),
+        stored: ("", "v1"),
+    },
+];
+
+/// `served` (group, version, plural) keeps its objects in the shape of `stored`
+/// (group, version) of the same plural.
+struct StoredElsewhere {
+    served: (&'static str, &'static str, &'static str),
+    stored: (&'static str, &'static str),
 }
 
-const SCALE: Subresource = Subresource {
-    name: "scale",
-    kind: "Scale",
-    group: "autoscaling",
-    version: "v1",
-    verbs: STATUS_VERBS,
-};
+fn stored_elsewhere(r: &ResourceInfo) -> Option<(&'static str, &'static str)> {
+    STORED_ELSEWHERE
+        .iter()
+        .find(|e| e.served == (r.group, r.version, r.plural))
+        .map(|e| e.stored)
+}
 
-/// Every resource cairn-control serves, in discovery order.
-pub static RESOURCES: &[ResourceInfo] = &[
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        plural: "namespaces",
-        singular: "namespace",
-        namespaced: false,
-        short_names: &["ns"],
-        categories: &[],
-        verbs: &[
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
-        subresources: &[
-            status("Namespace"),
-            // The namespace controller clears `spec.finalizers` through it.
-            Subresource {
-                name: "finalize",
-                kind: "Namespace",
-                group: "",
-                version: "",
-                verbs: &["update"],
-            },
-        ],
-        field_selectors: &["status.phase"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Node",
-        plural: "nodes",
-        singular: "node",
-        namespaced: false,
-        short_names: &["no"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[status("Node")],
-        field_selectors: &["spec.unschedulable"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        singular: "pod",
-        namespaced: true,
-        short_names: &["po"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[
-            status("Pod"),
-            // Served by cairn-apiserver's log proxy; listed so discovery shows it.
-            Subresource {
-                name: "log",
-                kind: "Pod",
-                group: "",
-                version: "",
-                verbs: &["get"],
-            },
-            Subresource {
-                name: "binding",
-                kind: "Binding",
-                group: "",
-                version: "",
-                verbs: &["create"],
-            },
-            Subresource {
-                name: "eviction",
-                kind: "Eviction",
-                group: "policy",
-                version: "v1",
-                verbs: &["create"],
-            },
-            // Only spec.ephemeralContainers changes through it (`kubectl debug`).
-            Subresource {
-                name: "ephemeralcontainers",
-                kind: "Pod",
-                group: "",
-                version: "",
-                verbs: &["get", "patch", "update"],
-            },
-            // Served by the upgrade-aware proxy to the node (exec, attach, port-forward)
-            // and the proxy subresource; listed so discovery shows them.
-            Subresource {
-                name: "exec",
-                kind: "PodExecOptions",
-                group: "",
-                version: "",
-                verbs: &["create", "get"],
-            },
-            Subresource {
-                name: "attach",
-                kind: "PodAttachOptions",
-                group: "",
-                version: "",
-                verbs: &["create", "get"],
-            },
-            Subresource {
-                name: "portforward",
-                kind: "PodPortForwardOptions",
-                group: "",
-                version: "",
-                verbs: &["create", "get"],
-            },
-            Subresource {
-                name: "proxy",
-                kind: "PodProxyOptions",
-                group: "",
-                version: "",
-                verbs: &["create", "delete", "get", "patch", "update"],
-            },
-        ],
-        field_selectors: &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Service",
-        plural: "services",
-        singular: "service",
-        namespaced: true,
-        short_names: &["svc"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("Service")],
-        field_selectors: &["spec.clusterIP", "spec.type"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Endpoints",
-        plural: "endpoints",
-        singular: "endpoints",
-        namespaced: true,
-        short_names: &["ep"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        namespaced: true,
-        short_names: &["ev"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        plural: "configmaps",
-        singular: "configmap",
-        namespaced: true,
-        short_names: &["cm"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Secret",
-        plural: "secrets",
-        singular: "secret",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &["type"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ServiceAccount",
-        plural: "serviceaccounts",
-        singular: "serviceaccount",
-        namespaced: true,
-        short_names: &["sa"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ReplicationController",
-        plural: "replicationcontrollers",
-        singular: "replicationcontroller",
-        namespaced: true,
-        short_names: &["rc"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("ReplicationController"), SCALE],
-        field_selectors: &["status.replicas"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "PersistentVolumeClaim",
-        plural: "persistentvolumeclaims",
-        singular: "persistentvolumeclaim",
-        namespaced: true,
-        short_names: &["pvc"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[status("PersistentVolumeClaim")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "PersistentVolume",
-        plural: "persistentvolumes",
-        singular: "persistentvolume",
-        namespaced: false,
-        short_names: &["pv"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[status("PersistentVolume")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "storage.k8s.io",
-        version: "v1",
-        kind: "StorageClass",
-        plural: "storageclasses",
-        singular: "storageclass",
-        namespaced: false,
-        short_names: &["sc"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        plural: "deployments",
-        singular: "deployment",
-        namespaced: true,
-        short_names: &["deploy"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("Deployment"), SCALE],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "ReplicaSet",
-        plural: "replicasets",
-        singular: "replicaset",
-        namespaced: true,
-        short_names: &["rs"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("ReplicaSet"), SCALE],
-        field_selectors: &["status.replicas"],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "DaemonSet",
-        plural: "daemonsets",
-        singular: "daemonset",
-        namespaced: true,
-        short_names: &["ds"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("DaemonSet")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "StatefulSet",
-        plural: "statefulsets",
-        singular: "statefulset",
-        namespaced: true,
-        short_names: &["sts"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("StatefulSet"), SCALE],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "ControllerRevision",
-        plural: "controllerrevisions",
-        singular: "controllerrevision",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "batch",
-        version: "v1",
-        kind: "Job",
-        plural: "jobs",
-        singular: "job",
-        namespaced: true,
-        short_names: &[],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("Job")],
-        field_selectors: &["status.successful"],
-    },
-    ResourceInfo {
-        group: "batch",
-        version: "v1",
-        kind: "CronJob",
-        plural: "cronjobs",
-        singular: "cronjob",
-        namespaced: true,
-        short_names: &["cj"],
-        categories: &["all"],
-        verbs: ALL_VERBS,
-        subresources: &[status("CronJob")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "discovery.k8s.io",
-        version: "v1",
-        kind: "EndpointSlice",
-        plural: "endpointslices",
-        singular: "endpointslice",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &["addressType"],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "LimitRange",
-        plural: "limitranges",
-        singular: "limitrange",
-        namespaced: true,
-        short_names: &["limits"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ResourceQuota",
-        plural: "resourcequotas",
-        singular: "resourcequota",
-        namespaced: true,
-        short_names: &["quota"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[status("ResourceQuota")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "policy",
-        version: "v1",
-        kind: "PodDisruptionBudget",
-        plural: "poddisruptionbudgets",
-        singular: "poddisruptionbudget",
-        namespaced: true,
-        short_names: &["pdb"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[status("PodDisruptionBudget")],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "scheduling.k8s.io",
-        version: "v1",
-        kind: "PriorityClass",
-        plural: "priorityclasses",
-        singular: "priorityclass",
-        namespaced: false,
-        short_names: &["pc"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-    ResourceInfo {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        singular: "lease",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: ALL_VERBS,
-        subresources: &[],
-        field_selectors: &[],
-    },
-];
+/// The resource whose shape `r`'s objects are stored in: `r` itself for most.
+pub fn storage_of(r: &'static ResourceInfo) -> &'static ResourceInfo {
+    stored_elsewhere(r)
+        .and_then(|(g, v)| find(g, v, r.plural))
+        .unwrap_or(r)
+}
 
 /// The served group/versions in discovery order: `("", "v1")` first.
 pub fn group_versions() -> Vec<(&'static str, &'static str)> {
@@ -603,6 +178,19 @@ mod tests {
         assert_eq!(deploy.group_resource(), "deployments.apps");
         assert!(pods.supports_field_selector("spec.nodeName"));
         assert!(!ns.supports_field_selector("metadata.namespace"));
+    }
+
+    #[test]
+    fn alternate_shapes_share_their_storage() {
+        let v1 = find("autoscaling", "v1", "horizontalpodautoscalers").unwrap();
+        let v2 = find("autoscaling", "v2", "horizontalpodautoscalers").unwrap();
+        assert!(std::ptr::eq(storage_of(v1), v2));
+        assert!(std::ptr::eq(storage_of(v2), v2));
+        let events = find("events.k8s.io", "v1", "events").unwrap();
+        let core = find("", "v1", "events").unwrap();
+        assert!(std::ptr::eq(storage_of(events), core));
+        assert_eq!(events.key_prefix(), "/registry/core/events/");
+        assert_eq!(v1.key_prefix(), v2.key_prefix());
     }
 
     #[test]

@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 
 use crate::registry::ResourceInfo;
 
+mod breadth;
 mod quantity;
 mod zero_values;
 
@@ -156,12 +157,7 @@ pub fn normalize_kind(
         ("scheduling.k8s.io/v1", "PriorityClass") => {
             roundtrip::<scheduling::v1::PriorityClass>(kind, version, obj)
         }
-        _ => {
-            return Ok(Normalized {
-                value: obj.clone(),
-                unknown_fields: Vec::new(),
-            })
-        }
+        _ => return breadth::normalize_api_breadth(api_version, kind, version, obj),
     }?;
     go_zero_values(kind, &mut out.value);
     Ok(out)

@@ -102,6 +102,15 @@ impl Cause {
         }
     }
 
+    /// `Too many: N: must have at most M items` (`FieldValueTooMany`).
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        Cause {
+            reason: "FieldValueTooMany",
+            field: field.into(),
+            message: format!("Too many: {actual}: must have at most {max} items"),
+        }
+    }
+
     /// `field: message` as Kubernetes joins causes into the Status message.
     pub fn describe(&self) -> String {
         format!("{}: {}", self.field, self.message)

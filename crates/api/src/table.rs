@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::registry::ResourceInfo;
 
+mod breadth;
 mod format;
 mod rows;
 mod storage_quota;
@@ -140,6 +141,9 @@ fn columns(resource: &ResourceInfo) -> Vec<Col> {
         return cols;
     }
     if let Some(cols) = storage_quota::columns(resource) {
+        return cols;
+    }
+    if let Some(cols) = breadth::columns(resource) {
         return cols;
     }
     match (resource.group, resource.kind) {
@@ -375,6 +379,9 @@ fn row_cells(resource: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> (Vec<V
         return (cells, Vec::new());
     }
     if let Some(cells) = storage_quota::row(resource, obj, name.clone(), &created) {
+        return (cells, Vec::new());
+    }
+    if let Some(cells) = breadth::row(resource, obj, name.clone(), &created) {
         return (cells, Vec::new());
     }
     match (resource.group, resource.kind) {

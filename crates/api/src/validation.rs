@@ -31,11 +31,15 @@ const MAX_SECRET_SIZE: usize = 1024 * 1024;
 /// `supported` (listed in the order Kubernetes prints them).
 mod apps;
 mod batch;
+mod breadth;
+mod cluster;
 mod limits;
 mod names;
+mod networking;
 mod pod;
 mod policy;
 mod quota;
+mod rbac;
 mod service;
 mod storage;
 
@@ -94,7 +98,7 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("scheduling.k8s.io", "PriorityClass") => {
             crate::scheduling_validation::validate_priority_class(o, &mut errs)
         }
-        _ => {}
+        _ => breadth::validate_create(resource, o, &mut errs),
     }
     errs
 }
@@ -131,10 +135,11 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
             validate_stateful_set_update(o, n, &mut errs);
         }
         ("batch", "Job") => validate_job_update(o, n, &mut errs),
+
         ("apps", "Deployment") | ("apps", "ReplicaSet") | ("apps", "DaemonSet") => {
             selector_immutable(o, n, &mut errs);
         }
-        _ => {}
+        _ => breadth::validate_update(resource, o, n, &mut errs),
     }
     errs
 }
@@ -236,6 +241,7 @@ fn nonnegative(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>
 
 #[derive(Clone, Copy)]
 enum NameRule {
+    PathSegment,
     Subdomain,
     Label,
     Dns1035,
@@ -245,6 +251,10 @@ fn name_rule(resource: &ResourceInfo) -> NameRule {
     match (resource.group, resource.kind) {
         ("", "Namespace") => NameRule::Label,
         ("", "Service") => NameRule::Dns1035,
+        ("rbac.authorization.k8s.io", _) | ("apiregistration.k8s.io", _) => NameRule::PathSegment,
+        // Checked as a canonical IP address by its own validation.
+        ("networking.k8s.io", "IPAddress") => NameRule::PathSegment,
+        ("node.k8s.io", "RuntimeClass") => NameRule::Subdomain,
         _ => NameRule::Subdomain,
     }
 }
@@ -259,6 +269,7 @@ fn check_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
         name
     };
     match rule {
+        NameRule::PathSegment => is_path_segment_name(name),
         NameRule::Subdomain => is_dns1123_subdomain(name),
         NameRule::Label => is_dns1123_label(name),
         NameRule::Dns1035 => is_dns1035_label(name),

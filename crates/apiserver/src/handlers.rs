@@ -407,7 +407,8 @@ async fn resource(
                 let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
                 let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
                 let warnings = written.warnings.clone();
-                Ok(json_response(code, written.bytes, "application/json", &warnings))
+                let body = render::served_bytes(r, &written.bytes);
+                Ok(json_response(code, body, "application/json", &warnings))
             }
             (Method::DELETE, None, None) => {
                 let body = body?;
@@ -426,7 +427,7 @@ async fn resource(
 }
 
 fn respond_written(
-    r: &ResourceInfo,
+    r: &'static ResourceInfo,
     code: StatusCode,
     w: &Written,
     repr: Representation,
@@ -445,7 +446,7 @@ fn get(
 ) -> Result<Response, Status> {
     let o = state.get(r, ns, name)?;
     match sub {
-        None | Some("status" | "ephemeralcontainers") => Ok(json_response(
+        None | Some("status" | "ephemeralcontainers" | "approval") => Ok(json_response(
             StatusCode::OK,
             render::object(r, &o.bytes, repr)?,
             "application/json",

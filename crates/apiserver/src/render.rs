@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use cairn_api::registry::ResourceInfo;
+use cairn_api::registry::{storage_of, ResourceInfo};
 use cairn_api::status::Status;
 use cairn_store::cache::CachedObject;
 use serde_json::{json, Value};
@@ -21,6 +21,37 @@ pub fn partial_metadata(obj: &Value) -> Value {
 fn parse(o: &CachedObject) -> Result<Value, Status> {
     serde_json::from_slice(&o.bytes)
         .map_err(|e| Status::internal(format!("decoding {}: {e}", o.key)))
+}
+
+/// Whether `r`'s objects are stored in another resource's shape and need converting.
+pub fn is_converted(r: &'static ResourceInfo) -> bool {
+    !std::ptr::eq(storage_of(r), r)
+}
+
+/// A stored object in the shape `r` serves (autoscaling/v1 HPAs, events.k8s.io Events).
+/// Bodies that are not objects of the stored kind (a `Status`) pass unchanged, and so does
+/// an object that cannot be converted, which is logged: the read still answers.
+pub fn served_bytes(r: &'static ResourceInfo, stored: &Bytes) -> Bytes {
+    if !is_converted(r) {
+        return stored.clone();
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(stored) else {
+        return stored.clone();
+    };
+    if v.get("kind").and_then(Value::as_str) != Some(storage_of(r).kind) {
+        return stored.clone();
+    }
+    match cairn_api::conversion::convert(&v, r).map(|c| serde_json::to_vec(&c)) {
+        Ok(Ok(b)) => Bytes::from(b),
+        Ok(Err(e)) => {
+            tracing::warn!(resource = r.plural, error = %e, "encoding a converted object");
+            stored.clone()
+        }
+        Err(e) => {
+            tracing::warn!(resource = r.plural, error = %e, "serving an object in its stored shape");
+            stored.clone()
+        }
+    }
 }
 
 /// List metadata: resourceVersion, continue and remainingItemCount.
@@ -46,7 +77,7 @@ impl ListMeta {
 /// A plain list as a stream of chunks that share the cached objects' bytes: a list of
 /// 10k pods costs no copy of them and no 25 MB buffer per request.
 pub fn list_stream(
-    r: &ResourceInfo,
+    r: &'static ResourceInfo,
     items: Vec<Arc<CachedObject>>,
     meta: &ListMeta,
 ) -> Result<impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>>, Status> {
@@ -57,9 +88,10 @@ pub fn list_stream(
     opening.put_slice(&head[..head.len().saturating_sub(1)]);
     opening.put_slice(b",\"items\":[");
     let opening = opening.freeze();
-    let pieces = items.into_iter().enumerate().flat_map(|(i, o)| {
+    let pieces = items.into_iter().enumerate().flat_map(move |(i, o)| {
         let sep = (i > 0).then(|| Bytes::from_static(b","));
-        sep.into_iter().chain(std::iter::once(o.bytes.clone()))
+        sep.into_iter()
+            .chain(std::iter::once(served_bytes(r, &o.bytes)))
     });
     let all = std::iter::once(opening)
         .chain(pieces)
@@ -101,7 +133,7 @@ fn concat(pieces: &[Bytes]) -> Bytes {
 /// A list answer in the asked representation. Plain lists are spliced from the stored
 /// bytes without decoding them.
 pub fn list(
-    r: &ResourceInfo,
+    r: &'static ResourceInfo,
     items: &[Arc<CachedObject>],
     meta: &ListMeta,
     repr: Representation,
@@ -119,7 +151,7 @@ pub fn list(
                 if i > 0 {
                     out.put_u8(b',');
                 }
-                out.put_slice(&o.bytes);
+                out.put_slice(&served_bytes(r, &o.bytes));
             }
             out.put_slice(b"]}");
             Ok(out.freeze())
@@ -129,7 +161,8 @@ pub fn list(
                 .iter()
                 .map(|o| parse(o))
                 .collect::<Result<Vec<_>, _>>()?;
-            let mut table = cairn_api::table::table(r, &objects, chrono::Utc::now());
+            // Printed from the stored shape: upstream prints every version of a kind alike.
+            let mut table = cairn_api::table::table(storage_of(r), &objects, chrono::Utc::now());
             table["metadata"] = meta.to_json();
             to_bytes(&table)
         }
@@ -149,9 +182,13 @@ pub fn list(
 }
 
 /// One object in the asked representation.
-pub fn object(r: &ResourceInfo, bytes: &Bytes, repr: Representation) -> Result<Bytes, Status> {
+pub fn object(
+    r: &'static ResourceInfo,
+    bytes: &Bytes,
+    repr: Representation,
+) -> Result<Bytes, Status> {
     match repr {
-        Representation::Object => Ok(bytes.clone()),
+        Representation::Object => Ok(served_bytes(r, bytes)),
         Representation::Table => {
             let v: Value =
                 serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
@@ -159,7 +196,7 @@ pub fn object(r: &ResourceInfo, bytes: &Bytes, repr: Representation) -> Result<B
                 .pointer("/metadata/resourceVersion")
                 .cloned()
                 .unwrap_or(Value::Null);
-            let mut table = cairn_api::table::table(r, &[v], chrono::Utc::now());
+            let mut table = cairn_api::table::table(storage_of(r), &[v], chrono::Utc::now());
             table["metadata"] = json!({"resourceVersion": rv});
             to_bytes(&table)
         }

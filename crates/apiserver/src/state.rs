@@ -22,6 +22,8 @@ use allocate::{service_ips, service_node_ports, Allocations};
 mod allocate;
 mod binding;
 mod bootstrap;
+mod bootstrap_api;
+mod convert;
 mod delete;
 mod eviction;
 mod update;
@@ -117,6 +119,7 @@ pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
 fn tracks_generation(r: &ResourceInfo) -> bool {
     (r.group == "apps" && r.kind != "ControllerRevision")
         || r.group == "batch"
+        || matches!(r.kind, "Ingress" | "IngressClass" | "NetworkPolicy")
         || r.kind == "ReplicationController"
 }
 
@@ -345,7 +348,7 @@ impl ApiState {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Written, Status> {
-        let mut obj = body;
+        let (r, mut obj) = Self::to_storage_shape(r, body, opts)?;
         Self::check_type(r, &mut obj, r.kind)?;
         let (mut obj, warnings) = Self::normalize(r, obj, opts)?;
         if r.namespaced {

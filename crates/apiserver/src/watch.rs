@@ -47,7 +47,7 @@ fn frame(event_type: &str, object: &[u8]) -> Bytes {
 }
 
 fn encode(
-    r: &ResourceInfo,
+    r: &'static ResourceInfo,
     event_type: &str,
     o: &CachedObject,
     repr: Representation,
@@ -157,7 +157,7 @@ pub async fn start(
                         WatchEventType::Modified => "MODIFIED",
                         WatchEventType::Deleted => "DELETED",
                     };
-                    if kind == Some(natural) && repr == Representation::Object {
+                    if kind == Some(natural) && repr == Representation::Object && !render::is_converted(r) {
                         // The common case: every watcher sends the same frame; build it once.
                         let b = ev.encoded.get_or_init(|| frame(natural, &ev.object.bytes)).clone();
                         if tx.send(b).await.is_err() {

@@ -5,6 +5,7 @@
 //! runs them in-process, `cairn-control controllers --kubeconfig F` alone.
 
 pub mod cached_pod;
+pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -47,6 +48,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
@@ -113,6 +115,7 @@ struct Informers {
     claims: informer::Informer<PersistentVolumeClaim>,
     volumes: informer::Informer<PersistentVolume>,
     storageclasses: informer::Informer<StorageClass>,
+    clusterroles: informer::Informer<ClusterRole>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
     pod_service_listeners: Option<ServiceListeners>,
 }
@@ -247,6 +250,19 @@ fn start_serviceaccount(client: &Client, inf: &mut Informers) -> Task {
         futures::stream::select(own, sas),
         resync_ticks(),
     ))
+}
+
+fn start_clusterrole_aggregation(client: &Client, inf: &mut Informers) -> Task {
+    let roles = inf.clusterroles.reader();
+    let triggers = inf
+        .clusterroles
+        .subscribe_with_deletions(clusterroleaggregation::aggregators(roles.clone()));
+    let ctx = Arc::new(clusterroleaggregation::Ctx {
+        client: client.clone(),
+        roles,
+        retries: Default::default(),
+    });
+    Box::pin(clusterroleaggregation::run(ctx, triggers, resync_ticks()))
 }
 
 fn start_job(client: &Client, inf: &mut Informers) -> Task {
@@ -618,6 +634,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("pvc-protection", start_claim_protection),
     ("pv-protection", start_volume_protection),
     ("servicelb", start_servicelb),
+    ("clusterrole-aggregation", start_clusterrole_aggregation),
 ];
 
 impl Informers {
@@ -648,6 +665,7 @@ impl Informers {
             claims: informer::Informer::new(Api::all(client.clone())),
             volumes: informer::Informer::new(Api::all(client.clone())),
             storageclasses: informer::Informer::new(Api::all(client.clone())),
+            clusterroles: informer::Informer::new(Api::all(client.clone())),
             pod_service_listeners: None,
         }
     }
@@ -707,6 +725,7 @@ impl Informers {
             self.storageclasses.start_if_used("storageclasses").await,
             self.volumes.start_if_used("persistentvolumes").await,
             self.claims.start_if_used("persistentvolumeclaims").await,
+            self.clusterroles.start_if_used("clusterroles").await,
         ];
         started.into_iter().flatten().collect()
     }

@@ -29,6 +29,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("pvc-protection", true),
     ("pv-protection", true),
     ("servicelb", true),
+    ("clusterrole-aggregation", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

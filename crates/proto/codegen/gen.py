@@ -78,6 +78,11 @@ ROOTS = [
     ("policy/v1", "PodDisruptionBudget", "api::policy::v1::PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass", "api::scheduling::v1::PriorityClass"),
     ("authentication.k8s.io/v1", "TokenRequest", "api::authentication::v1::TokenRequest"),
+    # `kubectl autoscale` and `kubectl certificate approve|deny` (typed clients)
+    ("autoscaling/v1", "HorizontalPodAutoscaler", "api::autoscaling::v1::HorizontalPodAutoscaler"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", "api::autoscaling::v2::HorizontalPodAutoscaler"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest",
+     "api::certificates::v1::CertificateSigningRequest"),
 ]
 
 # Messages with a hand-written converter in src/convert.rs.
@@ -87,6 +92,7 @@ SPECIAL = {
     "apimachinery::pkg::api::resource::Quantity": "special_quantity",
     "apimachinery::pkg::util::intstr::IntOrString": "special_int_or_string",
     META + "FieldsV1": "special_fields_v1",
+    "api::certificates::v1::ExtraValue": "special_extra_value",
 }
 
 # Go `json:",inline"` embeddings (types.go): the protobuf message has a field holding the
@@ -227,6 +233,17 @@ POINTER = {
     "api::policy::v1::PodDisruptionBudgetSpec": "unhealthy_pod_eviction_policy",
     "api::scheduling::v1::PriorityClass": "preemption_policy",
     "api::authentication::v1::TokenRequestSpec": "expiration_seconds",
+    # k8s.io/api autoscaling/v1, autoscaling/v2 and certificates/v1 types.go
+    "api::autoscaling::v1::HorizontalPodAutoscalerSpec": "min_replicas target_cpu_utilization_percentage",
+    "api::autoscaling::v1::HorizontalPodAutoscalerStatus": (
+        "observed_generation current_cpu_utilization_percentage"
+    ),
+    "api::autoscaling::v2::HorizontalPodAutoscalerSpec": "min_replicas",
+    "api::autoscaling::v2::HorizontalPodAutoscalerStatus": "observed_generation",
+    "api::autoscaling::v2::HpaScalingRules": "stabilization_window_seconds select_policy",
+    "api::autoscaling::v2::MetricTarget": "average_utilization",
+    "api::autoscaling::v2::MetricValueStatus": "average_utilization",
+    "api::certificates::v1::CertificateSigningRequestSpec": "expiration_seconds",
 }
 
 # Go value fields written even when zero although the OpenAPI spec calls them optional
@@ -236,6 +253,8 @@ ALWAYS = {
     CORE + "Event": "reporting_component reporting_instance",
     CORE + "NodeRuntimeHandler": "name",
     "api::autoscaling::v1::ScaleSpec": "replicas",
+    "api::autoscaling::v1::HorizontalPodAutoscalerStatus": "current_replicas desired_replicas",
+    "api::autoscaling::v2::HorizontalPodAutoscalerStatus": "desired_replicas",
     "api::batch::v1::PodFailurePolicyOnPodConditionsPattern": "status",
     APPS + "StatefulSetOrdinals": "start",
 }
@@ -244,6 +263,7 @@ ALWAYS = {
 # without an entry in SPECIAL would produce wrong JSON, so the generator refuses.
 CUSTOM_JSON = {
     META + "Duration",  # Go duration string "1h0m0s"
+    "api::certificates::v1::ExtraValue",  # Go []string
     META + "Timestamp",
     "apimachinery::pkg::runtime::RawExtension",  # embedded JSON
     "apimachinery::pkg::runtime::Unknown",

@@ -342,6 +342,17 @@ pub(crate) fn special_int_or_string(
     }
 }
 
+/// certificates/v1 ExtraValue: a Go `[]string`, so a JSON array of its items.
+pub(crate) fn special_extra_value(
+    m: k8s_pb::api::certificates::v1::ExtraValue,
+    _path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::certificates::v1::ExtraValue { items } = m;
+    Ok(Some(Value::Array(
+        items.into_iter().map(Value::String).collect(),
+    )))
+}
+
 /// metav1.FieldsV1: raw JSON, embedded as is.
 pub(crate) fn special_fields_v1(m: FieldsV1, path: &Path<'_>) -> Result<Option<Value>, ProtoError> {
     let FieldsV1 { raw } = m;

@@ -970,6 +970,111 @@ pub(crate) fn conv_authentication_v1_token_request(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::autoscaling::v1::HorizontalPodAutoscaler`
+pub(crate) fn conv_autoscaling_v1_horizontal_pod_autoscaler(
+    m: k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_autoscaling_v1_horizontal_pod_autoscaler_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_autoscaling_v1_horizontal_pod_autoscaler_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HorizontalPodAutoscaler`
+pub(crate) fn conv_autoscaling_v2_horizontal_pod_autoscaler(
+    m: k8s_pb::api::autoscaling::v2::HorizontalPodAutoscaler,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HorizontalPodAutoscaler {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_autoscaling_v2_horizontal_pod_autoscaler_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_autoscaling_v2_horizontal_pod_autoscaler_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::certificates::v1::CertificateSigningRequest`
+pub(crate) fn conv_certificates_v1_certificate_signing_request(
+    m: k8s_pb::api::certificates::v1::CertificateSigningRequest,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::certificates::v1::CertificateSigningRequest {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_certificates_v1_certificate_signing_request_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_certificates_v1_certificate_signing_request_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `apimachinery::pkg::apis::meta::v1::ObjectMeta`
 pub(crate) fn conv_apis_meta_v1_object_meta(
     m: k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2940,6 +3045,196 @@ pub(crate) fn conv_authentication_v1_token_request_status(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::autoscaling::v1::HorizontalPodAutoscalerSpec`
+pub(crate) fn conv_autoscaling_v1_horizontal_pod_autoscaler_spec(
+    m: k8s_pb::api::autoscaling::v1::HorizontalPodAutoscalerSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
+        scale_target_ref: f_scale_target_ref,
+        min_replicas: f_min_replicas,
+        max_replicas: f_max_replicas,
+        target_cpu_utilization_percentage: f_target_cpu_utilization_percentage,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "scaleTargetRef",
+        f_scale_target_ref,
+        path,
+        conv_autoscaling_v1_cross_version_object_reference,
+    )?;
+    pointer(&mut out, "minReplicas", f_min_replicas, path)?;
+    required(&mut out, "maxReplicas", f_max_replicas, path)?;
+    pointer(
+        &mut out,
+        "targetCPUUtilizationPercentage",
+        f_target_cpu_utilization_percentage,
+        path,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v1::HorizontalPodAutoscalerStatus`
+pub(crate) fn conv_autoscaling_v1_horizontal_pod_autoscaler_status(
+    m: k8s_pb::api::autoscaling::v1::HorizontalPodAutoscalerStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v1::HorizontalPodAutoscalerStatus {
+        observed_generation: f_observed_generation,
+        last_scale_time: f_last_scale_time,
+        current_replicas: f_current_replicas,
+        desired_replicas: f_desired_replicas,
+        current_cpu_utilization_percentage: f_current_cpu_utilization_percentage,
+    } = m;
+    let mut out = Map::new();
+    pointer(&mut out, "observedGeneration", f_observed_generation, path)?;
+    message(
+        &mut out,
+        "lastScaleTime",
+        f_last_scale_time,
+        path,
+        special_time,
+    )?;
+    required(&mut out, "currentReplicas", f_current_replicas, path)?;
+    required(&mut out, "desiredReplicas", f_desired_replicas, path)?;
+    pointer(
+        &mut out,
+        "currentCPUUtilizationPercentage",
+        f_current_cpu_utilization_percentage,
+        path,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HorizontalPodAutoscalerSpec`
+pub(crate) fn conv_autoscaling_v2_horizontal_pod_autoscaler_spec(
+    m: k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
+        scale_target_ref: f_scale_target_ref,
+        min_replicas: f_min_replicas,
+        max_replicas: f_max_replicas,
+        metrics: f_metrics,
+        behavior: f_behavior,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "scaleTargetRef",
+        f_scale_target_ref,
+        path,
+        conv_autoscaling_v2_cross_version_object_reference,
+    )?;
+    pointer(&mut out, "minReplicas", f_min_replicas, path)?;
+    required(&mut out, "maxReplicas", f_max_replicas, path)?;
+    messages(
+        &mut out,
+        "metrics",
+        f_metrics,
+        path,
+        conv_autoscaling_v2_metric_spec,
+    )?;
+    message(
+        &mut out,
+        "behavior",
+        f_behavior,
+        path,
+        conv_autoscaling_v2_horizontal_pod_autoscaler_behavior,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HorizontalPodAutoscalerStatus`
+pub(crate) fn conv_autoscaling_v2_horizontal_pod_autoscaler_status(
+    m: k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
+        observed_generation: f_observed_generation,
+        last_scale_time: f_last_scale_time,
+        current_replicas: f_current_replicas,
+        desired_replicas: f_desired_replicas,
+        current_metrics: f_current_metrics,
+        conditions: f_conditions,
+    } = m;
+    let mut out = Map::new();
+    pointer(&mut out, "observedGeneration", f_observed_generation, path)?;
+    message(
+        &mut out,
+        "lastScaleTime",
+        f_last_scale_time,
+        path,
+        special_time,
+    )?;
+    omitempty(&mut out, "currentReplicas", f_current_replicas, path)?;
+    required(&mut out, "desiredReplicas", f_desired_replicas, path)?;
+    messages(
+        &mut out,
+        "currentMetrics",
+        f_current_metrics,
+        path,
+        conv_autoscaling_v2_metric_status,
+    )?;
+    messages(
+        &mut out,
+        "conditions",
+        f_conditions,
+        path,
+        conv_autoscaling_v2_horizontal_pod_autoscaler_condition,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::certificates::v1::CertificateSigningRequestSpec`
+pub(crate) fn conv_certificates_v1_certificate_signing_request_spec(
+    m: k8s_pb::api::certificates::v1::CertificateSigningRequestSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::certificates::v1::CertificateSigningRequestSpec {
+        request: f_request,
+        signer_name: f_signer_name,
+        expiration_seconds: f_expiration_seconds,
+        usages: f_usages,
+        username: f_username,
+        uid: f_uid,
+        groups: f_groups,
+        extra: f_extra,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "request", f_request, path)?;
+    required(&mut out, "signerName", f_signer_name, path)?;
+    pointer(&mut out, "expirationSeconds", f_expiration_seconds, path)?;
+    scalars(&mut out, "usages", f_usages, path)?;
+    omitempty(&mut out, "username", f_username, path)?;
+    omitempty(&mut out, "uid", f_uid, path)?;
+    scalars(&mut out, "groups", f_groups, path)?;
+    message_map(&mut out, "extra", f_extra, path, special_extra_value)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::certificates::v1::CertificateSigningRequestStatus`
+pub(crate) fn conv_certificates_v1_certificate_signing_request_status(
+    m: k8s_pb::api::certificates::v1::CertificateSigningRequestStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::certificates::v1::CertificateSigningRequestStatus {
+        conditions: f_conditions,
+        certificate: f_certificate,
+    } = m;
+    let mut out = Map::new();
+    messages(
+        &mut out,
+        "conditions",
+        f_conditions,
+        path,
+        conv_certificates_v1_certificate_signing_request_condition,
+    )?;
+    omitempty(&mut out, "certificate", f_certificate, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `apimachinery::pkg::apis::meta::v1::OwnerReference`
 pub(crate) fn conv_apis_meta_v1_owner_reference(
     m: k8s_pb::apimachinery::pkg::apis::meta::v1::OwnerReference,
@@ -4716,6 +5011,235 @@ pub(crate) fn conv_authentication_v1_bound_object_reference(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::autoscaling::v1::CrossVersionObjectReference`
+pub(crate) fn conv_autoscaling_v1_cross_version_object_reference(
+    m: k8s_pb::api::autoscaling::v1::CrossVersionObjectReference,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v1::CrossVersionObjectReference {
+        kind: f_kind,
+        name: f_name,
+        api_version: f_api_version,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "kind", f_kind, path)?;
+    required(&mut out, "name", f_name, path)?;
+    omitempty(&mut out, "apiVersion", f_api_version, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::CrossVersionObjectReference`
+pub(crate) fn conv_autoscaling_v2_cross_version_object_reference(
+    m: k8s_pb::api::autoscaling::v2::CrossVersionObjectReference,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::CrossVersionObjectReference {
+        kind: f_kind,
+        name: f_name,
+        api_version: f_api_version,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "kind", f_kind, path)?;
+    required(&mut out, "name", f_name, path)?;
+    omitempty(&mut out, "apiVersion", f_api_version, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::MetricSpec`
+pub(crate) fn conv_autoscaling_v2_metric_spec(
+    m: k8s_pb::api::autoscaling::v2::MetricSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::MetricSpec {
+        r#type: f_type,
+        object: f_object,
+        pods: f_pods,
+        resource: f_resource,
+        container_resource: f_container_resource,
+        external: f_external,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    message(
+        &mut out,
+        "object",
+        f_object,
+        path,
+        conv_autoscaling_v2_object_metric_source,
+    )?;
+    message(
+        &mut out,
+        "pods",
+        f_pods,
+        path,
+        conv_autoscaling_v2_pods_metric_source,
+    )?;
+    message(
+        &mut out,
+        "resource",
+        f_resource,
+        path,
+        conv_autoscaling_v2_resource_metric_source,
+    )?;
+    message(
+        &mut out,
+        "containerResource",
+        f_container_resource,
+        path,
+        conv_autoscaling_v2_container_resource_metric_source,
+    )?;
+    message(
+        &mut out,
+        "external",
+        f_external,
+        path,
+        conv_autoscaling_v2_external_metric_source,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HorizontalPodAutoscalerBehavior`
+pub(crate) fn conv_autoscaling_v2_horizontal_pod_autoscaler_behavior(
+    m: k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerBehavior,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerBehavior {
+        scale_up: f_scale_up,
+        scale_down: f_scale_down,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "scaleUp",
+        f_scale_up,
+        path,
+        conv_autoscaling_v2_hpa_scaling_rules,
+    )?;
+    message(
+        &mut out,
+        "scaleDown",
+        f_scale_down,
+        path,
+        conv_autoscaling_v2_hpa_scaling_rules,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::MetricStatus`
+pub(crate) fn conv_autoscaling_v2_metric_status(
+    m: k8s_pb::api::autoscaling::v2::MetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::MetricStatus {
+        r#type: f_type,
+        object: f_object,
+        pods: f_pods,
+        resource: f_resource,
+        container_resource: f_container_resource,
+        external: f_external,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    message(
+        &mut out,
+        "object",
+        f_object,
+        path,
+        conv_autoscaling_v2_object_metric_status,
+    )?;
+    message(
+        &mut out,
+        "pods",
+        f_pods,
+        path,
+        conv_autoscaling_v2_pods_metric_status,
+    )?;
+    message(
+        &mut out,
+        "resource",
+        f_resource,
+        path,
+        conv_autoscaling_v2_resource_metric_status,
+    )?;
+    message(
+        &mut out,
+        "containerResource",
+        f_container_resource,
+        path,
+        conv_autoscaling_v2_container_resource_metric_status,
+    )?;
+    message(
+        &mut out,
+        "external",
+        f_external,
+        path,
+        conv_autoscaling_v2_external_metric_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HorizontalPodAutoscalerCondition`
+pub(crate) fn conv_autoscaling_v2_horizontal_pod_autoscaler_condition(
+    m: k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerCondition,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
+        r#type: f_type,
+        status: f_status,
+        last_transition_time: f_last_transition_time,
+        reason: f_reason,
+        message: f_message,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    required(&mut out, "status", f_status, path)?;
+    message(
+        &mut out,
+        "lastTransitionTime",
+        f_last_transition_time,
+        path,
+        special_time,
+    )?;
+    omitempty(&mut out, "reason", f_reason, path)?;
+    omitempty(&mut out, "message", f_message, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::certificates::v1::CertificateSigningRequestCondition`
+pub(crate) fn conv_certificates_v1_certificate_signing_request_condition(
+    m: k8s_pb::api::certificates::v1::CertificateSigningRequestCondition,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::certificates::v1::CertificateSigningRequestCondition {
+        r#type: f_type,
+        status: f_status,
+        reason: f_reason,
+        message: f_message,
+        last_update_time: f_last_update_time,
+        last_transition_time: f_last_transition_time,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    required(&mut out, "status", f_status, path)?;
+    omitempty(&mut out, "reason", f_reason, path)?;
+    omitempty(&mut out, "message", f_message, path)?;
+    message(
+        &mut out,
+        "lastUpdateTime",
+        f_last_update_time,
+        path,
+        special_time,
+    )?;
+    message(
+        &mut out,
+        "lastTransitionTime",
+        f_last_transition_time,
+        path,
+        special_time,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::core::v1::ClientIpConfig`
 pub(crate) fn conv_core_v1_client_ip_config(
     m: k8s_pb::api::core::v1::ClientIpConfig,
@@ -6021,6 +6545,302 @@ pub(crate) fn conv_networking_v1_ingress_load_balancer_ingress(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::autoscaling::v2::ObjectMetricSource`
+pub(crate) fn conv_autoscaling_v2_object_metric_source(
+    m: k8s_pb::api::autoscaling::v2::ObjectMetricSource,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ObjectMetricSource {
+        described_object: f_described_object,
+        target: f_target,
+        metric: f_metric,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "describedObject",
+        f_described_object,
+        path,
+        conv_autoscaling_v2_cross_version_object_reference,
+    )?;
+    message(
+        &mut out,
+        "target",
+        f_target,
+        path,
+        conv_autoscaling_v2_metric_target,
+    )?;
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::PodsMetricSource`
+pub(crate) fn conv_autoscaling_v2_pods_metric_source(
+    m: k8s_pb::api::autoscaling::v2::PodsMetricSource,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::PodsMetricSource {
+        metric: f_metric,
+        target: f_target,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    message(
+        &mut out,
+        "target",
+        f_target,
+        path,
+        conv_autoscaling_v2_metric_target,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ResourceMetricSource`
+pub(crate) fn conv_autoscaling_v2_resource_metric_source(
+    m: k8s_pb::api::autoscaling::v2::ResourceMetricSource,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ResourceMetricSource {
+        name: f_name,
+        target: f_target,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "target",
+        f_target,
+        path,
+        conv_autoscaling_v2_metric_target,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ContainerResourceMetricSource`
+pub(crate) fn conv_autoscaling_v2_container_resource_metric_source(
+    m: k8s_pb::api::autoscaling::v2::ContainerResourceMetricSource,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ContainerResourceMetricSource {
+        name: f_name,
+        target: f_target,
+        container: f_container,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "target",
+        f_target,
+        path,
+        conv_autoscaling_v2_metric_target,
+    )?;
+    required(&mut out, "container", f_container, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ExternalMetricSource`
+pub(crate) fn conv_autoscaling_v2_external_metric_source(
+    m: k8s_pb::api::autoscaling::v2::ExternalMetricSource,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ExternalMetricSource {
+        metric: f_metric,
+        target: f_target,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    message(
+        &mut out,
+        "target",
+        f_target,
+        path,
+        conv_autoscaling_v2_metric_target,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HpaScalingRules`
+pub(crate) fn conv_autoscaling_v2_hpa_scaling_rules(
+    m: k8s_pb::api::autoscaling::v2::HpaScalingRules,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HpaScalingRules {
+        stabilization_window_seconds: f_stabilization_window_seconds,
+        select_policy: f_select_policy,
+        policies: f_policies,
+        tolerance: f_tolerance,
+    } = m;
+    let mut out = Map::new();
+    pointer(
+        &mut out,
+        "stabilizationWindowSeconds",
+        f_stabilization_window_seconds,
+        path,
+    )?;
+    pointer(&mut out, "selectPolicy", f_select_policy, path)?;
+    messages(
+        &mut out,
+        "policies",
+        f_policies,
+        path,
+        conv_autoscaling_v2_hpa_scaling_policy,
+    )?;
+    message(&mut out, "tolerance", f_tolerance, path, special_quantity)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ObjectMetricStatus`
+pub(crate) fn conv_autoscaling_v2_object_metric_status(
+    m: k8s_pb::api::autoscaling::v2::ObjectMetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ObjectMetricStatus {
+        metric: f_metric,
+        current: f_current,
+        described_object: f_described_object,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    message(
+        &mut out,
+        "current",
+        f_current,
+        path,
+        conv_autoscaling_v2_metric_value_status,
+    )?;
+    message(
+        &mut out,
+        "describedObject",
+        f_described_object,
+        path,
+        conv_autoscaling_v2_cross_version_object_reference,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::PodsMetricStatus`
+pub(crate) fn conv_autoscaling_v2_pods_metric_status(
+    m: k8s_pb::api::autoscaling::v2::PodsMetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::PodsMetricStatus {
+        metric: f_metric,
+        current: f_current,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    message(
+        &mut out,
+        "current",
+        f_current,
+        path,
+        conv_autoscaling_v2_metric_value_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ResourceMetricStatus`
+pub(crate) fn conv_autoscaling_v2_resource_metric_status(
+    m: k8s_pb::api::autoscaling::v2::ResourceMetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ResourceMetricStatus {
+        name: f_name,
+        current: f_current,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "current",
+        f_current,
+        path,
+        conv_autoscaling_v2_metric_value_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ContainerResourceMetricStatus`
+pub(crate) fn conv_autoscaling_v2_container_resource_metric_status(
+    m: k8s_pb::api::autoscaling::v2::ContainerResourceMetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ContainerResourceMetricStatus {
+        name: f_name,
+        current: f_current,
+        container: f_container,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "current",
+        f_current,
+        path,
+        conv_autoscaling_v2_metric_value_status,
+    )?;
+    required(&mut out, "container", f_container, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::ExternalMetricStatus`
+pub(crate) fn conv_autoscaling_v2_external_metric_status(
+    m: k8s_pb::api::autoscaling::v2::ExternalMetricStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::ExternalMetricStatus {
+        metric: f_metric,
+        current: f_current,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metric",
+        f_metric,
+        path,
+        conv_autoscaling_v2_metric_identifier,
+    )?;
+    message(
+        &mut out,
+        "current",
+        f_current,
+        path,
+        conv_autoscaling_v2_metric_value_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::core::v1::PortStatus`
 pub(crate) fn conv_core_v1_port_status(
     m: k8s_pb::api::core::v1::PortStatus,
@@ -7130,6 +7950,92 @@ pub(crate) fn conv_networking_v1_ingress_port_status(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::autoscaling::v2::MetricTarget`
+pub(crate) fn conv_autoscaling_v2_metric_target(
+    m: k8s_pb::api::autoscaling::v2::MetricTarget,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::MetricTarget {
+        r#type: f_type,
+        value: f_value,
+        average_value: f_average_value,
+        average_utilization: f_average_utilization,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    message(&mut out, "value", f_value, path, special_quantity)?;
+    message(
+        &mut out,
+        "averageValue",
+        f_average_value,
+        path,
+        special_quantity,
+    )?;
+    pointer(&mut out, "averageUtilization", f_average_utilization, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::MetricIdentifier`
+pub(crate) fn conv_autoscaling_v2_metric_identifier(
+    m: k8s_pb::api::autoscaling::v2::MetricIdentifier,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::MetricIdentifier {
+        name: f_name,
+        selector: f_selector,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "selector",
+        f_selector,
+        path,
+        conv_apis_meta_v1_label_selector,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::HpaScalingPolicy`
+pub(crate) fn conv_autoscaling_v2_hpa_scaling_policy(
+    m: k8s_pb::api::autoscaling::v2::HpaScalingPolicy,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::HpaScalingPolicy {
+        r#type: f_type,
+        value: f_value,
+        period_seconds: f_period_seconds,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "type", f_type, path)?;
+    required(&mut out, "value", f_value, path)?;
+    required(&mut out, "periodSeconds", f_period_seconds, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::autoscaling::v2::MetricValueStatus`
+pub(crate) fn conv_autoscaling_v2_metric_value_status(
+    m: k8s_pb::api::autoscaling::v2::MetricValueStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::autoscaling::v2::MetricValueStatus {
+        value: f_value,
+        average_value: f_average_value,
+        average_utilization: f_average_utilization,
+    } = m;
+    let mut out = Map::new();
+    message(&mut out, "value", f_value, path, special_quantity)?;
+    message(
+        &mut out,
+        "averageValue",
+        f_average_value,
+        path,
+        special_quantity,
+    )?;
+    pointer(&mut out, "averageUtilization", f_average_utilization, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::core::v1::KeyToPath`
 pub(crate) fn conv_core_v1_key_to_path(
     m: k8s_pb::api::core::v1::KeyToPath,
@@ -7673,19 +8579,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(31),
+                shape: FieldShape::Message(34),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(32),
+                shape: FieldShape::Message(35),
                 repeated: false,
             },
         ],
@@ -7696,19 +8602,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(36),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(37),
                 repeated: false,
             },
         ],
@@ -7719,7 +8625,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
@@ -7748,7 +8654,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
@@ -7783,19 +8689,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "secrets",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: true,
             },
             SchemaField {
@@ -7812,19 +8718,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(37),
+                shape: FieldShape::Message(40),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(41),
                 repeated: false,
             },
         ],
@@ -7835,19 +8741,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(42),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(40),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
         ],
@@ -7858,13 +8764,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subsets",
-                shape: FieldShape::Message(41),
+                shape: FieldShape::Message(44),
                 repeated: true,
             },
         ],
@@ -7875,13 +8781,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "involvedObject",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: false,
             },
             SchemaField {
@@ -7899,19 +8805,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "source",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "firstTimestamp",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTimestamp",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -7929,13 +8835,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "eventTime",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(47),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "series",
-                shape: FieldShape::Message(45),
+                shape: FieldShape::Message(48),
                 repeated: false,
             },
             SchemaField {
@@ -7947,7 +8853,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "related",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: false,
             },
             SchemaField {
@@ -7970,19 +8876,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(49),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(50),
                 repeated: false,
             },
         ],
@@ -7993,19 +8899,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(48),
+                shape: FieldShape::Message(51),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(49),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
         ],
@@ -8016,19 +8922,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(50),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(51),
+                shape: FieldShape::Message(54),
                 repeated: false,
             },
         ],
@@ -8039,19 +8945,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(52),
+                shape: FieldShape::Message(55),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(53),
+                shape: FieldShape::Message(56),
                 repeated: false,
             },
         ],
@@ -8062,13 +8968,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(54),
+                shape: FieldShape::Message(57),
                 repeated: false,
             },
         ],
@@ -8079,7 +8985,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
@@ -8091,13 +8997,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "endpoints",
-                shape: FieldShape::Message(55),
+                shape: FieldShape::Message(58),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(56),
+                shape: FieldShape::Message(59),
                 repeated: true,
             },
         ],
@@ -8108,19 +9014,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(57),
+                shape: FieldShape::Message(60),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(58),
+                shape: FieldShape::Message(61),
                 repeated: false,
             },
         ],
@@ -8137,7 +9043,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preconditions",
-                shape: FieldShape::Message(59),
+                shape: FieldShape::Message(62),
                 repeated: false,
             },
             SchemaField {
@@ -8172,19 +9078,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(60),
+                shape: FieldShape::Message(63),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(61),
+                shape: FieldShape::Message(64),
                 repeated: false,
             },
         ],
@@ -8195,19 +9101,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(62),
+                shape: FieldShape::Message(65),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(63),
+                shape: FieldShape::Message(66),
                 repeated: false,
             },
         ],
@@ -8218,19 +9124,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(64),
+                shape: FieldShape::Message(67),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(65),
+                shape: FieldShape::Message(68),
                 repeated: false,
             },
         ],
@@ -8241,19 +9147,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(66),
+                shape: FieldShape::Message(69),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(67),
+                shape: FieldShape::Message(70),
                 repeated: false,
             },
         ],
@@ -8264,19 +9170,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(68),
+                shape: FieldShape::Message(71),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(69),
+                shape: FieldShape::Message(72),
                 repeated: false,
             },
         ],
@@ -8287,13 +9193,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "rules",
-                shape: FieldShape::Message(70),
+                shape: FieldShape::Message(73),
                 repeated: true,
             },
         ],
@@ -8304,19 +9210,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "rules",
-                shape: FieldShape::Message(70),
+                shape: FieldShape::Message(73),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "aggregationRule",
-                shape: FieldShape::Message(71),
+                shape: FieldShape::Message(74),
                 repeated: false,
             },
         ],
@@ -8327,19 +9233,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subjects",
-                shape: FieldShape::Message(72),
+                shape: FieldShape::Message(75),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "roleRef",
-                shape: FieldShape::Message(73),
+                shape: FieldShape::Message(76),
                 repeated: false,
             },
         ],
@@ -8350,19 +9256,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subjects",
-                shape: FieldShape::Message(72),
+                shape: FieldShape::Message(75),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "roleRef",
-                shape: FieldShape::Message(73),
+                shape: FieldShape::Message(76),
                 repeated: false,
             },
         ],
@@ -8373,19 +9279,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(74),
+                shape: FieldShape::Message(77),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(75),
+                shape: FieldShape::Message(78),
                 repeated: false,
             },
         ],
@@ -8396,19 +9302,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(76),
+                shape: FieldShape::Message(79),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(77),
+                shape: FieldShape::Message(80),
                 repeated: false,
             },
         ],
@@ -8419,7 +9325,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
@@ -8454,19 +9360,88 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(78),
+                shape: FieldShape::Message(81),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(79),
+                shape: FieldShape::Message(82),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscaler",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(33),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(83),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(84),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscaler",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(33),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(85),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(86),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "CertificateSigningRequest",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(33),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(87),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(88),
                 repeated: false,
             },
         ],
@@ -8519,13 +9494,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "creationTimestamp",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "deletionTimestamp",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -8549,7 +9524,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ownerReferences",
-                shape: FieldShape::Message(80),
+                shape: FieldShape::Message(89),
                 repeated: true,
             },
             SchemaField {
@@ -8561,7 +9536,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 17,
                 json: "managedFields",
-                shape: FieldShape::Message(81),
+                shape: FieldShape::Message(90),
                 repeated: true,
             },
         ],
@@ -8587,7 +9562,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(82),
+                shape: FieldShape::Message(91),
                 repeated: true,
             },
         ],
@@ -8598,7 +9573,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "ports",
-                shape: FieldShape::Message(83),
+                shape: FieldShape::Message(92),
                 repeated: true,
             },
             SchemaField {
@@ -8676,7 +9651,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "sessionAffinityConfig",
-                shape: FieldShape::Message(84),
+                shape: FieldShape::Message(93),
                 repeated: false,
             },
             SchemaField {
@@ -8723,13 +9698,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "loadBalancer",
-                shape: FieldShape::Message(85),
+                shape: FieldShape::Message(94),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(86),
+                shape: FieldShape::Message(95),
                 repeated: true,
             },
         ],
@@ -8796,25 +9771,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "volumes",
-                shape: FieldShape::Message(87),
+                shape: FieldShape::Message(96),
                 repeated: true,
             },
             SchemaField {
                 tag: 20,
                 json: "initContainers",
-                shape: FieldShape::Message(88),
+                shape: FieldShape::Message(97),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "containers",
-                shape: FieldShape::Message(88),
+                shape: FieldShape::Message(97),
                 repeated: true,
             },
             SchemaField {
                 tag: 34,
                 json: "ephemeralContainers",
-                shape: FieldShape::Message(89),
+                shape: FieldShape::Message(98),
                 repeated: true,
             },
             SchemaField {
@@ -8898,13 +9873,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "securityContext",
-                shape: FieldShape::Message(90),
+                shape: FieldShape::Message(99),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: true,
             },
             SchemaField {
@@ -8922,7 +9897,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 18,
                 json: "affinity",
-                shape: FieldShape::Message(91),
+                shape: FieldShape::Message(100),
                 repeated: false,
             },
             SchemaField {
@@ -8934,13 +9909,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 22,
                 json: "tolerations",
-                shape: FieldShape::Message(92),
+                shape: FieldShape::Message(101),
                 repeated: true,
             },
             SchemaField {
                 tag: 23,
                 json: "hostAliases",
-                shape: FieldShape::Message(93),
+                shape: FieldShape::Message(102),
                 repeated: true,
             },
             SchemaField {
@@ -8958,13 +9933,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 26,
                 json: "dnsConfig",
-                shape: FieldShape::Message(94),
+                shape: FieldShape::Message(103),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "readinessGates",
-                shape: FieldShape::Message(95),
+                shape: FieldShape::Message(104),
                 repeated: true,
             },
             SchemaField {
@@ -8988,13 +9963,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 32,
                 json: "overhead",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 33,
                 json: "topologySpreadConstraints",
-                shape: FieldShape::Message(97),
+                shape: FieldShape::Message(106),
                 repeated: true,
             },
             SchemaField {
@@ -9006,7 +9981,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 36,
                 json: "os",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(107),
                 repeated: false,
             },
             SchemaField {
@@ -9018,19 +9993,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 38,
                 json: "schedulingGates",
-                shape: FieldShape::Message(99),
+                shape: FieldShape::Message(108),
                 repeated: true,
             },
             SchemaField {
                 tag: 39,
                 json: "resourceClaims",
-                shape: FieldShape::Message(100),
+                shape: FieldShape::Message(109),
                 repeated: true,
             },
             SchemaField {
                 tag: 40,
                 json: "resources",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
@@ -9042,7 +10017,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 42,
                 json: "workloadRef",
-                shape: FieldShape::Message(102),
+                shape: FieldShape::Message(111),
                 repeated: false,
             },
         ],
@@ -9065,7 +10040,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(103),
+                shape: FieldShape::Message(112),
                 repeated: true,
             },
             SchemaField {
@@ -9095,7 +10070,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 16,
                 json: "hostIPs",
-                shape: FieldShape::Message(104),
+                shape: FieldShape::Message(113),
                 repeated: true,
             },
             SchemaField {
@@ -9107,25 +10082,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 12,
                 json: "podIPs",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(114),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "startTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "initContainerStatuses",
-                shape: FieldShape::Message(106),
+                shape: FieldShape::Message(115),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "containerStatuses",
-                shape: FieldShape::Message(106),
+                shape: FieldShape::Message(115),
                 repeated: true,
             },
             SchemaField {
@@ -9137,7 +10112,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ephemeralContainerStatuses",
-                shape: FieldShape::Message(106),
+                shape: FieldShape::Message(115),
                 repeated: true,
             },
             SchemaField {
@@ -9149,25 +10124,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "resourceClaimStatuses",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(116),
                 repeated: true,
             },
             SchemaField {
                 tag: 18,
                 json: "extendedResourceClaimStatus",
-                shape: FieldShape::Message(108),
+                shape: FieldShape::Message(117),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "resources",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
         ],
@@ -9202,13 +10177,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "taints",
-                shape: FieldShape::Message(109),
+                shape: FieldShape::Message(118),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "configSource",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
@@ -9225,13 +10200,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "allocatable",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
@@ -9243,31 +10218,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(111),
+                shape: FieldShape::Message(120),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "addresses",
-                shape: FieldShape::Message(112),
+                shape: FieldShape::Message(121),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "daemonEndpoints",
-                shape: FieldShape::Message(113),
+                shape: FieldShape::Message(122),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nodeInfo",
-                shape: FieldShape::Message(114),
+                shape: FieldShape::Message(123),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "images",
-                shape: FieldShape::Message(115),
+                shape: FieldShape::Message(124),
                 repeated: true,
             },
             SchemaField {
@@ -9279,25 +10254,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "volumesAttached",
-                shape: FieldShape::Message(116),
+                shape: FieldShape::Message(125),
                 repeated: true,
             },
             SchemaField {
                 tag: 11,
                 json: "config",
-                shape: FieldShape::Message(117),
+                shape: FieldShape::Message(126),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "runtimeHandlers",
-                shape: FieldShape::Message(118),
+                shape: FieldShape::Message(127),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "features",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(128),
                 repeated: false,
             },
             SchemaField {
@@ -9314,19 +10289,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "addresses",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "notReadyAddresses",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(121),
+                shape: FieldShape::Message(130),
                 repeated: true,
             },
         ],
@@ -9394,7 +10369,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "lastObservedTime",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(47),
                 repeated: false,
             },
         ],
@@ -9423,7 +10398,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
         ],
@@ -9464,7 +10439,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(123),
+                shape: FieldShape::Message(132),
                 repeated: true,
             },
         ],
@@ -9481,19 +10456,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "strategy",
-                shape: FieldShape::Message(125),
+                shape: FieldShape::Message(134),
                 repeated: false,
             },
             SchemaField {
@@ -9570,7 +10545,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(126),
+                shape: FieldShape::Message(135),
                 repeated: true,
             },
             SchemaField {
@@ -9599,13 +10574,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
         ],
@@ -9652,7 +10627,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(127),
+                shape: FieldShape::Message(136),
                 repeated: true,
             },
         ],
@@ -9663,19 +10638,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "updateStrategy",
-                shape: FieldShape::Message(128),
+                shape: FieldShape::Message(137),
                 repeated: false,
             },
             SchemaField {
@@ -9752,7 +10727,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(129),
+                shape: FieldShape::Message(138),
                 repeated: true,
             },
         ],
@@ -9775,13 +10750,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "acquireTime",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(47),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "renewTime",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(47),
                 repeated: false,
             },
             SchemaField {
@@ -9816,7 +10791,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(130),
+                shape: FieldShape::Message(139),
                 repeated: false,
             },
             SchemaField {
@@ -9828,7 +10803,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: false,
             },
             SchemaField {
@@ -9852,7 +10827,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "hints",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(140),
                 repeated: false,
             },
         ],
@@ -9935,7 +10910,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
@@ -9947,7 +10922,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "scopeSelector",
-                shape: FieldShape::Message(132),
+                shape: FieldShape::Message(141),
                 repeated: false,
             },
         ],
@@ -9958,13 +10933,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "used",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
         ],
@@ -9981,13 +10956,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(142),
                 repeated: false,
             },
             SchemaField {
@@ -10011,13 +10986,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "dataSource",
-                shape: FieldShape::Message(134),
+                shape: FieldShape::Message(143),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "dataSourceRef",
-                shape: FieldShape::Message(135),
+                shape: FieldShape::Message(144),
                 repeated: false,
             },
             SchemaField {
@@ -10046,19 +11021,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(136),
+                shape: FieldShape::Message(145),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
@@ -10076,7 +11051,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 9,
                 json: "modifyVolumeStatus",
-                shape: FieldShape::Message(137),
+                shape: FieldShape::Message(146),
                 repeated: false,
             },
         ],
@@ -10093,13 +11068,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
             SchemaField {
@@ -10123,7 +11098,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "updateStrategy",
-                shape: FieldShape::Message(138),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
@@ -10141,13 +11116,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaimRetentionPolicy",
-                shape: FieldShape::Message(139),
+                shape: FieldShape::Message(148),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "ordinals",
-                shape: FieldShape::Message(140),
+                shape: FieldShape::Message(149),
                 repeated: false,
             },
         ],
@@ -10206,7 +11181,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(141),
+                shape: FieldShape::Message(150),
                 repeated: true,
             },
             SchemaField {
@@ -10241,13 +11216,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "podFailurePolicy",
-                shape: FieldShape::Message(142),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "successPolicy",
-                shape: FieldShape::Message(143),
+                shape: FieldShape::Message(152),
                 repeated: false,
             },
             SchemaField {
@@ -10271,7 +11246,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -10283,7 +11258,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "template",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
             SchemaField {
@@ -10324,19 +11299,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "conditions",
-                shape: FieldShape::Message(144),
+                shape: FieldShape::Message(153),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "startTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "completionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -10378,7 +11353,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "uncountedTerminatedPods",
-                shape: FieldShape::Message(145),
+                shape: FieldShape::Message(154),
                 repeated: false,
             },
             SchemaField {
@@ -10425,7 +11400,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "jobTemplate",
-                shape: FieldShape::Message(146),
+                shape: FieldShape::Message(155),
                 repeated: false,
             },
             SchemaField {
@@ -10448,19 +11423,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "active",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: true,
             },
             SchemaField {
                 tag: 4,
                 json: "lastScheduleTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "lastSuccessfulTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
         ],
@@ -10505,7 +11480,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clusterRoleSelectors",
-            shape: FieldShape::Message(124),
+            shape: FieldShape::Message(133),
             repeated: true,
         }],
     },
@@ -10573,19 +11548,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "defaultBackend",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(156),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "tls",
-                shape: FieldShape::Message(148),
+                shape: FieldShape::Message(157),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "rules",
-                shape: FieldShape::Message(149),
+                shape: FieldShape::Message(158),
                 repeated: true,
             },
         ],
@@ -10595,7 +11570,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "loadBalancer",
-            shape: FieldShape::Message(150),
+            shape: FieldShape::Message(159),
             repeated: false,
         }],
     },
@@ -10605,19 +11580,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "minAvailable",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
@@ -10640,7 +11615,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "disruptedPods",
-                shape: FieldShape::MapOfMessages(43),
+                shape: FieldShape::MapOfMessages(46),
                 repeated: false,
             },
             SchemaField {
@@ -10670,7 +11645,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "conditions",
-                shape: FieldShape::Message(86),
+                shape: FieldShape::Message(95),
                 repeated: true,
             },
         ],
@@ -10693,7 +11668,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "boundObjectRef",
-                shape: FieldShape::Message(152),
+                shape: FieldShape::Message(161),
                 repeated: false,
             },
         ],
@@ -10710,7 +11685,217 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "expirationTimestamp",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "scaleTargetRef",
+                shape: FieldShape::Message(162),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "minReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "maxReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "targetCPUUtilizationPercentage",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "observedGeneration",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "lastScaleTime",
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "currentReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "desiredReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "currentCPUUtilizationPercentage",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "scaleTargetRef",
+                shape: FieldShape::Message(163),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "minReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "maxReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "metrics",
+                shape: FieldShape::Message(164),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 5,
+                json: "behavior",
+                shape: FieldShape::Message(165),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "observedGeneration",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "lastScaleTime",
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "currentReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "desiredReplicas",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "currentMetrics",
+                shape: FieldShape::Message(166),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 6,
+                json: "conditions",
+                shape: FieldShape::Message(167),
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "CertificateSigningRequestSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "request",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 7,
+                json: "signerName",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 8,
+                json: "expirationSeconds",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "usages",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 2,
+                json: "username",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "uid",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "groups",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 6,
+                json: "extra",
+                shape: FieldShape::MapOfMessages(168),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "CertificateSigningRequestStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "conditions",
+                shape: FieldShape::Message(169),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 2,
+                json: "certificate",
+                shape: FieldShape::Scalar,
                 repeated: false,
             },
         ],
@@ -10780,7 +11965,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "time",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -10792,7 +11977,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "fieldsV1",
-                shape: FieldShape::Message(153),
+                shape: FieldShape::Message(170),
                 repeated: false,
             },
             SchemaField {
@@ -10821,7 +12006,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -10868,7 +12053,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetPort",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
@@ -10884,7 +12069,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clientIP",
-            shape: FieldShape::Message(154),
+            shape: FieldShape::Message(171),
             repeated: false,
         }],
     },
@@ -10893,7 +12078,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(155),
+            shape: FieldShape::Message(172),
             repeated: true,
         }],
     },
@@ -10921,7 +12106,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -10950,7 +12135,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(156),
+                shape: FieldShape::Message(173),
                 repeated: false,
             },
         ],
@@ -10991,31 +12176,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(157),
+                shape: FieldShape::Message(174),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(158),
+                shape: FieldShape::Message(175),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(159),
+                shape: FieldShape::Message(176),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(177),
                 repeated: true,
             },
             SchemaField {
@@ -11027,43 +12212,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(161),
+                shape: FieldShape::Message(178),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(162),
+                shape: FieldShape::Message(179),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(180),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(165),
+                shape: FieldShape::Message(182),
                 repeated: false,
             },
             SchemaField {
@@ -11087,7 +12272,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(166),
+                shape: FieldShape::Message(183),
                 repeated: false,
             },
             SchemaField {
@@ -11116,7 +12301,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(167),
+                shape: FieldShape::Message(184),
                 repeated: false,
             },
             SchemaField {
@@ -11133,13 +12318,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(168),
+                shape: FieldShape::Message(185),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "windowsOptions",
-                shape: FieldShape::Message(169),
+                shape: FieldShape::Message(186),
                 repeated: false,
             },
             SchemaField {
@@ -11181,7 +12366,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "sysctls",
-                shape: FieldShape::Message(170),
+                shape: FieldShape::Message(187),
                 repeated: true,
             },
             SchemaField {
@@ -11193,13 +12378,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "seccompProfile",
-                shape: FieldShape::Message(171),
+                shape: FieldShape::Message(188),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(172),
+                shape: FieldShape::Message(189),
                 repeated: false,
             },
             SchemaField {
@@ -11216,19 +12401,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "nodeAffinity",
-                shape: FieldShape::Message(173),
+                shape: FieldShape::Message(190),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "podAffinity",
-                shape: FieldShape::Message(174),
+                shape: FieldShape::Message(191),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "podAntiAffinity",
-                shape: FieldShape::Message(175),
+                shape: FieldShape::Message(192),
                 repeated: false,
             },
         ],
@@ -11303,7 +12488,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "options",
-                shape: FieldShape::Message(176),
+                shape: FieldShape::Message(193),
                 repeated: true,
             },
         ],
@@ -11350,7 +12535,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "labelSelector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -11426,19 +12611,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "claims",
-                shape: FieldShape::Message(177),
+                shape: FieldShape::Message(194),
                 repeated: true,
             },
         ],
@@ -11490,13 +12675,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -11543,13 +12728,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "state",
-                shape: FieldShape::Message(178),
+                shape: FieldShape::Message(195),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastState",
-                shape: FieldShape::Message(178),
+                shape: FieldShape::Message(195),
                 repeated: false,
             },
             SchemaField {
@@ -11591,31 +12776,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "resources",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "volumeMounts",
-                shape: FieldShape::Message(179),
+                shape: FieldShape::Message(196),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "user",
-                shape: FieldShape::Message(180),
+                shape: FieldShape::Message(197),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "allocatedResourcesStatus",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(198),
                 repeated: true,
             },
             SchemaField {
@@ -11649,7 +12834,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requestMappings",
-                shape: FieldShape::Message(182),
+                shape: FieldShape::Message(199),
                 repeated: true,
             },
             SchemaField {
@@ -11684,7 +12869,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "timeAdded",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
         ],
@@ -11694,7 +12879,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 2,
             json: "configMap",
-            shape: FieldShape::Message(183),
+            shape: FieldShape::Message(200),
             repeated: false,
         }],
     },
@@ -11716,13 +12901,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastHeartbeatTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -11761,7 +12946,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "kubeletEndpoint",
-            shape: FieldShape::Message(184),
+            shape: FieldShape::Message(201),
             repeated: false,
         }],
     },
@@ -11831,7 +13016,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "swap",
-                shape: FieldShape::Message(185),
+                shape: FieldShape::Message(202),
                 repeated: false,
             },
         ],
@@ -11876,19 +13061,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "assigned",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "active",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastKnownGood",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
@@ -11911,7 +13096,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "features",
-                shape: FieldShape::Message(186),
+                shape: FieldShape::Message(203),
                 repeated: false,
             },
         ],
@@ -11949,7 +13134,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "targetRef",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(38),
                 repeated: false,
             },
         ],
@@ -11989,13 +13174,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(37),
+                shape: FieldShape::Message(40),
                 repeated: false,
             },
         ],
@@ -12018,7 +13203,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12047,7 +13232,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "matchExpressions",
-                shape: FieldShape::Message(187),
+                shape: FieldShape::Message(204),
                 repeated: true,
             },
         ],
@@ -12064,7 +13249,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(188),
+                shape: FieldShape::Message(205),
                 repeated: false,
             },
         ],
@@ -12087,13 +13272,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "lastUpdateTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12128,7 +13313,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12157,7 +13342,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(189),
+                shape: FieldShape::Message(206),
                 repeated: false,
             },
         ],
@@ -12180,7 +13365,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12226,13 +13411,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "forZones",
-                shape: FieldShape::Message(190),
+                shape: FieldShape::Message(207),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "forNodes",
-                shape: FieldShape::Message(191),
+                shape: FieldShape::Message(208),
                 repeated: true,
             },
         ],
@@ -12242,7 +13427,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "matchExpressions",
-            shape: FieldShape::Message(192),
+            shape: FieldShape::Message(209),
             repeated: true,
         }],
     },
@@ -12252,13 +13437,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(96),
+                shape: FieldShape::MapOfMessages(105),
                 repeated: false,
             },
         ],
@@ -12333,13 +13518,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12385,7 +13570,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(193),
+                shape: FieldShape::Message(210),
                 repeated: false,
             },
         ],
@@ -12434,7 +13619,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12456,7 +13641,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(194),
+            shape: FieldShape::Message(211),
             repeated: true,
         }],
     },
@@ -12465,7 +13650,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(195),
+            shape: FieldShape::Message(212),
             repeated: true,
         }],
     },
@@ -12487,13 +13672,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -12533,13 +13718,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(66),
+                shape: FieldShape::Message(69),
                 repeated: false,
             },
         ],
@@ -12550,13 +13735,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "service",
-                shape: FieldShape::Message(196),
+                shape: FieldShape::Message(213),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resource",
-                shape: FieldShape::Message(134),
+                shape: FieldShape::Message(143),
                 repeated: false,
             },
         ],
@@ -12590,7 +13775,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(197),
+                shape: FieldShape::Message(214),
                 repeated: false,
             },
         ],
@@ -12600,7 +13785,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(198),
+            shape: FieldShape::Message(215),
             repeated: true,
         }],
     },
@@ -12657,6 +13842,236 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
+        name: "CrossVersionObjectReference",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "kind",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "apiVersion",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "CrossVersionObjectReference",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "kind",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "apiVersion",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "MetricSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "object",
+                shape: FieldShape::Message(216),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "pods",
+                shape: FieldShape::Message(217),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "resource",
+                shape: FieldShape::Message(218),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 7,
+                json: "containerResource",
+                shape: FieldShape::Message(219),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "external",
+                shape: FieldShape::Message(220),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerBehavior",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "scaleUp",
+                shape: FieldShape::Message(221),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "scaleDown",
+                shape: FieldShape::Message(221),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "MetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "object",
+                shape: FieldShape::Message(222),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "pods",
+                shape: FieldShape::Message(223),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "resource",
+                shape: FieldShape::Message(224),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 7,
+                json: "containerResource",
+                shape: FieldShape::Message(225),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "external",
+                shape: FieldShape::Message(226),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscalerCondition",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "status",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "lastTransitionTime",
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "reason",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "message",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ExtraValue",
+        fields: &[SchemaField {
+            tag: 1,
+            json: "items",
+            shape: FieldShape::Scalar,
+            repeated: true,
+        }],
+    },
+    MsgSchema {
+        name: "CertificateSigningRequestCondition",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 6,
+                json: "status",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "reason",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "message",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "lastUpdateTime",
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "lastTransitionTime",
+                shape: FieldShape::Message(46),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
         name: "FieldsV1",
         fields: &[SchemaField {
             tag: 1,
@@ -12698,7 +14113,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(199),
+                shape: FieldShape::Message(227),
                 repeated: true,
             },
         ],
@@ -12709,181 +14124,181 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hostPath",
-                shape: FieldShape::Message(200),
+                shape: FieldShape::Message(228),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "emptyDir",
-                shape: FieldShape::Message(201),
+                shape: FieldShape::Message(229),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "gcePersistentDisk",
-                shape: FieldShape::Message(202),
+                shape: FieldShape::Message(230),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "awsElasticBlockStore",
-                shape: FieldShape::Message(203),
+                shape: FieldShape::Message(231),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "gitRepo",
-                shape: FieldShape::Message(204),
+                shape: FieldShape::Message(232),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "secret",
-                shape: FieldShape::Message(205),
+                shape: FieldShape::Message(233),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nfs",
-                shape: FieldShape::Message(206),
+                shape: FieldShape::Message(234),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "iscsi",
-                shape: FieldShape::Message(207),
+                shape: FieldShape::Message(235),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "glusterfs",
-                shape: FieldShape::Message(208),
+                shape: FieldShape::Message(236),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaim",
-                shape: FieldShape::Message(209),
+                shape: FieldShape::Message(237),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "rbd",
-                shape: FieldShape::Message(210),
+                shape: FieldShape::Message(238),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "flexVolume",
-                shape: FieldShape::Message(211),
+                shape: FieldShape::Message(239),
                 repeated: false,
             },
             SchemaField {
                 tag: 13,
                 json: "cinder",
-                shape: FieldShape::Message(212),
+                shape: FieldShape::Message(240),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "cephfs",
-                shape: FieldShape::Message(213),
+                shape: FieldShape::Message(241),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "flocker",
-                shape: FieldShape::Message(214),
+                shape: FieldShape::Message(242),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "downwardAPI",
-                shape: FieldShape::Message(215),
+                shape: FieldShape::Message(243),
                 repeated: false,
             },
             SchemaField {
                 tag: 17,
                 json: "fc",
-                shape: FieldShape::Message(216),
+                shape: FieldShape::Message(244),
                 repeated: false,
             },
             SchemaField {
                 tag: 18,
                 json: "azureFile",
-                shape: FieldShape::Message(217),
+                shape: FieldShape::Message(245),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "configMap",
-                shape: FieldShape::Message(218),
+                shape: FieldShape::Message(246),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "vsphereVolume",
-                shape: FieldShape::Message(219),
+                shape: FieldShape::Message(247),
                 repeated: false,
             },
             SchemaField {
                 tag: 21,
                 json: "quobyte",
-                shape: FieldShape::Message(220),
+                shape: FieldShape::Message(248),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "azureDisk",
-                shape: FieldShape::Message(221),
+                shape: FieldShape::Message(249),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "photonPersistentDisk",
-                shape: FieldShape::Message(222),
+                shape: FieldShape::Message(250),
                 repeated: false,
             },
             SchemaField {
                 tag: 26,
                 json: "projected",
-                shape: FieldShape::Message(223),
+                shape: FieldShape::Message(251),
                 repeated: false,
             },
             SchemaField {
                 tag: 24,
                 json: "portworxVolume",
-                shape: FieldShape::Message(224),
+                shape: FieldShape::Message(252),
                 repeated: false,
             },
             SchemaField {
                 tag: 25,
                 json: "scaleIO",
-                shape: FieldShape::Message(225),
+                shape: FieldShape::Message(253),
                 repeated: false,
             },
             SchemaField {
                 tag: 27,
                 json: "storageos",
-                shape: FieldShape::Message(226),
+                shape: FieldShape::Message(254),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "csi",
-                shape: FieldShape::Message(227),
+                shape: FieldShape::Message(255),
                 repeated: false,
             },
             SchemaField {
                 tag: 29,
                 json: "ephemeral",
-                shape: FieldShape::Message(228),
+                shape: FieldShape::Message(256),
                 repeated: false,
             },
             SchemaField {
                 tag: 30,
                 json: "image",
-                shape: FieldShape::Message(229),
+                shape: FieldShape::Message(257),
                 repeated: false,
             },
         ],
@@ -12935,13 +14350,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "configMapRef",
-                shape: FieldShape::Message(230),
+                shape: FieldShape::Message(258),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(231),
+                shape: FieldShape::Message(259),
                 repeated: false,
             },
         ],
@@ -12964,7 +14379,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "valueFrom",
-                shape: FieldShape::Message(232),
+                shape: FieldShape::Message(260),
                 repeated: false,
             },
         ],
@@ -12998,7 +14413,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "exitCodes",
-                shape: FieldShape::Message(233),
+                shape: FieldShape::Message(261),
                 repeated: false,
             },
         ],
@@ -13073,7 +14488,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(234),
+                shape: FieldShape::Message(262),
                 repeated: false,
             },
             SchemaField {
@@ -13120,13 +14535,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "postStart",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(263),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preStop",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(263),
                 repeated: false,
             },
             SchemaField {
@@ -13143,7 +14558,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capabilities",
-                shape: FieldShape::Message(236),
+                shape: FieldShape::Message(264),
                 repeated: false,
             },
             SchemaField {
@@ -13155,13 +14570,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(168),
+                shape: FieldShape::Message(185),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "windowsOptions",
-                shape: FieldShape::Message(169),
+                shape: FieldShape::Message(186),
                 repeated: false,
             },
             SchemaField {
@@ -13203,13 +14618,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "seccompProfile",
-                shape: FieldShape::Message(171),
+                shape: FieldShape::Message(188),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(172),
+                shape: FieldShape::Message(189),
                 repeated: false,
             },
         ],
@@ -13250,31 +14665,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(157),
+                shape: FieldShape::Message(174),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(158),
+                shape: FieldShape::Message(175),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(159),
+                shape: FieldShape::Message(176),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(110),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(177),
                 repeated: true,
             },
             SchemaField {
@@ -13286,43 +14701,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(161),
+                shape: FieldShape::Message(178),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(162),
+                shape: FieldShape::Message(179),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(180),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(181),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(165),
+                shape: FieldShape::Message(182),
                 repeated: false,
             },
             SchemaField {
@@ -13346,7 +14761,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(166),
+                shape: FieldShape::Message(183),
                 repeated: false,
             },
             SchemaField {
@@ -13484,13 +14899,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(237),
+                shape: FieldShape::Message(265),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(238),
+                shape: FieldShape::Message(266),
                 repeated: true,
             },
         ],
@@ -13501,13 +14916,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(239),
+                shape: FieldShape::Message(267),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(240),
+                shape: FieldShape::Message(268),
                 repeated: true,
             },
         ],
@@ -13518,13 +14933,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(239),
+                shape: FieldShape::Message(267),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(240),
+                shape: FieldShape::Message(268),
                 repeated: true,
             },
         ],
@@ -13569,19 +14984,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "waiting",
-                shape: FieldShape::Message(241),
+                shape: FieldShape::Message(269),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "running",
-                shape: FieldShape::Message(242),
+                shape: FieldShape::Message(270),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "terminated",
-                shape: FieldShape::Message(243),
+                shape: FieldShape::Message(271),
                 repeated: false,
             },
         ],
@@ -13620,7 +15035,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "linux",
-            shape: FieldShape::Message(244),
+            shape: FieldShape::Message(272),
             repeated: false,
         }],
     },
@@ -13636,7 +15051,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(245),
+                shape: FieldShape::Message(273),
                 repeated: true,
             },
         ],
@@ -13763,13 +15178,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
         ],
@@ -13780,13 +15195,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
         ],
@@ -13844,7 +15259,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
         ],
@@ -13861,13 +15276,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "onExitCodes",
-                shape: FieldShape::Message(246),
+                shape: FieldShape::Message(274),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "onPodConditions",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(275),
                 repeated: true,
             },
         ],
@@ -13901,7 +15316,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(248),
+                shape: FieldShape::Message(276),
                 repeated: false,
             },
         ],
@@ -13911,7 +15326,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "http",
-            shape: FieldShape::Message(249),
+            shape: FieldShape::Message(277),
             repeated: false,
         }],
     },
@@ -13933,8 +15348,231 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(250),
+                shape: FieldShape::Message(278),
                 repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ObjectMetricSource",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "describedObject",
+                shape: FieldShape::Message(163),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "target",
+                shape: FieldShape::Message(279),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "PodsMetricSource",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "target",
+                shape: FieldShape::Message(279),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ResourceMetricSource",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "target",
+                shape: FieldShape::Message(279),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ContainerResourceMetricSource",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "target",
+                shape: FieldShape::Message(279),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "container",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ExternalMetricSource",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "target",
+                shape: FieldShape::Message(279),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HpaScalingRules",
+        fields: &[
+            SchemaField {
+                tag: 3,
+                json: "stabilizationWindowSeconds",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 1,
+                json: "selectPolicy",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "policies",
+                shape: FieldShape::Message(281),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 4,
+                json: "tolerance",
+                shape: FieldShape::Message(105),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ObjectMetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "current",
+                shape: FieldShape::Message(282),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "describedObject",
+                shape: FieldShape::Message(163),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "PodsMetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "current",
+                shape: FieldShape::Message(282),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ResourceMetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "current",
+                shape: FieldShape::Message(282),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ContainerResourceMetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "current",
+                shape: FieldShape::Message(282),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "container",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ExternalMetricStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metric",
+                shape: FieldShape::Message(280),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "current",
+                shape: FieldShape::Message(282),
+                repeated: false,
             },
         ],
     },
@@ -13990,7 +15628,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "sizeLimit",
-                shape: FieldShape::Message(96),
+                shape: FieldShape::Message(105),
                 repeated: false,
             },
         ],
@@ -14088,7 +15726,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(283),
                 repeated: true,
             },
             SchemaField {
@@ -14188,7 +15826,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14281,7 +15919,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14310,7 +15948,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14351,7 +15989,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
         ],
@@ -14386,7 +16024,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14420,7 +16058,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "items",
-                shape: FieldShape::Message(252),
+                shape: FieldShape::Message(284),
                 repeated: true,
             },
             SchemaField {
@@ -14495,13 +16133,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(283),
                 repeated: true,
             },
             SchemaField {
@@ -14652,7 +16290,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "sources",
-                shape: FieldShape::Message(253),
+                shape: FieldShape::Message(285),
                 repeated: true,
             },
             SchemaField {
@@ -14704,7 +16342,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14781,7 +16419,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
         ],
@@ -14816,7 +16454,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "nodePublishSecretRef",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
         ],
@@ -14826,7 +16464,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "volumeClaimTemplate",
-            shape: FieldShape::Message(254),
+            shape: FieldShape::Message(286),
             repeated: false,
         }],
     },
@@ -14853,7 +16491,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14870,7 +16508,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -14887,31 +16525,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "fieldRef",
-                shape: FieldShape::Message(255),
+                shape: FieldShape::Message(287),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(256),
+                shape: FieldShape::Message(288),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMapKeyRef",
-                shape: FieldShape::Message(257),
+                shape: FieldShape::Message(289),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "secretKeyRef",
-                shape: FieldShape::Message(258),
+                shape: FieldShape::Message(290),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "fileKeyRef",
-                shape: FieldShape::Message(259),
+                shape: FieldShape::Message(291),
                 repeated: false,
             },
         ],
@@ -14939,25 +16577,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(260),
+                shape: FieldShape::Message(292),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(261),
+                shape: FieldShape::Message(293),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(262),
+                shape: FieldShape::Message(294),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "grpc",
-                shape: FieldShape::Message(263),
+                shape: FieldShape::Message(295),
                 repeated: false,
             },
         ],
@@ -14968,25 +16606,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(260),
+                shape: FieldShape::Message(292),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(261),
+                shape: FieldShape::Message(293),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(262),
+                shape: FieldShape::Message(294),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "sleep",
-                shape: FieldShape::Message(264),
+                shape: FieldShape::Message(296),
                 repeated: false,
             },
         ],
@@ -15013,7 +16651,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "nodeSelectorTerms",
-            shape: FieldShape::Message(265),
+            shape: FieldShape::Message(297),
             repeated: true,
         }],
     },
@@ -15029,7 +16667,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preference",
-                shape: FieldShape::Message(265),
+                shape: FieldShape::Message(297),
                 repeated: false,
             },
         ],
@@ -15040,7 +16678,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "labelSelector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -15058,7 +16696,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "namespaceSelector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -15087,7 +16725,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "podAffinityTerm",
-                shape: FieldShape::Message(239),
+                shape: FieldShape::Message(267),
                 repeated: false,
             },
         ],
@@ -15114,7 +16752,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "startedAt",
-            shape: FieldShape::Message(43),
+            shape: FieldShape::Message(46),
             repeated: false,
         }],
     },
@@ -15148,13 +16786,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "startedAt",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "finishedAt",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
@@ -15267,7 +16905,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "paths",
-            shape: FieldShape::Message(266),
+            shape: FieldShape::Message(298),
             repeated: true,
         }],
     },
@@ -15289,6 +16927,98 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "error",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "MetricTarget",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "value",
+                shape: FieldShape::Message(105),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "averageValue",
+                shape: FieldShape::Message(105),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "averageUtilization",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "MetricIdentifier",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "selector",
+                shape: FieldShape::Message(133),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HpaScalingPolicy",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "type",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "value",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "periodSeconds",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "MetricValueStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "value",
+                shape: FieldShape::Message(105),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "averageValue",
+                shape: FieldShape::Message(105),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "averageUtilization",
                 shape: FieldShape::Scalar,
                 repeated: false,
             },
@@ -15329,13 +17059,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "fieldRef",
-                shape: FieldShape::Message(255),
+                shape: FieldShape::Message(287),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(256),
+                shape: FieldShape::Message(288),
                 repeated: false,
             },
             SchemaField {
@@ -15352,37 +17082,37 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "secret",
-                shape: FieldShape::Message(267),
+                shape: FieldShape::Message(299),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "downwardAPI",
-                shape: FieldShape::Message(268),
+                shape: FieldShape::Message(300),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMap",
-                shape: FieldShape::Message(269),
+                shape: FieldShape::Message(301),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "serviceAccountToken",
-                shape: FieldShape::Message(270),
+                shape: FieldShape::Message(302),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "clusterTrustBundle",
-                shape: FieldShape::Message(271),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "podCertificate",
-                shape: FieldShape::Message(272),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
         ],
@@ -15393,13 +17123,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(30),
+                shape: FieldShape::Message(33),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(62),
+                shape: FieldShape::Message(65),
                 repeated: false,
             },
         ],
@@ -15439,7 +17169,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "divisor",
-                shape: FieldShape::Message(96),
+                shape: FieldShape::Message(105),
                 repeated: false,
             },
         ],
@@ -15450,7 +17180,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -15473,7 +17203,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -15540,7 +17270,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
@@ -15558,7 +17288,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "httpHeaders",
-                shape: FieldShape::Message(273),
+                shape: FieldShape::Message(305),
                 repeated: true,
             },
         ],
@@ -15569,7 +17299,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "port",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
             SchemaField {
@@ -15612,13 +17342,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "matchExpressions",
-                shape: FieldShape::Message(274),
+                shape: FieldShape::Message(306),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "matchFields",
-                shape: FieldShape::Message(274),
+                shape: FieldShape::Message(306),
                 repeated: true,
             },
         ],
@@ -15641,7 +17371,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "backend",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(156),
                 repeated: false,
             },
         ],
@@ -15652,13 +17382,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(283),
                 repeated: true,
             },
             SchemaField {
@@ -15674,7 +17404,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "items",
-            shape: FieldShape::Message(252),
+            shape: FieldShape::Message(284),
             repeated: true,
         }],
     },
@@ -15684,13 +17414,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(283),
                 repeated: true,
             },
             SchemaField {
@@ -15742,7 +17472,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "labelSelector",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -15880,6 +17610,9 @@ pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("authentication.k8s.io/v1", "TokenRequest"),
+    ("autoscaling/v1", "HorizontalPodAutoscaler"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
 ];
 
 /// Decodes `raw` as the message registered for (apiVersion, kind) and converts it.
@@ -16039,6 +17772,30 @@ pub(crate) fn decode_kind(
                 "TokenRequest",
                 29,
                 conv_authentication_v1_token_request,
+            )
+        }
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => {
+            root::<k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler>(
+                raw,
+                "HorizontalPodAutoscaler",
+                30,
+                conv_autoscaling_v1_horizontal_pod_autoscaler,
+            )
+        }
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            root::<k8s_pb::api::autoscaling::v2::HorizontalPodAutoscaler>(
+                raw,
+                "HorizontalPodAutoscaler",
+                31,
+                conv_autoscaling_v2_horizontal_pod_autoscaler,
+            )
+        }
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            root::<k8s_pb::api::certificates::v1::CertificateSigningRequest>(
+                raw,
+                "CertificateSigningRequest",
+                32,
+                conv_certificates_v1_certificate_signing_request,
             )
         }
         _ => return None,

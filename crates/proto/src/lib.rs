@@ -15,8 +15,10 @@
 //! rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding, ClusterRoleBinding;
 //! networking.k8s.io/v1 Ingress; policy/v1 PodDisruptionBudget; scheduling.k8s.io/v1
 //! PriorityClass; coordination.k8s.io/v1 Lease; discovery.k8s.io/v1 EndpointSlice;
-//! autoscaling/v1 Scale; authentication.k8s.io/v1 TokenRequest; DeleteOptions (any
-//! apiVersion). That is every kind `kubectl create` can send.
+//! autoscaling/v1 Scale; authentication.k8s.io/v1 TokenRequest; autoscaling/v1 and v2
+//! HorizontalPodAutoscaler; certificates.k8s.io/v1 CertificateSigningRequest; DeleteOptions
+//! (any apiVersion). That is every kind `kubectl create`, `kubectl autoscale` and
+//! `kubectl certificate` can send.
 //!
 //! Every field of those messages and of everything they contain (Kubernetes 1.35, k8s-pb
 //! 0.9) is converted, statuses included. A protobuf field the crate does not know (a client

@@ -224,3 +224,16 @@ pub(super) const INVALID_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 
 
 // ---------------------------------------------------------------------------------------------
 // JSON access helpers: wrong types read as absent
+
+/// Names that are one URL path segment (RBAC objects, APIServices): anything but `.`,
+/// `..`, and names with `/` or `%` (upstream `path.IsValidPathSegmentName`).
+pub fn is_path_segment_name(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(*bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
+}

@@ -71,7 +71,7 @@ impl ApiState {
         if self.settings.cluster_dns_service {
             self.ensure_cluster_dns_service(&opts).await;
         }
-        Ok(())
+        self.ensure_api_defaults(&opts).await
     }
 
     /// The `kube-system/kube-dns` Service at the 10th address of the service range, as

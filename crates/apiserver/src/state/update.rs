@@ -136,6 +136,7 @@ impl ApiState {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Written, bool), Status> {
+        let (r, body) = Self::to_storage_shape(r, body, opts)?;
         let key = r.key(ns, name);
         let Some(current) = self.cache.get(&key) else {
             if subresource.is_none()
@@ -207,6 +208,9 @@ impl ApiState {
     where
         F: FnMut(&Value) -> Result<Value, Status>,
     {
+        let served = r;
+        let r = registry::storage_of(served);
+        let mut mutate = |cur: &Value| Self::mutate_in_served_shape(served, cur, opts, &mut mutate);
         let key = r.key(ns, name);
         let mut attempt = 0;
         loop {
@@ -267,6 +271,18 @@ fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<
             merged["spec"] = json!({});
         }
         merged["spec"]["ephemeralContainers"] = list;
+        merged
+    } else if subresource == Some("approval") {
+        // `certificatesigningrequests/approval` changes only status.conditions.
+        let mut merged = old.clone();
+        let conditions = new
+            .pointer("/status/conditions")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if !merged.get("status").is_some_and(Value::is_object) {
+            merged["status"] = json!({});
+        }
+        merged["status"]["conditions"] = conditions;
         merged
     } else if subresource == Some("status") {
         // Status writes change only status (and nothing of spec or metadata).

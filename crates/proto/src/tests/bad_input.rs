@@ -404,5 +404,7 @@ fn content_type_helper_and_kind_list() {
     assert!(SUPPORTED_KINDS.contains(&("*", "DeleteOptions")));
     assert!(SUPPORTED_KINDS.contains(&("batch/v1", "CronJob")));
     assert!(SUPPORTED_KINDS.contains(&("v1", "ReplicationController")));
-    assert_eq!(SUPPORTED_KINDS.len(), 30);
+    assert!(SUPPORTED_KINDS.contains(&("autoscaling/v1", "HorizontalPodAutoscaler")));
+    assert!(SUPPORTED_KINDS.contains(&("certificates.k8s.io/v1", "CertificateSigningRequest")));
+    assert_eq!(SUPPORTED_KINDS.len(), 33);
 }

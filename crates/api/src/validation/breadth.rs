@@ -1,0 +1,69 @@
+//! Dispatch for the RBAC, networking, node, certificates, apiregistration and autoscaling
+//! kinds (their checks live in [`super::rbac`], [`super::networking`] and
+//! [`super::cluster`]).
+
+use super::cluster::*;
+use super::networking::*;
+use super::rbac::*;
+use super::*;
+
+pub(super) fn validate_create(
+    resource: &ResourceInfo,
+    o: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    match (resource.group, resource.kind) {
+        ("rbac.authorization.k8s.io", "Role") => validate_role(o, true, errs),
+        ("rbac.authorization.k8s.io", "ClusterRole") => validate_role(o, false, errs),
+        ("rbac.authorization.k8s.io", "RoleBinding") => validate_binding(o, true, errs),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => validate_binding(o, false, errs),
+        ("networking.k8s.io", "Ingress") => validate_ingress(o, errs),
+        ("networking.k8s.io", "IngressClass") => validate_ingress_class(o, errs),
+        ("networking.k8s.io", "NetworkPolicy") => validate_network_policy(o, errs),
+        ("networking.k8s.io", "IPAddress") => validate_ip_address(o, errs),
+        ("networking.k8s.io", "ServiceCIDR") => validate_service_cidr(o, errs),
+        ("node.k8s.io", "RuntimeClass") => validate_runtime_class(o, errs),
+        ("certificates.k8s.io", "CertificateSigningRequest") => validate_csr(o, errs),
+        ("apiregistration.k8s.io", "APIService") => validate_api_service(o, errs),
+        ("autoscaling", "HorizontalPodAutoscaler") => validate_hpa(o, errs),
+        _ => {}
+    }
+}
+
+pub(super) fn validate_update(
+    resource: &ResourceInfo,
+    o: &Map<String, Value>,
+    n: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    match (resource.group, resource.kind) {
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            validate_binding_update(o, n, errs)
+        }
+        ("networking.k8s.io", "IngressClass") => {
+            immutable_fields(o, n, &[&["spec", "controller"]], errs)
+        }
+        ("networking.k8s.io", "IPAddress") => immutable_fields(o, n, &[&["spec"]], errs),
+        ("node.k8s.io", "RuntimeClass") => immutable_fields(o, n, &[&["handler"]], errs),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            immutable_fields(o, n, &[&["spec"]], errs)
+        }
+        _ => {}
+    }
+}
+
+/// `field is immutable` for each of `paths` that differs (nil and empty are equal).
+fn immutable_fields(
+    o: &Map<String, Value>,
+    n: &Map<String, Value>,
+    paths: &[&[&str]],
+    errs: &mut Vec<Cause>,
+) {
+    for keys in paths {
+        let (before, after) = (path(o, keys), path(n, keys));
+        if strip(before) != strip(after) {
+            let value = after.cloned().unwrap_or(Value::Null);
+            errs.push(Cause::invalid_value(keys.join("."), &value, IMMUTABLE));
+        }
+    }
+}
