@@ -5,20 +5,19 @@ use serde_json::{json, Map, Value};
 
 use super::{is_unset, set_default, set_default_str};
 
-/// `subjects[].apiGroup`: `rbac.authorization.k8s.io` for users and groups, `""` for
-/// service accounts.
+/// `subjects[].apiGroup`: `rbac.authorization.k8s.io` for users and groups. A service
+/// account's is `""`, which Go omits (`omitempty`), so it is left unset.
 pub(super) fn default_binding_subjects(o: &mut Map<String, Value>) {
     let Some(subjects) = o.get_mut("subjects").and_then(Value::as_array_mut) else {
         return;
     };
     for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
-        let group = match s.get("kind").and_then(Value::as_str) {
-            Some("User" | "Group") => "rbac.authorization.k8s.io",
-            Some("ServiceAccount") => "",
-            _ => continue,
-        };
-        if is_unset(s.get("apiGroup")) {
-            s.insert("apiGroup".into(), json!(group));
+        let is_user_or_group = matches!(
+            s.get("kind").and_then(Value::as_str),
+            Some("User" | "Group")
+        );
+        if is_user_or_group && is_unset(s.get("apiGroup")) {
+            s.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
         }
     }
 }
@@ -133,6 +132,6 @@ mod tests {
         let mut rb = json!({"subjects": [{"kind": "User", "name": "a"}, {"kind": "ServiceAccount", "name": "b"}]});
         default_binding_subjects(rb.as_object_mut().unwrap());
         assert_eq!(rb["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
-        assert_eq!(rb["subjects"][1]["apiGroup"], "");
+        assert!(rb["subjects"][1].get("apiGroup").is_none());
     }
 }
