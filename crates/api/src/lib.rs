@@ -5,6 +5,7 @@
 //! errors ([`status`]).
 
 pub mod conversion;
+pub mod crd;
 pub mod defaults;
 pub mod registry;
 pub mod scheduling_validation;

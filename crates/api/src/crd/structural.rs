@@ -1,0 +1,1 @@
+//! Structural schemas (placeholder: being written).
