@@ -1,6 +1,7 @@
 //! Conversion between the shapes of a resource served in more than one version, as
 //! kube-apiserver converts through its internal types: `autoscaling/v1` ↔ `autoscaling/v2`
-//! HorizontalPodAutoscalers and core `v1` ↔ `events.k8s.io/v1` Events. Objects are stored
+//! HorizontalPodAutoscalers, core `v1` ↔ `events.k8s.io/v1` Events, and the versions of a
+//! custom resource whose CRD converts with strategy `None` (only `apiVersion` changes). Objects are stored
 //! in one shape ([`crate::registry::storage_of`]) and converted on the way in and out.
 //!
 //! What the older HPA shape cannot hold is kept in annotations, under upstream's keys, so
@@ -47,6 +48,13 @@ pub fn convert(obj: &Value, to: &ResourceInfo) -> Result<Value, ConversionError>
         ("HorizontalPodAutoscaler", "autoscaling/v2", "autoscaling/v1") => hpa_v2_to_v1(obj),
         ("Event", "v1", "events.k8s.io/v1") => rename_fields(obj, EVENT_FIELDS, false),
         ("Event", "events.k8s.io/v1", "v1") => rename_fields(obj, EVENT_FIELDS, true),
+        // Versions of one group with the same fields (custom resources with conversion
+        // strategy `None`): only apiVersion changes.
+        _ if same_group(from, &target)
+            && obj.get("kind").and_then(Value::as_str) == Some(to.kind) =>
+        {
+            obj.clone()
+        }
         _ => return Err(error("no conversion between these versions")),
     };
     if !out.is_object() {
@@ -55,6 +63,13 @@ pub fn convert(obj: &Value, to: &ResourceInfo) -> Result<Value, ConversionError>
     out["apiVersion"] = json!(target);
     out["kind"] = json!(to.kind);
     Ok(out)
+}
+
+fn same_group(a: &str, b: &str) -> bool {
+    match (a.rsplit_once('/'), b.rsplit_once('/')) {
+        (Some((ga, _)), Some((gb, _))) => ga == gb,
+        _ => false,
+    }
 }
 
 /// Core v1 Event field → events.k8s.io/v1 Event field (upstream's events/v1 conversion).

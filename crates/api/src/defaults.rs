@@ -54,6 +54,7 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         }
         ("networking.k8s.io", "NetworkPolicy") => breadth::default_network_policy(o),
         ("autoscaling", "HorizontalPodAutoscaler") => breadth::default_hpa(resource.version, o),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => breadth::default_crd(o),
         _ => {}
     }
 }

@@ -111,6 +111,29 @@ impl Cause {
         }
     }
 
+    /// A cause from a field error's full text (`Invalid value: ...`, `Required value: ...`,
+    /// `Forbidden: ...`, `Unsupported value: ...`, `Duplicate value: ...`), its reason
+    /// taken from that prefix.
+    pub fn from_message(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let reason = [
+            ("Required value", "FieldValueRequired"),
+            ("Forbidden", "FieldValueForbidden"),
+            ("Unsupported value", "FieldValueNotSupported"),
+            ("Duplicate value", "FieldValueDuplicate"),
+            ("Too long", "FieldValueTooLong"),
+            ("Too many", "FieldValueTooMany"),
+        ]
+        .iter()
+        .find(|(prefix, _)| message.starts_with(prefix))
+        .map_or("FieldValueInvalid", |(_, reason)| reason);
+        Cause {
+            reason,
+            field: field.into(),
+            message,
+        }
+    }
+
     /// `field: message` as Kubernetes joins causes into the Status message.
     pub fn describe(&self) -> String {
         format!("{}: {}", self.field, self.message)
@@ -222,6 +245,11 @@ impl Status {
             "UnsupportedMediaType",
             format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"),
         )
+    }
+
+    /// 415 with a message of the caller's (upstream words it per endpoint).
+    pub fn unsupported_media_type_with(message: impl Into<String>) -> Self {
+        Status::new(415, "UnsupportedMediaType", message)
     }
 
     pub fn not_acceptable(message: impl Into<String>) -> Self {

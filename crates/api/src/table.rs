@@ -13,11 +13,13 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 mod breadth;
+mod custom;
 mod format;
 mod rows;
 mod storage_quota;
 mod workloads;
 
+pub use custom::custom_table;
 use format::*;
 use rows::*;
 

@@ -33,6 +33,7 @@ mod apps;
 mod batch;
 mod breadth;
 mod cluster;
+mod crd;
 mod limits;
 mod names;
 mod networking;

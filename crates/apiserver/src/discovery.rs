@@ -1,7 +1,7 @@
 //! Discovery documents: legacy (`/api`, `/apis`, `/api/v1`, `/apis/{g}/{v}`) and
 //! aggregated (`apidiscovery.k8s.io` v2 and v2beta1), plus `/version`.
 
-use cairn_api::registry::{group_versions, ResourceInfo, RESOURCES};
+use cairn_api::registry::ResourceInfo;
 use serde_json::{json, Value};
 
 /// The Kubernetes version we claim. kubectl's dispatcher picks its client by this.
@@ -38,18 +38,63 @@ pub fn api_versions(server_address: &str) -> Value {
     })
 }
 
-fn named_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+/// The served group/versions in discovery order: built-in groups as registered, and each
+/// group's versions with the preferred first. Custom groups' versions are ordered as
+/// upstream orders CRD versions (GA before beta before alpha, higher numbers first).
+fn group_versions(resources: &[&'static ResourceInfo]) -> Vec<(&'static str, Vec<&'static str>)> {
     let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
-    for (g, v) in group_versions() {
-        if g.is_empty() {
-            continue;
+    for r in resources {
+        match groups.iter_mut().find(|(name, _)| *name == r.group) {
+            Some((_, versions)) if versions.contains(&r.version) => {}
+            Some((_, versions)) => versions.push(r.version),
+            None => groups.push((r.group, vec![r.version])),
         }
-        match groups.iter_mut().find(|(name, _)| *name == g) {
-            Some((_, versions)) => versions.push(v),
-            None => groups.push((g, vec![v])),
+    }
+    for (group, versions) in &mut groups {
+        let builtin = resources.iter().any(|r| {
+            r.group == *group && cairn_api::registry::find(r.group, r.version, r.plural).is_some()
+        });
+        if !builtin {
+            versions.sort_by_key(|v| version_priority(v));
         }
     }
     groups
+}
+
+/// Sort key of a Kubernetes version name (`v2` < `v1` < `v1beta2` < `v1beta1` < `v1alpha1`
+/// < anything else, alphabetically).
+fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        let (level, minor) = match tail {
+            "" => (0, "0"),
+            t if t.starts_with("beta") => (1, &t[4..]),
+            t if t.starts_with("alpha") => (2, &t[5..]),
+            _ => return None,
+        };
+        let minor: u64 = minor.parse().ok()?;
+        Some((level, major, minor))
+    });
+    match parsed {
+        Some((level, major, minor)) => (
+            level,
+            std::cmp::Reverse(major),
+            std::cmp::Reverse(minor),
+            String::new(),
+        ),
+        None => (3, std::cmp::Reverse(0), std::cmp::Reverse(0), v.to_string()),
+    }
+}
+
+fn named_groups(resources: &[&'static ResourceInfo]) -> Vec<(&'static str, Vec<&'static str>)> {
+    group_versions(resources)
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .collect()
 }
 
 fn api_group(name: &str, versions: &[&str]) -> Value {
@@ -65,8 +110,8 @@ fn api_group(name: &str, versions: &[&str]) -> Value {
 }
 
 /// `/apis`: every named group.
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = named_groups()
+pub fn api_group_list(resources: &[&'static ResourceInfo]) -> Value {
+    let groups: Vec<Value> = named_groups(resources)
         .iter()
         .map(|(name, versions)| api_group(name, versions))
         .collect();
@@ -74,8 +119,8 @@ pub fn api_group_list() -> Value {
 }
 
 /// `/apis/{group}`: one group, if served.
-pub fn api_group_doc(group: &str) -> Option<Value> {
-    named_groups()
+pub fn api_group_doc(resources: &[&'static ResourceInfo], group: &str) -> Option<Value> {
+    named_groups(resources)
         .iter()
         .find(|(name, _)| *name == group)
         .map(|(name, versions)| {
@@ -87,18 +132,24 @@ pub fn api_group_doc(group: &str) -> Option<Value> {
 }
 
 fn resources_in<'a>(
+    resources: &'a [&'static ResourceInfo],
     group: &'a str,
     version: &'a str,
 ) -> impl Iterator<Item = &'static ResourceInfo> + 'a {
-    RESOURCES
+    resources
         .iter()
+        .copied()
         .filter(move |r| r.group == group && r.version == version)
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`: an APIResourceList, if served.
-pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
+pub fn api_resource_list(
+    all: &[&'static ResourceInfo],
+    group: &str,
+    version: &str,
+) -> Option<Value> {
     let mut resources = Vec::new();
-    for r in resources_in(group, version) {
+    for r in resources_in(all, group, version) {
         let mut entry = json!({
             "name": r.plural,
             "singularName": r.singular,
@@ -147,18 +198,18 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
 
 /// Aggregated discovery for the core group (`core = true`, served at `/api`) or the named
 /// groups (`/apis`), in the `apidiscovery.k8s.io/<disc_version>` format the client asked for.
-pub fn aggregated(core: bool, disc_version: &str) -> Value {
+pub fn aggregated(all: &[&'static ResourceInfo], core: bool, disc_version: &str) -> Value {
     let mut items = Vec::new();
     let groups: Vec<(&str, Vec<&str>)> = if core {
         vec![("", vec!["v1"])]
     } else {
-        named_groups()
+        named_groups(all)
     };
     for (group, versions) in groups {
         let versions: Vec<Value> = versions
             .iter()
             .map(|version| {
-                let resources: Vec<Value> = resources_in(group, version)
+                let resources: Vec<Value> = resources_in(all, group, version)
                     .map(|r| {
                         let mut entry = json!({
                             "resource": r.plural,
@@ -221,9 +272,26 @@ pub fn aggregated_content_type(disc_version: &str) -> String {
 mod tests {
     use super::*;
 
+    fn builtin() -> Vec<&'static ResourceInfo> {
+        cairn_api::registry::RESOURCES.iter().collect()
+    }
+
+    #[test]
+    fn versions_in_kubernetes_priority_order() {
+        let mut v = vec![
+            "v1alpha1", "v1", "v2beta1", "foo", "v1beta2", "v2", "v1beta1",
+        ];
+        v.sort_by_key(|x| version_priority(x));
+        assert_eq!(
+            v,
+            ["v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
+    }
+
     #[test]
     fn core_resource_list_has_pods_with_verbs_and_short_names() {
-        let list = api_resource_list("", "v1").unwrap();
+        let all = builtin();
+        let list = api_resource_list(&all, "", "v1").unwrap();
         let pods = list["resources"]
             .as_array()
             .unwrap()
@@ -242,7 +310,8 @@ mod tests {
 
     #[test]
     fn aggregated_named_groups_include_scale() {
-        let doc = aggregated(false, "v2");
+        let all = builtin();
+        let doc = aggregated(&all, false, "v2");
         assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2");
         let apps = doc["items"]
             .as_array()
@@ -263,8 +332,8 @@ mod tests {
             .find(|s| s["subresource"] == "scale")
             .unwrap();
         assert_eq!(scale["responseKind"]["group"], "autoscaling");
-        assert!(api_group_doc("apps").is_some());
-        assert!(api_group_doc("nope").is_none());
-        assert!(api_resource_list("apps", "v2").is_none());
+        assert!(api_group_doc(&all, "apps").is_some());
+        assert!(api_group_doc(&all, "nope").is_none());
+        assert!(api_resource_list(&all, "apps", "v2").is_none());
     }
 }

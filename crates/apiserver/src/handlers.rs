@@ -118,7 +118,7 @@ async fn route(state: AppState, req: Request) -> Response {
         "/version" if is_get => return json_value_response(&discovery::version()),
         "/api" if is_get => {
             return match request::aggregated_discovery_version(accept.as_deref()) {
-                Some(v) => aggregated_response(true, v),
+                Some(v) => aggregated_response(&state, true, v),
                 None => json_value_response(&discovery::api_versions(
                     &state.settings.advertise_address.to_string(),
                 )),
@@ -126,9 +126,12 @@ async fn route(state: AppState, req: Request) -> Response {
         }
         "/apis" if is_get => {
             return match request::aggregated_discovery_version(accept.as_deref()) {
-                Some(v) => aggregated_response(false, v),
-                None => json_value_response(&discovery::api_group_list()),
+                Some(v) => aggregated_response(&state, false, v),
+                None => json_value_response(&discovery::api_group_list(&state.resources())),
             }
+        }
+        "/openapi/v3" if is_get => {
+            return json_value_response(&crate::openapi::index(&state.custom.all()));
         }
         "/openapi/v2" if is_get => {
             // An empty protobuf document: enough for kubectl apply, which then validates nothing.
@@ -147,8 +150,18 @@ async fn route(state: AppState, req: Request) -> Response {
     if is_get {
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
+            ["openapi", "v3", "apis", group, version] => {
+                return match crate::openapi::group_version(&state.custom.all(), group, version) {
+                    Some(doc) => json_value_response(&doc),
+                    None => status_response(&Status::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )),
+                }
+            }
             ["api", version] => {
-                return match discovery::api_resource_list("", version) {
+                return match discovery::api_resource_list(&state.resources(), "", version) {
                     Some(v) => json_value_response(&v),
                     None => status_response(&Status::new(
                         404,
@@ -158,7 +171,7 @@ async fn route(state: AppState, req: Request) -> Response {
                 }
             }
             ["apis", group] => {
-                return match discovery::api_group_doc(group) {
+                return match discovery::api_group_doc(&state.resources(), group) {
                     Some(v) => json_value_response(&v),
                     None => status_response(&Status::new(
                         404,
@@ -168,7 +181,7 @@ async fn route(state: AppState, req: Request) -> Response {
                 }
             }
             ["apis", group, version] => {
-                return match discovery::api_resource_list(group, version) {
+                return match discovery::api_resource_list(&state.resources(), group, version) {
                     Some(v) => json_value_response(&v),
                     None => status_response(&Status::new(
                         404,
@@ -201,7 +214,7 @@ async fn route(state: AppState, req: Request) -> Response {
                 .unwrap_or_else(|s| status_response(&s));
         }
     }
-    match request::parse_resource_path(&path) {
+    match request::parse_resource_path(&path, |g, v, p| state.find_resource(g, v, p)) {
         Ok(Some(rp)) => match resource(state, rp, parts, body).await {
             Ok(resp) => resp,
             Err(s) => status_response(&s),
@@ -215,8 +228,8 @@ async fn route(state: AppState, req: Request) -> Response {
     }
 }
 
-fn aggregated_response(core: bool, version: &str) -> Response {
-    match render::to_bytes(&discovery::aggregated(core, version)) {
+fn aggregated_response(state: &AppState, core: bool, version: &str) -> Response {
+    match render::to_bytes(&discovery::aggregated(&state.resources(), core, version)) {
         Ok(b) => json_response(
             StatusCode::OK,
             b,
@@ -357,7 +370,7 @@ async fn resource(
                 let opts = write_options(&q, &headers)?;
                 let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
                 let written = state.create(r, ns.as_deref(), obj, &opts).await?;
-                respond_written(r, StatusCode::CREATED, &written, repr)
+                respond_written(&state.view(r), StatusCode::CREATED, &written, repr)
             }
             (Method::POST, Some(name), Some("binding")) => {
                 let body = body?;
@@ -390,7 +403,7 @@ async fn resource(
                 }
                 let (written, created) = state.update(r, ns.as_deref(), name, sub, obj, &opts).await?;
                 let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-                respond_written(r, code, &written, repr)
+                respond_written(&state.view(r), code, &written, repr)
             }
             (Method::PATCH, Some(name), sub) => {
                 let repr = request::negotiate(accept.as_deref())?;
@@ -407,7 +420,7 @@ async fn resource(
                 let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
                 let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
                 let warnings = written.warnings.clone();
-                let body = render::served_bytes(r, &written.bytes);
+                let body = render::served_bytes(&state.view(r), &written.bytes);
                 Ok(json_response(code, body, "application/json", &warnings))
             }
             (Method::DELETE, None, None) => {
@@ -427,12 +440,12 @@ async fn resource(
 }
 
 fn respond_written(
-    r: &'static ResourceInfo,
+    view: &render::View,
     code: StatusCode,
     w: &Written,
     repr: Representation,
 ) -> Result<Response, Status> {
-    let body = render::object(r, &w.bytes, repr)?;
+    let body = render::object(view, &w.bytes, repr)?;
     Ok(json_response(code, body, "application/json", &w.warnings))
 }
 
@@ -448,14 +461,17 @@ fn get(
     match sub {
         None | Some("status" | "ephemeralcontainers" | "approval") => Ok(json_response(
             StatusCode::OK,
-            render::object(r, &o.bytes, repr)?,
+            render::object(&state.view(r), &o.bytes, repr)?,
             "application/json",
             &[],
         )),
         Some("scale") => {
             let v: Value =
                 serde_json::from_slice(&o.bytes).map_err(|e| Status::internal(e.to_string()))?;
-            Ok(json_value_response(&scale_of(&v)))
+            Ok(json_value_response(&scale_of(
+                &v,
+                &scale::ScalePaths::of(&state, r),
+            )))
         }
         Some(other) => Err(Status::method_not_allowed(format!(
             "GET is not supported on {}/{other}",
@@ -613,7 +629,7 @@ async fn list(
         },
     };
     if repr == Representation::Object {
-        let stream = render::list_stream(r, page, &meta)?;
+        let stream = render::list_stream(state.view(r), page, &meta)?;
         let mut resp = Response::new(Body::from_stream(stream));
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -621,7 +637,7 @@ async fn list(
         );
         return Ok(resp);
     }
-    let body = render::list(r, &page, &meta, repr)?;
+    let body = render::list(&state.view(r), &page, &meta, repr)?;
     Ok(json_response(StatusCode::OK, body, "application/json", &[]))
 }
 
@@ -660,6 +676,7 @@ async fn watch(
     };
     let req = WatchRequest {
         resource: r,
+        view: state.view(r),
         prefix: r.list_prefix(ns),
         selectors,
         after,

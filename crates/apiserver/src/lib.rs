@@ -6,6 +6,7 @@
 //! (`cairn-store`). Watches stream from the cache ([`watch`]).
 
 pub mod allocator;
+pub mod custom;
 pub mod decorate;
 mod decorate_raw;
 pub mod discovery;
@@ -13,6 +14,7 @@ pub mod handlers;
 pub mod limitranger;
 pub mod nodeipam;
 pub mod objects;
+pub mod openapi;
 pub mod podlog;
 pub mod podstream;
 pub mod priority;
@@ -201,6 +203,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.node_port_range,
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    state.refresh_custom_resources();
     write_server_url(&config.data_dir, &format!("http://{addr}"))?;
 
     let mut background = vec![tokio::spawn(compaction_loop(

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use cairn_api::registry::{storage_of, ResourceInfo};
+use cairn_api::registry::ResourceInfo;
+
+use crate::custom::CustomVersion;
 use cairn_api::status::Status;
 use cairn_store::cache::CachedObject;
 use serde_json::{json, Value};
@@ -23,24 +25,46 @@ fn parse(o: &CachedObject) -> Result<Value, Status> {
         .map_err(|e| Status::internal(format!("decoding {}: {e}", o.key)))
 }
 
-/// Whether `r`'s objects are stored in another resource's shape and need converting.
-pub fn is_converted(r: &'static ResourceInfo) -> bool {
-    !std::ptr::eq(storage_of(r), r)
+/// How objects of one served resource are rendered: the shape they are stored in, and for
+/// a custom resource its printer columns ([`crate::state::ApiState::view`] makes one).
+#[derive(Clone)]
+pub struct View {
+    pub served: &'static ResourceInfo,
+    pub storage: &'static ResourceInfo,
+    pub custom: Option<Arc<CustomVersion>>,
 }
 
-/// A stored object in the shape `r` serves (autoscaling/v1 HPAs, events.k8s.io Events).
-/// Bodies that are not objects of the stored kind (a `Status`) pass unchanged, and so does
-/// an object that cannot be converted, which is logged: the read still answers.
-pub fn served_bytes(r: &'static ResourceInfo, stored: &Bytes) -> Bytes {
-    if !is_converted(r) {
+impl View {
+    /// Whether stored objects need converting to the served shape.
+    pub fn converts(&self) -> bool {
+        !std::ptr::eq(self.storage, self.served)
+    }
+
+    /// The Table of stored objects: upstream prints every version of a kind alike.
+    fn table(&self, objects: &[Value]) -> Value {
+        let now = chrono::Utc::now();
+        match &self.custom {
+            Some(c) => cairn_api::table::custom_table(&c.columns, objects, now),
+            None => cairn_api::table::table(self.storage, objects, now),
+        }
+    }
+}
+
+/// A stored object in the shape `view` serves (autoscaling/v1 HPAs, events.k8s.io Events,
+/// other versions of a custom resource). Bodies that are not objects of the stored kind (a
+/// `Status`) pass unchanged, and so does an object that cannot be converted, which is
+/// logged: the read still answers.
+pub fn served_bytes(view: &View, stored: &Bytes) -> Bytes {
+    if !view.converts() {
         return stored.clone();
     }
     let Ok(v) = serde_json::from_slice::<Value>(stored) else {
         return stored.clone();
     };
-    if v.get("kind").and_then(Value::as_str) != Some(storage_of(r).kind) {
+    if v.get("kind").and_then(Value::as_str) != Some(view.storage.kind) {
         return stored.clone();
     }
+    let r = view.served;
     match cairn_api::conversion::convert(&v, r).map(|c| serde_json::to_vec(&c)) {
         Ok(Ok(b)) => Bytes::from(b),
         Ok(Err(e)) => {
@@ -77,10 +101,11 @@ impl ListMeta {
 /// A plain list as a stream of chunks that share the cached objects' bytes: a list of
 /// 10k pods costs no copy of them and no 25 MB buffer per request.
 pub fn list_stream(
-    r: &'static ResourceInfo,
+    view: View,
     items: Vec<Arc<CachedObject>>,
     meta: &ListMeta,
 ) -> Result<impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>>, Status> {
+    let r = view.served;
     let head =
         json!({"kind": r.list_kind(), "apiVersion": r.api_version(), "metadata": meta.to_json()});
     let head = serde_json::to_vec(&head).map_err(|e| Status::internal(e.to_string()))?;
@@ -91,7 +116,7 @@ pub fn list_stream(
     let pieces = items.into_iter().enumerate().flat_map(move |(i, o)| {
         let sep = (i > 0).then(|| Bytes::from_static(b","));
         sep.into_iter()
-            .chain(std::iter::once(served_bytes(r, &o.bytes)))
+            .chain(std::iter::once(served_bytes(&view, &o.bytes)))
     });
     let all = std::iter::once(opening)
         .chain(pieces)
@@ -133,11 +158,12 @@ fn concat(pieces: &[Bytes]) -> Bytes {
 /// A list answer in the asked representation. Plain lists are spliced from the stored
 /// bytes without decoding them.
 pub fn list(
-    r: &'static ResourceInfo,
+    view: &View,
     items: &[Arc<CachedObject>],
     meta: &ListMeta,
     repr: Representation,
 ) -> Result<Bytes, Status> {
+    let r = view.served;
     match repr {
         Representation::Object => {
             let size: usize = items.iter().map(|o| o.bytes.len() + 1).sum();
@@ -151,7 +177,7 @@ pub fn list(
                 if i > 0 {
                     out.put_u8(b',');
                 }
-                out.put_slice(&served_bytes(r, &o.bytes));
+                out.put_slice(&served_bytes(view, &o.bytes));
             }
             out.put_slice(b"]}");
             Ok(out.freeze())
@@ -161,8 +187,7 @@ pub fn list(
                 .iter()
                 .map(|o| parse(o))
                 .collect::<Result<Vec<_>, _>>()?;
-            // Printed from the stored shape: upstream prints every version of a kind alike.
-            let mut table = cairn_api::table::table(storage_of(r), &objects, chrono::Utc::now());
+            let mut table = view.table(&objects);
             table["metadata"] = meta.to_json();
             to_bytes(&table)
         }
@@ -182,13 +207,9 @@ pub fn list(
 }
 
 /// One object in the asked representation.
-pub fn object(
-    r: &'static ResourceInfo,
-    bytes: &Bytes,
-    repr: Representation,
-) -> Result<Bytes, Status> {
+pub fn object(view: &View, bytes: &Bytes, repr: Representation) -> Result<Bytes, Status> {
     match repr {
-        Representation::Object => Ok(served_bytes(r, bytes)),
+        Representation::Object => Ok(served_bytes(view, bytes)),
         Representation::Table => {
             let v: Value =
                 serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
@@ -196,7 +217,7 @@ pub fn object(
                 .pointer("/metadata/resourceVersion")
                 .cloned()
                 .unwrap_or(Value::Null);
-            let mut table = cairn_api::table::table(storage_of(r), &[v], chrono::Utc::now());
+            let mut table = view.table(&[v]);
             table["metadata"] = json!({"resourceVersion": rv});
             to_bytes(&table)
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use cairn_api::registry::{self, ResourceInfo};
+use cairn_api::registry::ResourceInfo;
 use cairn_api::status::Status;
 use serde_json::Value;
 
@@ -25,7 +25,10 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 /// Parses `/api/v1/...` and `/apis/{group}/{version}/...` resource paths.
 /// `Ok(None)` means the path is not a resource path at all (discovery and the like).
-pub fn parse_resource_path(path: &str) -> Result<Option<ResourcePath>, Status> {
+pub fn parse_resource_path(
+    path: &str,
+    find: impl Fn(&str, &str, &str) -> Option<&'static ResourceInfo>,
+) -> Result<Option<ResourcePath>, Status> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match parts.as_slice() {
         ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
@@ -42,7 +45,7 @@ pub fn parse_resource_path(path: &str) -> Result<Option<ResourcePath>, Status> {
         rest.drain(..2);
     }
     let plural = rest[0];
-    let resource = registry::find(group, version, plural).ok_or_else(|| {
+    let resource = find(group, version, plural).ok_or_else(|| {
         Status::not_found_plain(&format!(
             "the server could not find the requested resource ({plural}{})",
             if group.is_empty() {
@@ -303,10 +306,11 @@ pub fn decode_as(format: BodyFormat, body: &Bytes) -> Result<Value, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_api::registry;
 
     #[test]
     fn resource_paths() {
-        let p = parse_resource_path("/api/v1/namespaces/default/pods/web/status")
+        let p = parse_resource_path("/api/v1/namespaces/default/pods/web/status", registry::find)
             .unwrap()
             .unwrap();
         assert_eq!(p.resource.plural, "pods");
@@ -314,36 +318,40 @@ mod tests {
         assert_eq!(p.name.as_deref(), Some("web"));
         assert_eq!(p.subresource.as_deref(), Some("status"));
 
-        let p = parse_resource_path("/api/v1/namespaces/kube-system")
+        let p = parse_resource_path("/api/v1/namespaces/kube-system", registry::find)
             .unwrap()
             .unwrap();
         assert_eq!(p.resource.plural, "namespaces");
         assert_eq!(p.name.as_deref(), Some("kube-system"));
 
-        let p = parse_resource_path("/api/v1/namespaces/kube-system/status")
+        let p = parse_resource_path("/api/v1/namespaces/kube-system/status", registry::find)
             .unwrap()
             .unwrap();
         assert_eq!(p.resource.plural, "namespaces");
         assert_eq!(p.subresource.as_deref(), Some("status"));
 
-        let p = parse_resource_path("/apis/apps/v1/deployments")
+        let p = parse_resource_path("/apis/apps/v1/deployments", registry::find)
             .unwrap()
             .unwrap();
         assert!(p.namespace.is_none() && p.name.is_none());
 
-        assert!(parse_resource_path("/api/v1").unwrap().is_none());
+        assert!(parse_resource_path("/api/v1", registry::find)
+            .unwrap()
+            .is_none());
         assert_eq!(
-            parse_resource_path("/api/v1/widgets").unwrap_err().code,
-            404
-        );
-        assert_eq!(
-            parse_resource_path("/api/v1/namespaces/a/nodes")
+            parse_resource_path("/api/v1/widgets", registry::find)
                 .unwrap_err()
                 .code,
             404
         );
         assert_eq!(
-            parse_resource_path("/api/v1/namespaces/a/pods/b/nope")
+            parse_resource_path("/api/v1/namespaces/a/nodes", registry::find)
+                .unwrap_err()
+                .code,
+            404
+        );
+        assert_eq!(
+            parse_resource_path("/api/v1/namespaces/a/pods/b/nope", registry::find)
                 .unwrap_err()
                 .code,
             404

@@ -24,6 +24,7 @@ mod binding;
 mod bootstrap;
 mod bootstrap_api;
 mod convert;
+mod custom_admission;
 mod delete;
 mod eviction;
 mod update;
@@ -91,6 +92,8 @@ pub struct ApiState {
     cluster_ips: Mutex<IpAllocator>,
     node_ports: Mutex<PortAllocator>,
     priority_classes: crate::priority::ClassMemo,
+    /// The resources CRDs define.
+    pub custom: crate::custom::CustomRegistry,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -151,9 +154,64 @@ impl ApiState {
             cluster_ips: Mutex::new(IpAllocator::new(service_cidr)),
             node_ports: Mutex::new(PortAllocator::new(node_port_range.0, node_port_range.1)),
             priority_classes: Default::default(),
+            custom: Default::default(),
         });
         state.restore_allocations();
         state
+    }
+
+    /// The resource served at `group`/`version` under `plural`: built-in or custom.
+    pub fn find_resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&'static ResourceInfo> {
+        registry::find(group, version, plural)
+            .or_else(|| self.custom.find(group, version, plural).map(|c| c.info))
+    }
+
+    /// Every served resource: the built-in ones, then the custom ones.
+    pub fn resources(&self) -> Vec<&'static ResourceInfo> {
+        let custom = self.custom.all();
+        registry::RESOURCES
+            .iter()
+            .chain(custom.iter().map(|c| c.info))
+            .collect()
+    }
+
+    /// The resource whose shape `r`'s objects are stored in.
+    pub fn storage_of(&self, r: &'static ResourceInfo) -> &'static ResourceInfo {
+        match self.custom.of(r) {
+            Some(c) => c.storage,
+            None => registry::storage_of(r),
+        }
+    }
+
+    /// How `r`'s objects are rendered.
+    pub fn view(&self, r: &'static ResourceInfo) -> crate::render::View {
+        let custom = self.custom.of(r);
+        crate::render::View {
+            served: r,
+            storage: custom
+                .as_ref()
+                .map_or_else(|| registry::storage_of(r), |c| c.storage),
+            custom,
+        }
+    }
+
+    /// Rebuilds the custom resources from the stored CRDs.
+    pub fn refresh_custom_resources(&self) {
+        let Some(crds) = registry::find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        else {
+            return;
+        };
+        let (objects, _) = self.cache.list(&crds.list_prefix(None));
+        let values: Vec<Value> = objects
+            .iter()
+            .filter_map(|o| serde_json::from_slice(&o.bytes).ok())
+            .collect();
+        self.custom.rebuild(&values);
     }
 
     pub fn first_service_ip(&self) -> Ipv4Addr {
@@ -199,6 +257,9 @@ impl ApiState {
         warnings: Vec<String>,
     ) -> Result<Written, Status> {
         self.settle(revision).await?;
+        if key.starts_with("/registry/apiextensions.k8s.io/customresourcedefinitions/") {
+            self.refresh_custom_resources();
+        }
         let bytes = self
             .cache
             .get(key)
@@ -348,9 +409,10 @@ impl ApiState {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Written, Status> {
-        let (r, mut obj) = Self::to_storage_shape(r, body, opts)?;
+        let (r, mut obj) = self.to_storage_shape(r, body, opts)?;
         Self::check_type(r, &mut obj, r.kind)?;
-        let (mut obj, warnings) = Self::normalize(r, obj, opts)?;
+        let (mut obj, mut warnings) = Self::normalize(r, obj, opts)?;
+        warnings.extend(self.prune_custom(r, &mut obj, opts)?);
         if r.namespaced {
             let url_ns = ns.unwrap_or("default");
             match meta_str(&obj, "namespace") {
@@ -382,6 +444,7 @@ impl ApiState {
             }
         }
         cairn_api::defaults::apply_defaults(r, &mut obj);
+        self.default_custom(r, &mut obj);
         {
             let meta = metadata_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -390,7 +453,7 @@ impl ApiState {
             meta.remove("deletionTimestamp");
             meta.remove("deletionGracePeriodSeconds");
             meta.remove("selfLink");
-            if tracks_generation(r) {
+            if tracks_generation(r) || self.is_custom_storage(r) {
                 meta.insert("generation".into(), json!(1));
             } else {
                 meta.remove("generation");
@@ -399,6 +462,9 @@ impl ApiState {
         let op = if opts.apply { "Apply" } else { "Update" };
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, None);
         self.admit_kind_specific(r, &mut obj, None);
+        if custom_admission::is_crd(r) {
+            self.admit_crd(&mut obj, None);
+        }
         let name = name_of(&obj).to_string();
         if r.kind == "Pod" && r.group.is_empty() {
             crate::priority::admit_pod(&self.priority_classes, &self.cache, &mut obj, &name)?;
@@ -417,7 +483,8 @@ impl ApiState {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
         }
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
-        let causes = cairn_api::validation::validate_create(r, &obj);
+        let mut causes = cairn_api::validation::validate_create(r, &obj);
+        causes.extend(self.validate_custom(r, &obj, None));
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, &name, causes));
         }
@@ -549,6 +616,9 @@ impl ApiState {
             });
         }
         self.settle(del_rev).await?;
+        if custom_admission::is_crd(r) {
+            self.remove_custom_objects(obj).await;
+        }
         Ok(del_rev)
     }
 }

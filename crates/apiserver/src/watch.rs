@@ -22,6 +22,7 @@ use crate::state::{store_status, ApiState};
 
 pub struct WatchRequest {
     pub resource: &'static ResourceInfo,
+    pub view: render::View,
     pub prefix: String,
     pub selectors: Selectors,
     /// Revision to start after, and whether to first send the current objects as ADDED.
@@ -47,12 +48,12 @@ fn frame(event_type: &str, object: &[u8]) -> Bytes {
 }
 
 fn encode(
-    r: &'static ResourceInfo,
+    view: &render::View,
     event_type: &str,
     o: &CachedObject,
     repr: Representation,
 ) -> Option<Bytes> {
-    match render::object(r, &o.bytes, repr) {
+    match render::object(view, &o.bytes, repr) {
         Ok(b) => Some(frame(event_type, &b)),
         Err(e) => {
             debug!(key = %o.key, error = %e, "skipping undecodable object in watch");
@@ -104,7 +105,7 @@ pub async fn start(
         let repr = req.representation;
         let mut last_rev = after;
         for o in &initial {
-            if let Some(b) = encode(r, "ADDED", o, repr) {
+            if let Some(b) = encode(&req.view, "ADDED", o, repr) {
                 if tx.send(b).await.is_err() {
                     return;
                 }
@@ -157,14 +158,14 @@ pub async fn start(
                         WatchEventType::Modified => "MODIFIED",
                         WatchEventType::Deleted => "DELETED",
                     };
-                    if kind == Some(natural) && repr == Representation::Object && !render::is_converted(r) {
+                    if kind == Some(natural) && repr == Representation::Object && !req.view.converts() {
                         // The common case: every watcher sends the same frame; build it once.
                         let b = ev.encoded.get_or_init(|| frame(natural, &ev.object.bytes)).clone();
                         if tx.send(b).await.is_err() {
                             return;
                         }
                     } else if let Some(kind) = kind {
-                        if let Some(b) = encode(r, kind, &ev.object, repr) {
+                        if let Some(b) = encode(&req.view, kind, &ev.object, repr) {
                             if tx.send(b).await.is_err() {
                                 return;
                             }

@@ -90,3 +90,14 @@ fn same_shape_is_unchanged_and_unknown_pairs_are_errors() {
     // A non-object body is an error, not a panic.
     assert!(convert(&json!(["x"]), hpa_v1()).is_err());
 }
+
+#[test]
+fn versions_of_one_group_and_kind_only_change_api_version() {
+    let v2 = crate::registry::find("autoscaling", "v2", "horizontalpodautoscalers").unwrap();
+    // Not a real conversion of HPAs (those have their own), but the fallback's shape:
+    // another group's object of another kind is refused.
+    let other = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+    assert!(convert(&other, v2).is_err());
+    assert!(same_group("example.com/v1", "example.com/v1beta1"));
+    assert!(!same_group("v1", "example.com/v1"));
+}

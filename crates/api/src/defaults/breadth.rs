@@ -94,6 +94,26 @@ fn default_scaling_rules(
     }
 }
 
+/// `names.singular` (the kind, lowercased), `names.listKind` (`<kind>List`) and
+/// `conversion.strategy: None` (apiextensions/v1 `SetDefaults_*`).
+pub(super) fn default_crd(o: &mut Map<String, Value>) {
+    let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if !kind.is_empty() {
+            set_default_str(names, "singular", &kind.to_lowercase());
+            set_default_str(names, "listKind", &format!("{kind}List"));
+        }
+    }
+    set_default(spec, "conversion", json!({"strategy": "None"}));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

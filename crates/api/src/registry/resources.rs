@@ -631,6 +631,23 @@ pub static RESOURCES: &[ResourceInfo] = &[
             false,
         )
     },
+    ResourceInfo {
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        subresources: &[status_in(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            "v1",
+        )],
+        ..plain(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            false,
+        )
+    },
     // events.k8s.io Events are the core group's Events in another shape (see `storage_of`).
     ResourceInfo {
         short_names: &["ev"],

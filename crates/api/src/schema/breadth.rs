@@ -50,6 +50,19 @@ pub(super) fn normalize_api_breadth(
         ("apiregistration.k8s.io/v1", "APIService") => {
             roundtrip::<apiregistration::v1::APIService>(kind, version, obj)
         }
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+            // Checked through the typed round trip (wrong types, unknown fields) but kept
+            // as sent: schemas hold empty objects that mean something (`default: {}`,
+            // `additionalProperties: {}`, `subresources.status: {}`), which the round trip
+            // would drop as empty maps.
+            roundtrip::<
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+            >(kind, version, obj)
+            .map(|n| Normalized {
+                value: obj.clone(),
+                unknown_fields: n.unknown_fields,
+            })
+        }
         ("events.k8s.io/v1", "Event") => roundtrip::<events::v1::Event>(kind, version, obj),
         ("autoscaling/v1", "HorizontalPodAutoscaler") => {
             roundtrip::<autoscaling::v1::HorizontalPodAutoscaler>(kind, version, obj)

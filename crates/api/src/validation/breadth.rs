@@ -3,6 +3,7 @@
 //! [`super::cluster`]).
 
 use super::cluster::*;
+use super::crd::*;
 use super::networking::*;
 use super::rbac::*;
 use super::*;
@@ -26,6 +27,7 @@ pub(super) fn validate_create(
         ("certificates.k8s.io", "CertificateSigningRequest") => validate_csr(o, errs),
         ("apiregistration.k8s.io", "APIService") => validate_api_service(o, errs),
         ("autoscaling", "HorizontalPodAutoscaler") => validate_hpa(o, errs),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd(o, errs),
         _ => {}
     }
 }
@@ -48,6 +50,7 @@ pub(super) fn validate_update(
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             immutable_fields(o, n, &[&["spec"]], errs)
         }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd_update(o, n, errs),
         _ => {}
     }
 }

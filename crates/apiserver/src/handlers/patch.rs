@@ -77,6 +77,12 @@ pub(super) async fn patch(
     ) {
         return Err(Status::unsupported_media_type(content_type));
     }
+    if content_type == "application/strategic-merge-patch+json" && state.custom.of(r).is_some() {
+        // Custom resources have no patch strategies to merge by, as upstream answers.
+        return Err(Status::unsupported_media_type_with(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
     let patch: Value = request::decode_as(request::BodyFormat::Json, body)?;
     let gr = r.group_resource();
     if sub == Some("scale") {
@@ -90,7 +96,7 @@ pub(super) async fn patch(
             apply_patch(cur, &patch, content_type, r.kind, name, &gr)
         })
         .await?;
-    respond_written(r, StatusCode::OK, &written, repr)
+    respond_written(&state.view(r), StatusCode::OK, &written, repr)
 }
 
 /// Server-side apply, reduced to create-or-merge: the applied configuration is created
@@ -145,7 +151,7 @@ pub(super) async fn apply(
         }
         crate::objects::set_meta(&mut applied, "name", json!(name));
         let written = state.create(r, ns, applied, opts).await?;
-        return respond_written(r, StatusCode::CREATED, &written, repr);
+        return respond_written(&state.view(r), StatusCode::CREATED, &written, repr);
     }
     if let Some(m) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
@@ -157,5 +163,5 @@ pub(super) async fn apply(
                 .map_err(patch_error)
         })
         .await?;
-    respond_written(r, StatusCode::OK, &written, repr)
+    respond_written(&state.view(r), StatusCode::OK, &written, repr)
 }

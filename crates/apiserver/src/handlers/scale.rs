@@ -31,9 +31,45 @@ pub(super) fn selector_string(sel: &Value) -> String {
     parts.join(",")
 }
 
-/// The autoscaling/v1 Scale view of a Deployment, ReplicaSet, StatefulSet or
-/// ReplicationController.
-pub(super) fn scale_of(obj: &Value) -> Value {
+/// Where a resource keeps what its Scale shows, as JSON pointers: `spec.replicas`,
+/// `status.replicas` and `spec.selector` (a label selector) for the built-in workloads; the
+/// CRD's `subresources.scale` paths (the selector a string) for custom resources.
+pub(super) struct ScalePaths {
+    spec_replicas: String,
+    status_replicas: String,
+    /// `(pointer, holds a string)`.
+    selector: Option<(String, bool)>,
+}
+
+impl ScalePaths {
+    pub(super) fn of(state: &AppState, r: &'static ResourceInfo) -> ScalePaths {
+        let custom = state.custom.of(r).and_then(|c| c.scale.clone());
+        match custom {
+            Some(scale) => {
+                let pointer = |key: &str| {
+                    scale[key]
+                        .as_str()
+                        .map(|p| p.replace('.', "/"))
+                        .unwrap_or_default()
+                };
+                let selector = Some(pointer("labelSelectorPath")).filter(|p| !p.is_empty());
+                ScalePaths {
+                    spec_replicas: pointer("specReplicasPath"),
+                    status_replicas: pointer("statusReplicasPath"),
+                    selector: selector.map(|p| (p, true)),
+                }
+            }
+            None => ScalePaths {
+                spec_replicas: "/spec/replicas".into(),
+                status_replicas: "/status/replicas".into(),
+                selector: Some(("/spec/selector".into(), false)),
+            },
+        }
+    }
+}
+
+/// The autoscaling/v1 Scale view of a workload or a custom resource.
+pub(super) fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_meta = json!({});
     for f in [
@@ -47,16 +83,39 @@ pub(super) fn scale_of(obj: &Value) -> Value {
             scale_meta[f] = v.clone();
         }
     }
+    let int_at = |p: &str| obj.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let selector = match &paths.selector {
+        Some((p, true)) => obj
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        Some((p, false)) => obj.pointer(p).map(scale_selector).unwrap_or_default(),
+        None => String::new(),
+    };
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
-        "spec": {"replicas": obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0)},
-        "status": {
-            "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
-            "selector": obj.pointer("/spec/selector").map(scale_selector).unwrap_or_default(),
-        },
+        "spec": {"replicas": int_at(&paths.spec_replicas)},
+        "status": {"replicas": int_at(&paths.status_replicas), "selector": selector},
     })
+}
+
+/// Sets the value at a JSON pointer, making the objects on the way.
+fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {
+    let mut cur = obj;
+    let keys: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+    for (i, key) in keys.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        if i + 1 == keys.len() {
+            cur[*key] = value;
+            return;
+        }
+        cur = &mut cur[*key];
+    }
 }
 
 /// A Scale's `status.selector`: a label selector, or a ReplicationController's equality
@@ -85,9 +144,10 @@ pub(super) async fn scale_update<F>(
 where
     F: FnMut(&Value) -> Result<Value, Status>,
 {
+    let paths = ScalePaths::of(state, r);
     let written = state
         .guaranteed_update(r, ns, name, None, opts, |cur| {
-            let current_scale = scale_of(cur);
+            let current_scale = scale_of(cur, &paths);
             let wanted = desired(&current_scale)?;
             if let Some(rv) = wanted.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
                 if Some(rv) != cur.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
@@ -111,9 +171,12 @@ where
                 ));
             }
             let mut next = cur.clone();
-            next["spec"]["replicas"] = json!(replicas);
+            set_pointer(&mut next, &paths.spec_replicas, json!(replicas));
             Ok(next)
         })
         .await?;
-    Ok(json_value_response(&scale_of(&written.value()?)))
+    let written = render::served_bytes(&state.view(r), &written.bytes);
+    let written: Value =
+        serde_json::from_slice(&written).map_err(|e| Status::internal(e.to_string()))?;
+    Ok(json_value_response(&scale_of(&written, &paths)))
 }

@@ -8,6 +8,7 @@
 //! RBAC is not enforced yet, so they would grant nothing; they come with enforcement.
 
 use cairn_api::registry::{self, group_versions};
+// (group_versions: the built-in ones; CRDs' APIServices are made with the CRD.)
 use cairn_api::status::Status;
 use serde_json::{json, Value};
 

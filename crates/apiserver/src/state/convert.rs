@@ -12,11 +12,12 @@ use super::*;
 impl ApiState {
     /// `(storage resource, body in the stored shape)` for a body sent to `served`.
     pub(crate) fn to_storage_shape(
+        &self,
         served: &'static ResourceInfo,
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(&'static ResourceInfo, Value), Status> {
-        let stored = registry::storage_of(served);
+        let stored = self.storage_of(served);
         if std::ptr::eq(stored, served) {
             return Ok((served, body));
         }
@@ -30,6 +31,7 @@ impl ApiState {
     /// A read-modify-write's `mutate`, run on the object in `served`'s shape and its
     /// result returned in the stored shape.
     pub(crate) fn mutate_in_served_shape<F>(
+        &self,
         served: &'static ResourceInfo,
         current: &Value,
         opts: &WriteOptions,
@@ -38,11 +40,11 @@ impl ApiState {
     where
         F: FnMut(&Value) -> Result<Value, Status>,
     {
-        if std::ptr::eq(registry::storage_of(served), served) {
+        if std::ptr::eq(self.storage_of(served), served) {
             return mutate(current);
         }
         let view = convert(current, served).map_err(|e| Status::internal(e.to_string()))?;
         let desired = mutate(&view)?;
-        Self::to_storage_shape(served, desired, opts).map(|(_, v)| v)
+        self.to_storage_shape(served, desired, opts).map(|(_, v)| v)
     }
 }

@@ -18,9 +18,11 @@ impl ApiState {
     ) -> Result<(Value, Vec<String>), Status> {
         let mut new = new;
         Self::check_type(r, &mut new, r.kind)?;
-        let (new, warnings) = Self::normalize(r, new, opts)?;
+        let (mut new, mut warnings) = Self::normalize(r, new, opts)?;
+        warnings.extend(self.prune_custom(r, &mut new, opts)?);
         let mut obj = scoped_update(r, old, new, subresource);
         cairn_api::defaults::apply_defaults(r, &mut obj);
+        self.default_custom(r, &mut obj);
         // Metadata the client may not change.
         for field in [
             "uid",
@@ -49,7 +51,7 @@ impl ApiState {
             remove_meta(&mut obj, "namespace");
         }
         remove_meta(&mut obj, "resourceVersion");
-        if tracks_generation(r) && spec_of(&obj) != spec_of(old) {
+        if (tracks_generation(r) || self.is_custom_storage(r)) && spec_of(&obj) != spec_of(old) {
             let gen = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
@@ -60,14 +62,18 @@ impl ApiState {
         let op = if opts.apply { "Apply" } else { "Update" };
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
         self.admit_kind_specific(r, &mut obj, Some(old));
+        if custom_admission::is_crd(r) {
+            self.admit_crd(&mut obj, Some(old));
+        }
         if crate::priority::is_priority_class(r) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
         }
-        let causes = if subresource == Some("ephemeralcontainers") {
+        let mut causes = if subresource == Some("ephemeralcontainers") {
             ephemeral_update_causes(r, old, &obj)
         } else {
             cairn_api::validation::validate_update(r, old, &obj)
         };
+        causes.extend(self.validate_custom(r, &obj, Some(old)));
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
         }
@@ -136,7 +142,7 @@ impl ApiState {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Written, bool), Status> {
-        let (r, body) = Self::to_storage_shape(r, body, opts)?;
+        let (r, body) = self.to_storage_shape(r, body, opts)?;
         let key = r.key(ns, name);
         let Some(current) = self.cache.get(&key) else {
             if subresource.is_none()
@@ -209,8 +215,8 @@ impl ApiState {
         F: FnMut(&Value) -> Result<Value, Status>,
     {
         let served = r;
-        let r = registry::storage_of(served);
-        let mut mutate = |cur: &Value| Self::mutate_in_served_shape(served, cur, opts, &mut mutate);
+        let r = self.storage_of(served);
+        let mut mutate = |cur: &Value| self.mutate_in_served_shape(served, cur, opts, &mut mutate);
         let key = r.key(ns, name);
         let mut attempt = 0;
         loop {
