@@ -63,10 +63,13 @@ impl ApiState {
         obj: &mut Value,
         opts: &WriteOptions,
     ) -> Result<Vec<String>, Status> {
-        let Some(schema) = self.custom.stored(r).and_then(|c| c.schema.clone()) else {
+        let Some(custom) = self.custom.stored(r) else {
             return Ok(Vec::new());
         };
-        let pruned = structural::prune(&schema, obj);
+        let Some(schema) = &custom.schema else {
+            return Ok(Vec::new());
+        };
+        let pruned = structural::prune(schema, obj);
         let described: Vec<String> = pruned
             .iter()
             .map(|f| format!("unknown field \"{}\"", f.trim_start_matches('.')))
@@ -83,8 +86,10 @@ impl ApiState {
     }
 
     pub(super) fn default_custom(&self, r: &ResourceInfo, obj: &mut Value) {
-        if let Some(schema) = self.custom.stored(r).and_then(|c| c.schema.clone()) {
-            structural::apply_defaults(&schema, obj);
+        if let Some(custom) = self.custom.stored(r) {
+            if let Some(schema) = &custom.schema {
+                structural::apply_defaults(schema, obj);
+            }
         }
     }
 
