@@ -94,7 +94,7 @@ impl ResourceInfo {
 
 mod resources;
 
-pub use resources::RESOURCES;
+pub use resources::{ALL_VERBS, RESOURCES, STATUS_VERBS};
 
 /// Resources served in more than one shape keep their objects once, in one storage
 /// resource, as kube-apiserver does: autoscaling/v1 HPAs are stored as autoscaling/v2, and

@@ -16,7 +16,9 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use cairn_api::registry::{ResourceInfo, Subresource};
+use cairn_api::registry::{
+    ResourceInfo, Subresource, ALL_VERBS, STATUS_VERBS as SUBRESOURCE_VERBS,
+};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
@@ -38,18 +40,6 @@ pub struct CustomVersion {
     /// refused when written, so only a CRD stored before a rule became invalid gets here).
     pub rules: Option<Arc<cairn_cel::SchemaRules>>,
 }
-
-const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// The served custom resources, swapped whole on every rebuild.
 #[derive(Default)]

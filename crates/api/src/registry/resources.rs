@@ -2,7 +2,8 @@
 
 use super::{ResourceInfo, Subresource};
 
-const ALL_VERBS: &[&str] = &[
+/// Every verb of an ordinary resource.
+pub const ALL_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",
@@ -12,7 +13,8 @@ const ALL_VERBS: &[&str] = &[
     "update",
     "watch",
 ];
-const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+/// The verbs of `status`-like subresources.
+pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 const fn status(kind: &'static str) -> Subresource {
     Subresource {
