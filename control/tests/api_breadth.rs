@@ -422,6 +422,100 @@ fn bad_input(k: &Kubectl) {
     k.ok(&["delete", "rolebinding", "fixed"]);
 }
 
+/// A ValidatingAdmissionPolicy denies with its message (Deny) or warns (Warn); one that
+/// does not compile is refused.
+fn admission_policy(k: &Kubectl) {
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "replica-limit"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= 5",
+                "messageExpression": "'at most 5 replicas, not ' + string(object.spec.replicas)"}]}});
+    k.ok_stdin(&["apply", "-f", "-"], &policy.to_string());
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "replica-limit-default"},
+        "spec": {"policyName": "replica-limit", "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}}}});
+    k.ok_stdin(&["apply", "-f", "-"], &binding.to_string());
+    let err = k.fails(&[
+        "create",
+        "deployment",
+        "big",
+        "--image=httpd",
+        "--replicas=7",
+    ]);
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-default' denied request: at most 5 replicas, not 7"),
+        "{err}"
+    );
+    k.ok(&[
+        "create",
+        "deployment",
+        "small",
+        "--image=httpd",
+        "--replicas=2",
+    ]);
+    let err = k.fails(&[
+        "patch",
+        "deployment",
+        "small",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":9}}"#,
+    ]);
+    assert!(err.contains("at most 5 replicas, not 9"), "{err}");
+    // Another namespace is not bound.
+    k.ok(&["create", "namespace", "free"]);
+    k.ok(&[
+        "create",
+        "deployment",
+        "big",
+        "--image=httpd",
+        "--replicas=7",
+        "-n",
+        "free",
+    ]);
+    // Warn instead of Deny: the write goes through with kubectl's "Warning:".
+    let mut warn = binding.clone();
+    warn["spec"]["validationActions"] = json!(["Warn"]);
+    k.ok_stdin(&["apply", "-f", "-"], &warn.to_string());
+    let out = k.output(&[
+        "create",
+        "deployment",
+        "warned",
+        "--image=httpd",
+        "--replicas=8",
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit'"),
+        "{stderr}"
+    );
+    k.ok(&[
+        "delete",
+        "validatingadmissionpolicybinding",
+        "replica-limit-default",
+    ]);
+    // Bad policies.
+    let mut bad = policy.clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["spec"]["validations"] = json!([{"expression": "object.spec.replicas <="}]);
+    let err = k.fails_stdin(&["create", "-f", "-"], &bad.to_string());
+    assert!(
+        err.contains("spec.validations[0].expression") && err.contains("compilation failed"),
+        "{err}"
+    );
+    let both = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "both"}, "spec": {"policyName": "replica-limit", "validationActions": ["Deny", "Warn"]}});
+    let err = k.fails_stdin(&["create", "-f", "-"], &both.to_string());
+    assert!(
+        err.contains("Deny and Warn may not be used together"),
+        "{err}"
+    );
+}
+
 fn scenario(minor: u32) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
@@ -433,6 +527,7 @@ fn scenario(minor: u32) {
     events_in_both_groups(&k);
     certificate_signing(&k, "alice");
     bad_input(&k);
+    admission_policy(&k);
     let apiservices = k.ok(&["get", "apiservices"]);
     assert!(
         apiservices.contains("v2.autoscaling") && apiservices.contains("Local"),

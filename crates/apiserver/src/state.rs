@@ -27,6 +27,7 @@ mod convert;
 mod custom_admission;
 mod delete;
 mod eviction;
+mod policy_admission;
 mod update;
 
 /// How unknown fields in a body are treated (`fieldValidation`).
@@ -485,9 +486,13 @@ impl ApiState {
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
         let mut causes = cairn_api::validation::validate_create(r, &obj);
         causes.extend(self.validate_custom(r, &obj, None));
+        if r.kind == "ValidatingAdmissionPolicy" {
+            causes.extend(policy_admission::policy_compile_errors(&obj));
+        }
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, &name, causes));
         }
+        warnings.extend(self.admit_policies(r, &obj, None)?);
         if let Some(ns) = namespace.as_deref() {
             self.check_namespace(ns)?;
             self.charge_quotas(r, ns, &obj, &name, opts.dry_run).await?;

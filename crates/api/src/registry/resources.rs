@@ -650,6 +650,35 @@ pub static RESOURCES: &[ResourceInfo] = &[
             false,
         )
     },
+    // admissionregistration.k8s.io: the CEL policies (webhook configurations are not
+    // served yet: a stored configuration nothing calls would mislead).
+    ResourceInfo {
+        categories: &["api-extensions"],
+        subresources: &[status_in(
+            "ValidatingAdmissionPolicy",
+            "admissionregistration.k8s.io",
+            "v1",
+        )],
+        ..plain(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            false,
+        )
+    },
+    ResourceInfo {
+        categories: &["api-extensions"],
+        ..plain(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            false,
+        )
+    },
     // events.k8s.io Events are the core group's Events in another shape (see `storage_of`).
     ResourceInfo {
         short_names: &["ev"],

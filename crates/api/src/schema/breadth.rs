@@ -63,6 +63,16 @@ pub(super) fn normalize_api_breadth(
                 unknown_fields: n.unknown_fields,
             })
         }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
+                kind, version, obj,
+            )
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+                kind, version, obj,
+            )
+        }
         ("events.k8s.io/v1", "Event") => roundtrip::<events::v1::Event>(kind, version, obj),
         ("autoscaling/v1", "HorizontalPodAutoscaler") => {
             roundtrip::<autoscaling::v1::HorizontalPodAutoscaler>(kind, version, obj)

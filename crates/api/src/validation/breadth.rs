@@ -28,6 +28,10 @@ pub(super) fn validate_create(
         ("apiregistration.k8s.io", "APIService") => validate_api_service(o, errs),
         ("autoscaling", "HorizontalPodAutoscaler") => validate_hpa(o, errs),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd(o, errs),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            validate_policy_binding(o, errs)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => validate_policy(o, errs),
         _ => {}
     }
 }
@@ -52,6 +56,68 @@ pub(super) fn validate_update(
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd_update(o, n, errs),
         _ => {}
+    }
+}
+
+/// A policy's failurePolicy and validations (their CEL is compiled by the server).
+fn validate_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    let failure = s(spec, "failurePolicy");
+    if !matches!(failure, "" | "Fail" | "Ignore") {
+        errs.push(Cause::not_supported(
+            "spec.failurePolicy",
+            failure,
+            &["Fail", "Ignore"],
+        ));
+    }
+    if obj(spec, "matchConstraints").is_none_or(|m| arr(m, "resourceRules").is_empty()) {
+        errs.push(Cause::required("spec.matchConstraints.resourceRules"));
+    }
+    for (i, v) in objs(spec, "validations") {
+        if s(v, "expression").is_empty() {
+            errs.push(Cause::required(format!("spec.validations[{i}].expression")));
+        }
+    }
+    if arr(spec, "validations").is_empty() && arr(spec, "auditAnnotations").is_empty() {
+        errs.push(Cause::required_detail(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+}
+
+/// A binding names its policy and says what a failed validation does.
+fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    if s(spec, "policyName").is_empty() {
+        errs.push(Cause::required("spec.policyName"));
+    }
+    let actions: Vec<&str> = arr(spec, "validationActions")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if actions.is_empty() {
+        errs.push(Cause::required_detail(
+            "spec.validationActions",
+            "at least one validation action is required",
+        ));
+    }
+    for (i, a) in actions.iter().enumerate() {
+        if !matches!(*a, "Deny" | "Warn" | "Audit") {
+            errs.push(Cause::not_supported(
+                format!("spec.validationActions[{i}]"),
+                a,
+                &["Audit", "Deny", "Warn"],
+            ));
+        }
+    }
+    if actions.contains(&"Deny") && actions.contains(&"Warn") {
+        errs.push(Cause::forbidden(
+            "spec.validationActions",
+            "Deny and Warn may not be used together",
+        ));
     }
 }
 

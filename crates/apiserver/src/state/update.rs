@@ -74,8 +74,14 @@ impl ApiState {
             cairn_api::validation::validate_update(r, old, &obj)
         };
         causes.extend(self.validate_custom(r, &obj, Some(old)));
+        if r.kind == "ValidatingAdmissionPolicy" {
+            causes.extend(super::policy_admission::policy_compile_errors(&obj));
+        }
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
+        }
+        if subresource.is_none() {
+            warnings.extend(self.admit_policies(r, &obj, Some(old))?);
         }
         Ok((obj, warnings))
     }
