@@ -7,12 +7,15 @@ import re
 
 
 def find_k8s_openapi(ver="v1_35"):
-    base = os.path.expanduser("~/.cargo/registry/src")
+    # Cargo's registry, where CARGO_HOME says (CI may move it), else ~/.cargo.
+    base = os.path.join(os.environ.get("CARGO_HOME") or os.path.expanduser("~/.cargo"), "registry", "src")
+    if not os.path.isdir(base):
+        raise SystemExit(f"cargo's registry sources are not at {base} (run a cargo build first)")
     for d in sorted(os.listdir(base)):
         p = os.path.join(base, d, "k8s-openapi-0.29.0", "src", ver)
         if os.path.isdir(p):
             return p
-    raise SystemExit("k8s-openapi-0.29.0 sources not found in ~/.cargo/registry")
+    raise SystemExit("k8s-openapi-0.29.0 sources not found in " + base)
 
 
 def load(ver="v1_35"):

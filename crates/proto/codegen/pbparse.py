@@ -10,12 +10,15 @@ FIELD_ATTR = re.compile(r'#\[prost\((.*)\)\]')
 
 
 def find_k8s_pb():
-    base = os.path.expanduser("~/.cargo/registry/src")
+    # Cargo's registry, where CARGO_HOME says (CI may move it), else ~/.cargo.
+    base = os.path.join(os.environ.get("CARGO_HOME") or os.path.expanduser("~/.cargo"), "registry", "src")
+    if not os.path.isdir(base):
+        raise SystemExit(f"cargo's registry sources are not at {base} (run a cargo build first)")
     for d in sorted(os.listdir(base)):
         p = os.path.join(base, d, "k8s-pb-0.9.0", "src")
         if os.path.isdir(p):
             return p
-    raise SystemExit("k8s-pb-0.9.0 sources not found in ~/.cargo/registry")
+    raise SystemExit("k8s-pb-0.9.0 sources not found in " + base)
 
 
 def resolve(modpath, ty):
