@@ -95,6 +95,7 @@ pub struct ApiState {
     priority_classes: crate::priority::ClassMemo,
     /// The resources CRDs define.
     pub custom: crate::custom::CustomRegistry,
+    policy_expressions: policy_admission::ExpressionCache,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -156,6 +157,7 @@ impl ApiState {
             node_ports: Mutex::new(PortAllocator::new(node_port_range.0, node_port_range.1)),
             priority_classes: Default::default(),
             custom: Default::default(),
+            policy_expressions: Default::default(),
         });
         state.restore_allocations();
         state

@@ -5,7 +5,11 @@
 //! `Deny`, a 422 in upstream's words) or adds a warning (`Warn`); `Audit` is not recorded
 //! (there is no audit log). Policies with `paramKind` are not evaluated yet.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use cairn_api::status::Cause;
+use cairn_cel::Expression;
 use cairn_semantics::selector::{Labels, Selector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{json, Value};
@@ -13,6 +17,30 @@ use serde_json::{json, Value};
 use super::*;
 
 const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Policy expressions compiled once per distinct text, not once per write.
+#[derive(Default)]
+pub struct ExpressionCache(parking_lot::Mutex<HashMap<String, Arc<Result<Expression, String>>>>);
+
+/// Distinct expressions kept before the cache starts over (policies edited many times).
+const EXPRESSION_CACHE_LIMIT: usize = 4096;
+
+type Compile<'a> = &'a dyn Fn(&str) -> Arc<Result<Expression, String>>;
+
+impl ExpressionCache {
+    fn compiled(&self, source: &str) -> Arc<Result<Expression, String>> {
+        if let Some(e) = self.0.lock().get(source) {
+            return e.clone();
+        }
+        let compiled = Arc::new(cairn_cel::compile_expression(source));
+        let mut map = self.0.lock();
+        if map.len() >= EXPRESSION_CACHE_LIMIT {
+            map.clear();
+        }
+        map.insert(source.to_string(), compiled.clone());
+        compiled
+    }
+}
 
 /// The 422 causes of a policy whose validations do not compile.
 pub(super) fn policy_compile_errors(policy: &Value) -> Vec<Cause> {
@@ -26,7 +54,7 @@ pub(super) fn policy_compile_errors(policy: &Value) -> Vec<Cause> {
             causes.push(Cause::invalid(
                 format!("spec.validations[{i}].expression"),
                 expr,
-                &format!("compilation failed: {e}"),
+                &e,
             ));
         }
     }
@@ -159,7 +187,9 @@ impl ApiState {
             if !applies {
                 continue;
             }
-            if let Outcome::Denied(message) = evaluate(&policy, r, operation, obj, old) {
+            if let Outcome::Denied(message) = evaluate(&policy, r, operation, obj, old, &|src| {
+                self.policy_expressions.compiled(src)
+            }) {
                 let text = format!(
                     "ValidatingAdmissionPolicy '{policy_name}' with binding '{}' denied request: {message}",
                     name_of(&binding)
@@ -208,6 +238,7 @@ fn evaluate(
     operation: &str,
     obj: &Value,
     old: Option<&Value>,
+    compile: Compile<'_>,
 ) -> Outcome {
     let request = json!({"operation": operation, "name": name_of(obj),
         "namespace": obj.pointer("/metadata/namespace").cloned().unwrap_or(Value::Null),
@@ -223,7 +254,10 @@ fn evaluate(
         .pointer("/spec/failurePolicy")
         .and_then(Value::as_str)
         != Some("Ignore");
-    let check = |expr: &str| cairn_cel::compile_expression(expr).and_then(|e| e.eval_bool(&vars));
+    let check = |expr: &str| match compile(expr).as_ref() {
+        Ok(e) => e.eval_bool(&vars),
+        Err(e) => Err(e.clone()),
+    };
     let conditions = policy
         .pointer("/spec/matchConditions")
         .and_then(Value::as_array);
@@ -247,7 +281,7 @@ fn evaluate(
         let expr = v["expression"].as_str().unwrap_or("");
         match check(expr) {
             Ok(true) => {}
-            Ok(false) => return Outcome::Denied(validation_message(v, expr, &vars)),
+            Ok(false) => return Outcome::Denied(validation_message(v, expr, &vars, compile)),
             Err(e) if fail_closed => {
                 return Outcome::Denied(format!("expression '{expr}' resulted in error: {e}"))
             }
@@ -258,9 +292,19 @@ fn evaluate(
 }
 
 /// `messageExpression`'s value, else `message`, else `failed expression: <expression>`.
-fn validation_message(v: &Value, expr: &str, vars: &[(&str, &Value)]) -> String {
+fn validation_message(
+    v: &Value,
+    expr: &str,
+    vars: &[(&str, &Value)],
+    compile: Compile<'_>,
+) -> String {
     if let Some(me) = v["messageExpression"].as_str() {
-        if let Ok(text) = cairn_cel::compile_expression(me).and_then(|e| e.eval_string(vars)) {
+        let text = compile(me)
+            .as_ref()
+            .as_ref()
+            .ok()
+            .and_then(|e| e.eval_string(vars).ok());
+        if let Some(text) = text {
             if !text.trim().is_empty() {
                 return text;
             }
@@ -335,14 +379,16 @@ mod tests {
 
     #[test]
     fn messages_prefer_the_expression_then_the_message() {
+        let cache = ExpressionCache::default();
+        let fresh = |src: &str| cache.compiled(src);
         let obj = json!({"spec": {"replicas": 7}});
         let vars: [(&str, &Value); 1] = [("object", &obj)];
         let v = json!({"messageExpression": "'got ' + string(object.spec.replicas)", "message": "static"});
-        assert_eq!(validation_message(&v, "x", &vars), "got 7");
+        assert_eq!(validation_message(&v, "x", &vars, &fresh), "got 7");
         let broken = json!({"messageExpression": "object.nope.deeper", "message": "static"});
-        assert_eq!(validation_message(&broken, "x", &vars), "static");
+        assert_eq!(validation_message(&broken, "x", &vars, &fresh), "static");
         assert_eq!(
-            validation_message(&json!({}), "a < b", &vars),
+            validation_message(&json!({}), "a < b", &vars, &fresh),
             "failed expression: a < b"
         );
     }
