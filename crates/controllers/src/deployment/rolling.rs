@@ -65,8 +65,7 @@ pub async fn rollout_rolling(
     status::sync_rollout_status(d, ctx, &all_now, new.as_deref()).await
 }
 
-/// Scales old ReplicaSets down as far as availability allows: first their unavailable
-/// pods, then available ones down to `replicas - maxUnavailable` available in total.
+/// Scales old ReplicaSets down as far as availability allows (see [`old_sizes`]).
 async fn reconcile_old(
     d: &Deployment,
     ctx: &Ctx,
@@ -74,46 +73,61 @@ async fn reconcile_old(
     old: &[Arc<ReplicaSet>],
     new: Option<&ReplicaSet>,
 ) -> Result<bool, Error> {
-    let old_pods: i32 = old.iter().map(|rs| spec_replicas(rs)).sum();
-    if old_pods == 0 {
-        return Ok(false);
+    let sizes = old_sizes(d, all, old, new);
+    let mut scaled = false;
+    for (rs, size) in old.iter().zip(sizes) {
+        if size != spec_replicas(rs) {
+            replicasets::scale(d, ctx, rs, size).await?;
+            scaled = true;
+        }
     }
+    Ok(scaled)
+}
+
+/// The old ReplicaSets' next sizes: first their unavailable pods go, then available
+/// ones down to `replicas - maxUnavailable` available in total (upstream
+/// `reconcileOldReplicaSets`).
+///
+/// A ReplicaSet's status is written from the pods it saw *before* its last scale-down,
+/// so right after one it may still report more available pods than its spec keeps.
+/// Counting at most `spec.replicas` per ReplicaSet keeps that stale figure from
+/// buying a second scale-down that would break the availability floor.
+pub fn old_sizes(
+    d: &Deployment,
+    all: &[Arc<ReplicaSet>],
+    old: &[Arc<ReplicaSet>],
+    new: Option<&ReplicaSet>,
+) -> Vec<i32> {
+    let mut sizes: Vec<i32> = old.iter().map(|rs| spec_replicas(rs)).collect();
+    if sizes.iter().sum::<i32>() == 0 {
+        return sizes;
+    }
+    let available_of = |rs: &ReplicaSet| util::available(rs).min(spec_replicas(rs));
     let all_pods: i32 = all.iter().map(|rs| spec_replicas(rs)).sum();
     let min_available = util::desired(d) - util::max_unavailable(d);
-    let new_unavailable = new
-        .map(|n| spec_replicas(n) - util::available(n))
-        .unwrap_or(0);
+    let new_unavailable = new.map(|n| spec_replicas(n) - available_of(n)).unwrap_or(0);
     let max_scaled_down = all_pods - min_available - new_unavailable;
     if max_scaled_down <= 0 {
-        return Ok(false);
+        return sizes;
     }
     let mut cleaned = 0;
-    let mut sizes: Vec<i32> = old.iter().map(|rs| spec_replicas(rs)).collect();
     for (rs, size) in old.iter().zip(sizes.iter_mut()) {
-        let unavailable = *size - util::available(rs);
+        let unavailable = *size - available_of(rs);
         if cleaned >= max_scaled_down || *size == 0 || unavailable <= 0 {
             continue;
         }
         let k = (max_scaled_down - cleaned).min(unavailable);
         *size -= k;
         cleaned += k;
-        replicasets::scale(d, ctx, rs, *size).await?;
     }
-    let available: i32 = all.iter().map(|rs| util::available(rs)).sum();
-    let mut done = 0;
-    if available > min_available {
-        let budget = available - min_available;
-        for (rs, size) in old.iter().zip(sizes.iter_mut()) {
-            if done >= budget || *size == 0 {
-                continue;
-            }
-            let k = (*size).min(budget - done);
-            *size -= k;
-            done += k;
-            replicasets::scale(d, ctx, rs, *size).await?;
-        }
+    let available: i32 = all.iter().map(|rs| available_of(rs)).sum();
+    let mut budget = (available - min_available).max(0);
+    for size in sizes.iter_mut() {
+        let k = (*size).min(budget);
+        *size -= k;
+        budget -= k;
     }
-    Ok(cleaned + done > 0)
+    sizes
 }
 
 /// Whether pods of other templates still run (Recreate starts new ones only after).
@@ -167,4 +181,69 @@ pub async fn rollout_recreate(
         cleanup::old_replicasets(d, ctx, &old).await?;
     }
     status::sync_rollout_status(d, ctx, &all_now, Some(&new)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{
+        DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus,
+        RollingUpdateDeployment,
+    };
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    fn deploy(replicas: i32, surge: i32, unavailable: i32) -> Deployment {
+        Deployment {
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                strategy: Some(DeploymentStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_surge: Some(IntOrString::Int(surge)),
+                        max_unavailable: Some(IntOrString::Int(unavailable)),
+                    }),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn rs(spec: i32, available: i32) -> Arc<ReplicaSet> {
+        Arc::new(ReplicaSet {
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(spec),
+                ..Default::default()
+            }),
+            status: Some(ReplicaSetStatus {
+                replicas: available.max(spec),
+                available_replicas: Some(available),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn old_pods_go_only_while_the_floor_holds() {
+        let d = deploy(4, 1, 1);
+        // Surge step: 4 old available + 1 new not yet available: one old pod may go.
+        let (old, new) = (rs(4, 4), rs(1, 0));
+        let all = [old.clone(), new.clone()];
+        assert_eq!(old_sizes(&d, &all, &[old], Some(&new)), vec![3]);
+        // Unavailable old pods go first, and only as many as the surge leaves room for.
+        let (old, new) = (rs(4, 2), rs(1, 1));
+        let all = [old.clone(), new.clone()];
+        assert_eq!(old_sizes(&d, &all, &[old], Some(&new)), vec![2]);
+    }
+
+    #[test]
+    fn a_stale_status_after_a_scale_down_buys_no_second_one() {
+        let d = deploy(4, 1, 1);
+        // The old ReplicaSet went 4 -> 3 but its status still says 4 available; the new
+        // one has 1 of 2 available. Truly available: 3 + 1 = 4, floor 3: one more may go.
+        let (old, new) = (rs(3, 4), rs(2, 1));
+        let all = [old.clone(), new.clone()];
+        assert_eq!(old_sizes(&d, &all, &[old], Some(&new)), vec![2]);
+    }
 }
