@@ -11,11 +11,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_usize, percentile};
+use common::{env_usize, percentile, start_server};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -77,23 +76,8 @@ async fn main() {
     let clients = env_usize("CLIENTS", 50);
     let watchers = env_usize("WATCHERS", 100);
     let dir = tempfile::tempdir().expect("tempdir");
-    let bin = env!("CARGO_BIN_EXE_cairn-control");
-    let mut server = Command::new(bin)
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn cairn-control");
+    let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
     let pid = server.id();
-    let url_file = dir.path().join("server-url");
-    let url = loop {
-        if let Ok(u) = std::fs::read_to_string(&url_file) {
-            break u.trim().to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(200)
         .build()

@@ -12,10 +12,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{env_usize, percentile};
+use common::{env_usize, percentile, start_server};
 use serde_json::{json, Value};
 
 fn ms(d: Duration) -> f64 {
@@ -123,21 +122,7 @@ async fn main() {
     let objects = env_usize("OBJECTS", 2000);
     let clients = env_usize("CLIENTS", 4);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_cairn-control"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn cairn-control");
-    let url_file = dir.path().join("server-url");
-    let url = loop {
-        if let Ok(u) = std::fs::read_to_string(&url_file) {
-            break u.trim().to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
     let http = reqwest::Client::new();
     create(
         &http,

@@ -149,6 +149,38 @@ const EXPECTED_RESOURCES: &[(&str, &str, &str, &str, &str, &str)] = &[
         "Role",
         "",
     ),
+    (
+        "mutatingwebhookconfigurations",
+        "",
+        "admissionregistration.k8s.io/v1",
+        "false",
+        "MutatingWebhookConfiguration",
+        "api-extensions",
+    ),
+    (
+        "validatingadmissionpolicies",
+        "",
+        "admissionregistration.k8s.io/v1",
+        "false",
+        "ValidatingAdmissionPolicy",
+        "api-extensions",
+    ),
+    (
+        "validatingadmissionpolicybindings",
+        "",
+        "admissionregistration.k8s.io/v1",
+        "false",
+        "ValidatingAdmissionPolicyBinding",
+        "api-extensions",
+    ),
+    (
+        "validatingwebhookconfigurations",
+        "",
+        "admissionregistration.k8s.io/v1",
+        "false",
+        "ValidatingWebhookConfiguration",
+        "api-extensions",
+    ),
 ];
 
 fn check_api_resources(k: &Kubectl) {
@@ -498,6 +530,7 @@ fn admission_policy(k: &Kubectl) {
         "validatingadmissionpolicybinding",
         "replica-limit-default",
     ]);
+    parameterized_policy(k);
     // Bad policies.
     let mut bad = policy.clone();
     bad["metadata"]["name"] = json!("bad");
@@ -516,6 +549,129 @@ fn admission_policy(k: &Kubectl) {
     );
 }
 
+/// A policy with a parameter kind (a ConfigMap per namespace holds the limit) and a
+/// variable: denied over the limit, allowed under it, denied when the parameter is gone.
+fn parameterized_policy(k: &Kubectl) {
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "replica-limit-param"},
+        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+            "validations": [{"expression": "object.spec.replicas <= variables.limit",
+                "messageExpression": "'at most ' + string(variables.limit) + ' replicas in ' + namespaceObject.metadata.name"}]}});
+    k.ok_stdin(&["apply", "-f", "-"], &policy.to_string());
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "replica-limit-param"},
+        "spec": {"policyName": "replica-limit-param", "validationActions": ["Deny"],
+            "paramRef": {"name": "replica-limits", "parameterNotFoundAction": "Deny"},
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "limited"}}}}});
+    k.ok_stdin(&["apply", "-f", "-"], &binding.to_string());
+    k.ok(&["create", "namespace", "limited"]);
+    let err = k.fails(&[
+        "create",
+        "deployment",
+        "a",
+        "--image=httpd",
+        "-n",
+        "limited",
+    ]);
+    assert!(
+        err.contains("no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{err}"
+    );
+    k.ok(&[
+        "create",
+        "configmap",
+        "replica-limits",
+        "-n",
+        "limited",
+        "--from-literal=maxReplicas=3",
+    ]);
+    let err = k.fails(&[
+        "create",
+        "deployment",
+        "a",
+        "--image=httpd",
+        "--replicas=4",
+        "-n",
+        "limited",
+    ]);
+    assert!(
+        err.contains("denied request: at most 3 replicas in limited"),
+        "{err}"
+    );
+    k.ok(&[
+        "create",
+        "deployment",
+        "a",
+        "--image=httpd",
+        "--replicas=3",
+        "-n",
+        "limited",
+    ]);
+    // A binding without paramRef for a policy with paramKind, and a paramRef without its
+    // not-found action, are refused.
+    let mut no_action = binding.clone();
+    no_action["metadata"]["name"] = json!("no-action");
+    no_action["spec"]["paramRef"] = json!({"name": "replica-limits"});
+    let err = k.fails_stdin(&["create", "-f", "-"], &no_action.to_string());
+    assert!(
+        err.contains("spec.paramRef.parameterNotFoundAction: Required value"),
+        "{err}"
+    );
+    k.ok(&[
+        "delete",
+        "validatingadmissionpolicybinding",
+        "replica-limit-param",
+    ]);
+}
+
+/// `kubectl explain` of built-in kinds, from the server's OpenAPI v3 documents; and
+/// `kubectl apply` still computes strategic merge patches with upstream's strategies
+/// (an env var removed from the manifest is removed from the object).
+fn explain_built_in_kinds(k: &Kubectl) {
+    let pods = k.ok(&["explain", "pods"]);
+    assert!(pods.contains("KIND:") && pods.contains("Pod"), "{pods}");
+    assert!(pods.contains("Pod is a collection of containers"), "{pods}");
+    let replicas = k.ok(&["explain", "deployment.spec.replicas"]);
+    assert!(replicas.contains("Number of desired pods"), "{replicas}");
+    let ports = k.ok(&["explain", "svc.spec.ports", "--recursive"]);
+    assert!(
+        ports.contains("targetPort") && ports.contains("nodePort"),
+        "{ports}"
+    );
+    let rules = k.ok(&["explain", "clusterrole.rules"]);
+    assert!(rules.contains("verbs"), "{rules}");
+    let metrics = k.ok(&["explain", "hpa.spec.metrics"]);
+    assert!(metrics.contains("containerResource"), "{metrics}");
+    let webhooks = k.ok(&[
+        "explain",
+        "validatingwebhookconfiguration.webhooks.clientConfig",
+    ]);
+    assert!(webhooks.contains("caBundle"), "{webhooks}");
+    let env = |values: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: explained}}\nspec:\n  selector: {{matchLabels: {{app: e}}}}\n  template:\n    metadata: {{labels: {{app: e}}}}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        env: [{values}]\n"
+        )
+    };
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &env(r#"{name: ONE, value: "1"}, {name: TWO, value: "2"}"#),
+    );
+    let out = k.output_stdin(&["apply", "-f", "-"], &env(r#"{name: ONE, value: "1"}"#));
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{out:?}"
+    );
+    let d = k.json(&["get", "deployment", "explained"]);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "ONE", "value": "1"}])
+    );
+}
+
 fn scenario(minor: u32) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
@@ -528,6 +684,7 @@ fn scenario(minor: u32) {
     certificate_signing(&k, "alice");
     bad_input(&k);
     admission_policy(&k);
+    explain_built_in_kinds(&k);
     let apiservices = k.ok(&["get", "apiservices"]);
     assert!(
         apiservices.contains("v2.autoscaling") && apiservices.contains("Local"),

@@ -1,5 +1,7 @@
 //! What the benchmarks share: environment knobs and percentiles.
 
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 pub fn env_usize(name: &str, default: usize) -> usize {
@@ -15,4 +17,26 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     }
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Starts `cairn-control` on a private data dir and loopback port; returns the process
+/// and the URL it serves.
+// The caller owns the child and kills and waits for it when the benchmark ends.
+#[allow(clippy::zombie_processes)]
+pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String) {
+    let server = Command::new(bin)
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn cairn-control");
+    let url_file = data_dir.join("server-url");
+    loop {
+        if let Ok(u) = std::fs::read_to_string(&url_file) {
+            return (server, u.trim().to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

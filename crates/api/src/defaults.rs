@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
+mod admission;
 mod breadth;
 mod limits;
 mod pod;
@@ -55,6 +56,18 @@ pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
         ("networking.k8s.io", "NetworkPolicy") => breadth::default_network_policy(o),
         ("autoscaling", "HorizontalPodAutoscaler") => breadth::default_hpa(resource.version, o),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => breadth::default_crd(o),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            admission::default_webhooks(o, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            admission::default_webhooks(o, false)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            admission::default_policy(o)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            admission::default_policy_binding(o)
+        }
         _ => {}
     }
 }

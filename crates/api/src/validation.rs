@@ -29,6 +29,7 @@ const MAX_SECRET_SIZE: usize = 1024 * 1024;
 
 /// A required enum field: `Required value` when empty, `Unsupported value` when not one of
 /// `supported` (listed in the order Kubernetes prints them).
+mod admission;
 mod apps;
 mod batch;
 mod breadth;

@@ -39,6 +39,8 @@ pub struct CustomVersion {
     /// The schema's CEL rules, compiled (none when they do not compile: such a CRD is
     /// refused when written, so only a CRD stored before a rule became invalid gets here).
     pub rules: Option<Arc<cairn_cel::SchemaRules>>,
+    /// The CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
+    pub conversion: Option<Arc<crate::admission::webhook::Hook>>,
 }
 
 /// The served custom resources, swapped whole on every rebuild.
@@ -117,6 +119,14 @@ impl CustomRegistry {
             return (None, Vec::new());
         };
         let storage = self.intern(info_of(spec, storage_name, versions));
+        let conversion = (spec.pointer("/conversion/strategy").and_then(Value::as_str)
+            == Some("Webhook"))
+        .then(|| {
+            let webhook = spec.pointer("/conversion/webhook").unwrap_or(&Value::Null);
+            Arc::new(crate::admission::webhook::Hook::for_conversion(
+                name, webhook,
+            ))
+        });
         let custom_version = |v: &Value, info: &'static ResourceInfo| {
             let schema = v.pointer("/schema/openAPIV3Schema").cloned();
             Arc::new(CustomVersion {
@@ -132,6 +142,7 @@ impl CustomRegistry {
                     .cloned()
                     .unwrap_or_default(),
                 scale: v.pointer("/subresources/scale").cloned(),
+                conversion: conversion.clone(),
             })
         };
         let storage_version = versions

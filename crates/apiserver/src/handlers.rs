@@ -150,7 +150,9 @@ async fn route(state: AppState, req: Request) -> Response {
     if is_get {
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
-            ["openapi", "v3", "apis", group, version] => {
+            ["openapi", "v3", "apis", group, version]
+            | ["openapi", "v3", "api", group @ version] => {
+                let group = if parts[2] == "api" { "" } else { *group };
                 return match crate::openapi::group_version(&state.custom.all(), group, version) {
                     Some(doc) => json_value_response(&doc),
                     None => status_response(&Status::new(
@@ -158,7 +160,7 @@ async fn route(state: AppState, req: Request) -> Response {
                         "NotFound",
                         "the server could not find the requested resource",
                     )),
-                }
+                };
             }
             ["api", version] => {
                 return match discovery::api_resource_list(&state.resources(), "", version) {
@@ -420,7 +422,7 @@ async fn resource(
                 let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
                 let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
                 let warnings = written.warnings.clone();
-                let body = render::served_bytes(&state.view(r), &written.bytes);
+                let body = render::served_bytes(&state.view(r), &written.bytes)?;
                 Ok(json_response(code, body, "application/json", &warnings))
             }
             (Method::DELETE, None, None) => {
@@ -628,8 +630,10 @@ async fn list(
             None
         },
     };
-    if repr == Representation::Object {
-        let stream = render::list_stream(state.view(r), page, &meta)?;
+    let view = state.view(r);
+    // A conversion webhook may fail: such lists are built whole, to answer its error.
+    if repr == Representation::Object && view.conversion.is_none() {
+        let stream = render::list_stream(view, page, &meta)?;
         let mut resp = Response::new(Body::from_stream(stream));
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -637,7 +641,7 @@ async fn list(
         );
         return Ok(resp);
     }
-    let body = render::list(&state.view(r), &page, &meta, repr)?;
+    let body = render::list(&view, &page, &meta, repr)?;
     Ok(json_response(StatusCode::OK, body, "application/json", &[]))
 }
 

@@ -5,7 +5,9 @@
 //! admission and validation (from `cairn-api`) before the durable store
 //! (`cairn-store`). Watches stream from the cache ([`watch`]).
 
+pub mod admission;
 pub mod allocator;
+pub mod conversion_webhook;
 pub mod custom;
 pub mod decorate;
 mod decorate_raw;
@@ -157,6 +159,8 @@ impl RunningServer {
 
 /// Opens the store, loads the cache, bootstraps the cluster objects and starts serving.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    // The built-in kinds' OpenAPI documents take a moment to generate: not in a request.
+    tokio::task::spawn_blocking(openapi::builtin::documents);
     std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
         path: config.data_dir.clone(),
         source,

@@ -32,12 +32,17 @@ pub struct View {
     pub served: &'static ResourceInfo,
     pub storage: &'static ResourceInfo,
     pub custom: Option<Arc<CustomVersion>>,
+    /// The CRD's conversion webhook, when its versions convert through one.
+    pub conversion: Option<crate::conversion_webhook::ConversionWebhook>,
 }
 
 impl View {
     /// Whether stored objects need converting to the served shape.
+    /// With a conversion webhook, objects stored at an earlier storage version need it
+    /// even when the served version is today's storage version (`convert` skips the
+    /// objects already in the served version).
     pub fn converts(&self) -> bool {
-        !std::ptr::eq(self.storage, self.served)
+        !std::ptr::eq(self.storage, self.served) || self.conversion.is_some()
     }
 
     /// The Table of stored objects: upstream prints every version of a kind alike.
@@ -52,30 +57,53 @@ impl View {
 
 /// A stored object in the shape `view` serves (autoscaling/v1 HPAs, events.k8s.io Events,
 /// other versions of a custom resource). Bodies that are not objects of the stored kind (a
-/// `Status`) pass unchanged, and so does an object that cannot be converted, which is
-/// logged: the read still answers.
-pub fn served_bytes(view: &View, stored: &Bytes) -> Bytes {
+/// `Status`) pass unchanged, and so does an object a built-in conversion cannot convert,
+/// which is logged: the read still answers. A conversion webhook that fails is an error.
+pub fn served_bytes(view: &View, stored: &Bytes) -> Result<Bytes, Status> {
     if !view.converts() {
-        return stored.clone();
+        return Ok(stored.clone());
     }
     let Ok(v) = serde_json::from_slice::<Value>(stored) else {
-        return stored.clone();
+        return Ok(stored.clone());
     };
     if v.get("kind").and_then(Value::as_str) != Some(view.storage.kind) {
-        return stored.clone();
+        return Ok(stored.clone());
     }
     let r = view.served;
+    if let Some(webhook) = &view.conversion {
+        if v.get("apiVersion").and_then(Value::as_str) == Some(r.api_version().as_str()) {
+            return Ok(stored.clone());
+        }
+        let converted = webhook.convert_one(v, r)?;
+        return to_bytes(&converted);
+    }
     match cairn_api::conversion::convert(&v, r).map(|c| serde_json::to_vec(&c)) {
-        Ok(Ok(b)) => Bytes::from(b),
+        Ok(Ok(b)) => Ok(Bytes::from(b)),
         Ok(Err(e)) => {
             tracing::warn!(resource = r.plural, error = %e, "encoding a converted object");
-            stored.clone()
+            Ok(stored.clone())
         }
         Err(e) => {
             tracing::warn!(resource = r.plural, error = %e, "serving an object in its stored shape");
-            stored.clone()
+            Ok(stored.clone())
         }
     }
+}
+
+/// Every item in the served shape; a conversion webhook gets them all in one call.
+fn served_items(view: &View, items: &[Arc<CachedObject>]) -> Result<Vec<Bytes>, Status> {
+    let Some(webhook) = view.conversion.as_ref().filter(|_| view.converts()) else {
+        return items.iter().map(|o| served_bytes(view, &o.bytes)).collect();
+    };
+    let values = items
+        .iter()
+        .map(|o| parse(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    webhook
+        .convert(values, view.served)?
+        .iter()
+        .map(to_bytes)
+        .collect()
 }
 
 /// List metadata: resourceVersion, continue and remainingItemCount.
@@ -115,8 +143,10 @@ pub fn list_stream(
     let opening = opening.freeze();
     let pieces = items.into_iter().enumerate().flat_map(move |(i, o)| {
         let sep = (i > 0).then(|| Bytes::from_static(b","));
-        sep.into_iter()
-            .chain(std::iter::once(served_bytes(&view, &o.bytes)))
+        // Views with a conversion webhook are not streamed (see `list`); the fallback
+        // keeps a failed built-in conversion in the stored shape, as `served_bytes` does.
+        let item = served_bytes(&view, &o.bytes).unwrap_or_else(|_| o.bytes.clone());
+        sep.into_iter().chain(std::iter::once(item))
     });
     let all = std::iter::once(opening)
         .chain(pieces)
@@ -173,20 +203,27 @@ pub fn list(
             // Drop the closing brace of the head and append the items array.
             out.put_slice(&head[..head.len().saturating_sub(1)]);
             out.put_slice(b",\"items\":[");
-            for (i, o) in items.iter().enumerate() {
+            for (i, o) in served_items(view, items)?.iter().enumerate() {
                 if i > 0 {
                     out.put_u8(b',');
                 }
-                out.put_slice(&served_bytes(view, &o.bytes));
+                out.put_slice(o);
             }
             out.put_slice(b"]}");
             Ok(out.freeze())
         }
         Representation::Table => {
-            let objects = items
-                .iter()
-                .map(|o| parse(o))
-                .collect::<Result<Vec<_>, _>>()?;
+            let objects = match view.conversion {
+                // A custom resource's columns read the served version's fields.
+                Some(_) => served_items(view, items)?
+                    .iter()
+                    .map(|b| serde_json::from_slice(b).map_err(|e| Status::internal(e.to_string())))
+                    .collect::<Result<Vec<Value>, _>>()?,
+                None => items
+                    .iter()
+                    .map(|o| parse(o))
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
             let mut table = view.table(&objects);
             table["metadata"] = meta.to_json();
             to_bytes(&table)
@@ -209,10 +246,15 @@ pub fn list(
 /// One object in the asked representation.
 pub fn object(view: &View, bytes: &Bytes, repr: Representation) -> Result<Bytes, Status> {
     match repr {
-        Representation::Object => Ok(served_bytes(view, bytes)),
+        Representation::Object => served_bytes(view, bytes),
         Representation::Table => {
+            // A custom resource's columns read the served version's fields.
+            let bytes = match view.conversion {
+                Some(_) => served_bytes(view, bytes)?,
+                None => bytes.clone(),
+            };
             let v: Value =
-                serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
+                serde_json::from_slice(&bytes).map_err(|e| Status::internal(e.to_string()))?;
             let rv = v
                 .pointer("/metadata/resourceVersion")
                 .cloned()

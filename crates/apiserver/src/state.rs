@@ -29,6 +29,10 @@ mod delete;
 mod eviction;
 mod policy_admission;
 mod update;
+mod webhook_admission;
+
+pub use webhook_admission::CachedServices;
+use webhook_admission::WebhookWrite;
 
 /// How unknown fields in a body are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,6 +100,9 @@ pub struct ApiState {
     /// The resources CRDs define.
     pub custom: crate::custom::CustomRegistry,
     policy_expressions: policy_admission::ExpressionCache,
+    /// Admission webhooks: the configured ones, and how they are called.
+    webhook_hooks: crate::admission::webhook::Hooks,
+    webhook_caller: Arc<dyn crate::admission::webhook::Caller>,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -151,13 +158,17 @@ impl ApiState {
         node_port_range: (u16, u16),
     ) -> Arc<ApiState> {
         let state = Arc::new(ApiState {
-            cache,
+            cache: cache.clone(),
             settings,
             cluster_ips: Mutex::new(IpAllocator::new(service_cidr)),
             node_ports: Mutex::new(PortAllocator::new(node_port_range.0, node_port_range.1)),
             priority_classes: Default::default(),
             custom: Default::default(),
             policy_expressions: Default::default(),
+            webhook_hooks: Default::default(),
+            webhook_caller: Arc::new(crate::admission::webhook::client::HttpsCaller::new(
+                Arc::new(CachedServices(cache.clone())),
+            )),
         });
         state.restore_allocations();
         state
@@ -199,8 +210,21 @@ impl ApiState {
             storage: custom
                 .as_ref()
                 .map_or_else(|| registry::storage_of(r), |c| c.storage),
+            conversion: self.conversion_webhook(r),
             custom,
         }
+    }
+
+    /// The conversion webhook of `r`'s CRD, when it converts through one.
+    pub fn conversion_webhook(
+        &self,
+        r: &'static ResourceInfo,
+    ) -> Option<crate::conversion_webhook::ConversionWebhook> {
+        let hook = self.custom.of(r)?.conversion.clone()?;
+        Some(crate::conversion_webhook::ConversionWebhook {
+            hook,
+            caller: self.webhook_caller.clone(),
+        })
     }
 
     /// Rebuilds the custom resources from the stored CRDs.
@@ -485,16 +509,41 @@ impl ApiState {
         if crate::priority::is_priority_class(r) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
         }
+        let hook_write = WebhookWrite {
+            resource: r,
+            subresource: None,
+            operation: "CREATE",
+            dry_run: opts.dry_run,
+            field_manager: opts.field_manager.as_deref(),
+        };
+        let (hook_warnings, mutated) = self
+            .run_mutating_webhooks(&hook_write, Some(&mut obj), None)
+            .await?;
+        warnings.extend(hook_warnings);
+        if mutated && r.kind == "Pod" && r.group.is_empty() {
+            obj["status"]["qosClass"] = json!(qos_class(&obj));
+        }
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
         let mut causes = cairn_api::validation::validate_create(r, &obj);
         causes.extend(self.validate_custom(r, &obj, None));
+        if matches!(
+            r.kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) && r.group == crate::admission::GROUP
+        {
+            causes.extend(webhook_admission::match_condition_errors(&obj));
+        }
         if r.kind == "ValidatingAdmissionPolicy" {
             causes.extend(policy_admission::policy_compile_errors(&obj));
         }
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, &name, causes));
         }
-        warnings.extend(self.admit_policies(r, &obj, None)?);
+        warnings.extend(self.admit_policies(r, None, &obj, None)?);
+        warnings.extend(
+            self.run_validating_webhooks(&hook_write, Some(&obj), None)
+                .await?,
+        );
         if let Some(ns) = namespace.as_deref() {
             self.check_namespace(ns)?;
             self.charge_quotas(r, ns, &obj, &name, opts.dry_run).await?;

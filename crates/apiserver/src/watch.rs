@@ -13,7 +13,7 @@ use cairn_store::{Revision, StoreError};
 use futures::Stream;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use tracing::debug;
+use tracing::warn;
 
 use crate::render;
 use crate::request::Representation;
@@ -47,17 +47,20 @@ fn frame(event_type: &str, object: &[u8]) -> Bytes {
     out.freeze()
 }
 
+/// An event's frame; `Err` holds the ERROR frame that ends the watch when the object
+/// cannot be rendered (a conversion webhook failing): skipping it would leave the
+/// client's copy wrong for good.
 fn encode(
     view: &render::View,
     event_type: &str,
     o: &CachedObject,
     repr: Representation,
-) -> Option<Bytes> {
+) -> Result<Bytes, Bytes> {
     match render::object(view, &o.bytes, repr) {
-        Ok(b) => Some(frame(event_type, &b)),
+        Ok(b) => Ok(frame(event_type, &b)),
         Err(e) => {
-            debug!(key = %o.key, error = %e, "skipping undecodable object in watch");
-            None
+            warn!(key = %o.key, error = %e.message, "ending a watch: an object cannot be rendered");
+            Err(error_event(&e))
         }
     }
 }
@@ -105,10 +108,12 @@ pub async fn start(
         let repr = req.representation;
         let mut last_rev = after;
         for o in &initial {
-            if let Some(b) = encode(&req.view, "ADDED", o, repr) {
-                if tx.send(b).await.is_err() {
-                    return;
-                }
+            let (frame, last) = match encode(&req.view, "ADDED", o, repr) {
+                Ok(b) => (b, false),
+                Err(e) => (e, true),
+            };
+            if tx.send(frame).await.is_err() || last {
+                return;
             }
         }
         if req.initial_events_bookmark && tx.send(bookmark(r, last_rev, true)).await.is_err() {
@@ -165,10 +170,12 @@ pub async fn start(
                             return;
                         }
                     } else if let Some(kind) = kind {
-                        if let Some(b) = encode(&req.view, kind, &ev.object, repr) {
-                            if tx.send(b).await.is_err() {
-                                return;
-                            }
+                        let (frame, last) = match encode(&req.view, kind, &ev.object, repr) {
+                            Ok(b) => (b, false),
+                            Err(e) => (e, true),
+                        };
+                        if tx.send(frame).await.is_err() || last {
+                            return;
                         }
                     }
                 }

@@ -650,8 +650,18 @@ pub static RESOURCES: &[ResourceInfo] = &[
             false,
         )
     },
-    // admissionregistration.k8s.io: the CEL policies (webhook configurations are not
-    // served yet: a stored configuration nothing calls would mislead).
+    // admissionregistration.k8s.io: webhook configurations and the CEL policies.
+    ResourceInfo {
+        categories: &["api-extensions"],
+        ..plain(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            false,
+        )
+    },
     ResourceInfo {
         categories: &["api-extensions"],
         subresources: &[status_in(
@@ -676,6 +686,17 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "ValidatingAdmissionPolicyBinding",
             "validatingadmissionpolicybindings",
             "validatingadmissionpolicybinding",
+            false,
+        )
+    },
+    ResourceInfo {
+        categories: &["api-extensions"],
+        ..plain(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
             false,
         )
     },

@@ -63,6 +63,16 @@ pub(super) fn normalize_api_breadth(
                 unknown_fields: n.unknown_fields,
             })
         }
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            roundtrip::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+                kind, version, obj,
+            )
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+                kind, version, obj,
+            )
+        }
         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
             roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
                 kind, version, obj,

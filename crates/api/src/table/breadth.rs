@@ -76,6 +76,26 @@ pub(super) fn columns(resource: &ResourceInfo) -> Option<Vec<Col>> {
             col("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler."),
             AGE,
         ],
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => vec![
+            NAME,
+            col("Webhooks", "integer", "Webhooks is a list of webhooks and the affected resources and operations."),
+            AGE,
+        ],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => vec![
+            NAME,
+            col("Validations", "integer", "Validations contain CEL expressions which is used to apply the validation."),
+            col("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+            AGE,
+        ],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => vec![
+            NAME,
+            col("PolicyName", "string", "PolicyName references a ValidatingAdmissionPolicy name which the ValidatingAdmissionPolicyBinding binds to."),
+            col("ParamRef", "string", "paramRef specifies the parameter resource used to configure the admission control policy."),
+            AGE,
+        ],
         _ => return None,
     })
 }
@@ -128,6 +148,47 @@ pub(super) fn row(
         ("certificates.k8s.io", "CertificateSigningRequest") => csr_row(obj, name, created),
         ("apiregistration.k8s.io", "APIService") => api_service_row(obj, name, created),
         ("autoscaling", "HorizontalPodAutoscaler") => hpa_row(obj, name, created),
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => {
+            let count = obj["webhooks"].as_array().map_or(0, Vec::len);
+            vec![name, json!(count), json!(created)]
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            let count = obj
+                .pointer("/spec/validations")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let param = match obj.pointer("/spec/paramKind") {
+                Some(k) => format!(
+                    "{}/{}",
+                    k["apiVersion"].as_str().unwrap_or(""),
+                    k["kind"].as_str().unwrap_or("")
+                ),
+                None => "<unset>".to_string(),
+            };
+            vec![name, json!(count), json!(param), json!(created)]
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            let policy = obj
+                .pointer("/spec/policyName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let param = match obj.pointer("/spec/paramRef") {
+                Some(r) => {
+                    let ns = r["namespace"].as_str().unwrap_or("");
+                    let n = r["name"].as_str().unwrap_or("");
+                    if ns.is_empty() {
+                        format!("*/{n}")
+                    } else {
+                        format!("{ns}/{n}")
+                    }
+                }
+                None => "<unset>".to_string(),
+            };
+            vec![name, json!(policy), json!(param), json!(created)]
+        }
         _ => return None,
     })
 }

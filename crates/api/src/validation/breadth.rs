@@ -2,6 +2,7 @@
 //! kinds (their checks live in [`super::rbac`], [`super::networking`] and
 //! [`super::cluster`]).
 
+use super::admission::*;
 use super::cluster::*;
 use super::crd::*;
 use super::networking::*;
@@ -32,6 +33,12 @@ pub(super) fn validate_create(
             validate_policy_binding(o, errs)
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => validate_policy(o, errs),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            validate_webhook_configuration(o, true, errs)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            validate_webhook_configuration(o, false, errs)
+        }
         _ => {}
     }
 }
@@ -113,6 +120,9 @@ fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
             ));
         }
     }
+    if let Some(param_ref) = obj(spec, "paramRef") {
+        validate_param_ref(param_ref, errs);
+    }
     if actions.contains(&"Deny") && actions.contains(&"Warn") {
         errs.push(Cause::forbidden(
             "spec.validationActions",
@@ -134,5 +144,35 @@ fn immutable_fields(
             let value = after.cloned().unwrap_or(Value::Null);
             errs.push(Cause::invalid_value(keys.join("."), &value, IMMUTABLE));
         }
+    }
+}
+
+/// A binding's `paramRef`: a name or a selector, and what happens when nothing is found.
+fn validate_param_ref(param_ref: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let has_name = !s(param_ref, "name").is_empty();
+    let has_selector = obj(param_ref, "selector").is_some();
+    if has_name && has_selector {
+        errs.push(Cause::forbidden(
+            "spec.paramRef.name",
+            "name and selector are mutually exclusive",
+        ));
+    }
+    if !has_name && !has_selector {
+        errs.push(Cause::required_detail(
+            "spec.paramRef",
+            "one of name or selector must be specified",
+        ));
+    }
+    if let Some(sel) = obj(param_ref, "selector") {
+        validate_label_selector(sel, "spec.paramRef.selector", errs);
+    }
+    match s(param_ref, "parameterNotFoundAction") {
+        "" => errs.push(Cause::required("spec.paramRef.parameterNotFoundAction")),
+        "Allow" | "Deny" => {}
+        other => errs.push(Cause::not_supported(
+            "spec.paramRef.parameterNotFoundAction",
+            other,
+            &["Allow", "Deny"],
+        )),
     }
 }

@@ -76,7 +76,7 @@ fn validate_policy_rule(
 }
 
 /// `[]string{"a", "b"}` as Go's `%#v` prints a string list in a field error.
-fn go_string_list(items: &[Value]) -> String {
+pub(super) fn go_string_list(items: &[Value]) -> String {
     let quoted: Vec<String> = items
         .iter()
         .map(|v| format!("{:?}", v.as_str().unwrap_or("")))

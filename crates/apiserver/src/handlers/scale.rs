@@ -175,7 +175,7 @@ where
             Ok(next)
         })
         .await?;
-    let written = render::served_bytes(&state.view(r), &written.bytes);
+    let written = render::served_bytes(&state.view(r), &written.bytes)?;
     let written: Value =
         serde_json::from_slice(&written).map_err(|e| Status::internal(e.to_string()))?;
     Ok(json_value_response(&scale_of(&written, &paths)))

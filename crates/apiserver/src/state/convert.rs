@@ -24,6 +24,9 @@ impl ApiState {
         let mut body = body;
         Self::check_type(served, &mut body, served.kind)?;
         let (body, _warnings) = Self::normalize(served, body, opts)?;
+        if let Some(webhook) = self.conversion_webhook(served) {
+            return Ok((stored, webhook.convert_one(body, stored)?));
+        }
         let converted = convert(&body, stored).map_err(|e| Status::bad_request(e.to_string()))?;
         Ok((stored, converted))
     }
@@ -43,7 +46,10 @@ impl ApiState {
         if std::ptr::eq(self.storage_of(served), served) {
             return mutate(current);
         }
-        let view = convert(current, served).map_err(|e| Status::internal(e.to_string()))?;
+        let view = match self.conversion_webhook(served) {
+            Some(webhook) => webhook.convert_one(current.clone(), served)?,
+            None => convert(current, served).map_err(|e| Status::internal(e.to_string()))?,
+        };
         let desired = mutate(&view)?;
         self.to_storage_shape(served, desired, opts).map(|(_, v)| v)
     }

@@ -27,6 +27,7 @@ impl ApiState {
         opts: &DeleteOptions,
     ) -> Result<(Written, bool), Status> {
         let key = r.key(ns, name);
+        let hook_warnings = self.admit_delete(r, ns, name, opts.dry_run).await?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -37,6 +38,7 @@ impl ApiState {
                 }
                 other => {
                     return other.map(|(mut written, gone)| {
+                        written.warnings.extend(hook_warnings);
                         if opts.propagation_policy.is_none() && default_propagation(r) == "Orphan" {
                             written.warnings.push(JOB_ORPHAN_WARNING.to_string());
                         }

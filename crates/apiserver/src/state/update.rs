@@ -8,7 +8,7 @@ use super::*;
 
 impl ApiState {
     /// Prepares `new` as the update of `old` (main resource, or the `status` subresource).
-    fn prepare_update(
+    async fn prepare_update(
         &self,
         r: &ResourceInfo,
         old: &Value,
@@ -51,6 +51,21 @@ impl ApiState {
             remove_meta(&mut obj, "namespace");
         }
         remove_meta(&mut obj, "resourceVersion");
+        let hook_write = WebhookWrite {
+            resource: r,
+            subresource,
+            operation: "UPDATE",
+            dry_run: opts.dry_run,
+            field_manager: opts.field_manager.as_deref(),
+        };
+        let (hook_warnings, mutated) = self
+            .run_mutating_webhooks(&hook_write, Some(&mut obj), Some(old))
+            .await?;
+        warnings.extend(hook_warnings);
+        if mutated {
+            // What the write may change still bounds what a webhook changed.
+            obj = scoped_update(r, old, obj, subresource);
+        }
         if (tracks_generation(r) || self.is_custom_storage(r)) && spec_of(&obj) != spec_of(old) {
             let gen = old
                 .pointer("/metadata/generation")
@@ -74,15 +89,24 @@ impl ApiState {
             cairn_api::validation::validate_update(r, old, &obj)
         };
         causes.extend(self.validate_custom(r, &obj, Some(old)));
+        if matches!(
+            r.kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) && r.group == crate::admission::GROUP
+        {
+            causes.extend(webhook_admission::match_condition_errors(&obj));
+        }
         if r.kind == "ValidatingAdmissionPolicy" {
             causes.extend(super::policy_admission::policy_compile_errors(&obj));
         }
         if !causes.is_empty() {
             return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
         }
-        if subresource.is_none() {
-            warnings.extend(self.admit_policies(r, &obj, Some(old))?);
-        }
+        warnings.extend(self.admit_policies(r, subresource, &obj, Some(old))?);
+        warnings.extend(
+            self.run_validating_webhooks(&hook_write, Some(&obj), Some(old))
+                .await?,
+        );
         Ok((obj, warnings))
     }
 
@@ -191,7 +215,9 @@ impl ApiState {
                 ));
             }
         }
-        let (obj, warnings) = self.prepare_update(r, &old, body, subresource, opts)?;
+        let (obj, warnings) = self
+            .prepare_update(r, &old, body, subresource, opts)
+            .await?;
         let w = self
             .commit_update(
                 r,
@@ -231,7 +257,9 @@ impl ApiState {
             let old: Value = serde_json::from_slice(&current.bytes)
                 .map_err(|e| Status::internal(e.to_string()))?;
             let desired = mutate(&old)?;
-            let (obj, warnings) = self.prepare_update(r, &old, desired, subresource, opts)?;
+            let (obj, warnings) = self
+                .prepare_update(r, &old, desired, subresource, opts)
+                .await?;
             match self
                 .commit_update(
                     r,
