@@ -21,16 +21,32 @@ fn opts() -> PullOptions {
     }
 }
 
-/// `ctr run --rm` of `image` with `script`; returns stdout. Proves the image is usable.
+/// Runs `script` in a container of `image` and returns what it printed. The output goes
+/// to a file in a bind-mounted host directory, not through ctr's stdout: ctr can exit
+/// before its FIFO copy of a short-lived task's output is done (seen once in CI as an
+/// empty string from `echo`).
 fn ctr_run(c: &Containerd, image: &str, script: &str) -> String {
     let id = format!("run-{}", uuid_like());
     let cgroup = format!("cairn-image-test-{id}");
+    let out_dir = tempfile::tempdir().unwrap();
+    // Writable by the image's user too (one test image runs as 65534).
+    std::fs::set_permissions(
+        out_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let mount = format!(
+        "type=bind,src={},dst=/cairn-out,options=rbind:rw",
+        out_dir.path().display()
+    );
     let out = Command::new("ctr")
         .arg("-a")
         .arg(&c.socket)
         .args(["-n", NS, "run", "--rm", "--cgroup", &cgroup, "--runc-root"])
         .arg(c.runc_root())
-        .args([image, &id, "/bin/sh", "-c", script])
+        .args(["--mount", &mount])
+        .args([image, &id, "/bin/sh", "-c"])
+        .arg(format!("( {script} ) > /cairn-out/stdout"))
         .output()
         .unwrap();
     remove_cgroup(&cgroup);
@@ -40,7 +56,7 @@ fn ctr_run(c: &Containerd, image: &str, script: &str) -> String {
         String::from_utf8_lossy(&out.stderr),
         c.log_tail()
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    std::fs::read_to_string(out_dir.path().join("stdout")).unwrap()
 }
 
 fn ctr(c: &Containerd, args: &[&str]) -> String {
