@@ -147,7 +147,7 @@ fn udp_clients_fail_over_only_because_stale_flows_are_deleted() {
     let dnat = format!("dnat to {gone_ip}:5353");
     wait("the endpoint out of the rules", || {
         let rules = Command::new("nft")
-            .args(["list", "table", "ip", "cairn-proxy"])
+            .args(["list", "ruleset"])
             .output()
             .unwrap();
         (!String::from_utf8_lossy(&rules.stdout).contains(&dnat)).then_some(())

@@ -3,14 +3,14 @@
 use std::sync::Arc;
 
 use cairn_netfilter::NftDriver;
-use cairn_serviceproxy::nftables::{NftConfig, Renderer, TABLE};
+use cairn_serviceproxy::nftables::{owned_tables, NftConfig, Renderer};
 use cairn_serviceproxy::{diff, ProxyState};
 use tracing::warn;
 
 use super::{BackendError, ProxyBackend, SyncReport};
 
-/// The nftables backend: one table, replaced whole on a full sync, patched per service
-/// port otherwise (each sync one atomic transaction).
+/// The nftables backend: a main table and its shard tables, replaced whole on a full
+/// sync, patched per service port otherwise (each sync one atomic transaction).
 pub struct NftBackend {
     driver: Arc<dyn NftDriver>,
     renderer: Renderer,
@@ -63,8 +63,14 @@ impl ProxyBackend for NftBackend {
     }
 
     fn cleanup(&mut self) -> Result<(), BackendError> {
-        if self.driver.table_exists("ip", TABLE)? {
-            self.driver.apply(&format!("delete table ip {TABLE}\n"))?;
+        let mut script = String::new();
+        for table in owned_tables() {
+            if self.driver.table_exists("ip", &table)? {
+                script.push_str(&format!("delete table ip {table}\n"));
+            }
+        }
+        if !script.is_empty() {
+            self.driver.apply(&script)?;
         }
         self.applied = None;
         Ok(())

@@ -99,10 +99,16 @@ fn a_service_without_endpoints_is_rejected_and_a_failed_partial_sync_falls_back_
     *nft.fail_next.lock() = Some("Error: Could not process rule".into());
     let r = b.sync(&next, false).unwrap();
     assert!(r.full, "fell back to a full sync");
+    // Cleanup deletes the tables that are there, the main one and its shards.
+    for table in ["cairn-proxy", "cairn-proxy-shard0", "other"] {
+        nft.tables
+            .lock()
+            .insert(format!("ip {table}"), format!("table ip {table} {{}}\n"));
+    }
     b.cleanup().unwrap();
     assert_eq!(
         nft.scripts.lock().last().unwrap(),
-        "delete table ip cairn-proxy\n"
+        "delete table ip cairn-proxy\ndelete table ip cairn-proxy-shard0\n"
     );
 }
 

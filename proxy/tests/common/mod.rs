@@ -185,7 +185,9 @@ impl Mode {
     /// The proxy's rules, as text.
     fn rules(self) -> String {
         let (cmd, args): (&str, &[&str]) = match self {
-            Mode::Nftables => ("nft", &["list", "table", "ip", "cairn-proxy"]),
+            // The main table and its shards (the others' tables hold none of what is
+            // looked for).
+            Mode::Nftables => ("nft", &["list", "ruleset"]),
             Mode::Iptables => ("iptables-save", &[]),
         };
         String::from_utf8(Command::new(cmd).args(args).output().unwrap().stdout).unwrap()

@@ -1,23 +1,16 @@
 //! What one sync writes, collected before it is rendered: in `nft -f` block syntax for a
-//! full sync (one `table { … }` with every chain, set and map element inline, which `nft`
-//! parses without looking anything up — separate `add rule` commands would each search
-//! the chain list, quadratic at 30,000 chains), or as commands for a partial one.
+//! full sync (one `table { … }` per table with every chain, set and map element inline,
+//! which `nft` parses without looking anything up — separate `add rule` commands would
+//! each search the chain list, quadratic at 30,000 chains), or as commands for a partial
+//! one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-use super::TABLE;
+use super::{MAX_SHARDS, SHARD_PREFIX, TABLE};
 
-/// The maps of the table, in the order the skeleton declares them.
-pub(super) const MAPS: [(&str, &str); 4] = [
-    (
-        "service-ips",
-        "type ipv4_addr . inet_proto . inet_service : verdict",
-    ),
-    (
-        "service-nodeports",
-        "type inet_proto . inet_service : verdict",
-    ),
+/// The main table's maps, in the order the skeleton declares them.
+const MAIN_MAPS: [(&str, &str); 2] = [
     (
         "no-endpoint-services",
         "type ipv4_addr . inet_proto . inet_service : verdict",
@@ -28,48 +21,96 @@ pub(super) const MAPS: [(&str, &str); 4] = [
     ),
 ];
 
+/// Each shard table's maps.
+const SHARD_MAPS: [(&str, &str); 2] = [
+    (
+        "service-ips",
+        "type ipv4_addr . inet_proto . inet_service : verdict",
+    ),
+    (
+        "service-nodeports",
+        "type inet_proto . inet_service : verdict",
+    ),
+];
+
+/// Which table an object lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum Table {
+    Main,
+    Shard(usize),
+}
+
+impl Table {
+    pub(super) fn name(self) -> String {
+        match self {
+            Table::Main => TABLE.to_string(),
+            Table::Shard(k) => format!("{SHARD_PREFIX}{k}"),
+        }
+    }
+}
+
+type MapKey = (Table, &'static str);
+
 #[derive(Debug, Default)]
 pub(super) struct Batch {
+    /// The shard the service port being added or removed lives in.
+    pub(super) shard: usize,
     /// Removals, as commands, in order (partial syncs only).
     deletes: Vec<String>,
     /// Map → keys to delete, each with the verdict it had.
-    deleted_elements: BTreeMap<&'static str, Vec<(String, String)>>,
-    sets: Vec<(String, String)>,
-    chains: Vec<(String, Vec<String>)>,
-    chain_index: HashMap<String, usize>,
+    deleted_elements: BTreeMap<MapKey, Vec<(String, String)>>,
+    sets: Vec<(Table, String, String)>,
+    chains: Vec<(Table, String, Vec<String>)>,
+    chain_index: HashMap<(Table, String), usize>,
     /// Map → `key : verdict` to add.
-    elements: BTreeMap<&'static str, Vec<String>>,
+    elements: BTreeMap<MapKey, Vec<String>>,
 }
 
 impl Batch {
+    /// The current service port's table.
+    pub(super) fn table(&self) -> Table {
+        Table::Shard(self.shard)
+    }
+
+    /// The table holding `map`: the no-endpoint maps are the main table's.
+    fn map_key(&self, map: &'static str) -> MapKey {
+        if MAIN_MAPS.iter().any(|(m, _)| *m == map) {
+            (Table::Main, map)
+        } else {
+            (self.table(), map)
+        }
+    }
+
     pub(super) fn chain(&mut self, name: &str) {
-        if !self.chain_index.contains_key(name) {
-            self.chain_index.insert(name.to_string(), self.chains.len());
-            self.chains.push((name.to_string(), Vec::new()));
+        let key = (self.table(), name.to_string());
+        if !self.chain_index.contains_key(&key) {
+            self.chain_index.insert(key, self.chains.len());
+            self.chains
+                .push((self.table(), name.to_string(), Vec::new()));
         }
     }
 
     pub(super) fn rule(&mut self, chain: &str, rule: String) {
         self.chain(chain);
-        if let Some(i) = self.chain_index.get(chain) {
-            self.chains[*i].1.push(rule);
+        if let Some(i) = self.chain_index.get(&(self.table(), chain.to_string())) {
+            self.chains[*i].2.push(rule);
         }
     }
 
     pub(super) fn set(&mut self, name: String, definition: String) {
-        self.sets.push((name, definition));
+        self.sets.push((self.table(), name, definition));
     }
 
     pub(super) fn element(&mut self, map: &'static str, key: String, verdict: &str) {
         self.elements
-            .entry(map)
+            .entry(self.map_key(map))
             .or_default()
             .push(format!("{key} : {verdict}"));
     }
 
     pub(super) fn delete_element(&mut self, map: &'static str, key: String, verdict: String) {
         self.deleted_elements
-            .entry(map)
+            .entry(self.map_key(map))
             .or_default()
             .push((key, verdict));
     }
@@ -78,31 +119,54 @@ impl Batch {
         self.deletes.push(command);
     }
 
-    /// The whole table, replacing what is there (an absent table is made first, so the
-    /// delete cannot fail); `skeleton` holds the fixed chains.
-    pub(super) fn render_full(&self, skeleton: &str) -> String {
-        let mut out =
-            format!("add table ip {TABLE}\ndelete table ip {TABLE}\ntable ip {TABLE} {{\n");
-        for (name, ty) in MAPS {
-            let _ = write!(out, "\tmap {name} {{\n\t\t{ty}\n");
-            if let Some(items) = self.elements.get(name).filter(|v| !v.is_empty()) {
+    /// Every table, replacing what is there (an absent table is made first, so its delete
+    /// cannot fail; shards beyond `shards`, left by a larger count, only go).
+    pub(super) fn render_full(&self, main: &str, shard: &str, shards: usize) -> String {
+        let mut out = String::new();
+        for k in shards..MAX_SHARDS {
+            let name = Table::Shard(k).name();
+            let _ = writeln!(out, "add table ip {name}\ndelete table ip {name}");
+        }
+        self.render_table(&mut out, Table::Main, &MAIN_MAPS, main);
+        for k in 0..shards {
+            self.render_table(&mut out, Table::Shard(k), &SHARD_MAPS, shard);
+        }
+        out
+    }
+
+    fn render_table(
+        &self,
+        out: &mut String,
+        table: Table,
+        maps: &[(&'static str, &'static str)],
+        fixed: &str,
+    ) {
+        let name = table.name();
+        // `write!` to a String cannot fail.
+        let _ = write!(
+            out,
+            "add table ip {name}\ndelete table ip {name}\ntable ip {name} {{\n"
+        );
+        for (map, ty) in maps {
+            let _ = write!(out, "\tmap {map} {{\n\t\t{ty}\n");
+            let items = self.elements.get(&(table, *map));
+            if let Some(items) = items.filter(|v| !v.is_empty()) {
                 let _ = writeln!(out, "\t\telements = {{ {} }}", items.join(", "));
             }
             out.push_str("\t}\n");
         }
-        for (name, def) in &self.sets {
-            let _ = writeln!(out, "\tset {name} {{ {def} }}");
+        for (_, set, def) in self.sets.iter().filter(|(t, ..)| *t == table) {
+            let _ = writeln!(out, "\tset {set} {{ {def} }}");
         }
-        out.push_str(skeleton);
-        for (name, rules) in &self.chains {
-            let _ = writeln!(out, "\tchain {name} {{");
+        out.push_str(fixed);
+        for (_, chain, rules) in self.chains.iter().filter(|(t, ..)| *t == table) {
+            let _ = writeln!(out, "\tchain {chain} {{");
             for r in rules {
                 let _ = writeln!(out, "\t\t{r}");
             }
             out.push_str("\t}\n");
         }
         out.push_str("}\n");
-        out
     }
 
     /// Commands: element deletions; the chains this sync fills, made or emptied (so kept
@@ -111,46 +175,59 @@ impl Batch {
     ///
     /// An element deleted and re-added with the same verdict (its service port's chain kept
     /// its name) is neither: map elements with `goto` make the kernel validate the whole
-    /// jump graph at commit.
+    /// jump graph of the table at commit.
     pub(super) fn render_partial(&self) -> String {
         let mut out = String::new();
-        let unchanged = |map: &str, item: &str| {
-            self.deleted_elements
+        let re_added = |map: &MapKey, item: &str| {
+            self.elements
                 .get(map)
-                .is_some_and(|d| d.iter().any(|(k, v)| format!("{k} : {v}") == item))
+                .is_some_and(|a| a.iter().any(|i| i == item))
         };
         for (map, deleted) in &self.deleted_elements {
-            let added = self.elements.get(map);
             let keys: Vec<&str> = deleted
                 .iter()
-                .filter(|(k, v)| !added.is_some_and(|a| a.contains(&format!("{k} : {v}"))))
+                .filter(|(k, v)| !re_added(map, &format!("{k} : {v}")))
                 .map(|(k, _)| k.as_str())
                 .collect();
             if !keys.is_empty() {
+                let (table, name) = (map.0.name(), map.1);
                 let _ = writeln!(
                     out,
-                    "delete element ip {TABLE} {map} {{ {} }}",
+                    "delete element ip {table} {name} {{ {} }}",
                     keys.join(", ")
                 );
             }
         }
-        for (name, _) in &self.chains {
+        for (table, name, _) in &self.chains {
+            let table = table.name();
             let _ = writeln!(
                 out,
-                "add chain ip {TABLE} {name}\nflush chain ip {TABLE} {name}"
+                "add chain ip {table} {name}\nflush chain ip {table} {name}"
             );
         }
         for d in &self.deletes {
             let _ = writeln!(out, "{d}");
         }
-        for (name, def) in &self.sets {
-            let _ = writeln!(out, "add set ip {TABLE} {name} {{ {def} }}");
+        for (table, name, def) in &self.sets {
+            let _ = writeln!(out, "add set ip {} {name} {{ {def} }}", table.name());
         }
-        for (name, rules) in &self.chains {
+        for (table, name, rules) in &self.chains {
+            let table = table.name();
             for r in rules {
-                let _ = writeln!(out, "add rule ip {TABLE} {name} {r}");
+                let _ = writeln!(out, "add rule ip {table} {name} {r}");
             }
         }
+        self.render_added_elements(&mut out);
+        out
+    }
+
+    /// `add element` commands, leaving out elements deleted and re-added unchanged.
+    fn render_added_elements(&self, out: &mut String) {
+        let unchanged = |map: &MapKey, item: &str| {
+            self.deleted_elements
+                .get(map)
+                .is_some_and(|d| d.iter().any(|(k, v)| format!("{k} : {v}") == item))
+        };
         for (map, items) in &self.elements {
             let items: Vec<&str> = items
                 .iter()
@@ -158,13 +235,13 @@ impl Batch {
                 .filter(|i| !unchanged(map, i))
                 .collect();
             if !items.is_empty() {
+                let (table, name) = (map.0.name(), map.1);
                 let _ = writeln!(
                     out,
-                    "add element ip {TABLE} {map} {{ {} }}",
+                    "add element ip {table} {name} {{ {} }}",
                     items.join(", ")
                 );
             }
         }
-        out
     }
 }

@@ -212,7 +212,7 @@ pub(super) fn remove(
         if keep.contains(&(kind, object.clone())) {
             continue;
         }
-        let table = super::TABLE;
+        let table = b.table().name();
         b.delete(match kind {
             "chain" => format!("flush chain ip {table} {object}\ndelete chain ip {table} {object}"),
             _ => format!("delete set ip {table} {object}"),
