@@ -96,7 +96,10 @@ fn a_batch_leaves_the_same_ruleset_as_nft() {
             } else {
                 nft_binary(&partial);
             }
-            nft.list_table("ip", "cairn-proxy").unwrap().unwrap()
+            // The main table and the one shard 20 service ports make.
+            ["cairn-proxy", "cairn-proxy-shard0"]
+                .map(|t| nft.list_table("ip", t).unwrap().unwrap())
+                .concat()
         })
     };
     let (batch, binary) = (listing(true), listing(false));
