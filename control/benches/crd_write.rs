@@ -12,9 +12,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{env_usize, percentile, start_server};
+use common::{env_usize, percentile, start_server, timed_create};
 use serde_json::{json, Value};
 
 fn ms(d: Duration) -> f64 {
@@ -101,22 +101,6 @@ fn config_map(i: usize, size: usize) -> Value {
         "data": {"payload": "x".repeat(pad)}})
 }
 
-async fn create(http: &reqwest::Client, url: &str, body: &Value) -> Duration {
-    let body = serde_json::to_vec(body).expect("encode");
-    let t = Instant::now();
-    let resp = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("create");
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    assert_eq!(status.as_u16(), 201, "{url}: {text}");
-    t.elapsed()
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let objects = env_usize("OBJECTS", 2000);
@@ -124,7 +108,7 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
     let http = reqwest::Client::new();
-    create(
+    timed_create(
         &http,
         &format!("{url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
         &crd(),
@@ -136,8 +120,8 @@ async fn main() {
     let cms = format!("{url}/api/v1/namespaces/default/configmaps");
     // Warm-up, not counted.
     for i in 0..50 {
-        create(&http, &crs, &widget(1_000_000 + i)).await;
-        create(&http, &cms, &config_map(1_000_000 + i, size)).await;
+        timed_create(&http, &crs, &widget(1_000_000 + i)).await;
+        timed_create(&http, &cms, &config_map(1_000_000 + i, size)).await;
     }
     let (mut cr_lat, mut cm_lat) = (Vec::new(), Vec::new());
     let round = 200;
@@ -151,8 +135,8 @@ async fn main() {
                     let mut lat = Vec::new();
                     for i in (start + c..end).step_by(clients) {
                         lat.push(match kind {
-                            "cr" => create(&http, &crs, &widget(i)).await,
-                            _ => create(&http, &cms, &config_map(i, size)).await,
+                            "cr" => timed_create(&http, &crs, &widget(i)).await,
+                            _ => timed_create(&http, &cms, &config_map(i, size)).await,
                         });
                     }
                     lat

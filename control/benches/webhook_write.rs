@@ -13,30 +13,14 @@ mod common;
 #[path = "../tests/support/webhook_server.rs"]
 mod webhook_server;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{env_usize, percentile, start_server};
+use common::{env_usize, percentile, start_server, timed_create};
 use serde_json::{json, Value};
 use webhook_server::WebhookServer;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-async fn post(http: &reqwest::Client, url: &str, body: &Value) -> Duration {
-    let body = serde_json::to_vec(body).expect("encode");
-    let t = Instant::now();
-    let resp = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("create");
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    assert_eq!(status.as_u16(), 201, "{url}: {text}");
-    t.elapsed()
 }
 
 fn configuration(kind: &str, path: &str, namespace: &str, hooks: &WebhookServer) -> Value {
@@ -67,7 +51,7 @@ async fn main() {
     let namespaces = ["plain", "validated", "mutated"];
     for ns in namespaces {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"bench": ns}}});
-        post(&http, &format!("{url}/api/v1/namespaces"), &body).await;
+        timed_create(&http, &format!("{url}/api/v1/namespaces"), &body).await;
     }
     let admission = format!("{url}/apis/admissionregistration.k8s.io/v1");
     let validating = configuration(
@@ -76,14 +60,14 @@ async fn main() {
         "validated",
         &hooks,
     );
-    post(
+    timed_create(
         &http,
         &format!("{admission}/validatingwebhookconfigurations"),
         &validating,
     )
     .await;
     let mutating = configuration("MutatingWebhookConfiguration", "/mutate", "mutated", &hooks);
-    post(
+    timed_create(
         &http,
         &format!("{admission}/mutatingwebhookconfigurations"),
         &mutating,
@@ -93,7 +77,7 @@ async fn main() {
     let target = |ns: &str| format!("{url}/api/v1/namespaces/{ns}/configmaps");
     for ns in namespaces {
         for i in 0..50 {
-            post(&http, &target(ns), &config_map(1_000_000 + i)).await;
+            timed_create(&http, &target(ns), &config_map(1_000_000 + i)).await;
         }
     }
     let mut latencies: Vec<Vec<Duration>> = vec![Vec::new(); namespaces.len()];
@@ -107,7 +91,7 @@ async fn main() {
                 tasks.push(tokio::spawn(async move {
                     let mut lat = Vec::new();
                     for i in (start + c..end).step_by(clients) {
-                        lat.push(post(&http, &target, &config_map(i)).await);
+                        lat.push(timed_create(&http, &target, &config_map(i)).await);
                     }
                     lat
                 }));

@@ -10,7 +10,6 @@
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,16 +21,11 @@ use cairn_testsupport::NetNs;
 
 const POD: Ipv4Addr = Ipv4Addr::new(10, 244, 1, 2);
 
+/// Runs `cmd` with `sh` in the namespace; its stdout.
 fn sh(ns: &NetNs, cmd: &str) -> String {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ns.command("sh").args(["-c", cmd]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{cmd}: {err}");
     String::from_utf8(out.stdout).unwrap()
 }
 

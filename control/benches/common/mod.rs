@@ -1,8 +1,9 @@
-//! What the benchmarks share: environment knobs and percentiles.
+//! What the benchmarks share: environment knobs, percentiles, starting the server and
+//! timing one create.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -39,4 +40,22 @@ pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// POSTs `body` to `url`, expects 201 Created, and returns how long it took.
+#[allow(dead_code)] // not every benchmark creates objects one by one
+pub async fn timed_create(http: &reqwest::Client, url: &str, body: &serde_json::Value) -> Duration {
+    let body = serde_json::to_vec(body).expect("encode");
+    let t = Instant::now();
+    let resp = http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("create");
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    assert_eq!(status.as_u16(), 201, "{url}: {text}");
+    t.elapsed()
 }

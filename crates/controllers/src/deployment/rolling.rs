@@ -186,27 +186,15 @@ pub async fn rollout_recreate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::{
-        DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus,
-        RollingUpdateDeployment,
-    };
+    use k8s_openapi::api::apps::v1::{ReplicaSetSpec, ReplicaSetStatus};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     fn deploy(replicas: i32, surge: i32, unavailable: i32) -> Deployment {
-        Deployment {
-            spec: Some(DeploymentSpec {
-                replicas: Some(replicas),
-                strategy: Some(DeploymentStrategy {
-                    type_: Some("RollingUpdate".into()),
-                    rolling_update: Some(RollingUpdateDeployment {
-                        max_surge: Some(IntOrString::Int(surge)),
-                        max_unavailable: Some(IntOrString::Int(unavailable)),
-                    }),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        util::tests::deploy(
+            replicas,
+            IntOrString::Int(surge),
+            IntOrString::Int(unavailable),
+        )
     }
 
     fn rs(spec: i32, available: i32) -> Arc<ReplicaSet> {

@@ -194,11 +194,16 @@ pub fn max_unavailable(d: &Deployment) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
 
-    fn deploy(replicas: i32, surge: IntOrString, unav: IntOrString) -> Deployment {
+    /// A RollingUpdate Deployment (shared with the rollout tests).
+    pub(in crate::deployment) fn deploy(
+        replicas: i32,
+        surge: IntOrString,
+        unav: IntOrString,
+    ) -> Deployment {
         Deployment {
             spec: Some(DeploymentSpec {
                 replicas: Some(replicas),
