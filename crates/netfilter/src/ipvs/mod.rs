@@ -257,6 +257,9 @@ pub struct FakeIpvs {
     pub calls: parking_lot::Mutex<Vec<IpvsCall>>,
     /// Fail the next call with this errno (as the kernel would answer), changing nothing.
     pub fail_next: parking_lot::Mutex<Option<i32>>,
+    /// Real-server addresses refused with `EINVAL`, as the kernel refuses addresses that
+    /// are not unicast in the namespace (a subnet's broadcast address, say).
+    pub refused_real_servers: parking_lot::Mutex<std::collections::BTreeSet<Ipv4Addr>>,
 }
 
 impl FakeIpvs {
@@ -333,6 +336,9 @@ impl IpvsDriver for FakeIpvs {
     fn add_real_server(&self, s: &VirtualServer, r: &RealServer) -> Result<(), IpvsError> {
         let op = op_add_real_server(s, r);
         self.begin(IpvsCall::AddRealServer(s.clone(), r.clone()), &op)?;
+        if self.refused_real_servers.lock().contains(&r.address) {
+            return Err(kernel_error(&op, libc::EINVAL));
+        }
         let mut table = self.table.lock();
         let Some((_, reals)) = table.get_mut(&s.key()) else {
             return Err(kernel_error(&op, libc::ESRCH));

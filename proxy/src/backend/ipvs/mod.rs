@@ -47,6 +47,8 @@ pub struct IpvsBackend {
     applied: Option<IpvsState>,
     /// Virtual servers with real servers at weight 0, waiting for connections to end.
     draining: BTreeSet<VirtualKey>,
+    /// What the current sync left out, for its report.
+    warnings: Vec<String>,
     /// The helper table as last applied (a partial sync that leaves it unchanged does not
     /// reload it: at 10,000 services it holds some 40,000 set elements).
     applied_rules: Option<String>,
@@ -75,6 +77,7 @@ impl IpvsBackend {
             prepared: false,
             applied: None,
             draining: BTreeSet::new(),
+            warnings: Vec::new(),
             applied_rules: None,
         }
     }
@@ -135,6 +138,7 @@ impl ProxyBackend for IpvsBackend {
             self.nft.apply(&helper_rules)?;
             self.applied_rules = Some(helper_rules);
         }
+        self.warnings.clear();
         let written = if full {
             self.sync_all(&want, &have_addresses, &node_ips)?
         } else {
@@ -147,7 +151,7 @@ impl ProxyBackend for IpvsBackend {
         Ok(SyncReport {
             full,
             written,
-            warnings: Vec::new(),
+            warnings: std::mem::take(&mut self.warnings),
         })
     }
 
@@ -286,8 +290,13 @@ impl IpvsBackend {
                 active_connections: 0,
                 inactive_connections: 0,
             };
-            self.ipvs.add_real_server(vs, &r)?;
-            wrote = true;
+            // As kube-proxy: a real server the kernel refuses (a broadcast address in a
+            // slice, say) is left out with a warning, not the end of the whole sync. A
+            // full sync tries it again.
+            match self.ipvs.add_real_server(vs, &r) {
+                Ok(()) => wrote = true,
+                Err(e) => self.warnings.push(format!("{e}; left out")),
+            }
         }
         Ok(wrote)
     }

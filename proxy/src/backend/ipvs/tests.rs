@@ -183,3 +183,30 @@ fn the_helper_table_is_reloaded_only_when_it_changes_or_on_full_syncs() {
     b.sync(&other, true).unwrap();
     assert_eq!(nft.scripts.lock().len(), 3, "a full sync repairs drift");
 }
+
+#[test]
+fn a_real_server_the_kernel_refuses_is_left_out_with_a_warning() {
+    let (ipvs, _, mut b) = backend();
+    let vip = Ipv4Addr::new(10, 96, 0, 10);
+    let broadcast = Ipv4Addr::new(10, 244, 1, 255);
+    ipvs.refused_real_servers.lock().insert(broadcast);
+    let state: ProxyState = [
+        (name("web"), entry(10, &[2, 255], None)),
+        (name("api"), entry(11, &[4], None)),
+    ]
+    .into();
+    let report = b.sync(&state, false).unwrap();
+    let table = ipvs.table.lock().clone();
+    let reals: Vec<Ipv4Addr> = table[&(6, vip, 80)].1.iter().map(|r| r.address).collect();
+    assert_eq!(reals, [Ipv4Addr::new(10, 244, 1, 2)]);
+    assert_eq!(table[&(6, Ipv4Addr::new(10, 96, 0, 11), 80)].1.len(), 1);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0].contains("10.244.1.255:8080") && report.warnings[0].contains("left out"),
+        "{:?}",
+        report.warnings
+    );
+    // The next sync reports it no more unless it tries again (a full one does).
+    assert!(b.sync(&state, false).unwrap().warnings.is_empty());
+    assert_eq!(b.sync(&state, true).unwrap().warnings.len(), 1);
+}
