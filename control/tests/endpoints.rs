@@ -192,7 +192,7 @@ fn many_pods(k: &Kubectl) {
         k,
         &json!({"apiVersion": "v1", "kind": "List", "items": items}),
     );
-    let sizes = wait_for("250 endpoints in 3 slices", 90, || {
+    let sizes = wait_for("250 endpoints in slices of at most 100", 90, || {
         let mut sizes: Vec<usize> = slices(k, "big")
             .iter()
             .map(|s| s["endpoints"].as_array().map_or(0, Vec::len))
@@ -200,7 +200,12 @@ fn many_pods(k: &Kubectl) {
         sizes.sort();
         (sizes.iter().sum::<usize>() == 250).then_some(sizes)
     });
-    assert_eq!(sizes, [50, 100, 100]);
+    // As upstream, slices are filled as pods arrive and never rebalanced, so the split
+    // depends on what each sync saw ([50, 100, 100] or [51, 99, 100], say; the packing
+    // itself is unit-tested in endpointslice/pack.rs). No slice holds more than 100, and
+    // arrival order costs at most one slice over the three 250 needs.
+    assert!(sizes.iter().all(|n| *n <= 100), "{sizes:?}");
+    assert!((3..=4).contains(&sizes.len()), "{sizes:?}");
 }
 
 fn headless(k: &Kubectl) {
