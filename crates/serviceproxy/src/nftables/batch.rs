@@ -4,7 +4,7 @@
 //! each search the chain list, quadratic at 30,000 chains), or as commands for a partial
 //! one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 use super::{MAX_SHARDS, SHARD_PREFIX, TABLE};
@@ -178,15 +178,11 @@ impl Batch {
     /// jump graph of the table at commit.
     pub(super) fn render_partial(&self) -> String {
         let mut out = String::new();
-        let re_added = |map: &MapKey, item: &str| {
-            self.elements
-                .get(map)
-                .is_some_and(|a| a.iter().any(|i| i == item))
-        };
+        let unchanged = self.unchanged_elements();
         for (map, deleted) in &self.deleted_elements {
             let keys: Vec<&str> = deleted
                 .iter()
-                .filter(|(k, v)| !re_added(map, &format!("{k} : {v}")))
+                .filter(|(k, v)| !unchanged.contains(&(*map, format!("{k} : {v}"))))
                 .map(|(k, _)| k.as_str())
                 .collect();
             if !keys.is_empty() {
@@ -217,22 +213,36 @@ impl Batch {
                 let _ = writeln!(out, "add rule ip {table} {name} {r}");
             }
         }
-        self.render_added_elements(&mut out);
+        self.render_added_elements(&mut out, &unchanged);
+        out
+    }
+
+    /// The `key : verdict` elements this sync deletes and adds back as they were, by map
+    /// (one pass each way: a large partial sync has thousands of both).
+    fn unchanged_elements(&self) -> HashSet<(MapKey, String)> {
+        let mut out = HashSet::new();
+        for (map, deleted) in &self.deleted_elements {
+            let Some(added) = self.elements.get(map) else {
+                continue;
+            };
+            let added: HashSet<&str> = added.iter().map(String::as_str).collect();
+            for (k, v) in deleted {
+                let item = format!("{k} : {v}");
+                if added.contains(item.as_str()) {
+                    out.insert((*map, item));
+                }
+            }
+        }
         out
     }
 
     /// `add element` commands, leaving out elements deleted and re-added unchanged.
-    fn render_added_elements(&self, out: &mut String) {
-        let unchanged = |map: &MapKey, item: &str| {
-            self.deleted_elements
-                .get(map)
-                .is_some_and(|d| d.iter().any(|(k, v)| format!("{k} : {v}") == item))
-        };
+    fn render_added_elements(&self, out: &mut String, unchanged: &HashSet<(MapKey, String)>) {
         for (map, items) in &self.elements {
             let items: Vec<&str> = items
                 .iter()
                 .map(String::as_str)
-                .filter(|i| !unchanged(map, i))
+                .filter(|i| !unchanged.contains(&(*map, i.to_string())))
                 .collect();
             if !items.is_empty() {
                 let (table, name) = (map.0.name(), map.1);
