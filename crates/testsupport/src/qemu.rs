@@ -57,6 +57,7 @@ pub struct Guest {
     share: Option<PathBuf>,
     env: Vec<(String, String)>,
     kernel_args: Vec<String>,
+    instruction_clock: bool,
 }
 
 /// What a guest run left behind.
@@ -147,6 +148,7 @@ impl Guest {
             share: None,
             env: Vec::new(),
             kernel_args: Vec::new(),
+            instruction_clock: false,
         })
     }
 
@@ -189,6 +191,15 @@ impl Guest {
     /// An extra kernel command-line argument.
     pub fn kernel_arg(mut self, arg: impl Into<String>) -> Self {
         self.kernel_args.push(arg.into());
+        self
+    }
+
+    /// Runs the guest on an instruction-counted clock (`-icount shift=0,sleep=off`): its
+    /// time advances 1 ns per instruction executed (and jumps over idle), whatever the host
+    /// is doing, so a rate measured inside is a repeatable count of the guest's work per
+    /// operation rather than a reading of a shared host's speed. Slower to run.
+    pub fn instruction_clock(mut self) -> Self {
+        self.instruction_clock = true;
         self
     }
 
@@ -235,6 +246,9 @@ impl Guest {
             .arg(format!(
                 "local,path=/,mount_tag={ROOT_TAG},security_model=none,readonly=on,multidevs=remap,id={ROOT_TAG}"
             ));
+        if self.instruction_clock {
+            cmd.args(["-icount", "shift=0,sleep=off"]);
+        }
         if let Some(share) = &self.share {
             cmd.arg("-virtfs").arg(format!(
                 "local,path={},mount_tag={SHARE_TAG},security_model=none,multidevs=remap,id={SHARE_TAG}",

@@ -133,3 +133,23 @@ fn netns_has_loopback_up_and_goes_away() {
     }
     assert!(!path.exists());
 }
+
+/// On the instruction clock the guest's idle time costs no host time: a 60 s `sleep` in
+/// the guest ends long before 60 s have passed on the host (on the wall clock it cannot).
+#[test]
+fn guest_instruction_clock_skips_idle_time() {
+    let out = cairn_testsupport::qemu::Guest::new()
+        .unwrap()
+        .instruction_clock()
+        .run(
+            "sleep 60 && echo slept",
+            std::time::Duration::from_secs(300),
+        )
+        .unwrap();
+    assert!(out.success() && out.output.contains("slept"), "{out}");
+    assert!(
+        out.elapsed < std::time::Duration::from_secs(60),
+        "a 60 s guest sleep took {:?} on the host: the instruction clock is not in effect",
+        out.elapsed
+    );
+}
