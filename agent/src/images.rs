@@ -4,9 +4,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_runtime::{ImageConfig, ImageSpec};
+use futures::future::{BoxFuture, Shared};
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use kube::api::Api;
 use tonic::transport::Channel;
@@ -35,8 +38,10 @@ pub struct ImageManager {
     /// Pull failures per (pod UID, image), like the kubelet's back-off key: one pod's
     /// missing credentials must not hold back another pod that has them.
     backoff: parking_lot::Mutex<HashMap<BackoffKey, PullFailures>>,
-    /// One pull per image at a time.
-    pulling: tokio::sync::Mutex<()>,
+    /// One pull at a time (the kubelet's `serializeImagePulls`).
+    pulling: Arc<tokio::sync::Mutex<()>>,
+    /// Pulls in flight, by image and credentials.
+    inflight: parking_lot::Mutex<HashMap<String, InflightPull>>,
 }
 
 pub enum Outcome {
@@ -72,7 +77,8 @@ impl ImageManager {
             hosts_dir,
             snapshotter: "overlayfs".into(),
             backoff: Default::default(),
-            pulling: tokio::sync::Mutex::new(()),
+            pulling: Default::default(),
+            inflight: Default::default(),
         }
     }
 
@@ -166,37 +172,20 @@ impl ImageManager {
             }
         }
         let creds = self.credentials(client, pod, &reference).await;
-        let _one_at_a_time = self.pulling.lock().await;
-        // Someone else may have pulled it while we waited.
-        if policy != "Always" {
-            if let Ok(Some(info)) =
-                cairn_image::get(self.channel.clone(), &self.namespace, &reference).await
-            {
-                return Outcome::Ready {
-                    image: to_spec(info),
-                    pulled: false,
-                    took: Duration::ZERO,
-                };
-            }
-        }
-        let opts = cairn_image::PullOptions {
-            credentials: creds,
-            hosts_dir: Some(self.hosts_dir.clone()),
-            snapshotter: self.snapshotter.clone(),
-            ..Default::default()
-        };
         let started = Instant::now();
-        match cairn_image::pull(self.channel.clone(), &self.namespace, &reference, &opts).await {
-            Ok(info) => {
+        match self
+            .pull_shared(&reference, policy != "Always", creds)
+            .await
+        {
+            Ok((info, pulled)) => {
                 self.backoff.lock().remove(&backoff_key);
                 Outcome::Ready {
                     image: to_spec(info),
-                    pulled: true,
+                    pulled,
                     took: started.elapsed(),
                 }
             }
-            Err(e) => {
-                let message = cairn_image::pull_error_message(&reference, &e);
+            Err(message) => {
                 let mut b = self.backoff.lock();
                 // Entries of pods long gone (no failure for twice the cap) are dropped.
                 b.retain(|_, (_, at, _)| at.elapsed() < 2 * BACKOFF_MAX);
@@ -213,6 +202,145 @@ impl ImageManager {
             }
         }
     }
+
+    /// Pulls `reference` in a task of its own that every pod needing the same image (with
+    /// the same credentials) waits on: a pod that goes away stops waiting, and the pull is
+    /// cancelled only when no pod waits for it any more. Pulls run one at a time, as the
+    /// kubelet's `serializeImagePulls` default. `Ok((info, pulled))`, or the kubelet's
+    /// message.
+    async fn pull_shared(
+        &self,
+        reference: &str,
+        if_missing: bool,
+        credentials: Vec<cairn_image::Credentials>,
+    ) -> PullResult {
+        let key = format!("{reference} {}", credentials_digest(&credentials));
+        let result = {
+            let mut inflight = self.inflight.lock();
+            let entry = inflight.entry(key.clone()).or_insert_with(|| {
+                let task =
+                    tokio::spawn(pull_one(self.pull_job(reference, if_missing, credentials)));
+                let abort = task.abort_handle();
+                let reference = reference.to_string();
+                let result = async move {
+                    task.await
+                        .unwrap_or_else(|e| Err(format!("pulling image {reference:?}: {e}")))
+                }
+                .boxed()
+                .shared();
+                InflightPull {
+                    result,
+                    waiters: 0,
+                    abort,
+                }
+            });
+            entry.waiters += 1;
+            entry.result.clone()
+        };
+        let _waiting = Waiter {
+            inflight: &self.inflight,
+            key,
+        };
+        result.await
+    }
+
+    fn pull_job(
+        &self,
+        reference: &str,
+        if_missing: bool,
+        credentials: Vec<cairn_image::Credentials>,
+    ) -> PullJob {
+        PullJob {
+            channel: self.channel.clone(),
+            namespace: self.namespace.clone(),
+            reference: reference.to_string(),
+            if_missing,
+            serialize: self.pulling.clone(),
+            opts: cairn_image::PullOptions {
+                credentials,
+                hosts_dir: Some(self.hosts_dir.clone()),
+                snapshotter: self.snapshotter.clone(),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// `Ok((image, pulled now))` or the kubelet's message for the failed pull.
+type PullResult = Result<(cairn_image::ImageInfo, bool), String>;
+
+/// A pull in flight and how many pods wait for it.
+struct InflightPull {
+    result: Shared<BoxFuture<'static, PullResult>>,
+    waiters: usize,
+    abort: tokio::task::AbortHandle,
+}
+
+/// One pod's wait on a shared pull: the last one to stop waiting ends the pull.
+struct Waiter<'a> {
+    inflight: &'a parking_lot::Mutex<HashMap<String, InflightPull>>,
+    key: String,
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut inflight = self.inflight.lock();
+        if let Some(entry) = inflight.get_mut(&self.key) {
+            entry.waiters -= 1;
+            if entry.waiters == 0 {
+                // Finished: a no-op; else nobody needs the image any more.
+                entry.abort.abort();
+                inflight.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Everything one pull needs, owned, for its own task.
+struct PullJob {
+    channel: Channel,
+    namespace: String,
+    reference: String,
+    if_missing: bool,
+    serialize: Arc<tokio::sync::Mutex<()>>,
+    opts: cairn_image::PullOptions,
+}
+
+async fn pull_one(job: PullJob) -> PullResult {
+    let _one_at_a_time = job.serialize.lock().await;
+    // Someone else may have pulled it while we waited.
+    if job.if_missing {
+        if let Ok(Some(info)) =
+            cairn_image::get(job.channel.clone(), &job.namespace, &job.reference).await
+        {
+            return Ok((info, false));
+        }
+    }
+    cairn_image::pull(job.channel, &job.namespace, &job.reference, &job.opts)
+        .await
+        .map(|info| (info, true))
+        .map_err(|e| cairn_image::pull_error_message(&job.reference, &e))
+}
+
+/// Pulls with different credentials are different pulls (one pod's secret must not
+/// fetch another pod's image); a digest keeps the secrets out of the key.
+fn credentials_digest(credentials: &[cairn_image::Credentials]) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for c in credentials {
+        let (kind, a, b) = match c {
+            cairn_image::Credentials::Basic { username, password } => {
+                ("basic", username, password.as_str())
+            }
+            cairn_image::Credentials::IdentityToken(t) => ("identity", t, ""),
+            cairn_image::Credentials::RegistryToken(t) => ("registry", t, ""),
+        };
+        for part in [kind, a.as_str(), b] {
+            hash.update(part.len().to_le_bytes());
+            hash.update(part.as_bytes());
+        }
+    }
+    hex::encode(&hash.finalize()[..8])
 }
 
 /// 10 s doubling to 5 min, like the kubelet's image back-off.

@@ -33,6 +33,9 @@ pub struct Observed<'a> {
     pub host_ip: Option<String>,
     /// Pod-level failure (admission rejection).
     pub pod_failure: Option<(String, String)>,
+    /// The pod is being deleted and nothing of it runs any more (the kubelet's
+    /// `podIsTerminal`): no container waits to restart, and the phase is final.
+    pub terminal: bool,
 }
 
 /// A timestamp as the API keeps it: whole seconds.
@@ -161,7 +164,8 @@ fn exited(
     init: bool,
 ) -> Kind {
     let code = c.exit_code.unwrap_or(0);
-    let restarting = !init && will_restart(policy, code) || init && code != 0 && policy != "Never";
+    let restarting = !obs.terminal
+        && (!init && will_restart(policy, code) || init && code != 0 && policy != "Never");
     match obs.waiting.get(&s.name) {
         Some(w) if restarting => {
             s.state = Some(ApiState {
@@ -326,6 +330,40 @@ fn phase(tally: &Tally, policy: &str, initialized: bool, init_failed: bool) -> &
     }
 }
 
+/// The phase of a pod that is terminal (the kubelet's `getPhase` with `podIsTerminal`):
+/// Succeeded when every app container exited 0, else Failed.
+fn terminal_phase(tally: &Tally) -> &'static str {
+    if tally.running == 0 && tally.waiting == 0 && tally.stopped == tally.succeeded {
+        "Succeeded"
+    } else {
+        "Failed"
+    }
+}
+
+/// A terminal pod's containers all show a terminated state: one that never ran (or whose
+/// record is gone) gets the status manager's `ContainerStatusUnknown`, exit code 137.
+fn all_terminated(mut statuses: Vec<ApiContainerStatus>) -> Vec<ApiContainerStatus> {
+    for s in &mut statuses {
+        if s.state.as_ref().is_some_and(|st| st.terminated.is_some()) {
+            continue;
+        }
+        s.ready = false;
+        s.started = Some(false);
+        s.state = Some(ApiState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: 137,
+                reason: Some("ContainerStatusUnknown".into()),
+                message: Some(
+                    "The container could not be located when the pod was terminated".into(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+    statuses
+}
+
 /// The five pod conditions.
 fn conditions(
     pod: &Pod,
@@ -378,7 +416,15 @@ pub fn pod_status(pod: &Pod, obs: &Observed<'_>, now: DateTime<Utc>) -> PodStatu
     let (apps, tally) = app_statuses(&spec, obs, policy, initialized);
     let (phase, reason, message) = match &obs.pod_failure {
         Some((reason, message)) => ("Failed", Some(reason.clone()), Some(message.clone())),
+        None if obs.terminal && !crate::pod_meta::is_static(pod) => {
+            (terminal_phase(&tally), None, None)
+        }
         None => (phase(&tally, policy, initialized, init_failed), None, None),
+    };
+    let (init, apps) = if obs.terminal {
+        (all_terminated(init), all_terminated(apps))
+    } else {
+        (init, apps)
     };
     let terminal = matches!(phase, "Succeeded" | "Failed");
     let containers_ready = tally.all_ready && !terminal;

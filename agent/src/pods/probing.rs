@@ -92,7 +92,11 @@ impl Worker {
         if !state.due(probe) {
             return state.ok;
         }
-        let (ok, message) = probes::run(self.h.runtime.as_ref(), c, &cur.id, pod_ip, probe).await;
+        let run = probes::run(self.h.runtime.as_ref(), c, &cur.id, pod_ip, probe);
+        let Some((ok, message)) = self.unless_deleted(run).await else {
+            // The pod is being deleted: no verdict, and no kill for it.
+            return true;
+        };
         let state = self
             .probes
             .entry(key)

@@ -57,6 +57,7 @@ impl Worker {
             pod_ip,
             host_ip: self.h.node.node_ip.clone(),
             pod_failure,
+            terminal: matches!(self.state, WorkerState::Terminating { .. }),
             ..Default::default()
         };
         for ((name, kind), st) in &self.probes {

@@ -110,7 +110,11 @@ impl Worker {
     async fn ensure_image(&mut self, pod: &Pod, c: &Container) -> Option<cairn_runtime::ImageSpec> {
         let events = self.h.events.clone();
         let image_name = c.image.clone().unwrap_or_default();
-        match self.h.images.ensure(pod, c).await {
+        let Some(outcome) = self.unless_deleted(self.h.images.ensure(pod, c)).await else {
+            info!(container = %c.name, "pod is being deleted; image pull abandoned");
+            return None;
+        };
+        match outcome {
             Outcome::Ready {
                 image,
                 pulled,
@@ -312,27 +316,7 @@ impl Worker {
     ) {
         let h = self.h.clone();
         let run = hooks::run(h.runtime.as_ref(), c, id, pod_ip, hook, POST_START_LIMIT);
-        let result = match self.desired.clone() {
-            Some(mut rx) => {
-                let deleted = async move {
-                    loop {
-                        let gone = match &*rx.borrow_and_update() {
-                            Desired::Gone(_) => true,
-                            Desired::Run(p) => p.metadata.deletion_timestamp.is_some(),
-                        };
-                        if gone || rx.changed().await.is_err() {
-                            return;
-                        }
-                    }
-                };
-                tokio::select! {
-                    r = run => Some(r),
-                    _ = deleted => None,
-                }
-            }
-            None => Some(run.await),
-        };
-        let error = match result {
+        let error = match self.unless_deleted(run).await {
             Some(Ok(())) => return,
             Some(Err(e)) => e,
             None => {

@@ -3,19 +3,60 @@
 
 use super::*;
 
+/// First wait before asking the runtime again about a pod it has not confirmed stopped.
+const STOP_RETRY_FIRST: Duration = Duration::from_millis(100);
+const STOP_RETRY_MAX: Duration = Duration::from_secs(5);
+
 impl Worker {
-    /// Graceful stop of every running container in parallel: preStop hook, SIGTERM, SIGKILL
-    /// at the end of the grace period.
+    /// Graceful stop of every running container in parallel (preStop hook, SIGTERM,
+    /// SIGKILL at the end of the grace period), until the runtime confirms nothing of the
+    /// pod runs: an exit is taken from the runtime's task state, never from an event alone,
+    /// and a runtime that is down or restarting is asked again (SIGKILL once the grace
+    /// period is over) instead of leaving a container running behind a deleted pod.
     pub(super) async fn terminate(&mut self, pod: &Pod, grace: Duration) {
-        let (sandboxes, containers) = match self.my_state().await {
-            Ok(state) => state,
-            Err(e) => {
-                // Nothing can be stopped without knowing what runs; cleanup still removes
-                // what it can find, and orphan cleanup the rest after the next full list.
-                warn!(error = %e, "listing the pod's containers to stop them");
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut killed: HashSet<String> = HashSet::new();
+        let mut retry = STOP_RETRY_FIRST;
+        loop {
+            let (sandboxes, containers) = match self.my_state().await {
+                Ok(state) => state,
+                Err(e) => {
+                    warn!(error = %e, retry_in = ?retry, "listing the pod's containers to stop them");
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(STOP_RETRY_MAX);
+                    continue;
+                }
+            };
+            let running: Vec<&ContainerStatus> = containers
+                .iter()
+                .filter(|c| c.state == ContainerState::Running)
+                .collect();
+            if running.is_empty() {
+                self.logs_ended(&containers);
                 return;
             }
-        };
+            if running.iter().all(|c| killed.contains(&c.id)) {
+                // Stopped before and still running: the runtime has not confirmed the end.
+                warn!(containers = running.len(), retry_in = ?retry, "containers still running after their stop");
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(STOP_RETRY_MAX);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            self.stop_all(pod, &sandboxes, &running, left, &mut killed)
+                .await;
+        }
+    }
+
+    /// One round of [`Worker::terminate`]: `running` stopped in parallel within `left`; the
+    /// `Killing` event and the preStop hook only on a container's first round.
+    async fn stop_all(
+        &self,
+        pod: &Pod,
+        sandboxes: &[PodSandbox],
+        running: &[&ContainerStatus],
+        left: Duration,
+        killed: &mut HashSet<String>,
+    ) {
         let spec = pod.spec.clone().unwrap_or_default();
         let pod_ip = if spec.host_network == Some(true) {
             self.h.node.node_ip.clone()
@@ -26,21 +67,49 @@ impl Worker {
                 .max_by_key(|s| s.attempt)
                 .and_then(|s| s.ip.clone())
         };
-        let running: Vec<(&ContainerStatus, String)> = containers
-            .iter()
-            .filter(|c| c.state == ContainerState::Running)
-            .map(|c| (c, format!("Stopping container {}", c.name)))
-            .collect();
-        let stops = running.iter().map(|(c, message)| {
+        let stops = running.iter().map(|c| {
+            let first = killed.insert(c.id.clone());
             let spec_c = spec
                 .containers
                 .iter()
                 .chain(spec.init_containers.iter().flatten())
                 .find(|s| s.name == c.name);
-            kill_container(&self.h, pod, spec_c, c, pod_ip.as_deref(), grace, message)
+            let message = format!("Stopping container {}", c.name);
+            let h = &self.h;
+            let ip = pod_ip.as_deref();
+            async move {
+                if first {
+                    kill_container(h, pod, spec_c, c, ip, left, &message).await;
+                } else if let Err(e) = h.runtime.stop_container(&c.id, Duration::ZERO).await {
+                    warn!(container = %c.id, error = %e, "stopping container again");
+                }
+            }
         });
         futures::future::join_all(stops).await;
-        self.logs_ended(&containers);
+    }
+
+    /// The last status of a deleted pod, once nothing of it runs: every container
+    /// terminated, the phase final (as the kubelet writes before its final delete, so
+    /// controllers waiting on a terminal phase — the Job controller's finalizer — see it).
+    pub(super) async fn write_final_status(&mut self, pod: &Pod) {
+        let (sandboxes, containers) = match self.my_state().await {
+            Ok(state) => state,
+            Err(e) => {
+                warn!(error = %e, "listing the pod's containers for its final status");
+                (Vec::new(), Vec::new())
+            }
+        };
+        let sandbox = sandboxes.iter().max_by_key(|s| s.attempt);
+        let pod_ip = if pod.spec.as_ref().and_then(|s| s.host_network) == Some(true) {
+            self.h.node.node_ip.clone()
+        } else {
+            sandbox.and_then(|s| s.ip.clone())
+        };
+        let mine: Vec<&ContainerStatus> = containers
+            .iter()
+            .filter(|c| sandbox.is_some_and(|s| s.id == c.sandbox_id))
+            .collect();
+        self.write_status(pod, &mine, pod_ip).await;
     }
 
     /// Log followers end once their container is no longer running.

@@ -127,6 +127,9 @@ impl Worker {
             } = self.state
             {
                 self.terminate(&pod, grace).await;
+                if final_delete {
+                    self.write_final_status(&pod).await;
+                }
                 self.cleanup(&pod).await;
                 if final_delete {
                     self.finish_deletion(&pod).await;
@@ -175,12 +178,44 @@ impl Worker {
         self.next_wake = Some(self.next_wake.map_or(d, |w| w.min(d)));
     }
 
+    /// `work`, unless the pod's deletion arrives first (`None`): the long steps of a sync
+    /// (image pulls, probes, hooks) must not hold back a deleted pod's termination.
+    pub(super) async fn unless_deleted<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        match self.desired.clone() {
+            Some(rx) => tokio::select! {
+                r = work => Some(r),
+                _ = deletion(rx) => None,
+            },
+            None => Some(work.await),
+        }
+    }
+
     pub(super) async fn my_state(
         &self,
     ) -> Result<(Vec<PodSandbox>, Vec<ContainerStatus>), cairn_runtime::RuntimeError> {
         let sandboxes = self.h.runtime.list_pod_sandboxes_of(&self.uid).await?;
         let containers = self.h.runtime.list_containers_of(&self.uid).await?;
         Ok((sandboxes, containers))
+    }
+}
+
+/// Resolves once the pod source says the pod is deleted (or gone from it).
+async fn deletion(mut rx: watch::Receiver<Desired>) {
+    loop {
+        let deleted = match &*rx.borrow_and_update() {
+            Desired::Gone(_) => true,
+            Desired::Run(p) => p.metadata.deletion_timestamp.is_some(),
+        };
+        if deleted {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            // The source is gone without a deletion: nothing will arrive any more.
+            std::future::pending::<()>().await;
+        }
     }
 }
 

@@ -277,11 +277,25 @@ fn start_job(client: &Client, inf: &mut Informers) -> Task {
         retries: Default::default(),
         backoff: job::policy::Backoff::new(inf.settings.job_backoff),
     });
-    Box::pin(job::run(
-        ctx,
-        futures::stream::select(own, pods),
-        resync_ticks(),
-    ))
+    let orphan_ctx = Arc::new(job::orphans::Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        jobs: inf.jobs.reader(),
+    });
+    let orphan_pods = inf.pods.subscribe(job::orphans::pod_key);
+    let ended_jobs = inf
+        .jobs
+        .subscribe_with_deletions(job::orphans::job_pods(inf.pods.reader()));
+    Box::pin(async move {
+        futures::join!(
+            job::run(ctx, futures::stream::select(own, pods), resync_ticks()),
+            job::orphans::run(
+                orphan_ctx,
+                futures::stream::select(orphan_pods, ended_jobs),
+                resync_ticks(),
+            ),
+        );
+    })
 }
 
 fn start_ttl_after_finished(client: &Client, inf: &mut Informers) -> Task {

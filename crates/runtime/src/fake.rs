@@ -30,6 +30,9 @@ pub struct Script {
     pub hangs_on_stop: bool,
     /// Exit code of every exec in it (probes, hooks).
     pub exec_exit_code: i32,
+    /// `start_container` takes this long before the container runs (a start that a
+    /// deletion can race).
+    pub start_takes: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -42,6 +45,8 @@ struct State {
     execs: HashMap<String, (i32, Option<tokio::sync::oneshot::Sender<()>>)>,
     /// Every call, in order (`start_container <id>`) and when, for tests of ordering.
     calls: Vec<(DateTime<Utc>, String)>,
+    /// The runtime is down (restarting): every call fails as an unreachable containerd.
+    down: bool,
 }
 
 /// The fake exec's process: echo stdin to stdout until stdin closes or a kill.
@@ -160,6 +165,40 @@ impl FakeRuntime {
         self.finish(id, code, false);
     }
 
+    /// Makes a running container exit now with `code` without an exit event, as an exit
+    /// that happened before anyone watched for it.
+    pub fn exit_unseen(&self, id: &str, code: i32) {
+        let mut st = self.state.lock();
+        if let Some(c) = st.containers.get_mut(id) {
+            if c.state == ContainerState::Running {
+                c.state = ContainerState::Exited;
+                c.exit_code = Some(code);
+                c.finished_at = Some(self.clock.now());
+                c.pid = None;
+                c.reason = Some(if code == 0 { "Completed" } else { "Error" }.into());
+            }
+        }
+    }
+
+    /// Takes the runtime down (every call fails until [`FakeRuntime::set_down`]`(false)`),
+    /// as a containerd restart does; its containers keep running.
+    pub fn set_down(&self, down: bool) {
+        self.state.lock().down = down;
+    }
+
+    fn reachable(&self) -> Result<(), RuntimeError> {
+        if self.state.lock().down {
+            return Err(RuntimeError::Io {
+                what: "fake runtime".into(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "containerd is restarting",
+                ),
+            });
+        }
+        Ok(())
+    }
+
     fn call(&self, what: &str, id: &str) {
         let now = self.clock.now();
         self.state.lock().calls.push((now, format!("{what} {id}")));
@@ -248,6 +287,7 @@ impl Runtime for FakeRuntime {
     }
 
     async fn remove_pod_sandbox(&self, id: &str) -> Result<(), RuntimeError> {
+        self.reachable()?;
         self.call("remove_pod_sandbox", id);
         let mut st = self.state.lock();
         st.containers.retain(|_, c| c.sandbox_id != id);
@@ -258,6 +298,7 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_pod_sandboxes(&self) -> Result<Vec<PodSandbox>, RuntimeError> {
+        self.reachable()?;
         Ok(self.state.lock().sandboxes.values().cloned().collect())
     }
 
@@ -306,6 +347,15 @@ impl Runtime for FakeRuntime {
     }
 
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.reachable()?;
+        let takes = {
+            let st = self.state.lock();
+            let name = st.containers.get(id).map(|c| c.name.clone());
+            name.and_then(|n| st.scripts.get(&n)?.start_takes)
+        };
+        if let Some(takes) = takes {
+            tokio::time::sleep(takes).await;
+        }
         let script = {
             let mut st = self.state.lock();
             let name = {
@@ -335,6 +385,7 @@ impl Runtime for FakeRuntime {
     }
 
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
+        self.reachable()?;
         self.call("stop_container", id);
         let (running, hangs) = {
             let st = self.state.lock();
@@ -355,6 +406,7 @@ impl Runtime for FakeRuntime {
     }
 
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.reachable()?;
         self.call("remove_container", id);
         self.state
             .lock()
@@ -365,10 +417,12 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_containers(&self) -> Result<Vec<ContainerStatus>, RuntimeError> {
+        self.reachable()?;
         Ok(self.state.lock().containers.values().cloned().collect())
     }
 
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError> {
+        self.reachable()?;
         self.state
             .lock()
             .containers

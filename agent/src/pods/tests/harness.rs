@@ -84,6 +84,10 @@ struct PresentImages;
 impl ImageSource for PresentImages {
     async fn ensure(&self, _: &Pod, c: &Container) -> Outcome {
         let name = c.image.clone().unwrap_or_default();
+        if name.contains("unreachable") {
+            // A registry that never answers: the pull waits until someone gives up on it.
+            std::future::pending::<()>().await;
+        }
         Outcome::Ready {
             image: ImageSpec {
                 id: format!("sha256:{name}"),
@@ -257,6 +261,11 @@ impl Rig {
     /// Lets `secs` of (virtual) time pass.
     pub async fn wait(&self, secs: u64) {
         tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
+
+    /// Whether the worker still runs.
+    pub fn working(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// Waits for the worker to end.

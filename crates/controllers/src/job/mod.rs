@@ -6,6 +6,7 @@
 
 mod decide;
 pub mod indexes;
+pub mod orphans;
 mod pods;
 pub mod policy;
 mod status;

@@ -122,12 +122,17 @@ fn uncounted_uids(u: &UncountedTerminatedPods) -> impl Iterator<Item = &String> 
         .chain(u.failed.iter().flatten())
 }
 
+/// The patch that takes the tracking finalizer off a pod (and leaves any other).
+pub fn release_patch() -> Patch<serde_json::Value> {
+    Patch::Strategic(serde_json::json!({
+        "metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}
+    }))
+}
+
 /// Removes the tracking finalizer from `pods`; the uids whose finalizer is gone.
 async fn release(ctx: &Ctx, job: &Job, pods: &[&CachedPod]) -> HashSet<String> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-    let patch = Patch::Strategic(serde_json::json!({
-        "metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}
-    }));
+    let patch = release_patch();
     let pp = PatchParams::default();
     let results = join_all(
         pods.iter()
