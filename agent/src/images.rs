@@ -119,7 +119,14 @@ impl ImageManager {
     }
 
     /// Makes the container's image available according to its pull policy.
-    pub async fn ensure(&self, client: &kube::Client, pod: &Pod, container: &Container) -> Outcome {
+    /// `pulling` is told when a pull starts (the kubelet's `Pulling` event).
+    pub async fn ensure(
+        &self,
+        client: &kube::Client,
+        pod: &Pod,
+        container: &Container,
+        pulling: &(dyn Fn() + Send + Sync),
+    ) -> Outcome {
         let image = container.image.clone().unwrap_or_default();
         let reference = match cairn_image::normalize(&image) {
             Ok(r) => r.to_string(),
@@ -172,6 +179,7 @@ impl ImageManager {
             }
         }
         let creds = self.credentials(client, pod, &reference).await;
+        pulling();
         let started = Instant::now();
         match self
             .pull_shared(&reference, policy != "Always", creds)

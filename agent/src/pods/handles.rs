@@ -110,6 +110,7 @@ impl Handles {
             images: Arc::new(KubeImages {
                 images: agent.images.clone(),
                 client: agent.client.clone(),
+                events: agent.events.clone(),
             }),
             config_source: Arc::new(crate::env::ApiConfigSource(agent.client.clone())),
             services: agent.services.clone(),
@@ -194,12 +195,26 @@ impl EventSink for EventRecorder {
 struct KubeImages {
     images: Arc<crate::images::ImageManager>,
     client: kube::Client,
+    events: Arc<dyn EventSink>,
 }
 
 #[async_trait]
 impl ImageSource for KubeImages {
     async fn ensure(&self, pod: &Pod, container: &Container) -> Outcome {
-        self.images.ensure(&self.client, pod, container).await
+        let image = container.image.clone().unwrap_or_default();
+        let pulling = || {
+            let message = format!("Pulling image {image:?}");
+            self.events.pod(
+                pod,
+                Some(&container.name),
+                EventType::Normal,
+                "Pulling",
+                &message,
+            );
+        };
+        self.images
+            .ensure(&self.client, pod, container, &pulling)
+            .await
     }
 }
 

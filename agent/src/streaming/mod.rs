@@ -11,6 +11,7 @@ pub mod options;
 mod portforward;
 mod spdy;
 pub mod websocket;
+mod ws_portforward;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -170,7 +171,7 @@ where
                 })
         }
         Wire::Spdy { protocol } => spdy::serve_exec(req, protocol, options, session),
-        Wire::SpdyOverWebSocket { .. } => {
+        Wire::SpdyOverWebSocket { .. } | Wire::PortForwardChannels { .. } => {
             StreamError::BadRequest("port-forward protocol on an exec endpoint".into())
                 .into_response()
         }
@@ -225,8 +226,42 @@ async fn port_forward_handler(
             pod: format!("{ns}/{pod}"),
             netns,
         };
+        if let Wire::PortForwardChannels { protocol } = wire {
+            return port_forward_channels(req, protocol, target).await;
+        }
         spdy::serve_port_forward(req, wire, target).await
     }
     .instrument(span)
     .await
+}
+
+/// Port-forward on the websocket channel protocol (`?ports=` names the ports).
+async fn port_forward_channels(
+    req: Request,
+    protocol: String,
+    target: portforward::Target,
+) -> Response {
+    let ports = match options::parse_ports(req.uri().query()) {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => {
+            let message = "query parameter \"port\" is required".to_string();
+            return StreamError::BadRequest(message).into_response();
+        }
+        Err(e) => return StreamError::BadRequest(e.to_string()).into_response(),
+    };
+    let (mut parts, _body) = req.into_parts();
+    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(u) => u,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let upgrade = if protocol.is_empty() {
+        upgrade
+    } else {
+        upgrade.protocols([protocol.clone()])
+    };
+    let codec = websocket::Codec::of(&protocol);
+    let span = tracing::Span::current();
+    upgrade.on_upgrade(move |socket| {
+        ws_portforward::serve(socket, codec, ports, target).instrument(span)
+    })
 }

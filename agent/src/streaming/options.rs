@@ -86,6 +86,15 @@ pub enum Wire {
     Spdy { protocol: String },
     /// Port-forward over SPDY tunnelled in websocket frames (kubectl 1.31+).
     SpdyOverWebSocket { protocol: String },
+    /// Port-forward over the websocket channel protocol (two channels per port, as the
+    /// kubelet serves it: the official Python client's `portforward()`).
+    PortForwardChannels { protocol: String },
+}
+
+/// Whether a websocket channel protocol carries base64 text messages with the channel as
+/// an ASCII digit (`base64.channel.k8s.io`, `v4.base64.channel.k8s.io`) instead of binary.
+pub fn is_base64(protocol: &str) -> bool {
+    protocol.contains("base64.")
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -101,13 +110,21 @@ pub enum NegotiateError {
     },
 }
 
-/// Exec and attach protocols, best first. v1–v3 are not served: every kubectl since 1.5
-/// offers v4.
-pub const EXEC_PROTOCOLS: &[&str] = &["v5.channel.k8s.io", "v4.channel.k8s.io"];
+/// Exec and attach protocols, best first. v1–v3 are not served (every kubectl since 1.5
+/// offers v4); the base64 variants are for clients that only send text messages.
+pub const EXEC_PROTOCOLS: &[&str] = &[
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "base64.channel.k8s.io",
+];
 /// Port-forward over SPDY.
 pub const PORT_FORWARD_PROTOCOLS: &[&str] = &["portforward.k8s.io"];
 /// Port-forward over SPDY over websocket.
 pub const TUNNEL_PROTOCOLS: &[&str] = &["SPDY/3.1+portforward.k8s.io"];
+/// Port-forward over the websocket channel protocol, as the kubelet offers it.
+pub const PORT_FORWARD_CHANNEL_PROTOCOLS: &[&str] =
+    &["v4.channel.k8s.io", "v4.base64.channel.k8s.io"];
 
 fn header_list(headers: &HeaderMap, name: &str) -> Vec<String> {
     headers
@@ -140,8 +157,18 @@ pub fn negotiate(headers: &HeaderMap, port_forward: bool) -> Result<Wire, Negoti
     if upgrade.eq_ignore_ascii_case("websocket") {
         let offered = header_list(headers, "sec-websocket-protocol");
         if port_forward {
-            let protocol = pick(offered, TUNNEL_PROTOCOLS)?;
-            return Ok(Wire::SpdyOverWebSocket { protocol });
+            if let Ok(protocol) = pick(offered.clone(), TUNNEL_PROTOCOLS) {
+                return Ok(Wire::SpdyOverWebSocket { protocol });
+            }
+            if offered.is_empty() {
+                // No subprotocol: the kubelet's default, binary channels.
+                return Ok(Wire::PortForwardChannels {
+                    protocol: String::new(),
+                });
+            }
+            let server = [TUNNEL_PROTOCOLS, PORT_FORWARD_CHANNEL_PROTOCOLS].concat();
+            let protocol = pick(offered, &server)?;
+            return Ok(Wire::PortForwardChannels { protocol });
         }
         return Ok(Wire::WebSocket {
             protocol: pick(offered, EXEC_PROTOCOLS)?,
@@ -152,8 +179,9 @@ pub fn negotiate(headers: &HeaderMap, port_forward: bool) -> Result<Wire, Negoti
         let server = if port_forward {
             PORT_FORWARD_PROTOCOLS
         } else {
-            // v5 adds nothing over SPDY (streams close one by one already): answer v4.
-            &EXEC_PROTOCOLS[1..]
+            // v5 adds nothing over SPDY (streams close one by one already): answer v4;
+            // base64 is a websocket matter.
+            &EXEC_PROTOCOLS[1..2]
         };
         return Ok(Wire::Spdy {
             protocol: pick(offered, server)?,
@@ -235,6 +263,43 @@ mod tests {
             negotiate(&old, false),
             Err(NegotiateError::NoCommonProtocol { .. })
         ));
+    }
+
+    #[test]
+    fn base64_variants_and_websocket_port_forward_channels() {
+        let ws = |offered: &str| {
+            headers(&[
+                ("upgrade", "websocket"),
+                ("sec-websocket-protocol", offered),
+            ])
+        };
+        assert_eq!(
+            negotiate(&ws("v4.base64.channel.k8s.io"), false).unwrap(),
+            Wire::WebSocket {
+                protocol: "v4.base64.channel.k8s.io".into()
+            }
+        );
+        assert!(is_base64("base64.channel.k8s.io") && !is_base64("v4.channel.k8s.io"));
+        // The Python client's portforward(): v4 channels on the port-forward endpoint.
+        assert_eq!(
+            negotiate(&ws("v4.channel.k8s.io"), true).unwrap(),
+            Wire::PortForwardChannels {
+                protocol: "v4.channel.k8s.io".into()
+            }
+        );
+        // kubectl ≥ 1.31 offers the SPDY tunnel first and gets it.
+        assert!(matches!(
+            negotiate(&ws("SPDY/3.1+portforward.k8s.io, v4.channel.k8s.io"), true).unwrap(),
+            Wire::SpdyOverWebSocket { .. }
+        ));
+        let mut bare = HeaderMap::new();
+        bare.insert("upgrade", "websocket".parse().unwrap());
+        assert_eq!(
+            negotiate(&bare, true).unwrap(),
+            Wire::PortForwardChannels {
+                protocol: String::new()
+            }
+        );
     }
 
     #[test]

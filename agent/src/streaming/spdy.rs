@@ -238,9 +238,8 @@ pub async fn serve_port_forward(req: Request, wire: Wire, target: Target) -> Res
                 port_forward_session(websocket_bytes(socket), target).instrument(span)
             })
         }
-        Wire::WebSocket { .. } => {
-            StreamError::BadRequest("exec protocol on a port-forward endpoint".into())
-                .into_response()
+        Wire::WebSocket { .. } | Wire::PortForwardChannels { .. } => {
+            StreamError::BadRequest("not a SPDY port-forward protocol".into()).into_response()
         }
     }
 }

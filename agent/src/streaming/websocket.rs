@@ -6,6 +6,8 @@
 use std::future::Future;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
@@ -31,6 +33,48 @@ pub fn frame(channel: u8, data: &[u8]) -> Bytes {
     b.put_u8(channel);
     b.put_slice(data);
     b.freeze()
+}
+
+/// How a channel protocol frames its messages: binary with the channel as the first byte,
+/// or (`*base64.channel.k8s.io`) text with the channel as an ASCII digit and the data in
+/// base64. Clients may send either message type; both are read, as the API server does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Codec {
+    pub base64: bool,
+}
+
+impl Codec {
+    pub fn of(protocol: &str) -> Codec {
+        Codec {
+            base64: super::options::is_base64(protocol),
+        }
+    }
+
+    /// The message carrying `data` on `channel`.
+    pub fn encode(self, channel: u8, data: &[u8]) -> Message {
+        if self.base64 {
+            let digit = char::from(b'0'.wrapping_add(channel));
+            Message::Text(format!("{digit}{}", BASE64.encode(data)).into())
+        } else {
+            Message::Binary(frame(channel, data))
+        }
+    }
+
+    /// A client's data message as `[channel, data...]`; `None` for control messages and
+    /// for base64 that does not decode.
+    pub fn decode(self, msg: &Message) -> Option<Bytes> {
+        let raw = match msg {
+            Message::Binary(b) => b.clone(),
+            Message::Text(t) => Bytes::copy_from_slice(t.as_str().as_bytes()),
+            _ => return None,
+        };
+        if !self.base64 {
+            return Some(raw);
+        }
+        let (&digit, rest) = raw.split_first()?;
+        let data = BASE64.decode(rest).ok()?;
+        Some(frame(digit.wrapping_sub(b'0'), &data))
+    }
 }
 
 /// What one client message means.
@@ -77,7 +121,14 @@ where
     let (out_tx, mut out_rx) = channel(options.stdout);
     let (err_tx, mut err_rx) = channel(options.stderr);
     let v5 = protocol == "v5.channel.k8s.io";
-    let reader = tokio::spawn(read_client(stream, stdin_tx, resize_tx, v5, gone.clone()));
+    let codec = Codec::of(protocol);
+    let client = ClientSide {
+        stdin: stdin_tx,
+        resize: resize_tx,
+        v5,
+        codec,
+    };
+    let reader = tokio::spawn(read_client(stream, client, gone.clone()));
     let io = ExecIo {
         stdin: stdin_rx,
         resize: resize_rx,
@@ -92,7 +143,7 @@ where
                 Some(d) = recv(&mut err_rx) => (STDERR, d),
                 else => return true,
             };
-            if sink.send(Message::Binary(frame(ch, &data))).await.is_err() {
+            if sink.send(codec.encode(ch, &data)).await.is_err() {
                 gone.cancel();
                 return false;
             }
@@ -102,7 +153,7 @@ where
     if connected {
         let body = serde_json::to_vec(&status).unwrap_or_default();
         // The client may have gone between the last output and now: nothing to tell it.
-        let _ = sink.send(Message::Binary(frame(ERROR, &body))).await;
+        let _ = sink.send(codec.encode(ERROR, &body)).await;
         let _ = sink
             .send(Message::Close(Some(CloseFrame {
                 code: 1000,
@@ -120,18 +171,32 @@ async fn recv(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
     }
 }
 
-async fn read_client(
-    mut stream: SplitStream<WebSocket>,
-    mut stdin: Option<mpsc::Sender<Bytes>>,
+/// Where a session's client messages go.
+struct ClientSide {
+    stdin: Option<mpsc::Sender<Bytes>>,
     resize: Option<mpsc::Sender<TerminalSize>>,
     v5: bool,
+    codec: Codec,
+}
+
+async fn read_client(
+    mut stream: SplitStream<WebSocket>,
+    client: ClientSide,
     gone: CancellationToken,
 ) {
+    let ClientSide {
+        mut stdin,
+        resize,
+        v5,
+        codec,
+    } = client;
     while let Some(msg) = stream.next().await {
         let data = match msg {
-            Ok(Message::Binary(b)) => b,
             Ok(Message::Close(_)) | Err(_) => break,
-            Ok(_) => continue,
+            Ok(m) => match codec.decode(&m) {
+                Some(data) => data,
+                None => continue,
+            },
         };
         match decode(&data, v5) {
             ClientMessage::Stdin(d) => {
@@ -181,5 +246,25 @@ mod tests {
     #[test]
     fn frames_carry_the_channel_first() {
         assert_eq!(&frame(STDOUT, b"hi")[..], b"\x01hi");
+    }
+
+    #[test]
+    fn text_messages_and_base64_are_read_like_binary() {
+        let binary = Codec::of("v4.channel.k8s.io");
+        // The Python client's write_stdin("x") sends a text message.
+        let text = Message::Text("\u{0}test-close\n".into());
+        assert_eq!(&binary.decode(&text).unwrap()[..], b"\x00test-close\n");
+        let b64 = Codec::of("v4.base64.channel.k8s.io");
+        assert_eq!(
+            &b64.decode(&Message::Text("0aGk=".into())).unwrap()[..],
+            b"\x00hi"
+        );
+        assert_eq!(b64.encode(STDOUT, b"hi"), Message::Text("1aGk=".into()));
+        assert_eq!(
+            binary.encode(STDOUT, b"hi"),
+            Message::Binary(frame(STDOUT, b"hi"))
+        );
+        assert_eq!(b64.decode(&Message::Text("0!!".into())), None);
+        assert_eq!(binary.decode(&Message::Ping(Bytes::new())), None);
     }
 }

@@ -64,9 +64,11 @@ impl Fifos {
         };
         Ok(Fifos {
             stdin: make(request.stdin, "stdin")?,
-            // Without stdout the shim leaves fd 1 closed and writers fail: always make it.
+            // The shim opens every output path it is given and refuses an empty one next
+            // to a set one ("opening file \"\" failed"); as containerd's CRI, make both
+            // (stderr is the terminal with a tty) and discard what the client did not ask for.
             stdout: make(true, "stdout")?,
-            stderr: make(request.stderr && !request.tty, "stderr")?,
+            stderr: make(!request.tty, "stderr")?,
             dir,
         })
     }
@@ -206,7 +208,12 @@ impl ContainerdRuntime {
                 drain(stdout_reader);
                 None
             },
-            stderr: stderr_reader,
+            stderr: if request.stderr {
+                stderr_reader
+            } else {
+                drain(stderr_reader);
+                None
+            },
             exit: Box::pin(async move {
                 wait.await.unwrap_or_else(|_| {
                     Err(RuntimeError::Io {
@@ -468,5 +475,16 @@ mod tests {
         assert!(f.stdin.is_some() && f.stdout.is_some() && f.stderr.is_none());
         f.remove();
         assert!(!dir.path().join("e1").exists());
+        // Only stdout asked for, no terminal: the shim still gets a stderr to write to.
+        let only_stdout = ExecStreamRequest {
+            stdin: false,
+            stderr: false,
+            tty: false,
+            ..req
+        };
+        let f = Fifos::create(dir.path().join("e2"), &only_stdout).unwrap();
+        let [stdin, stdout, stderr] = f.uris();
+        assert!(stdin.is_empty() && !stdout.is_empty() && !stderr.is_empty());
+        f.remove();
     }
 }
