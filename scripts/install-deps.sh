@@ -36,3 +36,19 @@ if ! command -v kubectl >/dev/null 2>&1; then
         exit 1
     fi
 fi
+
+# The official Python client's current PyPI release beside Debian's older one: the e2e
+# suite drives both (the PyPI one speaks v5.channel.k8s.io and closes stdin). Best effort:
+# without PyPI, or inside the container lane, the suite runs Debian's client alone.
+PY_CLIENT=/opt/cairn-test/python-kubernetes
+PY_CLIENT_VERSION=36.0.3
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! "$PY_CLIENT/bin/python3" -c "import kubernetes, sys; sys.exit(kubernetes.__version__ != '$PY_CLIENT_VERSION')" 2>/dev/null; then
+    rm -rf "$PY_CLIENT"
+    if { /usr/bin/python3 -m venv "$PY_CLIENT" 2>/dev/null || python3 -m venv "$PY_CLIENT"; } &&
+        "$PY_CLIENT/bin/pip" install -q "kubernetes==$PY_CLIENT_VERSION" >/dev/null 2>&1; then
+        echo "install-deps: Python client kubernetes $PY_CLIENT_VERSION in $PY_CLIENT"
+    else
+        echo "install-deps: could not install kubernetes $PY_CLIENT_VERSION from PyPI; the suite uses Debian's client only" >&2
+        rm -rf "$PY_CLIENT"
+    fi
+fi

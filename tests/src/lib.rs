@@ -17,6 +17,7 @@ pub mod images;
 pub mod netns;
 pub mod plan;
 pub mod process;
+pub mod soak;
 pub mod state;
 pub mod status;
 pub mod up;

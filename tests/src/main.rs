@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cairn-lab",
-    about = "Several cairn nodes on one host: up, down, status, kubeconfig, exec, logs"
+    about = "Several cairn nodes on one host: up, down, status, kubeconfig, exec, logs, soak"
 )]
 struct Cli {
     /// The lab's name (1-8 lower-case letters or digits); labs of different names coexist.
@@ -127,6 +127,24 @@ enum Cmd {
         #[arg(value_parser = ["ensure", "run-flags"])]
         action: String,
     },
+    /// Churn on the lab while checking invariants (deleted pods gone within their grace
+    /// period + 10 s, Jobs complete once, workloads converge, nothing left on the nodes);
+    /// exits non-zero with the pod, its events and the agent's log lines on a violation.
+    Soak {
+        #[arg(long, default_value_t = 3.0)]
+        minutes: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The namespace the soak works in (created, and deleted at the end).
+        #[arg(long, default_value = "soak")]
+        namespace: String,
+        /// Seconds between agent SIGKILL + restarts (a random node each time).
+        #[arg(long, default_value_t = 45)]
+        agent_restart_every: u64,
+        /// Seconds between proxy restarts.
+        #[arg(long, default_value_t = 80)]
+        proxy_restart_every: u64,
+    },
     /// Print a component's log (control, agent, proxy, containerd on a node; registry, forward).
     Logs {
         node: String,
@@ -200,6 +218,24 @@ fn main() -> anyhow::Result<()> {
             } else {
                 println!("{}", cairn_lab::docker::node_run_flags().join("\n"));
             }
+        }
+        Cmd::Soak {
+            minutes,
+            seed,
+            namespace,
+            agent_restart_every,
+            proxy_restart_every,
+        } => {
+            let mut state = load(&cli, &roots)?;
+            let options = cairn_lab::soak::SoakOptions {
+                duration: Duration::from_secs_f64(minutes * 60.0),
+                seed: *seed,
+                namespace: namespace.clone(),
+                agent_restart_every: Duration::from_secs(*agent_restart_every),
+                proxy_restart_every: Duration::from_secs(*proxy_restart_every),
+            };
+            let report = cairn_lab::soak::run(&mut state, &options)?;
+            print!("{}", report.render());
         }
         Cmd::Logs {
             node,

@@ -5,7 +5,9 @@
 //! node/pod/service proxy; cluster DNS from a pod (Service names, headless Services with
 //! ready pods only, StatefulSet pod names, SRV); and bad input:
 //! a missing container, a finished pod, a client killed mid-exec (its process is reaped),
-//! a port-forward to a closed port.
+//! a port-forward to a closed port; the official Python client's exec, stdin and
+//! port-forward, its Job deletions (pods must finish), and pods deleted while their
+//! images cannot be pulled.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -81,6 +83,93 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     proxies(&lab);
     cluster_dns(&lab);
     bad_input(&lab);
+    python_client_streams_and_jobs(&lab);
+    deleted_pods_stop_pulling(&lab);
+}
+
+/// The official Python client: Debian's python3-kubernetes, and the PyPI release
+/// `scripts/install-deps.sh` puts in [`PYPI_CLIENT`] when it could (v5 and stdin close).
+const PYPI_CLIENT: &str = "/opt/cairn-test/python-kubernetes/bin/python3";
+
+fn python_clients() -> Vec<&'static str> {
+    let mut clients = vec!["/usr/bin/python3"];
+    if std::path::Path::new(PYPI_CLIENT).exists() {
+        clients.push(PYPI_CLIENT);
+    } else {
+        println!("{PYPI_CLIENT} not installed: only Debian's client runs");
+    }
+    clients
+}
+
+fn python(script: &str, args: &[&str], interpreter: &str) {
+    let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(interpreter)
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{interpreter} {script}:\n{text}");
+    assert!(
+        out.status.success(),
+        "{interpreter} {script} failed:\n{text}"
+    );
+}
+
+/// Exec (plain, stdin, exit codes, v5 close, base64), port-forward, and the Job
+/// deletions with the Python client; each client in a namespace of its own for its Jobs.
+fn python_client_streams_and_jobs(lab: &Lab) {
+    let kubeconfig = lab.kubeconfig.display().to_string();
+    for (i, interpreter) in python_clients().into_iter().enumerate() {
+        python("streams.py", &[&kubeconfig, "web"], interpreter);
+        let ns = format!("pyjobs-{i}");
+        lab.kubectl(&["create", "namespace", &ns]);
+        python("jobs.py", &[&kubeconfig, &ns], interpreter);
+    }
+}
+
+/// A registry that accepts connections and never answers (pulls hang until their
+/// timeout) and one that refuses them: deleting the pods waiting on such pulls finishes
+/// them long before their 30 s grace period ends.
+const SILENT_REGISTRY: &str = "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('198.18.0.1',5998))\ns.listen(64)\nheld=[]\nwhile True:\n    held.append(s.accept()[0])\n";
+
+fn deleted_pods_stop_pulling(lab: &Lab) {
+    let mut registry = lab
+        .switch_command(&["python3", "-c", SILENT_REGISTRY])
+        .spawn()
+        .unwrap();
+    let pods = [
+        ("hang-1", "198.18.0.1:5998/e2e/hang:1"),
+        ("hang-2", "198.18.0.1:5998/e2e/hang:1"),
+        ("hang-3", "198.18.0.1:5998/e2e/hang:2"),
+        ("refused", "198.18.0.1:5999/e2e/refused:1"),
+    ];
+    for (name, image) in pods {
+        lab.kubectl(&["run", name, &format!("--image={image}")]);
+    }
+    for (name, _) in pods {
+        let selector = format!("involvedObject.name={name}");
+        eventually(&format!("{name} to start pulling"), MINUTE, || {
+            let events = lab.kubectl(&["get", "events", "--field-selector", &selector]);
+            events.contains("Pulling").then_some(())
+        });
+    }
+    let mut args = vec!["delete", "pod", "--wait=false"];
+    args.extend(pods.iter().map(|(n, _)| *n));
+    lab.kubectl(&args);
+    let names: Vec<String> = pods.iter().map(|(n, _)| format!("pod/{n}")).collect();
+    let mut wait = vec!["wait", "--for=delete", "--timeout=20s"];
+    wait.extend(names.iter().map(String::as_str));
+    if let Err(e) = lab.try_kubectl(&wait) {
+        let left = lab.kubectl(&["get", "pods", "-o", "wide"]);
+        panic!("pods waiting on pulls outlived their deletion by 20 s: {e}\n{left}");
+    }
+    registry.kill().unwrap();
+    registry.wait().unwrap();
 }
 
 fn exec_exit_codes_and_stdin(lab: &Lab, bin: &str) {
