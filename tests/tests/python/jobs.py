@@ -1,7 +1,7 @@
 """The issue's Job case with the official Python client: a Job's pod deleted with grace
 period 0 a moment after its container started, its Job deleted (the client's default
-propagation orphans the pod, which keeps the job-tracking finalizer), and a Job deleted
-with Background propagation right after its pod started. Every pod must be gone well
+propagation orphans the pod, which keeps the job-tracking finalizer), and Jobs deleted
+with Background and Foreground propagation right after their pods started. Every pod must be gone well
 within its grace period. Usage: jobs.py KUBECONFIG NAMESPACE."""
 
 import sys
@@ -70,4 +70,22 @@ pod = started_pod("bg-delete")
 batch.delete_namespaced_job("bg-delete", NS, propagation_policy="Background")
 gone(pod.metadata.name, 3 + 20)
 print("ok a Background Job delete leaves no pod behind", flush=True)
+# Foreground propagation: the Job's foregroundDeletion finalizer goes once its pod is
+# gone, and the pod's job-tracking finalizer once the deleting Job lets it go.
+batch.create_namespaced_job(NS, job("fg-delete", 3))
+pod = started_pod("fg-delete")
+batch.delete_namespaced_job("fg-delete", NS, propagation_policy="Foreground")
+gone(pod.metadata.name, 3 + 20)
+deadline = time.time() + 20
+while time.time() < deadline:
+    try:
+        left = batch.read_namespaced_job("fg-delete", NS)
+    except ApiException as e:
+        if e.status == 404:
+            break
+        raise
+    time.sleep(0.2)
+else:
+    fail("Job fg-delete still there 20 s after its pod was gone", left)
+print("ok a Foreground Job delete removes the pod, then the Job", flush=True)
 print("all ok", flush=True)
