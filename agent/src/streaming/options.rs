@@ -265,6 +265,123 @@ mod tests {
         ));
     }
 
+    /// The upgrade headers real clients send (captured from kubectl 1.33 and 1.27 — client-go's
+    /// websocket and SPDY executors and port-forwarders — and read from the Python client's
+    /// `ws_client.py`, Debian's 22.6 and PyPI's 36.0.3), and what each gets.
+    #[test]
+    fn captured_client_handshakes_negotiate() {
+        let cases: &[(&str, bool, &[(&str, &str)], Wire)] = &[
+            (
+                "kubectl 1.33 exec (websocket executor)",
+                false,
+                &[
+                    ("upgrade", "websocket"),
+                    ("sec-websocket-protocol", "v5.channel.k8s.io"),
+                ],
+                Wire::WebSocket {
+                    protocol: "v5.channel.k8s.io".into(),
+                },
+            ),
+            (
+                "kubectl 1.33 exec fallback (SPDY executor)",
+                false,
+                &[
+                    ("upgrade", "SPDY/3.1"),
+                    ("x-stream-protocol-version", "v5.channel.k8s.io"),
+                    ("x-stream-protocol-version", "v4.channel.k8s.io"),
+                    ("x-stream-protocol-version", "v3.channel.k8s.io"),
+                    ("x-stream-protocol-version", "v2.channel.k8s.io"),
+                    ("x-stream-protocol-version", "channel.k8s.io"),
+                ],
+                Wire::Spdy {
+                    protocol: "v4.channel.k8s.io".into(),
+                },
+            ),
+            (
+                "kubectl 1.27 exec (SPDY executor)",
+                false,
+                &[
+                    ("upgrade", "SPDY/3.1"),
+                    ("x-stream-protocol-version", "v4.channel.k8s.io"),
+                    ("x-stream-protocol-version", "v3.channel.k8s.io"),
+                    ("x-stream-protocol-version", "v2.channel.k8s.io"),
+                    ("x-stream-protocol-version", "channel.k8s.io"),
+                ],
+                Wire::Spdy {
+                    protocol: "v4.channel.k8s.io".into(),
+                },
+            ),
+            (
+                "kubectl 1.33 port-forward (SPDY tunnelled in websocket)",
+                true,
+                &[
+                    ("upgrade", "websocket"),
+                    ("sec-websocket-protocol", "SPDY/3.1+portforward.k8s.io"),
+                ],
+                Wire::SpdyOverWebSocket {
+                    protocol: "SPDY/3.1+portforward.k8s.io".into(),
+                },
+            ),
+            (
+                "kubectl 1.27 port-forward (SPDY)",
+                true,
+                &[
+                    ("upgrade", "SPDY/3.1"),
+                    ("x-stream-protocol-version", "portforward.k8s.io"),
+                ],
+                Wire::Spdy {
+                    protocol: "portforward.k8s.io".into(),
+                },
+            ),
+            (
+                "Python client 22.6 stream()",
+                false,
+                &[
+                    ("upgrade", "websocket"),
+                    ("sec-websocket-protocol", "v4.channel.k8s.io"),
+                ],
+                Wire::WebSocket {
+                    protocol: "v4.channel.k8s.io".into(),
+                },
+            ),
+            (
+                "Python client 36.0.3 stream()",
+                false,
+                &[
+                    ("upgrade", "websocket"),
+                    (
+                        "sec-websocket-protocol",
+                        "v5.channel.k8s.io,v4.channel.k8s.io",
+                    ),
+                ],
+                Wire::WebSocket {
+                    protocol: "v5.channel.k8s.io".into(),
+                },
+            ),
+            (
+                "Python client 36.0.3 portforward()",
+                true,
+                &[
+                    ("upgrade", "websocket"),
+                    (
+                        "sec-websocket-protocol",
+                        "v5.channel.k8s.io,v4.channel.k8s.io",
+                    ),
+                ],
+                Wire::PortForwardChannels {
+                    protocol: "v4.channel.k8s.io".into(),
+                },
+            ),
+        ];
+        for (client, port_forward, sent, wanted) in cases {
+            assert_eq!(
+                &negotiate(&headers(sent), *port_forward).unwrap(),
+                wanted,
+                "{client}"
+            );
+        }
+    }
+
     #[test]
     fn base64_variants_and_websocket_port_forward_channels() {
         let ws = |offered: &str| {
