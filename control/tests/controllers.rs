@@ -162,6 +162,24 @@ fn seed_scenario_scale_rollout_undo_pause() {
     assert_eq!(nodes.len(), 2, "pods on two nodes: {nodes:?}");
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=30s"]);
     assert!(out.contains("successfully rolled out"), "{out}");
+    // A settled Deployment is quiet: nothing rewrites it over and over (a status write
+    // that changes nothing is no write at all, and the controller does not make one). A
+    // last condition update may still land; a write loop makes dozens a second.
+    let rv = k.ok(&[
+        "get",
+        "deployment",
+        "httpd-app",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+    ]);
+    let since = format!(
+        "/apis/apps/v1/namespaces/default/deployments?watch=1&resourceVersion={rv}&timeoutSeconds=2"
+    );
+    let events = k.ok(&["get", "--raw", &since]);
+    assert!(
+        events.lines().count() <= 2,
+        "a settled Deployment keeps being written: {events}"
+    );
 
     // Scale up and down; the not-ready pod goes first.
     k.ok(&["scale", "deployment/httpd-app", "--replicas=4"]);

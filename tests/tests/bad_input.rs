@@ -21,12 +21,7 @@ fn lab(roots: &Path, name: &str, args: &[&str]) -> (bool, String) {
         .args(args)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    (out.status.success(), common::combined(&out))
 }
 
 fn lab_namespaces(name: &str) -> Vec<String> {

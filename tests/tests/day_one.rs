@@ -108,11 +108,7 @@ fn python(script: &str, args: &[&str], interpreter: &str) {
         .args(args)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::combined(&out);
     println!("{interpreter} {script}:\n{text}");
     assert!(
         out.status.success(),

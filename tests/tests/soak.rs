@@ -22,11 +22,8 @@ fn churn_soak() {
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    println!("{stdout}{stderr}");
-    assert!(out.status.success(), "the soak failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("agent restarts"), "{stdout}");
+    let text = common::combined(&out);
+    println!("{text}");
+    assert!(out.status.success(), "the soak failed:\n{text}");
+    assert!(text.contains("agent restarts"), "{text}");
 }

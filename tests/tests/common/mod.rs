@@ -26,6 +26,15 @@ pub fn eventually<T>(what: &str, within: Duration, mut check: impl FnMut() -> Op
     }
 }
 
+/// A finished command's stdout then stderr, as one text.
+pub fn combined(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn output(cmd: &mut Command) -> Result<String, String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if out.status.success() {

@@ -124,6 +124,12 @@ impl ApiState {
         dry_run: bool,
     ) -> Result<Written, Status> {
         let name = name_of(&obj).to_string();
+        if !dry_run && same_but_version(old, &obj) {
+            // Nothing changed: no write, no new resourceVersion, no watch event (upstream's
+            // GuaranteedUpdate compares the encoded bytes). Without this, a client that
+            // writes what is stored wakes every watcher, itself included.
+            return self.written(key, old_rev, warnings).await;
+        }
         let mut allocs = Allocations::default();
         if r.kind == "Service" {
             self.allocate_service(&mut obj, Some(old), &mut allocs, &name)?;
@@ -408,9 +414,62 @@ fn ephemeral_update_causes(
 }
 
 /// A namespace's `spec.finalizers` (other kinds have none).
+/// Whether `new` is `old` but for `metadata.resourceVersion`.
+fn same_but_version(old: &Value, new: &Value) -> bool {
+    let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
+        return old == new;
+    };
+    let meta_same = |x: &Value, y: &Value| match (x.as_object(), y.as_object()) {
+        (Some(x), Some(y)) => {
+            let rest = |m: &serde_json::Map<String, Value>| {
+                m.iter()
+                    .filter(|(k, _)| k.as_str() != "resourceVersion")
+                    .count()
+            };
+            rest(x) == rest(y)
+                && x.iter()
+                    .filter(|(k, _)| k.as_str() != "resourceVersion")
+                    .all(|(k, v)| y.get(k) == Some(v))
+        }
+        _ => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match b.get(k) {
+            Some(w) if k == "metadata" => meta_same(v, w),
+            Some(w) => v == w,
+            None => false,
+        })
+}
+
 fn spec_finalizers(obj: &Value) -> Vec<&str> {
     obj.pointer("/spec/finalizers")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod no_op_tests {
+    use super::same_but_version;
+    use serde_json::json;
+
+    #[test]
+    fn an_update_that_changes_nothing_but_the_version_is_a_no_op() {
+        let stored = json!({"metadata": {"name": "d", "resourceVersion": "7", "labels": {"a": "1"}},
+                            "status": {"replicas": 1}});
+        let same =
+            json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "status": {"replicas": 1}});
+        assert!(same_but_version(&stored, &same));
+        let other_rv = json!({"metadata": {"name": "d", "resourceVersion": "9", "labels": {"a": "1"}},
+                              "status": {"replicas": 1}});
+        assert!(same_but_version(&stored, &other_rv));
+        let changed =
+            json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "status": {"replicas": 2}});
+        assert!(!same_but_version(&stored, &changed));
+        let relabelled =
+            json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "status": {"replicas": 1}});
+        assert!(!same_but_version(&stored, &relabelled));
+        let more = json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "status": {"replicas": 1}, "spec": {}});
+        assert!(!same_but_version(&stored, &more));
+    }
 }

@@ -312,28 +312,46 @@ async fn write_revision(d: &Deployment, ctx: &Ctx, new: Option<&ReplicaSet>) -> 
         .map_err(api_err(d))
 }
 
-/// Writes `s` unless it is what is stored. Zero counts are left out, as upstream's
+/// Status fields upstream leaves out when zero or empty (`omitempty`).
+const OMITTED_WHEN_EMPTY: [&str; 6] = [
+    "replicas",
+    "updatedReplicas",
+    "readyReplicas",
+    "availableReplicas",
+    "unavailableReplicas",
+    "conditions",
+];
+
+/// The status as it is stored: zero counts and no conditions left out.
+fn stored_form(s: &DeploymentStatus) -> Value {
+    let mut value = serde_json::to_value(s).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.retain(|key, v| {
+            let empty = match v {
+                Value::Null => true,
+                Value::Number(n) => n.as_i64() == Some(0),
+                Value::Array(a) => a.is_empty(),
+                _ => false,
+            };
+            !(empty && OMITTED_WHEN_EMPTY.contains(&key.as_str()))
+        });
+    }
+    value
+}
+
+/// Writes `s` unless it is what is stored (compared as stored: a computed zero is the
+/// stored absence, so an unchanged status never turns into a write, and the write's own
+/// watch event never into another one). Zero counts are left out, as upstream's
 /// `omitempty` fields are.
 async fn write(d: &Deployment, ctx: &Ctx, s: &DeploymentStatus) -> Result<(), Error> {
-    if d.status.as_ref() == Some(s) {
+    let value = stored_form(s);
+    if d.status.as_ref().map(stored_form).as_ref() == Some(&value) {
         return Ok(());
     }
-    let mut value = serde_json::to_value(s).unwrap_or_default();
-    for key in [
-        "replicas",
-        "updatedReplicas",
-        "readyReplicas",
-        "availableReplicas",
-        "unavailableReplicas",
-        "conditions",
-    ] {
-        let empty = match value.get(key) {
-            None | Some(Value::Null) => true,
-            Some(Value::Number(n)) => n.as_i64() == Some(0),
-            Some(Value::Array(a)) => a.is_empty(),
-            Some(_) => false,
-        };
-        if empty {
+    let mut value = value;
+    for key in OMITTED_WHEN_EMPTY {
+        if value.get(key).is_none() {
+            // A merge patch removes what the stored status still has.
             value[key] = Value::Null;
         }
     }
@@ -350,5 +368,35 @@ async fn write(d: &Deployment, ctx: &Ctx, s: &DeploymentStatus) -> Result<(), Er
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
         Err(e) => Err(api_err(d)(e)),
+    }
+}
+
+#[cfg(test)]
+mod stored_form_tests {
+    use super::*;
+
+    /// A computed zero is the stored absence: comparing the two as stored finds no change,
+    /// so a settled Deployment is not written again and again.
+    #[test]
+    fn a_computed_zero_matches_the_stored_absence() {
+        let computed = DeploymentStatus {
+            replicas: Some(2),
+            ready_replicas: Some(2),
+            unavailable_replicas: Some(0),
+            conditions: Some(vec![]),
+            observed_generation: Some(1),
+            ..Default::default()
+        };
+        let stored: DeploymentStatus = serde_json::from_value(
+            json!({"replicas": 2, "readyReplicas": 2, "observedGeneration": 1}),
+        )
+        .unwrap();
+        assert_ne!(Some(&computed), Some(&stored));
+        assert_eq!(stored_form(&computed), stored_form(&stored));
+        let changed = DeploymentStatus {
+            ready_replicas: Some(1),
+            ..computed
+        };
+        assert_ne!(stored_form(&changed), stored_form(&stored));
     }
 }
