@@ -270,7 +270,9 @@ mod tests {
     /// `ws_client.py`, Debian's 22.6 and PyPI's 36.0.3), and what each gets.
     #[test]
     fn captured_client_handshakes_negotiate() {
-        let cases: &[(&str, bool, &[(&str, &str)], Wire)] = &[
+        /// Client, port-forward endpoint, upgrade headers sent, what it gets.
+        type Case<'a> = (&'a str, bool, &'a [(&'a str, &'a str)], Wire);
+        let cases: &[Case] = &[
             (
                 "kubectl 1.33 exec (websocket executor)",
                 false,
