@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_runtime::{ImageConfig, ImageSpec};
-use futures::future::{BoxFuture, Shared};
-use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use kube::api::Api;
 use tonic::transport::Channel;
@@ -41,7 +39,7 @@ pub struct ImageManager {
     /// One pull at a time (the kubelet's `serializeImagePulls`).
     pulling: Arc<tokio::sync::Mutex<()>>,
     /// Pulls in flight, by image and credentials.
-    inflight: parking_lot::Mutex<HashMap<String, InflightPull>>,
+    inflight: crate::inflight::Inflight<PullResult>,
 }
 
 pub enum Outcome {
@@ -223,33 +221,11 @@ impl ImageManager {
         credentials: Vec<cairn_image::Credentials>,
     ) -> PullResult {
         let key = format!("{reference} {}", credentials_digest(&credentials));
-        let result = {
-            let mut inflight = self.inflight.lock();
-            let entry = inflight.entry(key.clone()).or_insert_with(|| {
-                let task =
-                    tokio::spawn(pull_one(self.pull_job(reference, if_missing, credentials)));
-                let abort = task.abort_handle();
-                let reference = reference.to_string();
-                let result = async move {
-                    task.await
-                        .unwrap_or_else(|e| Err(format!("pulling image {reference:?}: {e}")))
-                }
-                .boxed()
-                .shared();
-                InflightPull {
-                    result,
-                    waiters: 0,
-                    abort,
-                }
-            });
-            entry.waiters += 1;
-            entry.result.clone()
-        };
-        let _waiting = Waiter {
-            inflight: &self.inflight,
-            key,
-        };
-        result.await
+        let job = self.pull_job(reference, if_missing, credentials);
+        self.inflight
+            .join(&key, || pull_one(job))
+            .await
+            .unwrap_or_else(|| Err(format!("pulling image {reference:?}: the pull task failed")))
     }
 
     fn pull_job(
@@ -276,33 +252,6 @@ impl ImageManager {
 
 /// `Ok((image, pulled now))` or the kubelet's message for the failed pull.
 type PullResult = Result<(cairn_image::ImageInfo, bool), String>;
-
-/// A pull in flight and how many pods wait for it.
-struct InflightPull {
-    result: Shared<BoxFuture<'static, PullResult>>,
-    waiters: usize,
-    abort: tokio::task::AbortHandle,
-}
-
-/// One pod's wait on a shared pull: the last one to stop waiting ends the pull.
-struct Waiter<'a> {
-    inflight: &'a parking_lot::Mutex<HashMap<String, InflightPull>>,
-    key: String,
-}
-
-impl Drop for Waiter<'_> {
-    fn drop(&mut self) {
-        let mut inflight = self.inflight.lock();
-        if let Some(entry) = inflight.get_mut(&self.key) {
-            entry.waiters -= 1;
-            if entry.waiters == 0 {
-                // Finished: a no-op; else nobody needs the image any more.
-                entry.abort.abort();
-                inflight.remove(&self.key);
-            }
-        }
-    }
-}
 
 /// Everything one pull needs, owned, for its own task.
 struct PullJob {

@@ -20,6 +20,7 @@ pub mod env;
 pub mod events;
 pub mod hooks;
 pub mod images;
+pub mod inflight;
 pub mod ledger;
 pub mod local_path;
 pub mod node;

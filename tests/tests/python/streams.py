@@ -1,5 +1,5 @@
-"""The official Python client's exec, attach-style streams and port-forward against a
-lab pod (`kubernetes.stream`), as Ansible's and Airflow's Kubernetes integrations use
+"""The official Python client's exec, attach and port-forward against lab pods
+(`kubernetes.stream`), as Ansible's and Airflow's Kubernetes integrations use
 them: plain `stream()`, `_preload_content=False` with stdin, exit codes, the v5 stdin
 close where the client has it, a base64 channel session through the client's own
 websocket library, and `portforward()`. Prints one line per check; exits non-zero on the
@@ -86,6 +86,28 @@ def base64_channels():
     check("base64: Status on channel '3'", status and status[0]["status"] == "Success", repr(status))
 
 
+def attach():
+    name = "talker"
+    core = api
+    core.create_namespaced_pod(NS, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+            "name": "talk", "image": "busybox",
+            "command": ["sh", "-c", "while true; do echo tick; sleep 1; done"]}]}})
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        pod = core.read_namespaced_pod(name, NS)
+        if pod.status.phase == "Running":
+            break
+        time.sleep(0.2)
+    resp = stream(core.connect_get_namespaced_pod_attach, name, NS, stdout=True, stderr=True,
+                  stdin=False, tty=False, _preload_content=False)
+    got = read_until(resp, "tick")
+    resp.close()
+    core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+    check("attach follows the container's output", "tick" in got, repr(got))
+
+
 def port_forward():
     pf = portforward(api.connect_get_namespaced_pod_portforward, POD, NS, ports="80")
     sock = pf.socket(80)
@@ -105,5 +127,6 @@ def port_forward():
 plain()
 interactive()
 base64_channels()
+attach()
 port_forward()
 print("all ok", flush=True)
