@@ -166,7 +166,11 @@ pub fn wait_for(
                 tail: tail(&record.log, 20),
             }))
         };
-        if !is_running(record) {
+        // Gone, not "no longer showing its command line": while the process is still
+        // exec'ing from `setsid nsenter` into the daemon, /proc/PID/cmdline can read empty
+        // for a moment (the soak's agent restarts hit that). The PID was just started by
+        // us, so it cannot have been recycled yet.
+        if !alive(record.pid) {
             return Err(failure(None));
         }
         if Instant::now() >= deadline {
