@@ -276,6 +276,7 @@ fn start_job(client: &Client, inf: &mut Informers) -> Task {
         expectations: Default::default(),
         retries: Default::default(),
         backoff: job::policy::Backoff::new(inf.settings.job_backoff),
+        released: Default::default(),
     });
     let orphan_ctx = Arc::new(job::orphans::Ctx {
         client: client.clone(),

@@ -53,6 +53,8 @@ pub struct Ctx {
     pub expectations: Expectations,
     pub retries: Retries,
     pub backoff: policy::Backoff,
+    /// Finalizers removed that the pod cache has not seen go yet.
+    pub released: tracking::Released,
 }
 
 impl runner::Retrying for Ctx {

@@ -4,7 +4,7 @@
 //! then does it move into `succeeded`/`failed`. A crash between the steps loses nothing
 //! and counts nothing twice, and a finished pod deleted by anyone is still counted.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use cairn_semantics::pod_state::PodView;
@@ -27,6 +27,44 @@ pub struct Accounted {
     pub newly_failed: u32,
     /// A pod failure policy rule said the Job fails.
     pub fail_job: Option<String>,
+}
+
+/// Pods whose finalizer this controller removed while the pod cache still shows it
+/// (upstream's finalizer-removal expectations), by Job key. They are counted already: a
+/// sync that runs before the pod cache catches up must neither count nor release them
+/// again, or a Job counts one pod twice.
+#[derive(Default)]
+pub struct Released(parking_lot::Mutex<HashMap<String, HashSet<String>>>);
+
+impl Released {
+    fn note(&self, key: &str, uids: &HashSet<String>) {
+        if !uids.is_empty() {
+            let mut all = self.0.lock();
+            all.entry(key.to_string())
+                .or_default()
+                .extend(uids.iter().cloned());
+        }
+    }
+
+    /// The uids of `key` still pending: a pod the cache shows without the finalizer, or
+    /// no longer has, is caught up and forgotten.
+    pub fn pending(&self, key: &str, pods: &[Arc<CachedPod>]) -> HashSet<String> {
+        let mut all = self.0.lock();
+        let Some(uids) = all.get_mut(key) else {
+            return HashSet::new();
+        };
+        let holding: HashSet<&str> = pods
+            .iter()
+            .filter(|p| has_finalizer(p))
+            .map(|p| PodView::uid(p.as_ref()))
+            .collect();
+        uids.retain(|u| holding.contains(u.as_str()));
+        let out = uids.clone();
+        if uids.is_empty() {
+            all.remove(key);
+        }
+        out
+    }
 }
 
 pub fn has_finalizer(pod: &CachedPod) -> bool {
@@ -62,12 +100,14 @@ pub async fn account(
     let completions = job.spec.as_ref().and_then(|s| s.completions).unwrap_or(0);
     let mut completed = indexes::parse(st.completed_indexes.as_deref().unwrap_or(""));
     let known: HashSet<String> = uncounted_uids(&uncounted).cloned().collect();
+    let pending = ctx.released.pending(key, pods);
     let mut added = false;
     for pod in pods.iter().filter(|p| has_finalizer(p)) {
         let Some(succeeded) = finished(pod) else {
             continue;
         };
-        if known.contains(PodView::uid(pod.as_ref())) {
+        let uid = PodView::uid(pod.as_ref());
+        if known.contains(uid) || pending.contains(uid) {
             continue;
         }
         if succeeded {
@@ -107,6 +147,8 @@ pub async fn account(
         .chain(release_only)
         .collect();
     let released = release(ctx, job, &to_release).await;
+    ctx.released.note(key, &released);
+    let released: HashSet<String> = released.union(&pending).cloned().collect();
     move_counted(st, &mut uncounted, pods, &released, indexed, &completed);
     Ok(out)
 }
@@ -181,4 +223,41 @@ fn move_counted(
     });
     st.failed = Some(st.failed.unwrap_or(0) + failed);
     st.uncounted_terminated_pods = Some(uncounted.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, finalizer: bool) -> Arc<CachedPod> {
+        let finalizers = if finalizer {
+            json!([TRACKING_FINALIZER])
+        } else {
+            json!([])
+        };
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": uid, "namespace": "d", "uid": uid, "finalizers": finalizers},
+            "status": {"phase": "Succeeded"},
+        }))
+        .unwrap();
+        Arc::new(CachedPod::from(p))
+    }
+
+    /// A pod released a moment ago that the cache still shows with its finalizer stays
+    /// pending (never counted twice) until the cache catches up.
+    #[test]
+    fn released_pods_stay_pending_until_the_cache_catches_up() {
+        let released = Released::default();
+        released.note("d/j", &HashSet::from(["a".to_string(), "b".to_string()]));
+        let stale = [pod("a", true), pod("b", true)];
+        assert_eq!(released.pending("d/j", &stale).len(), 2);
+        let caught_up = [pod("a", false), pod("b", true)];
+        assert_eq!(
+            released.pending("d/j", &caught_up),
+            HashSet::from(["b".to_string()])
+        );
+        assert!(released.pending("d/j", &[]).is_empty(), "b is gone");
+        assert!(released.0.lock().is_empty());
+    }
 }
