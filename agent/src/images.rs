@@ -221,9 +221,12 @@ impl ImageManager {
         credentials: Vec<cairn_image::Credentials>,
     ) -> PullResult {
         let key = format!("{reference} {}", credentials_digest(&credentials));
-        let job = self.pull_job(reference, if_missing, credentials);
+        // The job (and its copy of the credentials) is built only by the pod that starts
+        // the pull; the others just wait.
         self.inflight
-            .join(&key, || pull_one(job))
+            .join(&key, || {
+                pull_one(self.pull_job(reference, if_missing, credentials))
+            })
             .await
             .unwrap_or_else(|| Err(format!("pulling image {reference:?}: the pull task failed")))
     }

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use super::SoakError;
+use super::error::SoakError;
 
 pub struct Kubectl {
     kubeconfig: PathBuf,

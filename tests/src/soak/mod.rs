@@ -8,6 +8,7 @@
 //! broken invariant stops the soak with the pod, its events and the agent's log lines.
 
 pub mod checks;
+mod error;
 mod kubectl;
 pub mod nodes;
 mod ops;
@@ -23,22 +24,10 @@ use serde_json::Value;
 
 use crate::driver::{self, Place};
 use crate::state::LabState;
-use crate::LabError;
 use checks::{PodRef, Violation};
+pub use error::SoakError;
 use kubectl::Kubectl;
 use ops::World;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SoakError {
-    #[error("kubectl {args}: {message}")]
-    Kubectl { args: String, message: String },
-    #[error("invariant broken: {0}")]
-    Violation(String),
-    #[error("node check: {0}")]
-    Node(String),
-    #[error(transparent)]
-    Lab(#[from] LabError),
-}
 
 pub struct SoakOptions {
     pub duration: Duration,

@@ -11,7 +11,7 @@ use crate::driver::{self, Place};
 use crate::plan::{NodePlan, CONTAINERD_NAMESPACE};
 use crate::state::LabState;
 
-use super::SoakError;
+use super::error::SoakError;
 
 /// SIGKILLs `node`'s agent (its containers keep running) and starts it again.
 pub fn restart(

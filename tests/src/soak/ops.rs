@@ -13,8 +13,8 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde_json::{json, Value};
 
+use super::error::SoakError;
 use super::kubectl::Kubectl;
-use super::SoakError;
 
 /// A registry address nothing listens on: pulls are refused at once.
 pub const REFUSED_IMAGE: &str = "198.18.0.1:5999/soak/missing:1";
