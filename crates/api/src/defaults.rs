@@ -12,71 +12,29 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
-mod admission;
-mod breadth;
-mod limits;
-mod pod;
+pub(crate) mod admission;
+pub(crate) mod breadth;
+pub(crate) mod limits;
+pub(crate) mod pod;
 
+use pod::default_pod_spec;
 pub use pod::{add_default_tolerations, default_image_pull_policy, DEFAULT_TOLERATION_SECONDS};
-use pod::{default_pod, default_pod_spec};
 
 pub fn apply_defaults(resource: &ResourceInfo, obj: &mut Value) {
     default_status_counters(resource, obj);
     let Some(o) = obj.as_object_mut() else {
         return;
     };
-    match (resource.group, resource.kind) {
-        ("", "Pod") => default_pod(o),
-        ("", "Service") => default_service(o),
-        ("", "Namespace") => default_namespace(o),
-        ("", "Node") => default_node(o),
-        ("", "Secret") => default_secret(o),
-        ("", "Endpoints") => default_endpoints(o),
-        ("", "LimitRange") => limits::default_limit_range(o),
-        ("apps", "Deployment") => default_deployment(o),
-        ("apps", "ReplicaSet") => default_replica_set(o),
-        ("apps", "DaemonSet") => default_daemon_set(o),
-        ("apps", "StatefulSet") => default_stateful_set(o),
-        ("", "ReplicationController") => default_replication_controller(o),
-        ("batch", "Job") => default_job(o),
-        ("", "PersistentVolumeClaim") => default_claim(o),
-        ("", "PersistentVolume") => default_volume(o),
-        ("storage.k8s.io", "StorageClass") => {
-            set_default_str(o, "reclaimPolicy", "Delete");
-            set_default_str(o, "volumeBindingMode", "Immediate");
-        }
-        ("batch", "CronJob") => default_cron_job(o),
-        ("discovery.k8s.io", "EndpointSlice") => default_endpoint_slice(o),
-        ("scheduling.k8s.io", "PriorityClass") => {
-            set_default(o, "preemptionPolicy", json!("PreemptLowerPriority"));
-        }
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            breadth::default_binding_subjects(o)
-        }
-        ("networking.k8s.io", "NetworkPolicy") => breadth::default_network_policy(o),
-        ("autoscaling", "HorizontalPodAutoscaler") => breadth::default_hpa(resource.version, o),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => breadth::default_crd(o),
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
-            admission::default_webhooks(o, true)
-        }
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
-            admission::default_webhooks(o, false)
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-            admission::default_policy(o)
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            admission::default_policy_binding(o)
-        }
-        _ => {}
+    if let Some(default) = resource.strategy.default {
+        default(o);
     }
 }
 
-fn is_unset(v: Option<&Value>) -> bool {
+pub(crate) fn is_unset(v: Option<&Value>) -> bool {
     matches!(v, None | Some(Value::Null))
 }
 
-fn is_unset_str(v: Option<&Value>) -> bool {
+pub(crate) fn is_unset_str(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => s.is_empty(),
@@ -84,7 +42,7 @@ fn is_unset_str(v: Option<&Value>) -> bool {
     }
 }
 
-fn is_unset_int(v: Option<&Value>) -> bool {
+pub(crate) fn is_unset_int(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => true,
         Some(Value::Number(n)) => n.as_f64() == Some(0.0),
@@ -93,28 +51,31 @@ fn is_unset_int(v: Option<&Value>) -> bool {
 }
 
 /// Set `key` when absent or null (Go: nil pointer).
-fn set_default(o: &mut Map<String, Value>, key: &str, value: Value) {
+pub(crate) fn set_default(o: &mut Map<String, Value>, key: &str, value: Value) {
     if is_unset(o.get(key)) {
         o.insert(key.to_string(), value);
     }
 }
 
 /// Set `key` when absent, null or `""` (Go: empty string).
-fn set_default_str(o: &mut Map<String, Value>, key: &str, value: &str) {
+pub(crate) fn set_default_str(o: &mut Map<String, Value>, key: &str, value: &str) {
     if is_unset_str(o.get(key)) {
         o.insert(key.to_string(), Value::from(value));
     }
 }
 
 /// Set `key` when absent, null or `0` (Go: zero int).
-fn set_default_int(o: &mut Map<String, Value>, key: &str, value: i64) {
+pub(crate) fn set_default_int(o: &mut Map<String, Value>, key: &str, value: i64) {
     if is_unset_int(o.get(key)) {
         o.insert(key.to_string(), Value::from(value));
     }
 }
 
 /// The object at `key`, created when absent or null; `None` when it is something else.
-fn child_obj<'a>(o: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+pub(crate) fn child_obj<'a>(
+    o: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
     if is_unset(o.get(key)) {
         o.insert(key.to_string(), Value::Object(Map::new()));
     }
@@ -122,7 +83,7 @@ fn child_obj<'a>(o: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map
 }
 
 /// The object at `key` if there is one.
-fn existing_obj<'a>(
+pub(crate) fn existing_obj<'a>(
     o: &'a mut Map<String, Value>,
     key: &str,
 ) -> Option<&'a mut Map<String, Value>> {
@@ -130,7 +91,7 @@ fn existing_obj<'a>(
 }
 
 /// The objects in the list at `key`.
-fn list_objs<'a>(
+pub(crate) fn list_objs<'a>(
     o: &'a mut Map<String, Value>,
     key: &str,
 ) -> impl Iterator<Item = &'a mut Map<String, Value>> {
@@ -140,14 +101,14 @@ fn list_objs<'a>(
         .flat_map(|a| a.iter_mut().filter_map(Value::as_object_mut))
 }
 
-fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> &'a str {
+pub(crate) fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> &'a str {
     o.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 // ---------------------------------------------------------------------------------------------
 // Pods and pod templates
 
-fn default_template(spec: &mut Map<String, Value>) {
+pub(crate) fn default_template(spec: &mut Map<String, Value>) {
     if let Some(template) = existing_obj(spec, "template") {
         if let Some(pod_spec) = child_obj(template, "spec") {
             default_pod_spec(pod_spec);
@@ -158,7 +119,7 @@ fn default_template(spec: &mut Map<String, Value>) {
 // ---------------------------------------------------------------------------------------------
 // apps/v1
 
-fn default_deployment(o: &mut Map<String, Value>) {
+pub(crate) fn default_deployment(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -177,7 +138,7 @@ fn default_deployment(o: &mut Map<String, Value>) {
     default_template(spec);
 }
 
-fn default_replica_set(o: &mut Map<String, Value>) {
+pub(crate) fn default_replica_set(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -188,8 +149,11 @@ fn default_replica_set(o: &mut Map<String, Value>) {
 /// Status fields Go serializes even when zero (not `omitempty`): kube-apiserver's answers
 /// always carry them, and clients (the Python client) refuse objects without them.
 pub fn default_status_counters(resource: &ResourceInfo, obj: &mut Value) {
-    let fields = crate::schema::workload_status_counters(resource.kind);
-    if fields.is_empty() || !matches!(resource.group, "" | "apps") {
+    zero_status_counters(obj, resource.strategy.status_counters);
+}
+
+fn zero_status_counters(obj: &mut Value, fields: &[&str]) {
+    if fields.is_empty() {
         return;
     }
     let Some(status) = obj.as_object_mut().and_then(|o| child_obj(o, "status")) else {
@@ -200,8 +164,15 @@ pub fn default_status_counters(resource: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// A new object's status as its strategy resets it: what the client sent is dropped, and the
+/// counters Go always prints are zero.
+pub fn fresh_status(obj: &mut Value, counters: &[&str]) {
+    obj["status"] = json!({});
+    zero_status_counters(obj, counters);
+}
+
 /// `SetDefaults_PersistentVolumeClaim` (also for a StatefulSet's claim templates).
-fn default_claim(pvc: &mut Map<String, Value>) {
+pub(crate) fn default_claim(pvc: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(pvc, "spec") {
         set_default_str(spec, "volumeMode", "Filesystem");
     }
@@ -211,7 +182,7 @@ fn default_claim(pvc: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_PersistentVolume`: Retain, Filesystem, phase Pending.
-fn default_volume(pv: &mut Map<String, Value>) {
+pub(crate) fn default_volume(pv: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(pv, "spec") {
         set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
         set_default_str(spec, "volumeMode", "Filesystem");
@@ -221,7 +192,7 @@ fn default_volume(pv: &mut Map<String, Value>) {
     }
 }
 
-fn default_stateful_set(o: &mut Map<String, Value>) {
+pub(crate) fn default_stateful_set(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -250,7 +221,7 @@ fn default_stateful_set(o: &mut Map<String, Value>) {
 }
 
 /// Template labels, as a map, when the object's own `field` (labels or selector) is empty.
-fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
+pub(crate) fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
     spec.get("template")?
         .get("metadata")?
         .get("labels")
@@ -258,7 +229,7 @@ fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
         .cloned()
 }
 
-fn is_empty_map(v: Option<&Value>) -> bool {
+pub(crate) fn is_empty_map(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => true,
         Some(Value::Object(m)) => m.is_empty(),
@@ -266,7 +237,7 @@ fn is_empty_map(v: Option<&Value>) -> bool {
     }
 }
 
-fn default_replication_controller(o: &mut Map<String, Value>) {
+pub(crate) fn default_replication_controller(o: &mut Map<String, Value>) {
     let labels = o
         .get("spec")
         .and_then(Value::as_object)
@@ -291,7 +262,7 @@ fn default_replication_controller(o: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_Job` (the server's selector is generated at admission, before this).
-fn default_job_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn default_job_spec(spec: &mut Map<String, Value>) {
     if is_unset(spec.get("completions")) && is_unset(spec.get("parallelism")) {
         spec.insert("completions".into(), json!(1));
     }
@@ -321,7 +292,7 @@ fn default_job_spec(spec: &mut Map<String, Value>) {
     default_template(spec);
 }
 
-fn default_job(o: &mut Map<String, Value>) {
+pub(crate) fn default_job(o: &mut Map<String, Value>) {
     let labels = o
         .get("spec")
         .and_then(Value::as_object)
@@ -384,7 +355,7 @@ pub fn generate_job_selector(obj: &mut Value) {
     }
 }
 
-fn default_cron_job(o: &mut Map<String, Value>) {
+pub(crate) fn default_cron_job(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -399,7 +370,7 @@ fn default_cron_job(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_daemon_set(o: &mut Map<String, Value>) {
+pub(crate) fn default_daemon_set(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -419,7 +390,7 @@ fn default_daemon_set(o: &mut Map<String, Value>) {
 // ---------------------------------------------------------------------------------------------
 // Other core kinds
 
-fn default_service(o: &mut Map<String, Value>) {
+pub(crate) fn default_service(o: &mut Map<String, Value>) {
     let Some(spec) = child_obj(o, "spec") else {
         return;
     };
@@ -491,7 +462,7 @@ fn default_service(o: &mut Map<String, Value>) {
 
 /// What the service REST storage settles for IP families on a single-stack cluster, and the
 /// `clusterIP`/`clusterIPs` sync of the strategy. The allocation itself is the server's.
-fn default_ip_families(spec: &mut Map<String, Value>) {
+pub(crate) fn default_ip_families(spec: &mut Map<String, Value>) {
     let cluster_ip = str_of(spec, "clusterIP").to_string();
     if !cluster_ip.is_empty()
         && spec
@@ -525,7 +496,7 @@ fn default_ip_families(spec: &mut Map<String, Value>) {
     }
 }
 
-fn default_namespace(o: &mut Map<String, Value>) {
+pub(crate) fn default_namespace(o: &mut Map<String, Value>) {
     let name = o
         .get("metadata")
         .and_then(|m| m.get("name"))
@@ -545,7 +516,7 @@ fn default_namespace(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_node(o: &mut Map<String, Value>) {
+pub(crate) fn default_node(o: &mut Map<String, Value>) {
     if let Some(status) = existing_obj(o, "status") {
         if is_unset(status.get("allocatable")) {
             if let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned() {
@@ -555,7 +526,7 @@ fn default_node(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_secret(o: &mut Map<String, Value>) {
+pub(crate) fn default_secret(o: &mut Map<String, Value>) {
     set_default_str(o, "type", "Opaque");
     // The v1 conversion folds `stringData` into `data`, the string winning; it is never stored.
     if let Some(string_data) = o.remove("stringData") {
@@ -578,7 +549,7 @@ fn default_secret(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_endpoints(o: &mut Map<String, Value>) {
+pub(crate) fn default_endpoints(o: &mut Map<String, Value>) {
     for subset in list_objs(o, "subsets") {
         for port in list_objs(subset, "ports") {
             set_default_str(port, "protocol", "TCP");
@@ -586,7 +557,7 @@ fn default_endpoints(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_endpoint_slice(o: &mut Map<String, Value>) {
+pub(crate) fn default_endpoint_slice(o: &mut Map<String, Value>) {
     for port in list_objs(o, "ports") {
         set_default(port, "name", json!(""));
         set_default(port, "protocol", json!("TCP"));

@@ -8,6 +8,7 @@ pub mod conversion;
 pub mod crd;
 pub mod defaults;
 pub mod jsonpath;
+pub mod kinds;
 pub mod registry;
 pub mod scheduling_validation;
 pub mod schema;

@@ -1,5 +1,7 @@
 //! The resources cairn-control serves, with what discovery documents need to say of them.
 
+use crate::kinds::Strategy;
+
 /// A subresource of a resource (`pods/status`, `deployments/scale`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Subresource {
@@ -12,12 +14,14 @@ pub struct Subresource {
 }
 
 /// One served resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ResourceInfo {
     /// API group, `""` for the core group.
     pub group: &'static str,
     pub version: &'static str,
     pub kind: &'static str,
+    /// What the kind customises (defaulting, validation, tables, admission).
+    pub strategy: &'static Strategy,
     pub plural: &'static str,
     pub singular: &'static str,
     pub namespaced: bool,
@@ -28,6 +32,30 @@ pub struct ResourceInfo {
     /// Field selector keys accepted in addition to `metadata.name` and `metadata.namespace`.
     pub field_selectors: &'static [&'static str],
 }
+
+/// Every field but the strategy, which is the same one for the same kind (function
+/// pointers have no meaningful equality).
+impl PartialEq for ResourceInfo {
+    fn eq(&self, other: &Self) -> bool {
+        let key = |r: &Self| {
+            (
+                (
+                    r.group,
+                    r.version,
+                    r.kind,
+                    r.plural,
+                    r.singular,
+                    r.namespaced,
+                ),
+                (r.short_names, r.categories, r.verbs, r.subresources),
+                r.field_selectors,
+            )
+        };
+        key(self) == key(other)
+    }
+}
+
+impl Eq for ResourceInfo {}
 
 impl ResourceInfo {
     /// `v1` or `apps/v1`.

@@ -29,9 +29,11 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, V
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use k8s_openapi::api::{autoscaling, core, policy};
+
+use crate::kinds::NormalizeFn;
 use crate::registry::ResourceInfo;
 
-mod breadth;
 mod quantity;
 mod zero_values;
 
@@ -76,7 +78,9 @@ impl std::error::Error for SchemaError {}
 
 /// Decode `obj` as the type of `resource`'s objects and serialise it back.
 pub fn normalize(resource: &ResourceInfo, obj: &Value) -> Result<Normalized, SchemaError> {
-    normalize_kind(&resource.api_version(), resource.kind, obj)
+    let mut out = (resource.strategy.normalize)(resource.kind, resource.version, obj)?;
+    go_zero_values(resource.kind, &mut out.value);
+    Ok(out)
 }
 
 /// Decode the body of a subresource request: `scale` bodies are autoscaling/v1 Scales,
@@ -100,6 +104,17 @@ pub fn normalize_subresource(
     }
 }
 
+/// The bodies of subresources whose kind is no served resource's.
+static SUBRESOURCE_BODIES: &[(&str, &str, NormalizeFn)] = &[
+    (
+        "autoscaling/v1",
+        "Scale",
+        roundtrip::<autoscaling::v1::Scale>,
+    ),
+    ("v1", "Binding", roundtrip::<core::v1::Binding>),
+    ("policy/v1", "Eviction", roundtrip::<policy::v1::Eviction>),
+];
+
 /// Decode `obj` as the k8s-openapi type of `api_version`/`kind`. Kinds this module does not
 /// know are returned unchanged with no unknown fields.
 pub fn normalize_kind(
@@ -107,58 +122,19 @@ pub fn normalize_kind(
     kind: &str,
     obj: &Value,
 ) -> Result<Normalized, SchemaError> {
-    use k8s_openapi::api::{
-        apps, autoscaling, batch, coordination, core, discovery, policy, scheduling,
-    };
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
-    let mut out = match (api_version, kind) {
-        ("v1", "Namespace") => roundtrip::<core::v1::Namespace>(kind, version, obj),
-        ("v1", "Node") => roundtrip::<core::v1::Node>(kind, version, obj),
-        ("v1", "Pod") => roundtrip::<core::v1::Pod>(kind, version, obj),
-        ("v1", "Service") => roundtrip::<core::v1::Service>(kind, version, obj),
-        ("v1", "Endpoints") => roundtrip::<core::v1::Endpoints>(kind, version, obj),
-        ("v1", "LimitRange") => roundtrip::<core::v1::LimitRange>(kind, version, obj),
-        ("v1", "ResourceQuota") => roundtrip::<core::v1::ResourceQuota>(kind, version, obj),
-        ("v1", "PersistentVolume") => roundtrip::<core::v1::PersistentVolume>(kind, version, obj),
-        ("storage.k8s.io/v1", "StorageClass") => {
-            roundtrip::<k8s_openapi::api::storage::v1::StorageClass>(kind, version, obj)
-        }
-        ("v1", "Event") => roundtrip::<core::v1::Event>(kind, version, obj),
-        ("v1", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(kind, version, obj),
-        ("v1", "Secret") => roundtrip::<core::v1::Secret>(kind, version, obj),
-        ("v1", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(kind, version, obj),
-        ("v1", "Binding") => roundtrip::<core::v1::Binding>(kind, version, obj),
-        ("apps/v1", "Deployment") => roundtrip::<apps::v1::Deployment>(kind, version, obj),
-        ("apps/v1", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(kind, version, obj),
-        ("apps/v1", "DaemonSet") => roundtrip::<apps::v1::DaemonSet>(kind, version, obj),
-        ("apps/v1", "StatefulSet") => roundtrip::<apps::v1::StatefulSet>(kind, version, obj),
-        ("apps/v1", "ControllerRevision") => {
-            roundtrip::<apps::v1::ControllerRevision>(kind, version, obj)
-        }
-        ("v1", "PersistentVolumeClaim") => {
-            roundtrip::<core::v1::PersistentVolumeClaim>(kind, version, obj)
-        }
-        ("v1", "ReplicationController") => {
-            roundtrip::<core::v1::ReplicationController>(kind, version, obj)
-        }
-        ("batch/v1", "Job") => roundtrip::<batch::v1::Job>(kind, version, obj),
-        ("batch/v1", "CronJob") => roundtrip::<batch::v1::CronJob>(kind, version, obj),
-        ("discovery.k8s.io/v1", "EndpointSlice") => {
-            roundtrip::<discovery::v1::EndpointSlice>(kind, version, obj)
-        }
-        ("coordination.k8s.io/v1", "Lease") => {
-            roundtrip::<coordination::v1::Lease>(kind, version, obj)
-        }
-        ("autoscaling/v1", "Scale") => roundtrip::<autoscaling::v1::Scale>(kind, version, obj),
-        ("policy/v1", "PodDisruptionBudget") => {
-            roundtrip::<policy::v1::PodDisruptionBudget>(kind, version, obj)
-        }
-        ("policy/v1", "Eviction") => roundtrip::<policy::v1::Eviction>(kind, version, obj),
-        ("scheduling.k8s.io/v1", "PriorityClass") => {
-            roundtrip::<scheduling::v1::PriorityClass>(kind, version, obj)
-        }
-        _ => return breadth::normalize_api_breadth(api_version, kind, version, obj),
-    }?;
+    let decode = SUBRESOURCE_BODIES
+        .iter()
+        .find(|(v, k, _)| *v == api_version && *k == kind)
+        .map(|(_, _, decode)| *decode)
+        .or_else(|| crate::registry::find_by_kind(api_version, kind).map(|r| r.strategy.normalize));
+    let mut out = match decode {
+        Some(decode) => decode(kind, version, obj)?,
+        None => Normalized {
+            value: obj.clone(),
+            unknown_fields: Vec::new(),
+        },
+    };
     go_zero_values(kind, &mut out.value);
     Ok(out)
 }
@@ -181,7 +157,11 @@ pub fn unknown_field_warnings(unknown_fields: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn roundtrip<T>(kind: &str, version: &str, obj: &Value) -> Result<Normalized, SchemaError>
+pub(crate) fn roundtrip<T>(
+    kind: &str,
+    version: &str,
+    obj: &Value,
+) -> Result<Normalized, SchemaError>
 where
     T: serde::de::DeserializeOwned + Serialize,
 {

@@ -21,41 +21,35 @@ use crate::registry::ResourceInfo;
 use crate::schema::quantity_nanos;
 use crate::status::{go_repr, Cause};
 
-const IS_NEGATIVE: &str = "must be greater than or equal to 0";
-const IMMUTABLE: &str = "field is immutable";
-const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
-const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
-const MAX_SECRET_SIZE: usize = 1024 * 1024;
+pub(crate) const IS_NEGATIVE: &str = "must be greater than or equal to 0";
+pub(crate) const IMMUTABLE: &str = "field is immutable";
+pub(crate) const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
+pub(crate) const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+pub(crate) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 
 /// A required enum field: `Required value` when empty, `Unsupported value` when not one of
 /// `supported` (listed in the order Kubernetes prints them).
-mod admission;
-mod apps;
-mod batch;
-mod breadth;
-mod cluster;
-mod crd;
-mod limits;
-mod names;
-mod networking;
-mod pod;
-mod policy;
-mod quota;
-mod rbac;
-mod service;
-mod storage;
+pub(crate) mod admission;
+pub(crate) mod apps;
+pub(crate) mod batch;
+pub(crate) mod breadth;
+pub(crate) mod cluster;
+pub(crate) mod crd;
+pub(crate) mod limits;
+pub(crate) mod names;
+pub(crate) mod networking;
+pub(crate) mod pod;
+pub(crate) mod policy;
+pub(crate) mod quota;
+pub(crate) mod rbac;
+pub(crate) mod service;
+pub(crate) mod storage;
 
 pub use apps::*;
-use batch::*;
-use limits::*;
 pub use names::*;
 use pod::*;
-use policy::*;
-use quota::*;
-use service::*;
-use storage::*;
 
-fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
+pub(crate) fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
     if value.is_empty() {
         errs.push(Cause::required(path));
     } else if !supported.contains(&value) {
@@ -70,37 +64,8 @@ pub fn validate_create(resource: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let o = obj.as_object();
     let empty = Map::new();
     let o = o.unwrap_or(&empty);
-    match (resource.group, resource.kind) {
-        ("", "Pod") => validate_pod(o, &mut errs),
-        ("", "Service") => validate_service(o, &mut errs),
-        ("", "ConfigMap") => validate_config_map(o, &mut errs),
-        ("", "Secret") => validate_secret(o, &mut errs),
-        ("", "Endpoints") => validate_endpoints(o, &mut errs),
-        ("", "LimitRange") => validate_limit_range(o, &mut errs),
-        ("", "ResourceQuota") => validate_resource_quota(o, &mut errs),
-        ("", "Event") => validate_event(o, &mut errs),
-        ("", "Node") => validate_node(o, &mut errs),
-        ("", "Namespace") => validate_namespace(o, &mut errs),
-        ("apps", "Deployment") => validate_deployment(o, &mut errs),
-        ("apps", "ReplicaSet") => validate_replica_set(o, &mut errs),
-        ("apps", "DaemonSet") => validate_daemon_set(o, &mut errs),
-        ("apps", "StatefulSet") => validate_stateful_set(o, &mut errs),
-        ("", "ReplicationController") => validate_replication_controller(o, &mut errs),
-        ("batch", "Job") => validate_job(o, &mut errs),
-        ("", "PersistentVolumeClaim") => {
-            validate_claim(o, "spec", &mut errs);
-            validate_claim_storage(o, &mut errs);
-        }
-        ("", "PersistentVolume") => validate_persistent_volume(o, &mut errs),
-        ("storage.k8s.io", "StorageClass") => validate_storage_class(o, &mut errs),
-        ("batch", "CronJob") => validate_cron_job(o, &mut errs),
-        ("discovery.k8s.io", "EndpointSlice") => validate_endpoint_slice(o, &mut errs),
-        ("coordination.k8s.io", "Lease") => validate_lease(o, &mut errs),
-        ("policy", "PodDisruptionBudget") => validate_pod_disruption_budget(o, &mut errs),
-        ("scheduling.k8s.io", "PriorityClass") => {
-            crate::scheduling_validation::validate_priority_class(o, &mut errs)
-        }
-        _ => breadth::validate_create(resource, o, &mut errs),
+    if let Some(validate) = resource.strategy.validate {
+        validate(o, &mut errs);
     }
     errs
 }
@@ -112,36 +77,8 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
     let empty = Map::new();
     let o = old.as_object().unwrap_or(&empty);
     let n = new.as_object().unwrap_or(&empty);
-    match (resource.group, resource.kind) {
-        ("", "Pod") => validate_pod_update(o, n, &mut errs),
-        ("", "Service") => validate_service_update(o, n, &mut errs),
-        ("", "ConfigMap") => validate_immutable_data(o, n, &["data", "binaryData"], &mut errs),
-        ("", "Secret") => {
-            if field(n, "type") != field(o, "type") {
-                errs.push(Cause::invalid_value(
-                    "type",
-                    field(n, "type").unwrap_or(&Value::Null),
-                    IMMUTABLE,
-                ));
-            }
-            validate_immutable_data(o, n, &["data"], &mut errs);
-        }
-        ("", "Node") => validate_node_update(o, n, &mut errs),
-        ("", "PersistentVolumeClaim") => validate_claim_update(o, n, &mut errs),
-        ("storage.k8s.io", "StorageClass") => validate_storage_class_update(o, n, &mut errs),
-        ("scheduling.k8s.io", "PriorityClass") => {
-            crate::scheduling_validation::validate_priority_class_update(o, n, &mut errs)
-        }
-        ("apps", "StatefulSet") => {
-            selector_immutable(o, n, &mut errs);
-            validate_stateful_set_update(o, n, &mut errs);
-        }
-        ("batch", "Job") => validate_job_update(o, n, &mut errs),
-
-        ("apps", "Deployment") | ("apps", "ReplicaSet") | ("apps", "DaemonSet") => {
-            selector_immutable(o, n, &mut errs);
-        }
-        _ => breadth::validate_update(resource, o, n, &mut errs),
+    if let Some(validate_update) = resource.strategy.validate_update {
+        validate_update(o, n, &mut errs);
     }
     errs
 }
@@ -149,11 +86,11 @@ pub fn validate_update(resource: &ResourceInfo, old: &Value, new: &Value) -> Vec
 // ---------------------------------------------------------------------------------------------
 // Name and label checks (apimachinery/pkg/util/validation)
 
-fn field<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(crate) fn field<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     o.get(key).filter(|v| !v.is_null())
 }
 
-fn path<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+pub(crate) fn path<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     let mut cur = field(o, keys.first()?)?;
     for k in &keys[1..] {
         cur = cur.as_object().and_then(|m| field(m, k))?;
@@ -161,17 +98,17 @@ fn path<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     Some(cur)
 }
 
-fn obj<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
+pub(crate) fn obj<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
     field(o, key).and_then(Value::as_object)
 }
 
-fn arr<'a>(o: &'a Map<String, Value>, key: &str) -> &'a [Value] {
+pub(crate) fn arr<'a>(o: &'a Map<String, Value>, key: &str) -> &'a [Value] {
     field(o, key)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
-fn objs<'a>(
+pub(crate) fn objs<'a>(
     o: &'a Map<String, Value>,
     key: &str,
 ) -> impl Iterator<Item = (usize, &'a Map<String, Value>)> {
@@ -181,15 +118,15 @@ fn objs<'a>(
         .filter_map(|(i, v)| v.as_object().map(|m| (i, m)))
 }
 
-fn s<'a>(o: &'a Map<String, Value>, key: &str) -> &'a str {
+pub(crate) fn s<'a>(o: &'a Map<String, Value>, key: &str) -> &'a str {
     field(o, key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn int(o: &Map<String, Value>, key: &str) -> Option<i64> {
+pub(crate) fn int(o: &Map<String, Value>, key: &str) -> Option<i64> {
     field(o, key).and_then(Value::as_i64)
 }
 
-fn str_map(o: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
+pub(crate) fn str_map(o: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
     obj(o, key)
         .map(|m| {
             m.iter()
@@ -201,7 +138,7 @@ fn str_map(o: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
 
 /// A value with nulls, empty lists and empty objects removed: Kubernetes compares specs
 /// semantically, where nil and empty are equal.
-fn strip(v: Option<&Value>) -> Value {
+pub(crate) fn strip(v: Option<&Value>) -> Value {
     fn go(v: &Value) -> Option<Value> {
         match v {
             Value::Null => None,
@@ -226,7 +163,7 @@ fn strip(v: Option<&Value>) -> Value {
     v.and_then(go).unwrap_or(Value::Null)
 }
 
-fn nonnegative(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn nonnegative(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
     if let Some(v) = int(o, key) {
         if v < 0 {
             errs.push(Cause::invalid_value(
@@ -241,27 +178,20 @@ fn nonnegative(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>
 // ---------------------------------------------------------------------------------------------
 // ObjectMeta
 
-#[derive(Clone, Copy)]
-enum NameRule {
+/// The name format a kind's objects must have (upstream's `ValidateObjectMeta` name funcs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
     PathSegment,
     Subdomain,
     Label,
     Dns1035,
 }
 
-fn name_rule(resource: &ResourceInfo) -> NameRule {
-    match (resource.group, resource.kind) {
-        ("", "Namespace") => NameRule::Label,
-        ("", "Service") => NameRule::Dns1035,
-        ("rbac.authorization.k8s.io", _) | ("apiregistration.k8s.io", _) => NameRule::PathSegment,
-        // Checked as a canonical IP address by its own validation.
-        ("networking.k8s.io", "IPAddress") => NameRule::PathSegment,
-        ("node.k8s.io", "RuntimeClass") => NameRule::Subdomain,
-        _ => NameRule::Subdomain,
-    }
+pub(crate) fn name_rule(resource: &ResourceInfo) -> NameRule {
+    resource.strategy.name_rule
 }
 
-fn check_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
+pub fn check_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
     // A generateName prefix may end in '-': the random suffix follows.
     let masked;
     let name = if prefix && name.len() > 1 && name.ends_with('-') {
@@ -278,7 +208,7 @@ fn check_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
     }
 }
 
-fn validate_object_meta(resource: &ResourceInfo, obj: &Value, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_object_meta(resource: &ResourceInfo, obj: &Value, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let meta = obj
         .as_object()
@@ -375,11 +305,11 @@ fn validate_object_meta(resource: &ResourceInfo, obj: &Value, errs: &mut Vec<Cau
     }
 }
 
-fn obj_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
+pub(crate) fn obj_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
     obj(o, key)
 }
 
-fn validate_labels(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_labels(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
     let Some(labels) = obj(o, key) else {
         return;
     };
@@ -394,7 +324,7 @@ fn validate_labels(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Ca
     }
 }
 
-fn validate_annotations(meta: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_annotations(meta: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let Some(annotations) = obj(meta, "annotations") else {
         return;
     };
@@ -414,7 +344,7 @@ fn validate_annotations(meta: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_meta_update(old: &Value, new: &Value) -> Vec<Cause> {
+pub(crate) fn validate_meta_update(old: &Value, new: &Value) -> Vec<Cause> {
     let mut errs = Vec::new();
     let empty = Map::new();
     let om = old
@@ -446,7 +376,11 @@ fn validate_meta_update(old: &Value, new: &Value) -> Vec<Cause> {
 // ---------------------------------------------------------------------------------------------
 // Pods
 
-fn validate_data_keys(o: &Map<String, Value>, key: &str, errs: &mut Vec<Cause>) -> usize {
+pub(crate) fn validate_data_keys(
+    o: &Map<String, Value>,
+    key: &str,
+    errs: &mut Vec<Cause>,
+) -> usize {
     let mut total = 0;
     if let Some(data) = obj(o, key) {
         for (k, v) in data {
@@ -459,7 +393,7 @@ fn validate_data_keys(o: &Map<String, Value>, key: &str, errs: &mut Vec<Cause>) 
     total
 }
 
-fn validate_config_map(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_config_map(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let mut total = validate_data_keys(o, "data", errs);
     total += validate_data_keys(o, "binaryData", errs);
     if let (Some(data), Some(binary)) = (obj(o, "data"), obj(o, "binaryData")) {
@@ -476,7 +410,7 @@ fn validate_config_map(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_secret(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_secret(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let mut total = 0;
     let empty = Map::new();
     let data = obj(o, "data").unwrap_or(&empty);
@@ -545,7 +479,7 @@ fn validate_secret(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 }
 
 /// Length of standard, padded base64 once decoded; `None` if it is not valid base64.
-fn decoded_len(s: &str) -> Option<usize> {
+pub(crate) fn decoded_len(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     // Padded base64 comes in blocks of four.
     if b.len() & 3 != 0 {
@@ -565,7 +499,7 @@ fn decoded_len(s: &str) -> Option<usize> {
     Some(b.len() / 4 * 3 - pad)
 }
 
-fn validate_immutable_data(
+pub(crate) fn validate_immutable_data(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     keys: &[&str],
@@ -584,7 +518,7 @@ fn validate_immutable_data(
     }
 }
 
-fn validate_namespace(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_namespace(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     for (i, f) in arr(
         path(o, &["spec"])
             .and_then(Value::as_object)
@@ -601,7 +535,7 @@ fn validate_namespace(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_node(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_node(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     for (i, t) in objs(spec, "taints") {
@@ -638,7 +572,11 @@ fn validate_node(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_node_update(old: &Map<String, Value>, new: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_node_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
     let old_cidrs = path(old, &["spec", "podCIDRs"])
         .and_then(Value::as_array)
         .filter(|a| !a.is_empty());
@@ -655,7 +593,7 @@ fn validate_node_update(old: &Map<String, Value>, new: &Map<String, Value>, errs
 
 /// `legacyValidateEvent` for core/v1 Events: namespaces must agree; events with `eventTime`
 /// (the new style) must also say who reported them, which action and why.
-fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let ns = path(o, &["metadata", "namespace"])
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -712,7 +650,7 @@ fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_endpoints(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_endpoints(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     for (i, subset) in objs(o, "subsets") {
         let sp = format!("subsets[{i}]");
         for key in ["addresses", "notReadyAddresses"] {
@@ -748,7 +686,7 @@ fn validate_endpoints(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_endpoint_slice(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_endpoint_slice(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let address_type = s(o, "addressType");
     match address_type {
         "IPv4" | "IPv6" | "FQDN" => {}
@@ -813,7 +751,7 @@ fn validate_endpoint_slice(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_lease(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_lease(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     if let Some(d) = int(spec, "leaseDurationSeconds") {

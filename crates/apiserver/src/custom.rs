@@ -249,6 +249,7 @@ impl InfoSpec {
             group: leak(&self.group),
             version: leak(&self.version),
             kind,
+            strategy: &cairn_api::kinds::CUSTOM,
             plural: leak(&self.plural),
             singular: leak(&self.singular),
             namespaced: self.namespaced,

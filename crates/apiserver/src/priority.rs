@@ -166,5 +166,6 @@ pub fn admit_class(
 }
 
 pub fn is_priority_class(r: &ResourceInfo) -> bool {
-    r.group == "scheduling.k8s.io" && r.kind == "PriorityClass"
+    r.strategy
+        .admits(cairn_api::kinds::Admission::PriorityClass)
 }

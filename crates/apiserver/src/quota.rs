@@ -9,6 +9,7 @@
 //! As upstream, a quota whose `status.used` does not yet cover a charged resource refuses
 //! with "status unknown" until the controller has counted it.
 
+use cairn_api::kinds::Admission;
 use cairn_api::registry::{self, ResourceInfo};
 use cairn_api::status::Status;
 use cairn_semantics::quota::{self, PodQuota, Usage};
@@ -30,25 +31,29 @@ fn charged(r: &ResourceInfo, obj: &Value) -> Result<Charged, Status> {
         Status::internal(format!("reading the {what} for quota: {e}"))
     };
     let mut pod = None;
-    let usage = match (r.group, r.kind) {
-        ("", "Pod") => {
+    let steps = r.strategy;
+    let usage = if steps.admits(Admission::PodQuota) {
+        {
             let p: Pod = serde_json::from_value(obj.clone()).map_err(|e| typed("pod", e))?;
             let facts = PodQuota::of(&p);
             let usage = facts.usage(Timestamp::now());
             pod = Some((facts, p.spec.unwrap_or_default()));
             usage
         }
-        ("", "Service") => {
+    } else if steps.admits(Admission::ServiceQuota) {
+        {
             let svc: Service =
                 serde_json::from_value(obj.clone()).map_err(|e| typed("service", e))?;
             quota::service_usage(&svc)
         }
-        ("", "PersistentVolumeClaim") => {
+    } else if steps.admits(Admission::ClaimQuota) {
+        {
             let pvc: PersistentVolumeClaim =
                 serde_json::from_value(obj.clone()).map_err(|e| typed("claim", e))?;
             quota::claim_usage(&pvc)
         }
-        _ => quota::object_usage(r.group, r.plural),
+    } else {
+        quota::object_usage(r.group, r.plural)
     };
     Ok(Charged { usage, pod })
 }

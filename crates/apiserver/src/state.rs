@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use cairn_api::kinds::Admission;
 use cairn_api::registry::{self, ResourceInfo};
 use cairn_api::status::{Cause, Status};
 use cairn_store::cache::{CachedObject, WatchCache};
@@ -124,15 +125,6 @@ pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
         StoreError::Closed => Status::unavailable("the store is shutting down"),
         StoreError::Backend(msg) => Status::internal(format!("storage error: {msg}")),
     }
-}
-
-/// Kinds whose `metadata.generation` tracks spec changes.
-/// Kinds whose strategies count `metadata.generation` (spec changes).
-fn tracks_generation(r: &ResourceInfo) -> bool {
-    (r.group == "apps" && r.kind != "ControllerRevision")
-        || r.group == "batch"
-        || matches!(r.kind, "Ingress" | "IngressClass" | "NetworkPolicy")
-        || r.kind == "ReplicationController"
 }
 
 fn has_status_subresource(r: &ResourceInfo) -> bool {
@@ -463,7 +455,7 @@ impl ApiState {
                 );
             }
         }
-        if r.kind == "Pod" && r.group.is_empty() {
+        if r.strategy.admits(Admission::PodTolerations) {
             // Before defaulting, which would add the 300 s ones.
             let (not_ready, unreachable) = self.settings.default_toleration_seconds;
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
@@ -480,7 +472,7 @@ impl ApiState {
             meta.remove("deletionTimestamp");
             meta.remove("deletionGracePeriodSeconds");
             meta.remove("selfLink");
-            if tracks_generation(r) || self.is_custom_storage(r) {
+            if r.strategy.tracks_generation {
                 meta.insert("generation".into(), json!(1));
             } else {
                 meta.remove("generation");
@@ -489,24 +481,24 @@ impl ApiState {
         let op = if opts.apply { "Apply" } else { "Update" };
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, None);
         self.admit_kind_specific(r, &mut obj, None);
-        if custom_admission::is_crd(r) {
+        if r.strategy.admits(Admission::CustomResourceDefinition) {
             self.admit_crd(&mut obj, None);
         }
         let name = name_of(&obj).to_string();
-        if r.kind == "Pod" && r.group.is_empty() {
+        if r.strategy.admits(Admission::PodResources) {
             crate::priority::admit_pod(&self.priority_classes, &self.cache, &mut obj, &name)?;
             crate::limitranger::admit_pod(&self.cache, &mut obj, &name)?;
             // The class follows the resources admission settled on.
             obj["status"]["qosClass"] = json!(qos_class(&obj));
         }
-        if r.kind == "PersistentVolumeClaim" && r.group.is_empty() {
+        if r.strategy.admits(Admission::ClaimStorage) {
             crate::storage::admit_claim(&self.cache, &mut obj);
             crate::limitranger::admit_claim(&self.cache, &obj, &name)?;
         }
-        if r.kind == "PersistentVolume" && r.group.is_empty() {
+        if r.strategy.admits(Admission::VolumeProtection) {
             crate::storage::admit_volume(&mut obj);
         }
-        if crate::priority::is_priority_class(r) {
+        if r.strategy.admits(Admission::PriorityClass) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
         }
         let hook_write = WebhookWrite {
@@ -520,20 +512,16 @@ impl ApiState {
             .run_mutating_webhooks(&hook_write, Some(&mut obj), None)
             .await?;
         warnings.extend(hook_warnings);
-        if mutated && r.kind == "Pod" && r.group.is_empty() {
+        if mutated && r.strategy.admits(Admission::PodResources) {
             obj["status"]["qosClass"] = json!(qos_class(&obj));
         }
         let namespace = meta_str(&obj, "namespace").map(str::to_string);
         let mut causes = cairn_api::validation::validate_create(r, &obj);
         causes.extend(self.validate_custom(r, &obj, None));
-        if matches!(
-            r.kind,
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        ) && r.group == crate::admission::GROUP
-        {
+        if r.strategy.admits(Admission::WebhookMatchConditions) {
             causes.extend(webhook_admission::match_condition_errors(&obj));
         }
-        if r.kind == "ValidatingAdmissionPolicy" {
+        if r.strategy.admits(Admission::PolicyCompile) {
             causes.extend(policy_admission::policy_compile_errors(&obj));
         }
         if !causes.is_empty() {
@@ -550,7 +538,7 @@ impl ApiState {
         }
         let key = r.key(namespace.as_deref(), &name);
         let mut allocs = Allocations::default();
-        if r.kind == "Service" {
+        if r.strategy.admits(Admission::ServiceAllocation) {
             self.allocate_service(&mut obj, None, &mut allocs, &name)?;
         }
         if opts.dry_run {
@@ -579,66 +567,21 @@ impl ApiState {
         }
     }
 
-    /// Mutations Kubernetes makes on admission that are not plain defaulting.
+    /// Mutations Kubernetes makes on admission that are not plain defaulting: the kind's
+    /// strategy (upstream's PrepareForCreate/PrepareForUpdate).
     fn admit_kind_specific(&self, r: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
-        // Clients do not create status for these kinds (their strategies reset it).
-        if old.is_none()
-            && matches!(
-                r.kind,
-                "Deployment"
-                    | "ReplicaSet"
-                    | "DaemonSet"
-                    | "StatefulSet"
-                    | "ReplicationController"
-                    | "Job"
-                    | "CronJob"
-                    | "Pod"
-            )
-        {
-            obj["status"] = json!({});
-            cairn_api::defaults::default_status_counters(r, obj);
-        }
-        if old.is_none() && r.kind == "Job" && r.group == "batch" {
-            cairn_api::defaults::generate_job_selector(obj);
-        }
-        if old.is_none() && r.kind == "PersistentVolumeClaim" {
-            obj["status"] = json!({"phase": "Pending"});
-        }
-        if old.is_none() && r.kind == "PersistentVolume" {
-            obj["status"] = json!({"phase": "Pending"});
-        }
-        if old.is_none() && r.kind == "Service" {
-            obj["status"] = json!({"loadBalancer": {}});
-        }
-        if old.is_none() && r.kind == "ResourceQuota" {
-            // The quota controller counts; a client's numbers are not believed.
-            if let Some(o) = obj.as_object_mut() {
-                o.remove("status");
-            }
-        }
-        match r.kind {
-            "Pod" if old.is_none() => {
-                obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
-            }
-            "Namespace" => {
-                if old.is_none() {
-                    obj["status"] = json!({"phase": "Active"});
-                }
-                // The namespace's name is also a label, as Kubernetes does since 1.21.
-                let name = name_of(obj).to_string();
-                let meta = metadata_mut(obj);
-                let labels = meta.entry("labels").or_insert_with(|| json!({}));
-                if labels.is_object() {
-                    labels["kubernetes.io/metadata.name"] = json!(name);
-                }
-            }
-            _ => {}
-        }
+        match old {
+            None => r.strategy.prepare_for_create.map(|prepare| prepare(obj)),
+            Some(old) => r
+                .strategy
+                .prepare_for_update
+                .map(|prepare| prepare(obj, old)),
+        };
     }
 
     /// A pod bound to a node stays until its node agent confirms the containers are gone.
     fn awaits_node(&self, r: &ResourceInfo, obj: &Value) -> bool {
-        r.kind == "Pod"
+        r.strategy.admits(Admission::PodResources)
             && obj
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
@@ -665,30 +608,22 @@ impl ApiState {
             .delete(key, Some(rev))
             .await
             .map_err(|e| store_status(e, r, &name))?;
-        if r.kind == "Service" {
+        if r.strategy.admits(Admission::ServiceAllocation) {
             self.release(&Allocations {
                 ips: service_ips(obj),
                 ports: service_node_ports(obj),
             });
         }
         self.settle(del_rev).await?;
-        if custom_admission::is_crd(r) {
+        if r.strategy.admits(Admission::CustomResourceDefinition) {
             self.remove_custom_objects(obj).await;
         }
         Ok(del_rev)
     }
 }
 
-/// The pod's QoS class (`cairn-semantics`, Kubernetes' GetPodQOS).
-pub fn qos_class(pod: &Value) -> &'static str {
-    let spec = pod.get("spec").and_then(|s| {
-        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(s.clone()).ok()
-    });
-    match spec {
-        Some(spec) => cairn_semantics::qos::qos_class(&spec).as_str(),
-        None => "BestEffort",
-    }
-}
+/// The pod's QoS class: the pod kind's rule.
+pub use cairn_api::kinds::core::pod::qos_class;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use super::{is_unset, set_default_str};
 
 /// Every webhook's failure and match policies, selectors, timeout, rule scopes, service
 /// port, and (mutating) reinvocation policy.
-pub(super) fn default_webhooks(o: &mut Map<String, Value>, mutating: bool) {
+pub(crate) fn default_webhooks(o: &mut Map<String, Value>, mutating: bool) {
     let Some(webhooks) = o.get_mut("webhooks").and_then(Value::as_array_mut) else {
         return;
     };
@@ -43,7 +43,7 @@ pub(super) fn default_webhooks(o: &mut Map<String, Value>, mutating: bool) {
 }
 
 /// A policy's failurePolicy and its matchConstraints' match policy and selectors.
-pub(super) fn default_policy(o: &mut Map<String, Value>) {
+pub(crate) fn default_policy(o: &mut Map<String, Value>) {
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -57,7 +57,7 @@ pub(super) fn default_policy(o: &mut Map<String, Value>) {
 }
 
 /// A binding's matchResources, when it has them.
-pub(super) fn default_policy_binding(o: &mut Map<String, Value>) {
+pub(crate) fn default_policy_binding(o: &mut Map<String, Value>) {
     let m = o
         .get_mut("spec")
         .and_then(|s| s.get_mut("matchResources"))
@@ -67,7 +67,7 @@ pub(super) fn default_policy_binding(o: &mut Map<String, Value>) {
     }
 }
 
-fn default_match_resources(m: &mut Map<String, Value>) {
+pub(crate) fn default_match_resources(m: &mut Map<String, Value>) {
     set_default_str(m, "matchPolicy", "Equivalent");
     for key in ["namespaceSelector", "objectSelector"] {
         if is_unset(m.get(key)) {

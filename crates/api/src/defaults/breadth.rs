@@ -7,7 +7,7 @@ use super::{is_unset, set_default, set_default_str};
 
 /// `subjects[].apiGroup`: `rbac.authorization.k8s.io` for users and groups. A service
 /// account's is `""`, which Go omits (`omitempty`), so it is left unset.
-pub(super) fn default_binding_subjects(o: &mut Map<String, Value>) {
+pub(crate) fn default_binding_subjects(o: &mut Map<String, Value>) {
     let Some(subjects) = o.get_mut("subjects").and_then(Value::as_array_mut) else {
         return;
     };
@@ -23,7 +23,7 @@ pub(super) fn default_binding_subjects(o: &mut Map<String, Value>) {
 }
 
 /// `policyTypes` from the rules present, and TCP for ports without a protocol.
-pub(super) fn default_network_policy(o: &mut Map<String, Value>) {
+pub(crate) fn default_network_policy(o: &mut Map<String, Value>) {
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -47,7 +47,7 @@ pub(super) fn default_network_policy(o: &mut Map<String, Value>) {
 
 /// `minReplicas: 1`; in v2 a CPU target of 80% when no metric is given and, when a
 /// `behavior` is given, its missing scale-up and scale-down rules as upstream fills them.
-pub(super) fn default_hpa(version: &str, o: &mut Map<String, Value>) {
+pub(crate) fn default_hpa(version: &str, o: &mut Map<String, Value>) {
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -71,7 +71,7 @@ pub(super) fn default_hpa(version: &str, o: &mut Map<String, Value>) {
     }
 }
 
-fn default_scaling_rules(
+pub(crate) fn default_scaling_rules(
     behavior: &mut Map<String, Value>,
     direction: &str,
     window: i64,
@@ -96,7 +96,7 @@ fn default_scaling_rules(
 
 /// `names.singular` (the kind, lowercased), `names.listKind` (`<kind>List`) and
 /// `conversion.strategy: None` (apiextensions/v1 `SetDefaults_*`).
-pub(super) fn default_crd(o: &mut Map<String, Value>) {
+pub(crate) fn default_crd(o: &mut Map<String, Value>) {
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };

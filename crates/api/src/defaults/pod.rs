@@ -15,7 +15,7 @@ pub fn default_image_pull_policy(image: &str) -> &'static str {
 // ---------------------------------------------------------------------------------------------
 // Small helpers over JSON maps
 
-pub(super) fn default_pod(o: &mut Map<String, Value>) {
+pub(crate) fn default_pod(o: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(o, "spec") {
         default_pod_spec(spec);
         default_pod_only_spec(spec);
@@ -30,7 +30,7 @@ pub(super) fn default_pod(o: &mut Map<String, Value>) {
 }
 
 /// The v1 conversion keeps `podIP` and `podIPs[0].ip` (and `hostIP`/`hostIPs`) in step.
-pub(super) fn sync_ip_list(status: &mut Map<String, Value>, single: &str, list: &str) {
+pub(crate) fn sync_ip_list(status: &mut Map<String, Value>, single: &str, list: &str) {
     let first = status
         .get(list)
         .and_then(Value::as_array)
@@ -50,7 +50,7 @@ pub(super) fn sync_ip_list(status: &mut Map<String, Value>, single: &str, list: 
 }
 
 /// `SetDefaults_PodSpec` and everything nested in it: shared by pods and pod templates.
-pub(super) fn default_pod_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
     set_default_str(spec, "dnsPolicy", "ClusterFirst");
     set_default_str(spec, "restartPolicy", "Always");
     set_default(spec, "securityContext", json!({}));
@@ -68,7 +68,7 @@ pub(super) fn default_pod_spec(spec: &mut Map<String, Value>) {
 }
 
 /// The v1 conversion: `serviceAccount` is the deprecated alias of `serviceAccountName`.
-pub(super) fn sync_service_account(spec: &mut Map<String, Value>) {
+pub(crate) fn sync_service_account(spec: &mut Map<String, Value>) {
     if is_unset_str(spec.get("serviceAccountName")) {
         if let Some(Value::String(sa)) = spec.get("serviceAccount") {
             if !sa.is_empty() {
@@ -86,7 +86,7 @@ pub(super) fn sync_service_account(spec: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_Pod`: only pods, not templates.
-pub(super) fn default_pod_only_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn default_pod_only_spec(spec: &mut Map<String, Value>) {
     for key in ["containers", "initContainers"] {
         for container in list_objs(spec, key) {
             requests_from_limits(container);
@@ -109,7 +109,7 @@ pub(super) fn default_pod_only_spec(spec: &mut Map<String, Value>) {
 }
 
 /// Limits without requests: the request defaults to the limit.
-pub(super) fn requests_from_limits(container: &mut Map<String, Value>) {
+pub(crate) fn requests_from_limits(container: &mut Map<String, Value>) {
     let Some(resources) = existing_obj(container, "resources") else {
         return;
     };
@@ -126,7 +126,7 @@ pub(super) fn requests_from_limits(container: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_ResourceList`: quantities finer than a milli-unit are rounded up to one.
-pub(super) fn round_resource_lists(resources: &mut Map<String, Value>) {
+pub(crate) fn round_resource_lists(resources: &mut Map<String, Value>) {
     for key in ["limits", "requests"] {
         let Some(list) = existing_obj(resources, key) else {
             continue;
@@ -147,7 +147,7 @@ pub(super) fn round_resource_lists(resources: &mut Map<String, Value>) {
 }
 
 /// What the ServiceAccount, Priority and DefaultTolerationSeconds admission plugins add.
-pub(super) fn admit_pod_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn admit_pod_spec(spec: &mut Map<String, Value>) {
     set_default_str(spec, "serviceAccountName", "default");
     sync_service_account(spec);
 
@@ -207,14 +207,14 @@ pub fn add_default_tolerations(spec: &mut Map<String, Value>, not_ready: i64, un
     }
 }
 
-const NOT_READY: &str = "node.kubernetes.io/not-ready";
-const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub(crate) const NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub(crate) const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
-pub(super) fn default_toleration(key: &str, seconds: i64) -> Value {
+pub(crate) fn default_toleration(key: &str, seconds: i64) -> Value {
     json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds})
 }
 
-pub(super) fn default_container(c: &mut Map<String, Value>) {
+pub(crate) fn default_container(c: &mut Map<String, Value>) {
     if is_unset_str(c.get("imagePullPolicy")) {
         let policy = default_image_pull_policy(str_of(c, "image"));
         c.insert("imagePullPolicy".into(), Value::from(policy));
@@ -257,14 +257,14 @@ pub(super) fn default_container(c: &mut Map<String, Value>) {
     }
 }
 
-pub(super) fn default_handler(handler: &mut Map<String, Value>) {
+pub(crate) fn default_handler(handler: &mut Map<String, Value>) {
     if let Some(http) = existing_obj(handler, "httpGet") {
         set_default_str(http, "path", "/");
         set_default_str(http, "scheme", "HTTP");
     }
 }
 
-pub(super) fn default_field_ref_items(o: &mut Map<String, Value>) {
+pub(crate) fn default_field_ref_items(o: &mut Map<String, Value>) {
     for item in list_objs(o, "items") {
         if let Some(field_ref) = existing_obj(item, "fieldRef") {
             set_default_str(field_ref, "apiVersion", "v1");
@@ -272,7 +272,7 @@ pub(super) fn default_field_ref_items(o: &mut Map<String, Value>) {
     }
 }
 
-pub(super) fn default_volume(v: &mut Map<String, Value>) {
+pub(crate) fn default_volume(v: &mut Map<String, Value>) {
     let has_source = v.iter().any(|(k, val)| k != "name" && !val.is_null());
     if !has_source {
         v.insert("emptyDir".into(), json!({}));
@@ -332,7 +332,7 @@ pub(super) fn default_volume(v: &mut Map<String, Value>) {
 /// The tag of a docker image reference as `parsers.ParseImageName` reports it: `latest` when
 /// there is neither tag nor digest, `""` when there is only a digest, `None` when the
 /// reference does not parse.
-pub(super) fn image_tag(image: &str) -> Option<String> {
+pub(crate) fn image_tag(image: &str) -> Option<String> {
     if image.is_empty() || image.trim() != image {
         return None;
     }
@@ -373,7 +373,7 @@ pub(super) fn image_tag(image: &str) -> Option<String> {
 
 /// `[domain/]path` where path components are lowercase alphanumerics joined by `.`, `_`, `__`
 /// or dashes, and a domain is recognised by a `.`, a `:` or being `localhost`.
-pub(super) fn valid_repository(repo: &str) -> bool {
+pub(crate) fn valid_repository(repo: &str) -> bool {
     if repo.is_empty() {
         return false;
     }

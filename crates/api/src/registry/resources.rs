@@ -1,6 +1,7 @@
 //! The table of served resources (see the parent module for what each field means).
 
 use super::{ResourceInfo, Subresource};
+use crate::kinds::Strategy;
 
 /// Every verb of an ordinary resource.
 pub const ALL_VERBS: &[&str] = &[
@@ -43,11 +44,13 @@ const fn plain(
     plural: &'static str,
     singular: &'static str,
     namespaced: bool,
+    strategy: &'static Strategy,
 ) -> ResourceInfo {
     ResourceInfo {
         group,
         version,
         kind,
+        strategy,
         plural,
         singular,
         namespaced,
@@ -75,6 +78,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Namespace",
+        strategy: &crate::kinds::core::namespace::STRATEGY,
         plural: "namespaces",
         singular: "namespace",
         namespaced: false,
@@ -100,6 +104,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Node",
+        strategy: &crate::kinds::core::node::STRATEGY,
         plural: "nodes",
         singular: "node",
         namespaced: false,
@@ -113,6 +118,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Pod",
+        strategy: &crate::kinds::core::pod::STRATEGY,
         plural: "pods",
         singular: "pod",
         namespaced: true,
@@ -197,6 +203,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Service",
+        strategy: &crate::kinds::core::service::STRATEGY,
         plural: "services",
         singular: "service",
         namespaced: true,
@@ -210,6 +217,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Endpoints",
+        strategy: &crate::kinds::core::endpoints::STRATEGY,
         plural: "endpoints",
         singular: "endpoints",
         namespaced: true,
@@ -223,6 +231,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Event",
+        strategy: &crate::kinds::core::event::STRATEGY,
         plural: "events",
         singular: "event",
         namespaced: true,
@@ -248,6 +257,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "ConfigMap",
+        strategy: &crate::kinds::core::config_map::STRATEGY,
         plural: "configmaps",
         singular: "configmap",
         namespaced: true,
@@ -261,6 +271,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "Secret",
+        strategy: &crate::kinds::core::secret::STRATEGY,
         plural: "secrets",
         singular: "secret",
         namespaced: true,
@@ -274,6 +285,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "ServiceAccount",
+        strategy: &crate::kinds::core::service_account::STRATEGY,
         plural: "serviceaccounts",
         singular: "serviceaccount",
         namespaced: true,
@@ -287,6 +299,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "ReplicationController",
+        strategy: &crate::kinds::core::replication_controller::STRATEGY,
         plural: "replicationcontrollers",
         singular: "replicationcontroller",
         namespaced: true,
@@ -300,6 +313,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "PersistentVolumeClaim",
+        strategy: &crate::kinds::core::persistent_volume_claim::STRATEGY,
         plural: "persistentvolumeclaims",
         singular: "persistentvolumeclaim",
         namespaced: true,
@@ -313,6 +327,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "PersistentVolume",
+        strategy: &crate::kinds::core::persistent_volume::STRATEGY,
         plural: "persistentvolumes",
         singular: "persistentvolume",
         namespaced: false,
@@ -326,6 +341,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "storage.k8s.io",
         version: "v1",
         kind: "StorageClass",
+        strategy: &crate::kinds::storage::storage_class::STRATEGY,
         plural: "storageclasses",
         singular: "storageclass",
         namespaced: false,
@@ -339,6 +355,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "apps",
         version: "v1",
         kind: "Deployment",
+        strategy: &crate::kinds::apps::deployment::STRATEGY,
         plural: "deployments",
         singular: "deployment",
         namespaced: true,
@@ -352,6 +369,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "apps",
         version: "v1",
         kind: "ReplicaSet",
+        strategy: &crate::kinds::apps::replica_set::STRATEGY,
         plural: "replicasets",
         singular: "replicaset",
         namespaced: true,
@@ -365,6 +383,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "apps",
         version: "v1",
         kind: "DaemonSet",
+        strategy: &crate::kinds::apps::daemon_set::STRATEGY,
         plural: "daemonsets",
         singular: "daemonset",
         namespaced: true,
@@ -378,6 +397,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "apps",
         version: "v1",
         kind: "StatefulSet",
+        strategy: &crate::kinds::apps::stateful_set::STRATEGY,
         plural: "statefulsets",
         singular: "statefulset",
         namespaced: true,
@@ -391,6 +411,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "apps",
         version: "v1",
         kind: "ControllerRevision",
+        strategy: &crate::kinds::apps::controller_revision::STRATEGY,
         plural: "controllerrevisions",
         singular: "controllerrevision",
         namespaced: true,
@@ -404,6 +425,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "batch",
         version: "v1",
         kind: "Job",
+        strategy: &crate::kinds::batch::job::STRATEGY,
         plural: "jobs",
         singular: "job",
         namespaced: true,
@@ -417,6 +439,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "batch",
         version: "v1",
         kind: "CronJob",
+        strategy: &crate::kinds::batch::cron_job::STRATEGY,
         plural: "cronjobs",
         singular: "cronjob",
         namespaced: true,
@@ -430,6 +453,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "discovery.k8s.io",
         version: "v1",
         kind: "EndpointSlice",
+        strategy: &crate::kinds::discovery::endpoint_slice::STRATEGY,
         plural: "endpointslices",
         singular: "endpointslice",
         namespaced: true,
@@ -443,6 +467,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "LimitRange",
+        strategy: &crate::kinds::core::limit_range::STRATEGY,
         plural: "limitranges",
         singular: "limitrange",
         namespaced: true,
@@ -456,6 +481,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "",
         version: "v1",
         kind: "ResourceQuota",
+        strategy: &crate::kinds::core::resource_quota::STRATEGY,
         plural: "resourcequotas",
         singular: "resourcequota",
         namespaced: true,
@@ -469,6 +495,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "policy",
         version: "v1",
         kind: "PodDisruptionBudget",
+        strategy: &crate::kinds::policy::pod_disruption_budget::STRATEGY,
         plural: "poddisruptionbudgets",
         singular: "poddisruptionbudget",
         namespaced: true,
@@ -482,6 +509,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "scheduling.k8s.io",
         version: "v1",
         kind: "PriorityClass",
+        strategy: &crate::kinds::scheduling::priority_class::STRATEGY,
         plural: "priorityclasses",
         singular: "priorityclass",
         namespaced: false,
@@ -495,6 +523,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         group: "coordination.k8s.io",
         version: "v1",
         kind: "Lease",
+        strategy: &crate::kinds::coordination::lease::STRATEGY,
         plural: "leases",
         singular: "lease",
         namespaced: true,
@@ -514,6 +543,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "clusterrolebindings",
         "clusterrolebinding",
         false,
+        &crate::kinds::rbac::cluster_role_binding::STRATEGY,
     ),
     plain(
         "rbac.authorization.k8s.io",
@@ -522,6 +552,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "clusterroles",
         "clusterrole",
         false,
+        &crate::kinds::rbac::cluster_role::STRATEGY,
     ),
     plain(
         "rbac.authorization.k8s.io",
@@ -530,6 +561,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "rolebindings",
         "rolebinding",
         true,
+        &crate::kinds::rbac::role_binding::STRATEGY,
     ),
     plain(
         "rbac.authorization.k8s.io",
@@ -538,6 +570,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "roles",
         "role",
         true,
+        &crate::kinds::rbac::role::STRATEGY,
     ),
     plain(
         "networking.k8s.io",
@@ -546,6 +579,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "ingressclasses",
         "ingressclass",
         false,
+        &crate::kinds::networking::ingress_class::STRATEGY,
     ),
     ResourceInfo {
         short_names: &["ing"],
@@ -557,6 +591,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "ingresses",
             "ingress",
             true,
+            &crate::kinds::networking::ingress::STRATEGY,
         )
     },
     ResourceInfo {
@@ -568,6 +603,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "ipaddresses",
             "ipaddress",
             false,
+            &crate::kinds::networking::ip_address::STRATEGY,
         )
     },
     ResourceInfo {
@@ -579,6 +615,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "networkpolicies",
             "networkpolicy",
             true,
+            &crate::kinds::networking::network_policy::STRATEGY,
         )
     },
     ResourceInfo {
@@ -590,6 +627,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "servicecidrs",
             "servicecidr",
             false,
+            &crate::kinds::networking::service_cidr::STRATEGY,
         )
     },
     plain(
@@ -599,6 +637,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
         "runtimeclasses",
         "runtimeclass",
         false,
+        &crate::kinds::node::runtime_class::STRATEGY,
     ),
     ResourceInfo {
         short_names: &["csr"],
@@ -619,6 +658,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "certificatesigningrequests",
             "certificatesigningrequest",
             false,
+            &crate::kinds::certificates::certificate_signing_request::STRATEGY,
         )
     },
     ResourceInfo {
@@ -631,6 +671,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "apiservices",
             "apiservice",
             false,
+            &crate::kinds::apiregistration::api_service::STRATEGY,
         )
     },
     ResourceInfo {
@@ -648,6 +689,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "customresourcedefinitions",
             "customresourcedefinition",
             false,
+            &crate::kinds::apiextensions::custom_resource_definition::STRATEGY,
         )
     },
     // admissionregistration.k8s.io: webhook configurations and the CEL policies.
@@ -660,6 +702,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "mutatingwebhookconfigurations",
             "mutatingwebhookconfiguration",
             false,
+            &crate::kinds::admissionregistration::mutating_webhook_configuration::STRATEGY,
         )
     },
     ResourceInfo {
@@ -676,6 +719,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "validatingadmissionpolicies",
             "validatingadmissionpolicy",
             false,
+            &crate::kinds::admissionregistration::validating_admission_policy::STRATEGY,
         )
     },
     ResourceInfo {
@@ -687,6 +731,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "validatingadmissionpolicybindings",
             "validatingadmissionpolicybinding",
             false,
+            &crate::kinds::admissionregistration::validating_admission_policy_binding::STRATEGY,
         )
     },
     ResourceInfo {
@@ -698,12 +743,21 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "validatingwebhookconfigurations",
             "validatingwebhookconfiguration",
             false,
+            &crate::kinds::admissionregistration::validating_webhook_configuration::STRATEGY,
         )
     },
     // events.k8s.io Events are the core group's Events in another shape (see `storage_of`).
     ResourceInfo {
         short_names: &["ev"],
-        ..plain("events.k8s.io", "v1", "Event", "events", "event", true)
+        ..plain(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            "event",
+            true,
+            &crate::kinds::events::event::STRATEGY,
+        )
     },
     // v2 first: discovery's preferred version is the first listed, as upstream prefers v2.
     ResourceInfo {
@@ -717,6 +771,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "horizontalpodautoscalers",
             "horizontalpodautoscaler",
             true,
+            &crate::kinds::autoscaling::horizontal_pod_autoscaler::STRATEGY_V2,
         )
     },
     ResourceInfo {
@@ -730,6 +785,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
             "horizontalpodautoscalers",
             "horizontalpodautoscaler",
             true,
+            &crate::kinds::autoscaling::horizontal_pod_autoscaler::STRATEGY_V1,
         )
     },
 ];

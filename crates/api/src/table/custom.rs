@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::{age, get_str, DESC_CREATION, DESC_NAME};
 use crate::jsonpath::JsonPath;
 
-fn default_columns() -> Vec<Value> {
+pub(crate) fn default_columns() -> Vec<Value> {
     vec![
         json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "description": DESC_CREATION}),
     ]
@@ -61,7 +61,7 @@ pub fn custom_table(printer_columns: &[Value], objects: &[Value], now: DateTime<
 }
 
 /// One cell (upstream `cellForJSONValue`; strings print any value as JSONPath prints it).
-fn cell(column_type: &str, value: Option<&Value>, now: DateTime<Utc>) -> Value {
+pub(crate) fn cell(column_type: &str, value: Option<&Value>, now: DateTime<Utc>) -> Value {
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Value::Null;
     };

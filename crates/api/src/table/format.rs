@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn or_unset(s: &str) -> &str {
+pub(crate) fn or_unset(s: &str) -> &str {
     if s.is_empty() {
         "<unset>"
     } else {
@@ -11,7 +11,7 @@ pub(super) fn or_unset(s: &str) -> &str {
 }
 
 /// `layoutContainerCells`: container names and images of the pod template, comma-joined.
-pub(super) fn container_cells(obj: &Value) -> (String, String) {
+pub(crate) fn container_cells(obj: &Value) -> (String, String) {
     let containers = get_arr(obj, &["spec", "template", "spec", "containers"]);
     let names: Vec<&str> = containers.iter().map(|c| get_str(c, &["name"])).collect();
     let images: Vec<&str> = containers.iter().map(|c| get_str(c, &["image"])).collect();
@@ -19,7 +19,7 @@ pub(super) fn container_cells(obj: &Value) -> (String, String) {
 }
 
 /// `labels.FormatLabels`: `k=v,k2=v2` sorted, `<none>` when empty.
-pub(super) fn format_labels(labels: Option<&Value>) -> String {
+pub(crate) fn format_labels(labels: Option<&Value>) -> String {
     let map: BTreeMap<&str, &str> = labels
         .and_then(Value::as_object)
         .map(|m| {
@@ -38,7 +38,7 @@ pub(super) fn format_labels(labels: Option<&Value>) -> String {
 }
 
 /// `LabelSelectorAsSelector(...).String()`: requirements sorted by key; `None` when invalid.
-pub(super) fn selector_string(selector: Option<&Value>) -> Option<String> {
+pub(crate) fn selector_string(selector: Option<&Value>) -> Option<String> {
     let Some(sel) = selector else {
         return Some(String::new());
     };
@@ -78,7 +78,7 @@ pub(super) fn selector_string(selector: Option<&Value>) -> Option<String> {
 }
 
 /// `metav1.FormatLabelSelector`: `<none>` when empty, `<error>` when invalid.
-pub(super) fn format_label_selector(selector: Option<&Value>) -> String {
+pub(crate) fn format_label_selector(selector: Option<&Value>) -> String {
     match selector_string(selector) {
         Some(s) if s.is_empty() => "<none>".to_string(),
         Some(s) => s,
@@ -87,7 +87,7 @@ pub(super) fn format_label_selector(selector: Option<&Value>) -> String {
 }
 
 /// `formatEndpoints`: up to three `ip:port`, then ` + N more...`.
-pub(super) fn format_endpoints(ep: &Value) -> String {
+pub(crate) fn format_endpoints(ep: &Value) -> String {
     let subsets = get_arr(ep, &["subsets"]);
     if subsets.is_empty() {
         return "<none>".to_string();
@@ -136,7 +136,7 @@ pub(super) fn format_endpoints(ep: &Value) -> String {
     }
 }
 
-pub(super) fn list_with_more(list: Vec<String>, more: bool, count: usize, max: usize) -> String {
+pub(crate) fn list_with_more(list: Vec<String>, more: bool, count: usize, max: usize) -> String {
     let ret = list.join(",");
     if more {
         return format!("{ret} + {} more...", count.saturating_sub(max));
@@ -147,7 +147,7 @@ pub(super) fn list_with_more(list: Vec<String>, more: bool, count: usize, max: u
     ret
 }
 
-pub(super) fn format_discovery_ports(slice: &Value) -> String {
+pub(crate) fn format_discovery_ports(slice: &Value) -> String {
     const MAX: usize = 3;
     let mut list = Vec::new();
     let mut more = false;
@@ -169,7 +169,7 @@ pub(super) fn format_discovery_ports(slice: &Value) -> String {
     list_with_more(list, more, ports.len(), MAX)
 }
 
-pub(super) fn format_discovery_endpoints(slice: &Value) -> String {
+pub(crate) fn format_discovery_endpoints(slice: &Value) -> String {
     const MAX: usize = 3;
     let mut list = Vec::new();
     let mut more = false;
@@ -188,7 +188,7 @@ pub(super) fn format_discovery_endpoints(slice: &Value) -> String {
 }
 
 /// Access modes as kubectl abbreviates them: `RWO,ROX,RWX,RWOP`.
-pub(super) fn access_modes(modes: &[Value]) -> String {
+pub(crate) fn access_modes(modes: &[Value]) -> String {
     let short: Vec<&str> = modes
         .iter()
         .filter_map(Value::as_str)

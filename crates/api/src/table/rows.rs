@@ -4,7 +4,7 @@
 use super::*;
 
 /// `printPod`: READY, STATUS (kubectl's status reason), RESTARTS and the wide cells.
-pub(super) fn pod_row(pod: &Value, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+pub(crate) fn pod_row(pod: &Value, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
     let mut restarts: i64 = 0;
     let mut restartable_init_restarts: i64 = 0;
     let mut total = get_arr(pod, &["spec", "containers"]).len();
@@ -191,7 +191,7 @@ pub(super) fn pod_row(pod: &Value, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value
     (cells, row_conditions)
 }
 
-pub(super) fn node_row(node: &Value, name: Value, created: String) -> Vec<Value> {
+pub(crate) fn node_row(node: &Value, name: Value, created: &str) -> Vec<Value> {
     let mut status = Vec::new();
     if let Some(c) = get_arr(node, &["status", "conditions"])
         .iter()
@@ -255,7 +255,7 @@ pub(super) fn node_row(node: &Value, name: Value, created: String) -> Vec<Value>
     ]
 }
 
-pub(super) fn service_row(svc: &Value, name: Value, created: String) -> Vec<Value> {
+pub(crate) fn service_row(svc: &Value, name: Value, created: &str) -> Vec<Value> {
     let svc_type = get_str(svc, &["spec", "type"]);
     let cluster_ip = get_arr(svc, &["spec", "clusterIPs"])
         .first()
@@ -324,7 +324,7 @@ pub(super) fn service_row(svc: &Value, name: Value, created: String) -> Vec<Valu
     ]
 }
 
-pub(super) fn event_row(ev: &Value, name: Value, now: DateTime<Utc>) -> Vec<Value> {
+pub(crate) fn event_row(ev: &Value, name: Value, now: DateTime<Utc>) -> Vec<Value> {
     let first = match parse_time(get(ev, &["firstTimestamp"])) {
         Some(t) => human_duration(now - t),
         None => age(get(ev, &["eventTime"]), now),
@@ -378,7 +378,7 @@ pub(super) fn event_row(ev: &Value, name: Value, now: DateTime<Utc>) -> Vec<Valu
 }
 
 /// `printPersistentVolumeClaim`: capacity and modes only once bound.
-pub(super) fn claim_row(pvc: &Value, name: Value, created: String) -> Vec<Value> {
+pub(crate) fn claim_row(pvc: &Value, name: Value, created: &str) -> Vec<Value> {
     let phase = get_str(pvc, &["status", "phase"]);
     let bound = !get_str(pvc, &["spec", "volumeName"]).is_empty();
     let (capacity, modes) = if bound {

@@ -8,9 +8,9 @@ use super::rbac::go_string_list;
 use super::*;
 
 /// Most matchConditions one webhook may have.
-const MAX_MATCH_CONDITIONS: usize = 64;
+pub(crate) const MAX_MATCH_CONDITIONS: usize = 64;
 
-pub(super) fn validate_webhook_configuration(
+pub(crate) fn validate_webhook_configuration(
     o: &Map<String, Value>,
     mutating: bool,
     errs: &mut Vec<Cause>,
@@ -49,7 +49,7 @@ pub(super) fn validate_webhook_configuration(
 }
 
 /// A fully qualified name: a DNS subdomain of at least three segments.
-fn validate_webhook_name(p: &str, name: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_webhook_name(p: &str, name: &str, errs: &mut Vec<Cause>) {
     if name.is_empty() {
         errs.push(Cause::required(p));
         return;
@@ -70,7 +70,7 @@ fn validate_webhook_name(p: &str, name: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_side_effects(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_side_effects(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     match s(w, "sideEffects") {
         "" => errs.push(Cause::required_detail(
             format!("{p}.sideEffects"),
@@ -85,7 +85,7 @@ fn validate_side_effects(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>)
     }
 }
 
-fn validate_review_versions(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_review_versions(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let fp = format!("{p}.admissionReviewVersions");
     let versions: Vec<&str> = arr(w, "admissionReviewVersions")
         .iter()
@@ -117,7 +117,7 @@ fn validate_review_versions(w: &Map<String, Value>, p: &str, errs: &mut Vec<Caus
     }
 }
 
-fn validate_client_config(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_client_config(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let cc = obj(w, "clientConfig").unwrap_or(&empty);
     let p = format!("{p}.clientConfig");
@@ -132,7 +132,7 @@ fn validate_client_config(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>
 }
 
 /// `https://host[:port][/path]`, without user information, query or fragment.
-fn validate_url(url: &str, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_url(url: &str, p: &str, errs: &mut Vec<Cause>) {
     const FORM: &str = "; desired format: https://host[/path]";
     let Some((scheme, rest)) = url.split_once("://") else {
         errs.push(Cause::required_detail(
@@ -180,7 +180,7 @@ fn validate_url(url: &str, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_service(service: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_service(service: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if s(service, "name").is_empty() {
         errs.push(Cause::required_detail(
             format!("{p}.name"),
@@ -235,7 +235,7 @@ fn validate_service(service: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>
 }
 
 /// A list that must not be empty, where `*` excludes other entries.
-fn validate_wildcard_list(
+pub(crate) fn validate_wildcard_list(
     rule: &Map<String, Value>,
     key: &str,
     what: &str,
@@ -260,7 +260,7 @@ fn validate_wildcard_list(
     }
 }
 
-fn validate_rule(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_rule(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     validate_wildcard_list(rule, "operations", "operations", p, errs);
     for (i, op) in arr(rule, "operations").iter().enumerate() {
         let op = op.as_str().unwrap_or("");
@@ -292,7 +292,7 @@ fn validate_rule(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
 
 /// `resources`: `*/*` alone; `*` excludes other plain resources; `r/*` excludes `r/sub`;
 /// `*/sub` excludes `r/sub`.
-fn validate_resources(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_resources(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let fp = format!("{p}.resources");
     let items: Vec<&str> = arr(rule, "resources")
         .iter()
@@ -345,7 +345,12 @@ fn validate_resources(rule: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>)
     }
 }
 
-fn validate_policies(w: &Map<String, Value>, p: &str, mutating: bool, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_policies(
+    w: &Map<String, Value>,
+    p: &str,
+    mutating: bool,
+    errs: &mut Vec<Cause>,
+) {
     let mut check = |key: &str, supported: &[&str]| {
         let v = s(w, key);
         if !v.is_empty() && !supported.contains(&v) {
@@ -359,7 +364,7 @@ fn validate_policies(w: &Map<String, Value>, p: &str, mutating: bool, errs: &mut
     }
 }
 
-fn validate_match_conditions(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_match_conditions(w: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let conditions = arr(w, "matchConditions");
     if conditions.len() > MAX_MATCH_CONDITIONS {
         errs.push(Cause::too_many(

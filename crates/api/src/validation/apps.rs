@@ -5,7 +5,7 @@ use super::*;
 
 /// A label selector printed as Go's `%#v` of `v1.LabelSelector` (what Kubernetes shows for an
 /// invalid or changed selector).
-pub(super) fn go_selector(sel: Option<&Value>) -> String {
+pub(crate) fn go_selector(sel: Option<&Value>) -> String {
     let empty = Map::new();
     let sel = sel.and_then(Value::as_object).unwrap_or(&empty);
     let labels = match obj(sel, "matchLabels") {
@@ -99,13 +99,13 @@ pub fn selector_matches(sel: &Map<String, Value>, labels: &BTreeMap<String, Stri
         })
 }
 
-pub(super) fn selector_is_empty(sel: &Map<String, Value>) -> bool {
+pub(crate) fn selector_is_empty(sel: &Map<String, Value>) -> bool {
     obj(sel, "matchLabels").is_none_or(Map::is_empty) && arr(sel, "matchExpressions").is_empty()
 }
 
 /// Selector and template checks shared by Deployments, ReplicaSets, DaemonSets and
 /// StatefulSets.
-pub(super) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs: &mut Vec<Cause>) {
     let selector = obj(spec, "selector");
     match selector {
         None => errs.push(Cause::required("spec.selector")),
@@ -132,7 +132,7 @@ pub(super) fn validate_workload(spec: &Map<String, Value>, kind_word: &str, errs
 /// `spec.template`: present, its labels matched by `selector`, a valid pod spec whose
 /// restart policy is one of `restart_policies`; `deadline_owner` names the kind in the
 /// message when `activeDeadlineSeconds` is not allowed.
-pub(super) fn validate_template(
+pub(crate) fn validate_template(
     spec: &Map<String, Value>,
     p: &str,
     selector: Option<&Map<String, Value>>,
@@ -181,7 +181,7 @@ pub(super) fn validate_template(
     }
 }
 
-pub(super) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     nonnegative(spec, "replicas", "spec", errs);
@@ -230,7 +230,7 @@ pub(super) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>)
 
 /// A non-negative int or a percentage (`max_100`: at most 100 %), upstream's
 /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`; its number when valid.
-pub(super) fn int_or_percent(
+pub(crate) fn int_or_percent(
     v: &Value,
     p: &str,
     max_100: bool,
@@ -269,7 +269,7 @@ pub(super) fn int_or_percent(
 }
 
 /// `maxUnavailable`/`maxSurge`: non-negative ints or percentages, not both zero.
-pub(super) fn validate_rolling_update(
+pub(crate) fn validate_rolling_update(
     ru: &Map<String, Value>,
     p: &str,
     unavailable_max_100: bool,
@@ -293,7 +293,7 @@ pub(super) fn validate_rolling_update(
     }
 }
 
-pub(super) fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     nonnegative(spec, "replicas", "spec", errs);
@@ -302,7 +302,7 @@ pub(super) fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>
     validate_workload(spec, "deployment", errs);
 }
 
-pub(super) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     validate_workload(spec, "daemonset", errs);
@@ -326,7 +326,7 @@ pub(super) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>)
     }
 }
 
-pub(super) fn validate_replication_controller(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_replication_controller(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     nonnegative(spec, "replicas", "spec", errs);
@@ -352,7 +352,7 @@ pub(super) fn validate_replication_controller(o: &Map<String, Value>, errs: &mut
     );
 }
 
-pub(super) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     for key in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
@@ -412,7 +412,7 @@ pub(super) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause
 
 /// The spec with each claim template as a template volume, as the controller adds them
 /// to the pods, so mounts of claim templates are found.
-fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
     let names: Vec<String> = objs(spec, "volumeClaimTemplates")
         .filter_map(|(_, pvc)| obj(pvc, "metadata").map(|m| s(m, "name").to_string()))
         .filter(|n| !n.is_empty())
@@ -447,7 +447,7 @@ fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
 
 /// A PersistentVolumeClaim's spec (`ValidatePersistentVolumeClaimSpec`): access modes and
 /// a storage request.
-pub(super) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     const MODES: [&str; 4] = [
         "ReadOnlyMany",
         "ReadWriteMany",
@@ -475,7 +475,7 @@ pub(super) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<C
 }
 
 /// A workload's `spec.selector` may not change (apps/v1).
-pub(super) fn selector_immutable(
+pub(crate) fn selector_immutable(
     o: &Map<String, Value>,
     n: &Map<String, Value>,
     errs: &mut Vec<Cause>,
@@ -492,7 +492,7 @@ pub(super) fn selector_immutable(
 }
 
 /// The spec fields a StatefulSet update may change (upstream `ValidateStatefulSetUpdate`).
-pub(super) fn validate_stateful_set_update(
+pub(crate) fn validate_stateful_set_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

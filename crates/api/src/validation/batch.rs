@@ -3,11 +3,11 @@
 use super::*;
 
 /// Most completions or parallelism of an Indexed Job.
-const MAX_INDEXED: i64 = 100_000;
+pub(crate) const MAX_INDEXED: i64 = 100_000;
 /// Longest CronJob name: its Jobs are named `<cronjob>-<minutes since epoch>` (11 digits).
-const MAX_CRON_JOB_NAME: usize = 52;
+pub(crate) const MAX_CRON_JOB_NAME: usize = 52;
 
-pub(super) fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     validate_job_spec(spec, "spec", true, errs);
@@ -15,7 +15,7 @@ pub(super) fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 
 /// `spec` of a Job, or `spec.jobTemplate.spec` of a CronJob (`with_selector` false: a
 /// template's selector is generated per Job).
-pub(super) fn validate_job_spec(
+pub(crate) fn validate_job_spec(
     spec: &Map<String, Value>,
     p: &str,
     with_selector: bool,
@@ -63,7 +63,7 @@ pub(super) fn validate_job_spec(
     }
 }
 
-fn validate_indexed(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_indexed(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     match int(spec, "completions") {
         None => errs.push(Cause::required_detail(
             format!("{p}.completions"),
@@ -85,7 +85,7 @@ fn validate_indexed(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_pod_failure_policy(
+pub(crate) fn validate_pod_failure_policy(
     spec: &Map<String, Value>,
     policy: &Map<String, Value>,
     p: &str,
@@ -124,7 +124,7 @@ fn validate_pod_failure_policy(
     }
 }
 
-fn validate_exit_codes(codes: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_exit_codes(codes: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let op = s(codes, "operator");
     require_one_of(errs, format!("{p}.operator"), op, &["In", "NotIn"]);
     let values: Vec<i64> = arr(codes, "values")
@@ -159,7 +159,7 @@ fn validate_exit_codes(codes: &Map<String, Value>, p: &str, errs: &mut Vec<Cause
 
 /// Fields a Job update may not change (the template only while suspended, as upstream
 /// allows its scheduling directives then; cairn allows the whole template).
-pub(super) fn validate_job_update(
+pub(crate) fn validate_job_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,
@@ -181,7 +181,7 @@ pub(super) fn validate_job_update(
     }
 }
 
-pub(super) fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let name = obj(o, "metadata").map(|m| s(m, "name")).unwrap_or("");
     if name.len() > MAX_CRON_JOB_NAME {
@@ -217,7 +217,7 @@ pub(super) fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
     if schedule.is_empty() {
         errs.push(Cause::required("spec.schedule"));
         return;
@@ -237,7 +237,7 @@ fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
 
 /// Go's `time.LoadLocation` acceptance: an IANA name the node's zone database knows, not
 /// `Local`.
-fn check_time_zone(tz: &str) -> Result<(), String> {
+pub(crate) fn check_time_zone(tz: &str) -> Result<(), String> {
     if tz.eq_ignore_ascii_case("local") || tz.contains(' ') {
         return Err(
             "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"

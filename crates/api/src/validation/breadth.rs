@@ -2,72 +2,10 @@
 //! kinds (their checks live in [`super::rbac`], [`super::networking`] and
 //! [`super::cluster`]).
 
-use super::admission::*;
-use super::cluster::*;
-use super::crd::*;
-use super::networking::*;
-use super::rbac::*;
 use super::*;
 
-pub(super) fn validate_create(
-    resource: &ResourceInfo,
-    o: &Map<String, Value>,
-    errs: &mut Vec<Cause>,
-) {
-    match (resource.group, resource.kind) {
-        ("rbac.authorization.k8s.io", "Role") => validate_role(o, true, errs),
-        ("rbac.authorization.k8s.io", "ClusterRole") => validate_role(o, false, errs),
-        ("rbac.authorization.k8s.io", "RoleBinding") => validate_binding(o, true, errs),
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => validate_binding(o, false, errs),
-        ("networking.k8s.io", "Ingress") => validate_ingress(o, errs),
-        ("networking.k8s.io", "IngressClass") => validate_ingress_class(o, errs),
-        ("networking.k8s.io", "NetworkPolicy") => validate_network_policy(o, errs),
-        ("networking.k8s.io", "IPAddress") => validate_ip_address(o, errs),
-        ("networking.k8s.io", "ServiceCIDR") => validate_service_cidr(o, errs),
-        ("node.k8s.io", "RuntimeClass") => validate_runtime_class(o, errs),
-        ("certificates.k8s.io", "CertificateSigningRequest") => validate_csr(o, errs),
-        ("apiregistration.k8s.io", "APIService") => validate_api_service(o, errs),
-        ("autoscaling", "HorizontalPodAutoscaler") => validate_hpa(o, errs),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd(o, errs),
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            validate_policy_binding(o, errs)
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => validate_policy(o, errs),
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
-            validate_webhook_configuration(o, true, errs)
-        }
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
-            validate_webhook_configuration(o, false, errs)
-        }
-        _ => {}
-    }
-}
-
-pub(super) fn validate_update(
-    resource: &ResourceInfo,
-    o: &Map<String, Value>,
-    n: &Map<String, Value>,
-    errs: &mut Vec<Cause>,
-) {
-    match (resource.group, resource.kind) {
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            validate_binding_update(o, n, errs)
-        }
-        ("networking.k8s.io", "IngressClass") => {
-            immutable_fields(o, n, &[&["spec", "controller"]], errs)
-        }
-        ("networking.k8s.io", "IPAddress") => immutable_fields(o, n, &[&["spec"]], errs),
-        ("node.k8s.io", "RuntimeClass") => immutable_fields(o, n, &[&["handler"]], errs),
-        ("certificates.k8s.io", "CertificateSigningRequest") => {
-            immutable_fields(o, n, &[&["spec"]], errs)
-        }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => validate_crd_update(o, n, errs),
-        _ => {}
-    }
-}
-
 /// A policy's failurePolicy and validations (their CEL is compiled by the server).
-fn validate_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let failure = s(spec, "failurePolicy");
@@ -95,7 +33,7 @@ fn validate_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 }
 
 /// A binding names its policy and says what a failed validation does.
-fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     if s(spec, "policyName").is_empty() {
@@ -132,7 +70,7 @@ fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 }
 
 /// `field is immutable` for each of `paths` that differs (nil and empty are equal).
-fn immutable_fields(
+pub(crate) fn immutable_fields(
     o: &Map<String, Value>,
     n: &Map<String, Value>,
     paths: &[&[&str]],
@@ -148,7 +86,7 @@ fn immutable_fields(
 }
 
 /// A binding's `paramRef`: a name or a selector, and what happens when nothing is found.
-fn validate_param_ref(param_ref: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_param_ref(param_ref: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let has_name = !s(param_ref, "name").is_empty();
     let has_selector = obj(param_ref, "selector").is_some();
     if has_name && has_selector {

@@ -5,14 +5,14 @@
 use super::networking::domain_prefixed_path_error;
 use super::*;
 
-pub(super) fn validate_runtime_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_runtime_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let handler = s(o, "handler");
     for msg in is_dns1123_label(handler) {
         errs.push(Cause::invalid("handler", handler, &msg));
     }
 }
 
-const KEY_USAGES: &[&str] = &[
+pub(crate) const KEY_USAGES: &[&str] = &[
     "signing",
     "digital signature",
     "content commitment",
@@ -38,7 +38,7 @@ const KEY_USAGES: &[&str] = &[
     "netscape sgc",
 ];
 
-pub(super) fn validate_csr(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_csr(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     validate_csr_request(s(spec, "request"), errs);
@@ -76,7 +76,7 @@ pub(super) fn validate_csr(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 
 /// `spec.request` is base64 of a PEM `CERTIFICATE REQUEST` block. (The DER inside is not
 /// parsed: signing is not done here.)
-fn validate_csr_request(request: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_csr_request(request: &str, errs: &mut Vec<Cause>) {
     use base64::Engine;
     if request.is_empty() {
         errs.push(Cause::required("spec.request"));
@@ -96,7 +96,7 @@ fn validate_csr_request(request: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_csr_conditions(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_csr_conditions(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let Some(status) = obj(o, "status") else {
         return;
     };
@@ -125,7 +125,7 @@ fn validate_csr_conditions(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-pub(super) fn validate_api_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_api_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let name = obj(o, "metadata").map_or("", |m| s(m, "name"));
@@ -188,7 +188,7 @@ pub(super) fn validate_api_service(o: &Map<String, Value>, errs: &mut Vec<Cause>
     }
 }
 
-const METRIC_TYPES: &[&str] = &[
+pub(crate) const METRIC_TYPES: &[&str] = &[
     "ContainerResource",
     "External",
     "Object",
@@ -197,7 +197,7 @@ const METRIC_TYPES: &[&str] = &[
 ];
 
 /// HorizontalPodAutoscaler, in its stored autoscaling/v2 shape.
-pub(super) fn validate_hpa(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_hpa(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let min = int(spec, "minReplicas");
@@ -242,7 +242,7 @@ pub(super) fn validate_hpa(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_metric(m: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_metric(m: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let kind = s(m, "type");
     if kind.is_empty() {
         errs.push(Cause::required_detail(
@@ -281,7 +281,7 @@ fn validate_metric(m: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_metric_target(t: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_metric_target(t: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let (kind, key) = match s(t, "type") {
         "Utilization" => ("Utilization", "averageUtilization"),
         "Value" => ("Value", "value"),

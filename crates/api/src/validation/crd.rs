@@ -7,7 +7,7 @@ use super::*;
 use crate::crd::structural::check_structural;
 use crate::jsonpath::JsonPath;
 
-pub(super) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let names = obj(spec, "names").unwrap_or(&empty);
@@ -48,7 +48,7 @@ pub(super) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     validate_crd_conversion(spec, errs);
 }
 
-fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Cause>) {
     for key in ["plural", "singular"] {
         let v = s(names, key);
         if v.is_empty() && key == "plural" {
@@ -89,7 +89,7 @@ fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let versions: Vec<(usize, &Map<String, Value>)> = objs(spec, "versions").collect();
     if versions.is_empty() {
         errs.push(Cause::required_detail(
@@ -151,9 +151,9 @@ fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
+pub(crate) const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
 
-fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if s(c, "name").is_empty() {
         errs.push(Cause::required(format!("{p}.name")));
     }
@@ -175,7 +175,7 @@ fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause
     }
 }
 
-fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let spec_path = s(scale, "specReplicasPath");
     if spec_path.is_empty() {
         errs.push(Cause::required(format!("{p}.specReplicasPath")));
@@ -198,7 +198,7 @@ fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let Some(conversion) = obj(spec, "conversion") else {
         return;
     };
@@ -235,7 +235,7 @@ fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
 }
 
 /// The scope never changes, and every version objects were stored in stays listed.
-pub(super) fn validate_crd_update(
+pub(crate) fn validate_crd_update(
     o: &Map<String, Value>,
     n: &Map<String, Value>,
     errs: &mut Vec<Cause>,

@@ -5,7 +5,7 @@
 use super::*;
 
 /// A quantity's text and its value in nano-units.
-fn quantity(v: &Value) -> Option<(String, i128)> {
+pub(crate) fn quantity(v: &Value) -> Option<(String, i128)> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -17,7 +17,7 @@ fn quantity(v: &Value) -> Option<(String, i128)> {
 
 type Quantities = BTreeMap<String, (String, i128)>;
 
-fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
+pub(crate) fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
     obj(item, key)
         .into_iter()
         .flatten()
@@ -25,7 +25,7 @@ fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
         .collect()
 }
 
-pub(super) fn validate_limit_range(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_limit_range(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     for (i, item) in objs(spec, "limits") {
@@ -55,7 +55,7 @@ struct Order<'a> {
     message: &'a str,
 }
 
-fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let (min, max) = (quantities(item, "min"), quantities(item, "max"));
     let (default, request) = (
         quantities(item, "default"),
@@ -150,7 +150,7 @@ fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_ratio(
+pub(crate) fn validate_ratio(
     p: &str,
     k: &str,
     ratio: &(String, i128),

@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{fmt}')");
     }
@@ -14,7 +14,7 @@ pub(super) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     )
 }
 
-pub(super) fn max_len_error(n: usize) -> String {
+pub(crate) fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} characters")
 }
 
@@ -26,7 +26,7 @@ pub(super) const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-
 pub(super) const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 pub(super) const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
-pub(super) fn is_label_chars(s: &str) -> bool {
+pub(crate) fn is_label_chars(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.iter()
@@ -35,7 +35,7 @@ pub(super) fn is_label_chars(s: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
-pub(super) fn is_subdomain_chars(s: &str) -> bool {
+pub(crate) fn is_subdomain_chars(s: &str) -> bool {
     s.split('.').all(is_label_chars)
 }
 
@@ -91,7 +91,7 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     errs
 }
 
-pub(super) fn is_qualified_name_part(s: &str) -> bool {
+pub(crate) fn is_qualified_name_part(s: &str) -> bool {
     let b = s.as_bytes();
     let alnum = |c: &u8| c.is_ascii_alphanumeric();
     !b.is_empty()
@@ -212,11 +212,11 @@ pub fn is_valid_port_name(value: &str) -> Vec<String> {
     errs
 }
 
-pub(super) fn port_range_error() -> String {
+pub(crate) fn port_range_error() -> String {
     "must be between 1 and 65535, inclusive".to_string()
 }
 
-pub(super) fn is_valid_ip(value: &str) -> bool {
+pub(crate) fn is_valid_ip(value: &str) -> bool {
     value.parse::<IpAddr>().is_ok()
 }
 

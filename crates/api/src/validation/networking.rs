@@ -4,7 +4,7 @@
 use super::apps::validate_label_selector;
 use super::*;
 
-pub(super) fn validate_ingress(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_ingress(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let rules = arr(spec, "rules");
@@ -43,7 +43,7 @@ pub(super) fn validate_ingress(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 }
 
 /// A host is a DNS subdomain, with a leading `*.` allowed, and never an IP address.
-fn validate_host(host: &str, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_host(host: &str, p: &str, errs: &mut Vec<Cause>) {
     if is_valid_ip(host) {
         errs.push(Cause::invalid(
             p,
@@ -58,7 +58,7 @@ fn validate_host(host: &str, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_http_paths(http: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_http_paths(http: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if arr(http, "paths").is_empty() {
         errs.push(Cause::required(format!("{p}.paths")));
     }
@@ -93,7 +93,7 @@ fn validate_http_paths(http: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>
     }
 }
 
-fn validate_absolute_path(value: &str, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_absolute_path(value: &str, p: &str, errs: &mut Vec<Cause>) {
     if !value.starts_with('/') {
         errs.push(Cause::invalid(p, value, "must be an absolute path"));
         return;
@@ -118,7 +118,7 @@ fn validate_absolute_path(value: &str, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_backend(backend: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_backend(backend: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     match (obj(backend, "service"), obj(backend, "resource")) {
         (Some(_), Some(_)) => errs.push(Cause::invalid(
             p,
@@ -141,7 +141,11 @@ fn validate_backend(backend: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>
     }
 }
 
-fn validate_service_backend(service: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_service_backend(
+    service: &Map<String, Value>,
+    p: &str,
+    errs: &mut Vec<Cause>,
+) {
     let name = s(service, "name");
     if name.is_empty() {
         errs.push(Cause::required(format!("{p}.name")));
@@ -175,7 +179,7 @@ fn validate_service_backend(service: &Map<String, Value>, p: &str, errs: &mut Ve
     }
 }
 
-pub(super) fn validate_ingress_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_ingress_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let controller = s(spec, "controller");
@@ -216,14 +220,14 @@ pub(super) fn validate_ingress_class(o: &Map<String, Value>, errs: &mut Vec<Caus
 }
 
 /// `example.com/path` (upstream `IsDomainPrefixedPath`).
-pub(super) fn domain_prefixed_path_error(value: &str) -> Option<String> {
+pub(crate) fn domain_prefixed_path_error(value: &str) -> Option<String> {
     let Some((domain, _)) = value.split_once('/') else {
         return Some("must be a domain-prefixed path (such as \"acme.io/foo\")".to_string());
     };
     is_dns1123_subdomain(domain).into_iter().next()
 }
 
-pub(super) fn validate_network_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_network_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     if let Some(sel) = obj(spec, "podSelector") {
@@ -260,7 +264,7 @@ pub(super) fn validate_network_policy(o: &Map<String, Value>, errs: &mut Vec<Cau
     }
 }
 
-fn validate_policy_port(port: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_policy_port(port: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let protocol = s(port, "protocol");
     if !matches!(protocol, "" | "TCP" | "UDP" | "SCTP") {
         errs.push(Cause::not_supported(
@@ -310,7 +314,7 @@ fn validate_policy_port(port: &Map<String, Value>, p: &str, errs: &mut Vec<Cause
     }
 }
 
-fn validate_peer(peer: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_peer(peer: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let selectors = ["podSelector", "namespaceSelector"];
     for key in selectors {
         if let Some(sel) = obj(peer, key) {
@@ -329,7 +333,7 @@ fn validate_peer(peer: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     }
 }
 
-fn validate_ip_block(block: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_ip_block(block: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let cidr = s(block, "cidr");
     let Ok(net) = cidr.parse::<ipnetwork::IpNetwork>() else {
         if cidr.is_empty() {
@@ -361,7 +365,7 @@ fn validate_ip_block(block: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>)
 }
 
 /// An IPAddress is named by its address, in canonical form, and says what it belongs to.
-pub(super) fn validate_ip_address(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_ip_address(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let name = obj(o, "metadata").map_or("", |m| s(m, "name"));
     match name.parse::<IpAddr>() {
@@ -387,7 +391,7 @@ pub(super) fn validate_ip_address(o: &Map<String, Value>, errs: &mut Vec<Cause>)
 }
 
 /// At most one IPv4 and one IPv6 range, each a valid canonical CIDR.
-pub(super) fn validate_service_cidr(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_service_cidr(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let cidrs = arr(spec, "cidrs");

@@ -2,13 +2,13 @@
 
 use super::*;
 
-pub(super) fn validate_pod(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_pod(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     validate_pod_spec(spec, "spec", errs);
 }
 
-pub(super) fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let volumes = validate_volumes(spec, p, errs);
 
     let mut names = HashSet::new();
@@ -99,7 +99,7 @@ pub(super) fn validate_pod_spec(spec: &Map<String, Value>, p: &str, errs: &mut V
 }
 
 /// Validates `volumes` and returns their names.
-pub(super) fn validate_volumes(
+pub(crate) fn validate_volumes(
     spec: &Map<String, Value>,
     p: &str,
     errs: &mut Vec<Cause>,
@@ -166,7 +166,7 @@ pub(super) fn validate_volumes(
     names
 }
 
-pub(super) fn validate_mode(src: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_mode(src: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if let Some(mode) = int(src, "defaultMode") {
         if !(0..=0o777).contains(&mode) {
             errs.push(Cause::invalid_value(
@@ -178,7 +178,7 @@ pub(super) fn validate_mode(src: &Map<String, Value>, p: &str, errs: &mut Vec<Ca
     }
 }
 
-pub(super) fn validate_container(
+pub(crate) fn validate_container(
     c: &Map<String, Value>,
     p: &str,
     volumes: &HashSet<String>,
@@ -353,7 +353,7 @@ pub(super) fn validate_container(
     }
 }
 
-pub(super) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
     require_one_of(
         errs,
         format!("{pp}.protocol"),
@@ -362,7 +362,7 @@ pub(super) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut 
     );
 }
 
-pub(super) fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Cause>) {
     match port {
         Value::Number(n) => {
             let v = n.as_i64().unwrap_or(0);
@@ -379,7 +379,7 @@ pub(super) fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Ca
     }
 }
 
-pub(super) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let Some(res) = obj(c, "resources") else {
         return;
     };
@@ -425,7 +425,7 @@ pub(super) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec
     }
 }
 
-pub(super) fn validate_tolerations(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_tolerations(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     for (i, t) in objs(spec, "tolerations") {
         let tp = format!("{p}[{i}]");
         let key = s(t, "key");
@@ -484,7 +484,7 @@ pub(super) fn validate_tolerations(spec: &Map<String, Value>, p: &str, errs: &mu
 
 pub(super) const POD_UPDATE_MESSAGE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
-pub(super) fn validate_pod_update(
+pub(crate) fn validate_pod_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

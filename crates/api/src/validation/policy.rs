@@ -3,7 +3,7 @@
 use super::apps::{int_or_percent, validate_label_selector};
 use super::*;
 
-pub(super) fn validate_pod_disruption_budget(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_pod_disruption_budget(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     if field(spec, "minAvailable").is_some() && field(spec, "maxUnavailable").is_some() {

@@ -4,10 +4,10 @@
 use super::apps::validate_label_selector;
 use super::*;
 
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Role (`namespaced`) and ClusterRole rules.
-pub(super) fn validate_role(o: &Map<String, Value>, namespaced: bool, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_role(o: &Map<String, Value>, namespaced: bool, errs: &mut Vec<Cause>) {
     for (i, rule) in objs(o, "rules") {
         validate_policy_rule(rule, namespaced, &format!("rules[{i}]"), errs);
     }
@@ -29,7 +29,7 @@ pub(super) fn validate_role(o: &Map<String, Value>, namespaced: bool, errs: &mut
     }
 }
 
-fn validate_policy_rule(
+pub(crate) fn validate_policy_rule(
     rule: &Map<String, Value>,
     namespaced: bool,
     p: &str,
@@ -76,7 +76,7 @@ fn validate_policy_rule(
 }
 
 /// `[]string{"a", "b"}` as Go's `%#v` prints a string list in a field error.
-pub(super) fn go_string_list(items: &[Value]) -> String {
+pub(crate) fn go_string_list(items: &[Value]) -> String {
     let quoted: Vec<String> = items
         .iter()
         .map(|v| format!("{:?}", v.as_str().unwrap_or("")))
@@ -85,7 +85,7 @@ pub(super) fn go_string_list(items: &[Value]) -> String {
 }
 
 /// RoleBinding (`namespaced`) and ClusterRoleBinding.
-pub(super) fn validate_binding(o: &Map<String, Value>, namespaced: bool, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_binding(o: &Map<String, Value>, namespaced: bool, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let role_ref = obj(o, "roleRef").unwrap_or(&empty);
     let group = s(role_ref, "apiGroup");
@@ -117,7 +117,7 @@ pub(super) fn validate_binding(o: &Map<String, Value>, namespaced: bool, errs: &
     }
 }
 
-fn validate_subject(
+pub(crate) fn validate_subject(
     subject: &Map<String, Value>,
     namespaced: bool,
     p: &str,
@@ -160,7 +160,7 @@ fn validate_subject(
 }
 
 /// A binding's `roleRef` never changes: a binding to another role is a new binding.
-pub(super) fn validate_binding_update(
+pub(crate) fn validate_binding_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

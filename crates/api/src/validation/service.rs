@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let svc_type = s(spec, "type");
@@ -223,7 +223,7 @@ pub(super) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     }
 }
 
-pub(super) fn validate_service_update(
+pub(crate) fn validate_service_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

@@ -6,15 +6,15 @@
 
 use super::*;
 
-const ACCESS_MODES: [&str; 4] = [
+pub(crate) const ACCESS_MODES: [&str; 4] = [
     "ReadOnlyMany",
     "ReadWriteMany",
     "ReadWriteOnce",
     "ReadWriteOncePod",
 ];
-const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
+pub(crate) const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
 /// Volume sources a PersistentVolume may name (one of them).
-const PV_SOURCES: [&str; 17] = [
+pub(crate) const PV_SOURCES: [&str; 17] = [
     "hostPath",
     "local",
     "nfs",
@@ -34,7 +34,7 @@ const PV_SOURCES: [&str; 17] = [
     "glusterfs",
 ];
 
-fn access_modes(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn access_modes(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let modes = arr(spec, "accessModes");
     if modes.is_empty() {
         errs.push(Cause::required_detail(
@@ -62,7 +62,7 @@ fn access_modes(spec: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
 }
 
 /// A storage amount: present, and more than zero.
-pub(super) fn positive_storage(v: Option<&Value>, path: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn positive_storage(v: Option<&Value>, path: &str, errs: &mut Vec<Cause>) {
     let Some(v) = v else {
         errs.push(Cause::required(path.to_string()));
         return;
@@ -77,7 +77,7 @@ pub(super) fn positive_storage(v: Option<&Value>, path: &str, errs: &mut Vec<Cau
     }
 }
 
-pub(super) fn validate_persistent_volume(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_persistent_volume(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     access_modes(spec, "spec", errs);
@@ -148,7 +148,7 @@ pub(super) fn validate_persistent_volume(o: &Map<String, Value>, errs: &mut Vec<
 }
 
 /// A claim's storage request must be positive (the rest is `validate_claim`'s).
-pub(super) fn validate_claim_storage(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_claim_storage(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let storage = path(o, &["spec", "resources", "requests", "storage"]);
     if storage.is_some() {
         positive_storage(storage, "spec.resources[storage]", errs);
@@ -157,7 +157,7 @@ pub(super) fn validate_claim_storage(o: &Map<String, Value>, errs: &mut Vec<Caus
 
 /// After creation a claim's spec only grows its request (once bound), and gets its
 /// volume name once.
-pub(super) fn validate_claim_update(
+pub(crate) fn validate_claim_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,
@@ -196,7 +196,7 @@ pub(super) fn validate_claim_update(
     }
 }
 
-pub(super) fn validate_storage_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(crate) fn validate_storage_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let provisioner = s(o, "provisioner");
     if provisioner.is_empty() {
         errs.push(Cause::required("provisioner"));
@@ -221,7 +221,7 @@ pub(super) fn validate_storage_class(o: &Map<String, Value>, errs: &mut Vec<Caus
 }
 
 /// A class's provisioner, parameters, reclaim policy and binding mode are fixed.
-pub(super) fn validate_storage_class_update(
+pub(crate) fn validate_storage_class_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

@@ -89,9 +89,7 @@ pub fn documents() -> &'static BTreeMap<String, (Value, String)> {
         let mut by_gv: BTreeMap<String, Vec<(&'static ResourceInfo, SchemaOf)>> = BTreeMap::new();
         for (api_version, kind, schema) in kinds() {
             let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-            let served = registry::RESOURCES
-                .iter()
-                .find(|r| r.group == group && r.version == version && r.kind == kind);
+            let served = registry::find_by_kind(api_version, kind);
             if let Some(r) = served {
                 by_gv
                     .entry(index_path(group, version))

@@ -16,10 +16,9 @@ use serde_json::{json, Value};
 
 use super::*;
 
-const CRD_GROUP: &str = "apiextensions.k8s.io";
-
 pub(super) fn is_crd(r: &ResourceInfo) -> bool {
-    r.group == CRD_GROUP && r.kind == "CustomResourceDefinition"
+    r.strategy
+        .admits(cairn_api::kinds::Admission::CustomResourceDefinition)
 }
 
 /// A broken CEL rule, as upstream words it by the rule's `reason`.
@@ -115,11 +114,6 @@ impl ApiState {
             causes.extend(rules.validate(obj, old).into_iter().map(violation_cause));
         }
         causes
-    }
-
-    /// Whether `r` is a custom resource: those count `metadata.generation`.
-    pub(super) fn is_custom_storage(&self, r: &ResourceInfo) -> bool {
-        self.custom.stored(r).is_some()
     }
 
     /// The server-owned status of a CRD being written.

@@ -4,6 +4,7 @@
 //! garbage collector (in cairn-controllers) acts on and removes; Background deletes the
 //! owner at once and the collector removes dependents whose owners are all gone.
 
+use cairn_api::kinds::Admission;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -95,7 +96,7 @@ impl ApiState {
             .as_deref()
             .unwrap_or_else(|| default_propagation(r));
         // Namespaces terminate first: their contents are removed by the namespace loop.
-        if r.kind == "Namespace" {
+        if r.strategy.admits(Admission::NamespaceLifecycle) {
             if has_deletion_timestamp(&obj) {
                 return Ok((unchanged, false));
             }
@@ -128,7 +129,7 @@ impl ApiState {
                 return Ok((written, false));
             }
         }
-        let grace = if r.kind == "Pod" {
+        let grace = if r.strategy.admits(Admission::GracefulDeletion) {
             pod_grace(&obj, opts)
         } else {
             0
@@ -203,7 +204,7 @@ pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 /// The policy of a DELETE that names none: Background, except for batch/v1 Jobs, whose
 /// pods are kept (upstream's compatibility default, with a warning).
 pub fn default_propagation(r: &ResourceInfo) -> &'static str {
-    if r.group == "batch" && r.kind == "Job" {
+    if r.strategy.admits(Admission::OrphanByDefault) {
         "Orphan"
     } else {
         "Background"

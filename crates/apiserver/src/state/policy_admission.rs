@@ -200,7 +200,7 @@ impl ApiState {
         let Some(resource) = self
             .resources()
             .into_iter()
-            .find(|r| r.api_version() == api_version && r.kind == kind)
+            .find(|r| (r.api_version().as_str(), r.kind) == (api_version, kind))
         else {
             return Err(misconfigured(&format!(
                 "failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use super::*;
+use cairn_api::kinds::Admission;
 
 impl ApiState {
     /// Prepares `new` as the update of `old` (main resource, or the `status` subresource).
@@ -66,7 +67,7 @@ impl ApiState {
             // What the write may change still bounds what a webhook changed.
             obj = scoped_update(r, old, obj, subresource);
         }
-        if (tracks_generation(r) || self.is_custom_storage(r)) && spec_of(&obj) != spec_of(old) {
+        if r.strategy.tracks_generation && spec_of(&obj) != spec_of(old) {
             let gen = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
@@ -77,10 +78,10 @@ impl ApiState {
         let op = if opts.apply { "Apply" } else { "Update" };
         Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
         self.admit_kind_specific(r, &mut obj, Some(old));
-        if custom_admission::is_crd(r) {
+        if r.strategy.admits(Admission::CustomResourceDefinition) {
             self.admit_crd(&mut obj, Some(old));
         }
-        if crate::priority::is_priority_class(r) {
+        if r.strategy.admits(Admission::PriorityClass) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
         }
         let mut causes = if subresource == Some("ephemeralcontainers") {
@@ -89,14 +90,10 @@ impl ApiState {
             cairn_api::validation::validate_update(r, old, &obj)
         };
         causes.extend(self.validate_custom(r, &obj, Some(old)));
-        if matches!(
-            r.kind,
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        ) && r.group == crate::admission::GROUP
-        {
+        if r.strategy.admits(Admission::WebhookMatchConditions) {
             causes.extend(webhook_admission::match_condition_errors(&obj));
         }
-        if r.kind == "ValidatingAdmissionPolicy" {
+        if r.strategy.admits(Admission::PolicyCompile) {
             causes.extend(super::policy_admission::policy_compile_errors(&obj));
         }
         if !causes.is_empty() {
@@ -131,7 +128,7 @@ impl ApiState {
             return self.written(key, old_rev, warnings).await;
         }
         let mut allocs = Allocations::default();
-        if r.kind == "Service" {
+        if r.strategy.admits(Admission::ServiceAllocation) {
             self.allocate_service(&mut obj, Some(old), &mut allocs, &name)?;
         }
         if dry_run {
@@ -152,7 +149,7 @@ impl ApiState {
                 return Err(store_status(e, r, &name));
             }
         };
-        if r.kind == "Service" {
+        if r.strategy.admits(Admission::ServiceAllocation) {
             self.release_dropped_service_allocations(old, &obj);
         }
         let written = self.written(key, rev, warnings).await?;
@@ -342,7 +339,7 @@ fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<
         merged
     } else {
         let mut n = new;
-        if r.kind == "Namespace" && r.group.is_empty() {
+        if r.strategy.admits(Admission::NamespaceLifecycle) {
             // Only `namespaces/finalize` changes a namespace's spec, as upstream.
             n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
         }

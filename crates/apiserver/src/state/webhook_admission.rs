@@ -75,7 +75,9 @@ impl ApiState {
         object: Option<&Value>,
     ) -> Option<Labels> {
         let r = w.resource;
-        if r.group.is_empty() && r.kind == "Namespace" {
+        if r.strategy
+            .admits(cairn_api::kinds::Admission::NamespaceLifecycle)
+        {
             if w.operation != "DELETE" && w.subresource.is_none() {
                 return Some(labels_of(object));
             }

@@ -1,0 +1,4 @@
+pub mod mutating_webhook_configuration;
+pub mod validating_admission_policy;
+pub mod validating_admission_policy_binding;
+pub mod validating_webhook_configuration;

@@ -1,0 +1,26 @@
+//! CustomResourceDefinition (apiextensions.k8s.io): what cairn does that is specific to it.
+
+use crate::kinds::prelude::*;
+use crate::schema::{Normalized, SchemaError};
+
+pub const STRATEGY: Strategy = Strategy {
+    default: Some(crate::defaults::breadth::default_crd),
+    validate: Some(crate::validation::crd::validate_crd),
+    validate_update: Some(crate::validation::crd::validate_crd_update),
+    normalize,
+    admission: &[Admission::CustomResourceDefinition],
+    ..Strategy::NONE
+};
+
+/// Checked through the typed round trip (wrong types, unknown fields) but kept as sent:
+/// schemas hold empty objects that mean something (`default: {}`, `additionalProperties: {}`,
+/// `subresources.status: {}`), which the round trip would drop as empty maps.
+fn normalize(kind: &str, version: &str, obj: &Value) -> Result<Normalized, SchemaError> {
+    roundtrip::<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >(kind, version, obj)
+    .map(|n| Normalized {
+        value: obj.clone(),
+        unknown_fields: n.unknown_fields,
+    })
+}

@@ -1,0 +1,29 @@
+//! APIService (apiregistration.k8s.io): what cairn does that is specific to it.
+
+use crate::kinds::prelude::*;
+
+pub const STRATEGY: Strategy = Strategy {
+    validate: Some(crate::validation::cluster::validate_api_service),
+    columns: Some(columns),
+    row: Some(row),
+    normalize: roundtrip::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>,
+    name_rule: NameRule::PathSegment,
+    ..Strategy::NONE
+};
+
+fn columns() -> Vec<Col> {
+    vec![
+        NAME,
+        col(
+            "Service",
+            "string",
+            "The reference to the service that hosts this API endpoint.",
+        ),
+        col("Available", "string", "Whether this service is available."),
+        AGE,
+    ]
+}
+
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+    (api_service_row(obj, name, created), Vec::new())
+}

@@ -1,0 +1,1 @@
+pub mod horizontal_pod_autoscaler;

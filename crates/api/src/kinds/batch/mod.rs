@@ -1,0 +1,2 @@
+pub mod cron_job;
+pub mod job;

@@ -1,0 +1,47 @@
+//! CertificateSigningRequest (certificates.k8s.io): what cairn does that is specific to it.
+
+use crate::kinds::prelude::*;
+
+pub const STRATEGY: Strategy = Strategy {
+    validate: Some(crate::validation::cluster::validate_csr),
+    validate_update: Some(validate_update),
+    columns: Some(columns),
+    row: Some(row),
+    normalize: roundtrip::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>,
+    ..Strategy::NONE
+};
+
+fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    immutable_fields(o, n, &[&["spec"]], errs)
+}
+
+fn columns() -> Vec<Col> {
+    vec![
+        NAME,
+        AGE,
+        col(
+            "SignerName",
+            "string",
+            "signerName indicates the requested signer, and is a qualified name.",
+        ),
+        col(
+            "Requestor",
+            "string",
+            "Name of the user who requested the certificate",
+        ),
+        col(
+            "RequestedDuration",
+            "string",
+            "expirationSeconds is the requested duration of validity of the issued certificate.",
+        ),
+        col(
+            "Condition",
+            "string",
+            "Current condition of the certificate signing request",
+        ),
+    ]
+}
+
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+    (csr_row(obj, name, created), Vec::new())
+}

@@ -1,0 +1,30 @@
+//! Lease (coordination.k8s.io): what cairn does that is specific to it.
+
+use crate::kinds::prelude::*;
+
+pub const STRATEGY: Strategy = Strategy {
+    validate: Some(crate::validation::validate_lease),
+    columns: Some(columns),
+    row: Some(row),
+    normalize: roundtrip::<k8s_openapi::api::coordination::v1::Lease>,
+    ..Strategy::NONE
+};
+
+fn columns() -> Vec<Col> {
+    vec![
+            NAME,
+            col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
+            AGE,
+        ]
+}
+
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+    (
+        vec![
+            name,
+            json!(get_str(obj, &["spec", "holderIdentity"])),
+            json!(created),
+        ],
+        Vec::new(),
+    )
+}

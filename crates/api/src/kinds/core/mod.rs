@@ -1,0 +1,14 @@
+pub mod config_map;
+pub mod endpoints;
+pub mod event;
+pub mod limit_range;
+pub mod namespace;
+pub mod node;
+pub mod persistent_volume;
+pub mod persistent_volume_claim;
+pub mod pod;
+pub mod replication_controller;
+pub mod resource_quota;
+pub mod secret;
+pub mod service;
+pub mod service_account;

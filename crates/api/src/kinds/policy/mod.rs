@@ -1,0 +1,1 @@
+pub mod pod_disruption_budget;
