@@ -26,6 +26,7 @@ pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod events;
+pub mod flowcontrol;
 pub mod networking;
 pub mod node;
 pub mod policy;

@@ -788,4 +788,20 @@ pub static RESOURCES: &[ResourceInfo] = &[
             &crate::kinds::autoscaling::horizontal_pod_autoscaler::STRATEGY_V1,
         )
     },
+    ResourceInfo {
+        subresources: &[status_in(
+            "FlowSchema",
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+        )],
+        ..plain(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "FlowSchema",
+            "flowschemas",
+            "flowschema",
+            false,
+            &crate::kinds::flowcontrol::flow_schema::STRATEGY,
+        )
+    },
 ];
