@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
-# The crates whose tests run again in the container lane.
-HOST_PACKAGES="cairn-agent cairn-cni cairn-proxy cairn-lab cairn-runtime cairn-netfilter cairn-netlink cairn-podlogs cairn-image"
+# The crates whose tests run again in the container lane (CAIRN_HOST_PACKAGES overrides).
+HOST_PACKAGES=${CAIRN_HOST_PACKAGES:-"cairn-agent cairn-cni cairn-proxy cairn-lab cairn-runtime cairn-netfilter cairn-netlink cairn-podlogs cairn-image"}
 # Tests that run in one lane only: the docker-driver e2e tests need a Docker engine (plain
 # lane); the churn soak and the qemu guest run the same code on the same kernel in both.
 CONTAINER_SKIPS=(--skip docker_nodes --skip churn_soak --skip pod_cgroups_on_pure_cgroup_v2_in_a_guest)
@@ -35,12 +35,17 @@ trap print_stage_times EXIT
 # (the same features, so nothing is rebuilt), each from its package's folder as cargo does.
 host_tests() {
     local list=target/container-lane-tests.txt failed=0
+    # `stage` runs this under `||`, where `set -e` does not apply: every failure is checked.
     cargo test --workspace --locked --no-run --message-format=json-render-diagnostics |
-        python3 scripts/test-binaries.py $HOST_PACKAGES >"$list"
-    while read -r dir exe; do
+        python3 scripts/test-binaries.py $HOST_PACKAGES >"$list" || return 1
+    [ -s "$list" ] || { echo "container lane: no test binaries found" >&2; return 1; }
+    local binaries dir exe
+    mapfile -t binaries <"$list"
+    for line in "${binaries[@]}"; do
+        read -r dir exe <<<"$line"
         echo "container lane: $exe"
         (cd "$dir" && "$exe" "${CONTAINER_SKIPS[@]}") || failed=1
-    done <"$list"
+    done
     return $failed
 }
 
@@ -54,9 +59,9 @@ stage "fmt" cargo fmt --all -- --check
 stage "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 # Generated code must be what its generator makes from the locked crates' sources.
 codegen_check() {
-    python3 crates/proto/codegen/gen.py >/dev/null
-    rustfmt --edition 2021 crates/proto/src/generated.rs
-    git diff --exit-code --stat -- crates/proto/src/generated.rs
+    python3 crates/proto/codegen/gen.py >/dev/null &&
+        rustfmt --edition 2021 crates/proto/src/generated.rs &&
+        git diff --exit-code --stat -- crates/proto/src/generated.rs
 }
 stage "codegen" codegen_check
 stage "cargo test --workspace" cargo test --workspace --locked --no-fail-fast
