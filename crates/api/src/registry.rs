@@ -180,9 +180,10 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
 
 /// The resource whose objects have `apiVersion` and `kind`.
 pub fn find_by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceInfo> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     RESOURCES
         .iter()
-        .find(|r| r.api_version() == api_version && r.kind == kind)
+        .find(|r| r.group == group && r.version == version && r.kind == kind)
 }
 
 #[cfg(test)]

@@ -283,7 +283,11 @@ pub(crate) fn row_cells(
     let name = json!(get_str(obj, &["metadata", "name"]));
     let created = age(get(obj, &["metadata", "creationTimestamp"]), now);
     if let Some(row) = resource.strategy.row {
-        return row(obj, name, &created, now);
+        let conditions = resource
+            .strategy
+            .row_conditions
+            .map_or_else(Vec::new, |c| c(obj));
+        return (row(obj, name, &created, now), conditions);
     }
     {
         let created_at = parse_time(get(obj, &["metadata", "creationTimestamp"]))

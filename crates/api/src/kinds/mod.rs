@@ -43,8 +43,10 @@ pub type ValidateFn = fn(&Map<String, Value>, &mut Vec<Cause>);
 pub type ValidateUpdateFn = fn(&Map<String, Value>, &Map<String, Value>, &mut Vec<Cause>);
 /// Typed decoding of a body (kind, version, body): unknown fields and wrong types.
 pub type NormalizeFn = fn(&str, &str, &Value) -> Result<Normalized, SchemaError>;
-/// One Table row (object, name cell, age cell, now): cells and row conditions.
-pub type RowFn = fn(&Value, Value, &str, DateTime<Utc>) -> (Vec<Value>, Vec<Value>);
+/// One Table row's cells (object, name cell, age cell, now).
+pub type RowFn = fn(&Value, Value, &str, DateTime<Utc>) -> Vec<Value>;
+/// A Table row's conditions (`Completed` for a finished pod).
+pub type RowConditionsFn = fn(&Value) -> Vec<Value>;
 /// What the server does to a new object beyond defaulting (upstream's PrepareForCreate).
 pub type PrepareFn = fn(&mut Value);
 /// What the server does to an updated object (new, old) beyond defaulting.
@@ -99,6 +101,7 @@ pub struct Strategy {
     /// Table columns beyond the default `Name`/`Created At`.
     pub columns: Option<fn() -> Vec<Col>>,
     pub row: Option<RowFn>,
+    pub row_conditions: Option<RowConditionsFn>,
     /// `metadata.generation` counts spec changes.
     pub tracks_generation: bool,
     /// Status counters Go prints even when zero (not `omitempty`).
@@ -125,6 +128,7 @@ impl Strategy {
         normalize: as_sent,
         columns: None,
         row: None,
+        row_conditions: None,
         tracks_generation: false,
         status_counters: &[],
         prepare_for_create: None,

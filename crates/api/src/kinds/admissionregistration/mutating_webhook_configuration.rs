@@ -20,7 +20,8 @@ fn default(o: &mut Map<String, Value>) {
     crate::defaults::admission::default_webhooks(o, true)
 }
 
-fn columns() -> Vec<Col> {
+/// Both webhook configuration kinds print the same table.
+pub(super) fn columns() -> Vec<Col> {
     vec![
         NAME,
         col(
@@ -32,12 +33,7 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let count = obj["webhooks"].as_array().map_or(0, Vec::len);
-            vec![name, json!(count), json!(created)]
-        },
-        Vec::new(),
-    )
+pub(super) fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let count = obj["webhooks"].as_array().map_or(0, Vec::len);
+    vec![name, json!(count), json!(created)]
 }

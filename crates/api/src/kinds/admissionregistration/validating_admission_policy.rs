@@ -33,23 +33,18 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let count = obj
-                .pointer("/spec/validations")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let param = match obj.pointer("/spec/paramKind") {
-                Some(k) => format!(
-                    "{}/{}",
-                    k["apiVersion"].as_str().unwrap_or(""),
-                    k["kind"].as_str().unwrap_or("")
-                ),
-                None => "<unset>".to_string(),
-            };
-            vec![name, json!(count), json!(param), json!(created)]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let count = obj
+        .pointer("/spec/validations")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let param = match obj.pointer("/spec/paramKind") {
+        Some(k) => format!(
+            "{}/{}",
+            k["apiVersion"].as_str().unwrap_or(""),
+            k["kind"].as_str().unwrap_or("")
+        ),
+        None => "<unset>".to_string(),
+    };
+    vec![name, json!(count), json!(param), json!(created)]
 }

@@ -23,34 +23,29 @@ fn default(o: &mut Map<String, Value>) {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("PolicyName", "string", "PolicyName references a ValidatingAdmissionPolicy name which the ValidatingAdmissionPolicyBinding binds to."),
-            col("ParamRef", "string", "paramRef specifies the parameter resource used to configure the admission control policy."),
-            AGE,
-        ]
+        NAME,
+        col("PolicyName", "string", "PolicyName references a ValidatingAdmissionPolicy name which the ValidatingAdmissionPolicyBinding binds to."),
+        col("ParamRef", "string", "paramRef specifies the parameter resource used to configure the admission control policy."),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let policy = obj
-                .pointer("/spec/policyName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let param = match obj.pointer("/spec/paramRef") {
-                Some(r) => {
-                    let ns = r["namespace"].as_str().unwrap_or("");
-                    let n = r["name"].as_str().unwrap_or("");
-                    if ns.is_empty() {
-                        format!("*/{n}")
-                    } else {
-                        format!("{ns}/{n}")
-                    }
-                }
-                None => "<unset>".to_string(),
-            };
-            vec![name, json!(policy), json!(param), json!(created)]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let policy = obj
+        .pointer("/spec/policyName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let param = match obj.pointer("/spec/paramRef") {
+        Some(r) => {
+            let ns = r["namespace"].as_str().unwrap_or("");
+            let n = r["name"].as_str().unwrap_or("");
+            if ns.is_empty() {
+                format!("*/{n}")
+            } else {
+                format!("{ns}/{n}")
+            }
+        }
+        None => "<unset>".to_string(),
+    };
+    vec![name, json!(policy), json!(param), json!(created)]
 }

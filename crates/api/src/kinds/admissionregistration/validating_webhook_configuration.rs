@@ -5,8 +5,8 @@ use crate::kinds::prelude::*;
 pub const STRATEGY: Strategy = Strategy {
     default: Some(default),
     validate: Some(validate),
-    columns: Some(columns),
-    row: Some(row),
+    columns: Some(super::mutating_webhook_configuration::columns),
+    row: Some(super::mutating_webhook_configuration::row),
     normalize: roundtrip::<
         k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
     >,
@@ -20,26 +20,4 @@ fn validate(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 
 fn default(o: &mut Map<String, Value>) {
     crate::defaults::admission::default_webhooks(o, false)
-}
-
-fn columns() -> Vec<Col> {
-    vec![
-        NAME,
-        col(
-            "Webhooks",
-            "integer",
-            "Webhooks is a list of webhooks and the affected resources and operations.",
-        ),
-        AGE,
-    ]
-}
-
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let count = obj["webhooks"].as_array().map_or(0, Vec::len);
-            vec![name, json!(count), json!(created)]
-        },
-        Vec::new(),
-    )
 }

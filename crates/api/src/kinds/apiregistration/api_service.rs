@@ -24,6 +24,6 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (api_service_row(obj, name, created), Vec::new())
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    api_service_row(obj, name, created)
 }

@@ -22,14 +22,11 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            json!(controller_name(obj)),
-            json!(get_int(obj, &["revision"])),
-            json!(created),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        json!(controller_name(obj)),
+        json!(get_int(obj, &["revision"])),
+        json!(created),
+    ]
 }

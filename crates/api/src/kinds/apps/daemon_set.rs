@@ -5,7 +5,7 @@ use crate::kinds::prelude::*;
 pub const STRATEGY: Strategy = Strategy {
     default: Some(crate::defaults::default_daemon_set),
     validate: Some(crate::validation::apps::validate_daemon_set),
-    validate_update: Some(validate_update),
+    validate_update: Some(selector_immutable),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::DaemonSet>,
@@ -15,46 +15,37 @@ pub const STRATEGY: Strategy = Strategy {
     ..Strategy::NONE
 };
 
-fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    selector_immutable(o, n, errs);
-}
-
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Desired", "integer", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-            col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-            col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
-            col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
-            col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
-            col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
-        ]
+        NAME,
+        col("Desired", "integer", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
+        col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
+        col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
+        col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
+        col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
+        col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
+        AGE,
+        wide("Containers", "string", DESC_CONTAINERS),
+        wide("Images", "string", DESC_IMAGES),
+        wide("Selector", "string", "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    let selector = || format_label_selector(get(obj, &["spec", "selector"]));
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let selector = format_label_selector(get(obj, &["spec", "selector"]));
     let (names, images) = container_cells(obj);
-    (
-        {
-            let counts = [
-                "desiredNumberScheduled",
-                "currentNumberScheduled",
-                "numberReady",
-                "updatedNumberScheduled",
-                "numberAvailable",
-            ]
-            .map(|f| json!(get_int(obj, &["status", f])));
-            let node_selector = get(obj, &["spec", "template", "spec", "nodeSelector"]);
-            let mut cells = counts.to_vec();
-            cells.push(json!(format_labels(node_selector)));
-            with_template_cells(name, &cells, created, names, images, Some(selector()))
-        },
-        Vec::new(),
-    )
+    let counts = [
+        "desiredNumberScheduled",
+        "currentNumberScheduled",
+        "numberReady",
+        "updatedNumberScheduled",
+        "numberAvailable",
+    ]
+    .map(|f| json!(get_int(obj, &["status", f])));
+    let node_selector = get(obj, &["spec", "template", "spec", "nodeSelector"]);
+    let mut cells = counts.to_vec();
+    cells.push(json!(format_labels(node_selector)));
+    with_template_cells(name, &cells, created, names, images, Some(selector))
 }
 
 /// Status counters Go prints even when zero.

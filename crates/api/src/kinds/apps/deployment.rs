@@ -5,7 +5,7 @@ use crate::kinds::prelude::*;
 pub const STRATEGY: Strategy = Strategy {
     default: Some(crate::defaults::default_deployment),
     validate: Some(crate::validation::apps::validate_deployment),
-    validate_update: Some(validate_update),
+    validate_update: Some(selector_immutable),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::Deployment>,
@@ -14,24 +14,20 @@ pub const STRATEGY: Strategy = Strategy {
     ..Strategy::NONE
 };
 
-fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    selector_immutable(o, n, errs);
-}
-
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Ready", "string", "Number of the pod with ready state"),
-            col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-            col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
-        ]
+        NAME,
+        col("Ready", "string", "Number of the pod with ready state"),
+        col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+        col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        AGE,
+        wide("Containers", "string", DESC_CONTAINERS),
+        wide("Images", "string", DESC_IMAGES),
+        wide("Selector", "string", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     let ready_of = || {
         format!(
             "{}/{}",
@@ -40,19 +36,14 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Val
         )
     };
     let (names, images) = container_cells(obj);
-    (
-        {
-            let selector = selector_string(get(obj, &["spec", "selector"]))
-                .unwrap_or_else(|| "<invalid>".to_string());
-            let counts = [
-                json!(ready_of()),
-                json!(get_int(obj, &["status", "updatedReplicas"])),
-                json!(get_int(obj, &["status", "availableReplicas"])),
-            ];
-            with_template_cells(name, &counts, created, names, images, Some(selector))
-        },
-        Vec::new(),
-    )
+    let selector =
+        selector_string(get(obj, &["spec", "selector"])).unwrap_or_else(|| "<invalid>".to_string());
+    let counts = [
+        json!(ready_of()),
+        json!(get_int(obj, &["status", "updatedReplicas"])),
+        json!(get_int(obj, &["status", "availableReplicas"])),
+    ];
+    with_template_cells(name, &counts, created, names, images, Some(selector))
 }
 
 /// Status counters Go prints even when zero.

@@ -5,7 +5,7 @@ use crate::kinds::prelude::*;
 pub const STRATEGY: Strategy = Strategy {
     default: Some(crate::defaults::default_replica_set),
     validate: Some(crate::validation::apps::validate_replica_set),
-    validate_update: Some(validate_update),
+    validate_update: Some(selector_immutable),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::ReplicaSet>,
@@ -15,30 +15,23 @@ pub const STRATEGY: Strategy = Strategy {
     ..Strategy::NONE
 };
 
-fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    selector_immutable(o, n, errs);
-}
-
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Desired", "integer", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
-            col("Current", "integer", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
-            col("Ready", "integer", "The number of ready replicas for this replica set."),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
-        ]
+        NAME,
+        col("Desired", "integer", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
+        col("Current", "integer", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
+        col("Ready", "integer", "The number of ready replicas for this replica set."),
+        AGE,
+        wide("Containers", "string", DESC_CONTAINERS),
+        wide("Images", "string", DESC_IMAGES),
+        wide("Selector", "string", "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    let selector = || format_label_selector(get(obj, &["spec", "selector"]));
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let selector = format_label_selector(get(obj, &["spec", "selector"]));
     let (names, images) = container_cells(obj);
-    (
-        replicas_row(obj, name, created, (names, images), selector()),
-        Vec::new(),
-    )
+    replicas_row(obj, name, created, (names, images), selector)
 }
 
 /// Status counters Go prints even when zero.

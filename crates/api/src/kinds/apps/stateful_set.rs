@@ -30,7 +30,7 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     let ready_of = || {
         format!(
             "{}/{}",
@@ -39,10 +39,7 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Val
         )
     };
     let (names, images) = container_cells(obj);
-    (
-        { with_template_cells(name, &[json!(ready_of())], created, names, images, None) },
-        Vec::new(),
-    )
+    with_template_cells(name, &[json!(ready_of())], created, names, images, None)
 }
 
 /// Status counters Go prints even when zero.

@@ -17,19 +17,19 @@ pub const STRATEGY: Strategy = Strategy {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Status", "string", "Status of the job execution"),
-            col("Completions", "string", "The completion status of the job"),
-            col("Duration", "string", "Time required to complete the job."),
-            AGE,
-            wide("Containers", "string", DESC_CONTAINERS),
-            wide("Images", "string", DESC_IMAGES),
-            wide("Selector", "string", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
-        ]
+        NAME,
+        col("Status", "string", "Status of the job execution"),
+        col("Completions", "string", "The completion status of the job"),
+        col("Duration", "string", "Time required to complete the job."),
+        AGE,
+        wide("Containers", "string", DESC_CONTAINERS),
+        wide("Images", "string", DESC_IMAGES),
+        wide("Selector", "string", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (job_row(obj, name, created, now), Vec::new())
+fn row(obj: &Value, name: Value, created: &str, now: DateTime<Utc>) -> Vec<Value> {
+    job_row(obj, name, created, now)
 }
 
 /// Status counters Go prints even when zero.

@@ -42,6 +42,6 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (csr_row(obj, name, created), Vec::new())
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    csr_row(obj, name, created)
 }

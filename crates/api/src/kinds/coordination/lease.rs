@@ -12,19 +12,16 @@ pub const STRATEGY: Strategy = Strategy {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
-            AGE,
-        ]
+        NAME,
+        col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            json!(get_str(obj, &["spec", "holderIdentity"])),
-            json!(created),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        json!(get_str(obj, &["spec", "holderIdentity"])),
+        json!(created),
+    ]
 }

@@ -17,19 +17,16 @@ fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Ve
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Data", "string", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
-            AGE,
-        ]
+        NAME,
+        col("Data", "string", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            json!(obj_len(obj, &["data"]) + obj_len(obj, &["binaryData"])),
-            json!(created),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        json!(obj_len(obj, &["data"]) + obj_len(obj, &["binaryData"])),
+        json!(created),
+    ]
 }

@@ -23,15 +23,12 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            json!(get_str(obj, &["status", "phase"])),
-            json!(created),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        json!(get_str(obj, &["status", "phase"])),
+        json!(created),
+    ]
 }
 
 fn prepare_for_create(obj: &mut Value) {

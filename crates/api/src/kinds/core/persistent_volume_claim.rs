@@ -21,20 +21,20 @@ fn validate(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
-            col("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
-            col("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
-            col("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
-            col("StorageClass", "string", "storageClassName is the name of the StorageClass required by the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#class-1"),
-            col("VolumeAttributesClass", "string", "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim."),
-            AGE,
-            wide("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec."),
-        ]
+        NAME,
+        col("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
+        col("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+        col("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
+        col("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
+        col("StorageClass", "string", "storageClassName is the name of the StorageClass required by the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#class-1"),
+        col("VolumeAttributesClass", "string", "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim."),
+        AGE,
+        wide("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec."),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (claim_row(obj, name, created), Vec::new())
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    claim_row(obj, name, created)
 }
 
 fn pending(obj: &mut Value) {

@@ -28,14 +28,9 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let (request, limit) = quota_cells(obj);
-            vec![name, json!(created), json!(request), json!(limit)]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let (request, limit) = quota_cells(obj);
+    vec![name, json!(created), json!(request), json!(limit)]
 }
 
 /// The quota controller counts; a client's numbers are not believed.

@@ -25,21 +25,18 @@ fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Ve
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Type", "string", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-            col("Data", "string", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
-            AGE,
-        ]
+        NAME,
+        col("Type", "string", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
+        col("Data", "string", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            json!(get_str(obj, &["type"])),
-            json!(obj_len(obj, &["data"])),
-            json!(created),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        json!(get_str(obj, &["type"])),
+        json!(obj_len(obj, &["data"])),
+        json!(created),
+    ]
 }

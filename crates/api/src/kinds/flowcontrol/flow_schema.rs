@@ -86,7 +86,7 @@ fn columns() -> Vec<Col> {
 
 /// Name, level, precedence, distinguisher (`<none>`), age, and the `Dangling` condition's
 /// status (`?` while no controller has judged the reference).
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     let distinguisher = match get_str(obj, &["spec", "distinguisherMethod", "type"]) {
         "" => "<none>",
         ty => ty,
@@ -106,7 +106,7 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Val
         json!(created),
         json!(dangling),
     ];
-    (cells, Vec::new())
+    cells
 }
 
 #[cfg(test)]

@@ -33,23 +33,18 @@ fn columns() -> Vec<Col> {
     ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let params = get(obj, &["spec", "parameters"]).map_or("<none>".to_string(), |p| {
-                let (kind, pname) = (get_str(p, &["kind"]), get_str(p, &["name"]));
-                match get_str(p, &["apiGroup"]) {
-                    "" => format!("{kind}/{pname}"),
-                    group => format!("{kind}.{group}/{pname}"),
-                }
-            });
-            vec![
-                name,
-                json!(get_str(obj, &["spec", "controller"])),
-                json!(params),
-                json!(created),
-            ]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let params = get(obj, &["spec", "parameters"]).map_or("<none>".to_string(), |p| {
+        let (kind, pname) = (get_str(p, &["kind"]), get_str(p, &["name"]));
+        match get_str(p, &["apiGroup"]) {
+            "" => format!("{kind}/{pname}"),
+            group => format!("{kind}.{group}/{pname}"),
+        }
+    });
+    vec![
+        name,
+        json!(get_str(obj, &["spec", "controller"])),
+        json!(params),
+        json!(created),
+    ]
 }

@@ -18,11 +18,11 @@ fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Ve
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("ParentRef", "string", "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object."),
-        ]
+        NAME,
+        col("ParentRef", "string", "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object."),
+    ]
 }
 
-fn row(obj: &Value, name: Value, _created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (vec![name, json!(ip_parent(obj))], Vec::new())
+fn row(obj: &Value, name: Value, _created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![name, json!(ip_parent(obj))]
 }

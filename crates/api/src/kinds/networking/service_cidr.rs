@@ -14,15 +14,10 @@ fn columns() -> Vec<Col> {
     vec![NAME, col("CIDRs", "string", "list of IP CIDRs"), AGE]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let cidrs: Vec<&str> = get_arr(obj, &["spec", "cidrs"])
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            vec![name, json!(cidrs.join(",")), json!(created)]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let cidrs: Vec<&str> = get_arr(obj, &["spec", "cidrs"])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    vec![name, json!(cidrs.join(",")), json!(created)]
 }

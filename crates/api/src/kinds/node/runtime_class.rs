@@ -17,15 +17,12 @@ fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Ve
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class."),
-            AGE,
-        ]
+        NAME,
+        col("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class."),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        { vec![name, json!(get_str(obj, &["handler"])), json!(created)] },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![name, json!(get_str(obj, &["handler"])), json!(created)]
 }

@@ -48,11 +48,6 @@ pub(super) fn columns() -> Vec<Col> {
     ]
 }
 
-pub(super) fn row(
-    obj: &Value,
-    name: Value,
-    created: &str,
-    _now: DateTime<Utc>,
-) -> (Vec<Value>, Vec<Value>) {
-    ({ binding_row(obj, name, created) }, Vec::new())
+pub(super) fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    binding_row(obj, name, created)
 }

@@ -27,25 +27,22 @@ fn default(o: &mut Map<String, Value>) {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Value", "integer", "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec."),
-            col("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
-            AGE,
-            col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."),
-        ]
+        NAME,
+        col("Value", "integer", "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec."),
+        col("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
+        AGE,
+        col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."),
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        vec![
-            name,
-            get(obj, &["value"]).cloned().unwrap_or(json!(0)),
-            json!(get(obj, &["globalDefault"])
-                .and_then(Value::as_bool)
-                .unwrap_or(false)),
-            json!(created),
-            json!(get_str(obj, &["preemptionPolicy"])),
-        ],
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name,
+        get(obj, &["value"]).cloned().unwrap_or(json!(0)),
+        json!(get(obj, &["globalDefault"])
+            .and_then(Value::as_bool)
+            .unwrap_or(false)),
+        json!(created),
+        json!(get_str(obj, &["preemptionPolicy"])),
+    ]
 }

@@ -19,36 +19,31 @@ fn default(o: &mut Map<String, Value>) {
 
 fn columns() -> Vec<Col> {
     vec![
-            NAME,
-            col("Provisioner", "string", "provisioner indicates the type of the provisioner."),
-            col("ReclaimPolicy", "string", "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete."),
-            col("VolumeBindingMode", "string", "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature."),
-            col("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage class allow volume expand."),
-            AGE,
-        ]
+        NAME,
+        col("Provisioner", "string", "provisioner indicates the type of the provisioner."),
+        col("ReclaimPolicy", "string", "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete."),
+        col("VolumeBindingMode", "string", "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature."),
+        col("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage class allow volume expand."),
+        AGE,
+    ]
 }
 
-fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> (Vec<Value>, Vec<Value>) {
-    (
-        {
-            let default = get_str(obj, &["metadata", "annotations", IS_DEFAULT_CLASS]) == "true";
-            let name = match (&name, default) {
-                (Value::String(n), true) => json!(format!("{n} (default)")),
-                _ => name,
-            };
-            let expansion = get(obj, &["allowVolumeExpansion"]).and_then(Value::as_bool);
-            vec![
-                name,
-                json!(get_str(obj, &["provisioner"])),
-                json!(or_default(get_str(obj, &["reclaimPolicy"]), "Delete")),
-                json!(or_default(
-                    get_str(obj, &["volumeBindingMode"]),
-                    "Immediate"
-                )),
-                json!(expansion.unwrap_or(false).to_string()),
-                json!(created),
-            ]
-        },
-        Vec::new(),
-    )
+fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
+    let default = get_str(obj, &["metadata", "annotations", IS_DEFAULT_CLASS]) == "true";
+    let name = match (&name, default) {
+        (Value::String(n), true) => json!(format!("{n} (default)")),
+        _ => name,
+    };
+    let expansion = get(obj, &["allowVolumeExpansion"]).and_then(Value::as_bool);
+    vec![
+        name,
+        json!(get_str(obj, &["provisioner"])),
+        json!(or_default(get_str(obj, &["reclaimPolicy"]), "Delete")),
+        json!(or_default(
+            get_str(obj, &["volumeBindingMode"]),
+            "Immediate"
+        )),
+        json!(expansion.unwrap_or(false).to_string()),
+        json!(created),
+    ]
 }
