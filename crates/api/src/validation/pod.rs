@@ -219,6 +219,18 @@ pub(crate) fn validate_container(
         &["FallbackToLogsOnError", "File"],
     );
 
+    validate_container_ports(c, p, errs);
+    validate_env_names(c, p, errs);
+    validate_volume_mounts(c, p, volumes, errs);
+    validate_resources(c, p, errs);
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = obj(c, key) {
+            validate_probe(probe, key, &format!("{p}.{key}"), errs);
+        }
+    }
+}
+
+fn validate_container_ports(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let mut port_names = HashSet::new();
     for (i, port) in objs(c, "ports") {
         let pp = format!("{p}.ports[{i}]");
@@ -251,7 +263,9 @@ pub(crate) fn validate_container(
         }
         validate_protocol(port, &pp, errs);
     }
+}
 
+fn validate_env_names(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     for (i, env) in objs(c, "env") {
         let ep = format!("{p}.env[{i}]");
         let name = s(env, "name");
@@ -268,7 +282,14 @@ pub(crate) fn validate_container(
             ));
         }
     }
+}
 
+fn validate_volume_mounts(
+    c: &Map<String, Value>,
+    p: &str,
+    volumes: &HashSet<String>,
+    errs: &mut Vec<Cause>,
+) {
     let mut mount_paths = HashSet::new();
     for (i, m) in objs(c, "volumeMounts") {
         let mp = format!("{p}.volumeMounts[{i}]");
@@ -303,52 +324,46 @@ pub(crate) fn validate_container(
             ));
         }
     }
+}
 
-    validate_resources(c, p, errs);
-
-    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(probe) = obj(c, key) {
-            let pp = format!("{p}.{key}");
-            let handlers = ["exec", "httpGet", "tcpSocket", "grpc"]
-                .iter()
-                .filter(|h| field(probe, h).is_some())
-                .count();
-            if handlers == 0 {
-                errs.push(Cause::required_detail(
-                    pp.clone(),
-                    "must specify a handler type",
+/// One probe: a single handler, non-negative timings, `successThreshold` 1 but for
+/// readiness, and valid ports.
+fn validate_probe(probe: &Map<String, Value>, key: &str, pp: &str, errs: &mut Vec<Cause>) {
+    let handlers = ["exec", "httpGet", "tcpSocket", "grpc"]
+        .iter()
+        .filter(|h| field(probe, h).is_some())
+        .count();
+    if handlers == 0 {
+        errs.push(Cause::required_detail(pp, "must specify a handler type"));
+    } else if handlers > 1 {
+        errs.push(Cause::forbidden(
+            pp,
+            "may not specify more than 1 handler type",
+        ));
+    }
+    for k in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        nonnegative(probe, k, pp, errs);
+    }
+    if key != "readinessProbe" {
+        if let Some(st) = int(probe, "successThreshold") {
+            if st != 1 {
+                errs.push(Cause::invalid_value(
+                    format!("{pp}.successThreshold"),
+                    &Value::from(st),
+                    "must be 1",
                 ));
-            } else if handlers > 1 {
-                errs.push(Cause::forbidden(
-                    pp.clone(),
-                    "may not specify more than 1 handler type",
-                ));
             }
-            for k in [
-                "initialDelaySeconds",
-                "timeoutSeconds",
-                "periodSeconds",
-                "successThreshold",
-                "failureThreshold",
-            ] {
-                nonnegative(probe, k, &pp, errs);
-            }
-            if key != "readinessProbe" {
-                if let Some(st) = int(probe, "successThreshold") {
-                    if st != 1 {
-                        errs.push(Cause::invalid_value(
-                            format!("{pp}.successThreshold"),
-                            &Value::from(st),
-                            "must be 1",
-                        ));
-                    }
-                }
-            }
-            for h in ["httpGet", "tcpSocket"] {
-                if let Some(port) = path(probe, &[h, "port"]) {
-                    validate_port_num_or_name(port, &format!("{pp}.{h}.port"), errs);
-                }
-            }
+        }
+    }
+    for h in ["httpGet", "tcpSocket"] {
+        if let Some(port) = path(probe, &[h, "port"]) {
+            validate_port_num_or_name(port, &format!("{pp}.{h}.port"), errs);
         }
     }
 }

@@ -6,6 +6,19 @@ pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let svc_type = s(spec, "type");
+    validate_service_type(spec, svc_type, errs);
+    validate_service_ports(spec, svc_type, errs);
+    if svc_type != "ExternalName" {
+        validate_cluster_ips(spec, errs);
+    }
+    validate_external_ips(spec, errs);
+    validate_session_affinity(spec, errs);
+    validate_labels(spec, "selector", "spec.selector", errs);
+    validate_traffic_policies(spec, svc_type, errs);
+}
+
+/// The type, and what an ExternalName service must (and a cluster IP service may not) have.
+fn validate_service_type(spec: &Map<String, Value>, svc_type: &str, errs: &mut Vec<Cause>) {
     let cluster_ip = s(spec, "clusterIP");
     let headless = cluster_ip == "None";
     match svc_type {
@@ -43,7 +56,11 @@ pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     } else if ports.is_empty() && !headless {
         errs.push(Cause::required("spec.ports"));
     }
+}
 
+/// Port names, numbers, protocols, target ports and node ports.
+fn validate_service_ports(spec: &Map<String, Value>, svc_type: &str, errs: &mut Vec<Cause>) {
+    let ports = arr(spec, "ports");
     let require_name = ports.len() > 1;
     let mut names = HashSet::new();
     let mut node_ports = HashSet::new();
@@ -94,73 +111,77 @@ pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
             }
         }
     }
+}
 
-    if svc_type != "ExternalName" {
-        let mut ips: Vec<String> = arr(spec, "clusterIPs")
-            .iter()
-            .map(|v| v.as_str().unwrap_or("").to_string())
-            .collect();
-        if ips.is_empty() && !cluster_ip.is_empty() {
-            ips.push(cluster_ip.to_string());
-        }
-        if !cluster_ip.is_empty() && ips.first().is_some_and(|f| f != cluster_ip) {
-            errs.push(Cause::invalid_value(
-                "spec.clusterIPs",
-                field(spec, "clusterIPs").unwrap_or(&Value::Null),
-                "first value must match `clusterIP`",
-            ));
-        }
-        for (i, ip) in ips.iter().enumerate() {
-            if i == 0 && ip == "None" {
-                if ips.len() > 1 {
-                    errs.push(Cause::invalid_value(
-                        "spec.clusterIPs",
-                        field(spec, "clusterIPs").unwrap_or(&Value::Null),
-                        "'None' must be the first and only value",
-                    ));
-                }
-                continue;
-            }
-            if !is_valid_ip(ip) {
-                errs.push(Cause::invalid(
-                    format!("spec.clusterIPs[{i}]"),
-                    ip,
-                    INVALID_IP,
+/// `clusterIP`/`clusterIPs`, IP families and the family policy.
+fn validate_cluster_ips(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let cluster_ip = s(spec, "clusterIP");
+    let mut ips: Vec<String> = arr(spec, "clusterIPs")
+        .iter()
+        .map(|v| v.as_str().unwrap_or("").to_string())
+        .collect();
+    if ips.is_empty() && !cluster_ip.is_empty() {
+        ips.push(cluster_ip.to_string());
+    }
+    if !cluster_ip.is_empty() && ips.first().is_some_and(|f| f != cluster_ip) {
+        errs.push(Cause::invalid_value(
+            "spec.clusterIPs",
+            field(spec, "clusterIPs").unwrap_or(&Value::Null),
+            "first value must match `clusterIP`",
+        ));
+    }
+    for (i, ip) in ips.iter().enumerate() {
+        if i == 0 && ip == "None" {
+            if ips.len() > 1 {
+                errs.push(Cause::invalid_value(
+                    "spec.clusterIPs",
+                    field(spec, "clusterIPs").unwrap_or(&Value::Null),
+                    "'None' must be the first and only value",
                 ));
             }
+            continue;
         }
-        if ips.len() > 2 {
-            errs.push(Cause::invalid_value(
-                "spec.clusterIPs",
-                field(spec, "clusterIPs").unwrap_or(&Value::Null),
-                "may only hold up to 2 values",
-            ));
-        }
-        for (i, fam) in arr(spec, "ipFamilies").iter().enumerate() {
-            let fam = fam.as_str().unwrap_or("");
-            if fam != "IPv4" && fam != "IPv6" {
-                errs.push(Cause::not_supported(
-                    format!("spec.ipFamilies[{i}]"),
-                    fam,
-                    &["IPv4", "IPv6"],
-                ));
-            }
-        }
-        let policy = s(spec, "ipFamilyPolicy");
-        if !policy.is_empty()
-            && !matches!(
-                policy,
-                "SingleStack" | "PreferDualStack" | "RequireDualStack"
-            )
-        {
-            errs.push(Cause::not_supported(
-                "spec.ipFamilyPolicy",
-                policy,
-                &["PreferDualStack", "RequireDualStack", "SingleStack"],
+        if !is_valid_ip(ip) {
+            errs.push(Cause::invalid(
+                format!("spec.clusterIPs[{i}]"),
+                ip,
+                INVALID_IP,
             ));
         }
     }
+    if ips.len() > 2 {
+        errs.push(Cause::invalid_value(
+            "spec.clusterIPs",
+            field(spec, "clusterIPs").unwrap_or(&Value::Null),
+            "may only hold up to 2 values",
+        ));
+    }
+    for (i, fam) in arr(spec, "ipFamilies").iter().enumerate() {
+        let fam = fam.as_str().unwrap_or("");
+        if fam != "IPv4" && fam != "IPv6" {
+            errs.push(Cause::not_supported(
+                format!("spec.ipFamilies[{i}]"),
+                fam,
+                &["IPv4", "IPv6"],
+            ));
+        }
+    }
+    let policy = s(spec, "ipFamilyPolicy");
+    if !policy.is_empty()
+        && !matches!(
+            policy,
+            "SingleStack" | "PreferDualStack" | "RequireDualStack"
+        )
+    {
+        errs.push(Cause::not_supported(
+            "spec.ipFamilyPolicy",
+            policy,
+            &["PreferDualStack", "RequireDualStack", "SingleStack"],
+        ));
+    }
+}
 
+fn validate_external_ips(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     for (i, ip) in arr(spec, "externalIPs").iter().enumerate() {
         let ip = ip.as_str().unwrap_or("");
         if !is_valid_ip(ip) {
@@ -171,6 +192,9 @@ pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
             ));
         }
     }
+}
+
+fn validate_session_affinity(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     match s(spec, "sessionAffinity") {
         "" => errs.push(Cause::required("spec.sessionAffinity")),
         "None" | "ClientIP" => {}
@@ -194,7 +218,9 @@ pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
             ));
         }
     }
-    validate_labels(spec, "selector", "spec.selector", errs);
+}
+
+fn validate_traffic_policies(spec: &Map<String, Value>, svc_type: &str, errs: &mut Vec<Cause>) {
     let etp = s(spec, "externalTrafficPolicy");
     let externally_accessible = matches!(svc_type, "NodePort" | "LoadBalancer")
         || (svc_type == "ClusterIP" && !arr(spec, "externalIPs").is_empty());
