@@ -14,7 +14,6 @@ use cairn_store::cache::{CachedObject, WatchCache};
 use cairn_store::{Revision, StoreError};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tracing::debug;
 
 use crate::allocator::{IpAllocator, PortAllocator};
 use crate::objects::*;
@@ -25,6 +24,7 @@ mod binding;
 mod bootstrap;
 mod bootstrap_api;
 mod convert;
+mod create;
 mod custom_admission;
 mod delete;
 mod eviction;
@@ -129,17 +129,6 @@ pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
 
 fn has_status_subresource(r: &ResourceInfo) -> bool {
     r.subresource("status").is_some()
-}
-
-const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-fn generated_suffix() -> String {
-    let id = uuid::Uuid::new_v4();
-    id.as_bytes()
-        .iter()
-        .take(5)
-        .map(|b| char::from(GENERATE_NAME_ALPHABET[usize::from(*b) % GENERATE_NAME_ALPHABET.len()]))
-        .collect()
 }
 
 impl ApiState {
@@ -418,153 +407,6 @@ impl ApiState {
             return Err(s.with_details("", "namespaces", ns));
         }
         Ok(())
-    }
-
-    /// Creates an object. `ns` comes from the URL (None for cluster-scoped resources).
-    pub async fn create(
-        &self,
-        r: &'static ResourceInfo,
-        ns: Option<&str>,
-        body: Value,
-        opts: &WriteOptions,
-    ) -> Result<Written, Status> {
-        let (r, mut obj) = self.to_storage_shape(r, body, opts)?;
-        Self::check_type(r, &mut obj, r.kind)?;
-        let (mut obj, mut warnings) = Self::normalize(r, obj, opts)?;
-        warnings.extend(self.prune_custom(r, &mut obj, opts)?);
-        if r.namespaced {
-            let url_ns = ns.unwrap_or("default");
-            match meta_str(&obj, "namespace") {
-                Some(body_ns) if !body_ns.is_empty() && body_ns != url_ns => {
-                    return Err(Status::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ))
-                }
-                _ => set_meta(&mut obj, "namespace", json!(url_ns)),
-            }
-        } else {
-            remove_meta(&mut obj, "namespace");
-        }
-        let generate_name = meta_str(&obj, "generateName").map(str::to_string);
-        if meta_str(&obj, "name").unwrap_or("").is_empty() {
-            if let Some(prefix) = &generate_name {
-                set_meta(
-                    &mut obj,
-                    "name",
-                    json!(format!("{prefix}{}", generated_suffix())),
-                );
-            }
-        }
-        if r.strategy.admits(Admission::PodTolerations) {
-            // Before defaulting, which would add the 300 s ones.
-            let (not_ready, unreachable) = self.settings.default_toleration_seconds;
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                cairn_api::defaults::add_default_tolerations(spec, not_ready, unreachable);
-            }
-        }
-        cairn_api::defaults::apply_defaults(r, &mut obj);
-        self.default_custom(r, &mut obj);
-        {
-            let meta = metadata_mut(&mut obj);
-            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-            meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-            meta.remove("resourceVersion");
-            meta.remove("deletionTimestamp");
-            meta.remove("deletionGracePeriodSeconds");
-            meta.remove("selfLink");
-            if r.strategy.tracks_generation {
-                meta.insert("generation".into(), json!(1));
-            } else {
-                meta.remove("generation");
-            }
-        }
-        let op = if opts.apply { "Apply" } else { "Update" };
-        Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, None);
-        self.admit_kind_specific(r, &mut obj, None);
-        if r.strategy.admits(Admission::CustomResourceDefinition) {
-            self.admit_crd(&mut obj, None);
-        }
-        let name = name_of(&obj).to_string();
-        if r.strategy.admits(Admission::PodResources) {
-            crate::priority::admit_pod(&self.priority_classes, &self.cache, &mut obj, &name)?;
-            crate::limitranger::admit_pod(&self.cache, &mut obj, &name)?;
-            // The class follows the resources admission settled on.
-            obj["status"]["qosClass"] = json!(qos_class(&obj));
-        }
-        if r.strategy.admits(Admission::ClaimStorage) {
-            crate::storage::admit_claim(&self.cache, &mut obj);
-            crate::limitranger::admit_claim(&self.cache, &obj, &name)?;
-        }
-        if r.strategy.admits(Admission::VolumeProtection) {
-            crate::storage::admit_volume(&mut obj);
-        }
-        if r.strategy.admits(Admission::PriorityClass) {
-            crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, None)?;
-        }
-        let hook_write = WebhookWrite {
-            resource: r,
-            subresource: None,
-            operation: "CREATE",
-            dry_run: opts.dry_run,
-            field_manager: opts.field_manager.as_deref(),
-        };
-        let (hook_warnings, mutated) = self
-            .run_mutating_webhooks(&hook_write, Some(&mut obj), None)
-            .await?;
-        warnings.extend(hook_warnings);
-        if mutated && r.strategy.admits(Admission::PodResources) {
-            obj["status"]["qosClass"] = json!(qos_class(&obj));
-        }
-        let namespace = meta_str(&obj, "namespace").map(str::to_string);
-        let mut causes = cairn_api::validation::validate_create(r, &obj);
-        causes.extend(self.validate_custom(r, &obj, None));
-        if r.strategy.admits(Admission::WebhookMatchConditions) {
-            causes.extend(webhook_admission::match_condition_errors(&obj));
-        }
-        if r.strategy.admits(Admission::PolicyCompile) {
-            causes.extend(policy_admission::policy_compile_errors(&obj));
-        }
-        if !causes.is_empty() {
-            return Err(Status::invalid(r.kind, r.group, &name, causes));
-        }
-        warnings.extend(self.admit_policies(r, None, &obj, None)?);
-        warnings.extend(
-            self.run_validating_webhooks(&hook_write, Some(&obj), None)
-                .await?,
-        );
-        if let Some(ns) = namespace.as_deref() {
-            self.check_namespace(ns)?;
-            self.charge_quotas(r, ns, &obj, &name, opts.dry_run).await?;
-        }
-        let key = r.key(namespace.as_deref(), &name);
-        let mut allocs = Allocations::default();
-        if r.strategy.admits(Admission::ServiceAllocation) {
-            self.allocate_service(&mut obj, None, &mut allocs, &name)?;
-        }
-        if opts.dry_run {
-            self.release(&allocs);
-            let bytes = serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?;
-            if self.cache.get(&key).is_some() {
-                return Err(Status::already_exists(&r.group_resource(), &name)
-                    .with_details(r.group, r.plural, &name));
-            }
-            return Ok(Written {
-                bytes: Bytes::from(bytes),
-                revision: self.cache.revision(),
-                warnings,
-            });
-        }
-        let bytes = serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?;
-        match self.cache.backend().create(&key, Bytes::from(bytes)).await {
-            Ok(rev) => {
-                debug!(%key, rev, "created");
-                self.written(&key, rev, warnings).await
-            }
-            Err(e) => {
-                self.release(&allocs);
-                Err(store_status(e, r, &name))
-            }
-        }
     }
 
     /// Mutations Kubernetes makes on admission that are not plain defaulting: the kind's

@@ -61,28 +61,7 @@ impl ApiState {
         let current = self.get(r, ns, name)?;
         let mut obj: Value =
             serde_json::from_slice(&current.bytes).map_err(|e| Status::internal(e.to_string()))?;
-        if let Some(uid) = &opts.precondition_uid {
-            let actual = meta_str(&obj, "uid").unwrap_or("");
-            if actual != uid {
-                return Err(Status::conflict(
-                    &r.group_resource(),
-                    name,
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
-                ));
-            }
-        }
-        if let Some(rv) = &opts.precondition_resource_version {
-            if *rv != current.mod_revision.to_string() {
-                return Err(Status::conflict(
-                    &r.group_resource(),
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        current.mod_revision
-                    ),
-                ));
-            }
-        }
+        check_preconditions(r, name, &obj, current.mod_revision, opts)?;
         let unchanged = Written {
             bytes: current.bytes.clone(),
             revision: current.mod_revision,
@@ -109,16 +88,7 @@ impl ApiState {
             info!(namespace = name, "namespace terminating");
             return Ok((written, false));
         }
-        let gc_finalizer = match propagation {
-            "Orphan" => Some(ORPHAN_FINALIZER),
-            "Foreground" => Some(FOREGROUND_FINALIZER),
-            "Background" => None,
-            other => {
-                return Err(Status::bad_request(format!(
-                    "propagationPolicy {other:?} is not one of Orphan, Foreground, Background"
-                )))
-            }
-        };
+        let gc_finalizer = gc_finalizer(propagation)?;
         if let Some(f) = gc_finalizer.filter(|f| !finalizers(&obj).iter().any(|x| x == f)) {
             add_finalizer(&mut obj, f);
             if has_deletion_timestamp(&obj) {
@@ -195,6 +165,53 @@ fn pod_grace(pod: &Value, opts: &DeleteOptions) -> i64 {
         .and_then(Value::as_i64)
         .unwrap_or(30);
     opts.grace_period_seconds.unwrap_or(spec_grace).max(0)
+}
+
+/// `preconditions.uid` and `preconditions.resourceVersion` of a DeleteOptions.
+fn check_preconditions(
+    r: &ResourceInfo,
+    name: &str,
+    obj: &Value,
+    revision: Revision,
+    opts: &DeleteOptions,
+) -> Result<(), Status> {
+    if let Some(uid) = &opts.precondition_uid {
+        let actual = meta_str(obj, "uid").unwrap_or("");
+        if actual != uid {
+            return Err(Status::conflict(
+                &r.group_resource(),
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = &opts.precondition_resource_version {
+        if *rv != revision.to_string() {
+            return Err(Status::conflict(
+                &r.group_resource(),
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    revision
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The finalizer a propagation policy leaves on the object for the garbage collector.
+fn gc_finalizer(propagation: &str) -> Result<Option<&'static str>, Status> {
+    match propagation {
+        "Orphan" => Ok(Some(ORPHAN_FINALIZER)),
+        "Foreground" => Ok(Some(FOREGROUND_FINALIZER)),
+        "Background" => Ok(None),
+        other => Err(Status::bad_request(format!(
+            "propagationPolicy {other:?} is not one of Orphan, Foreground, Background"
+        ))),
+    }
 }
 
 /// The finalizers kube-apiserver sets for the propagation policies.
