@@ -412,6 +412,9 @@ impl ApiState {
     /// Mutations Kubernetes makes on admission that are not plain defaulting: the kind's
     /// strategy (upstream's PrepareForCreate/PrepareForUpdate).
     fn admit_kind_specific(&self, r: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
+        if old.is_none() && r.strategy.resets_status {
+            cairn_api::defaults::fresh_status(obj, r.strategy.status_counters);
+        }
         match old {
             None => r.strategy.prepare_for_create.map(|prepare| prepare(obj)),
             Some(old) => r

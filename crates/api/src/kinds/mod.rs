@@ -106,6 +106,9 @@ pub struct Strategy {
     pub tracks_generation: bool,
     /// Status counters Go prints even when zero (not `omitempty`).
     pub status_counters: &'static [&'static str],
+    /// A new object's status is the server's: what the client sent is dropped and the
+    /// status counters start at zero (workloads).
+    pub resets_status: bool,
     pub prepare_for_create: Option<PrepareFn>,
     pub prepare_for_update: Option<PrepareUpdateFn>,
     pub admission: &'static [Admission],
@@ -131,6 +134,7 @@ impl Strategy {
         row_conditions: None,
         tracks_generation: false,
         status_counters: &[],
+        resets_status: false,
         prepare_for_create: None,
         prepare_for_update: None,
         admission: &[],

@@ -10,7 +10,7 @@ pub const STRATEGY: Strategy = Strategy {
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::DaemonSet>,
     tracks_generation: true,
-    prepare_for_create: Some(prepare_for_create),
+    resets_status: true,
     status_counters: STATUS_COUNTERS,
     ..Strategy::NONE
 };
@@ -55,8 +55,3 @@ const STATUS_COUNTERS: &[&str] = &[
     "desiredNumberScheduled",
     "numberReady",
 ];
-
-/// Clients do not create status (the strategy resets it).
-fn prepare_for_create(obj: &mut Value) {
-    crate::defaults::fresh_status(obj, STATUS_COUNTERS);
-}

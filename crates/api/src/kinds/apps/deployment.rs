@@ -10,7 +10,7 @@ pub const STRATEGY: Strategy = Strategy {
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::Deployment>,
     tracks_generation: true,
-    prepare_for_create: Some(prepare_for_create),
+    resets_status: true,
     ..Strategy::NONE
 };
 
@@ -44,12 +44,4 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
         json!(get_int(obj, &["status", "availableReplicas"])),
     ];
     with_template_cells(name, &counts, created, names, images, Some(selector))
-}
-
-/// Status counters Go prints even when zero.
-const STATUS_COUNTERS: &[&str] = &[];
-
-/// Clients do not create status (the strategy resets it).
-fn prepare_for_create(obj: &mut Value) {
-    crate::defaults::fresh_status(obj, STATUS_COUNTERS);
 }

@@ -10,7 +10,7 @@ pub const STRATEGY: Strategy = Strategy {
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::apps::v1::StatefulSet>,
     tracks_generation: true,
-    prepare_for_create: Some(prepare_for_create),
+    resets_status: true,
     status_counters: STATUS_COUNTERS,
     ..Strategy::NONE
 };
@@ -44,8 +44,3 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
 
 /// Status counters Go prints even when zero.
 const STATUS_COUNTERS: &[&str] = &["replicas", "availableReplicas"];
-
-/// Clients do not create status (the strategy resets it).
-fn prepare_for_create(obj: &mut Value) {
-    crate::defaults::fresh_status(obj, STATUS_COUNTERS);
-}

@@ -10,7 +10,9 @@ pub const STRATEGY: Strategy = Strategy {
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::batch::v1::Job>,
     tracks_generation: true,
-    prepare_for_create: Some(prepare_for_create),
+    resets_status: true,
+    // The selector a Job gets from its uid (upstream's generateSelector).
+    prepare_for_create: Some(crate::defaults::generate_job_selector),
     admission: &[Admission::OrphanByDefault],
     ..Strategy::NONE
 };
@@ -30,13 +32,4 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, created: &str, now: DateTime<Utc>) -> Vec<Value> {
     job_row(obj, name, created, now)
-}
-
-/// Status counters Go prints even when zero.
-const STATUS_COUNTERS: &[&str] = &[];
-
-/// Clients do not create status (the strategy resets it).
-fn prepare_for_create(obj: &mut Value) {
-    crate::defaults::fresh_status(obj, STATUS_COUNTERS);
-    crate::defaults::generate_job_selector(obj);
 }
