@@ -3,7 +3,7 @@
 //! module of the agent but the quantity parser, so the pod worker, the node loop, the QoS
 //! manager and the static-pod source can all use it without depending on each other.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer, Pod};
 
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 pub const SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
@@ -73,5 +73,36 @@ pub fn cgroup_parent(cgroup_root: &str, pod: &Pod) -> String {
         "Guaranteed" => format!("{root}/kubepods/pod{uid}"),
         "Burstable" => format!("{root}/kubepods/burstable/pod{uid}"),
         _ => format!("{root}/kubepods/besteffort/pod{uid}"),
+    }
+}
+
+/// An ephemeral container as a regular one: the same fields, minus the target.
+pub fn ephemeral_as_container(ec: &EphemeralContainer) -> Option<Container> {
+    let mut v = serde_json::to_value(ec).ok()?;
+    if let Some(m) = v.as_object_mut() {
+        m.remove("targetContainerName");
+    }
+    serde_json::from_value(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_without_the_target() {
+        let ec: EphemeralContainer = serde_json::from_value(serde_json::json!({
+            "name": "debugger",
+            "image": "busybox",
+            "command": ["sh"],
+            "stdin": true,
+            "tty": true,
+            "targetContainerName": "web",
+        }))
+        .unwrap();
+        let c = ephemeral_as_container(&ec).unwrap();
+        assert_eq!(c.name, "debugger");
+        assert_eq!(c.image.as_deref(), Some("busybox"));
+        assert_eq!(c.tty, Some(true));
     }
 }

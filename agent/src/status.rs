@@ -301,7 +301,7 @@ fn ephemeral_statuses(
         .ephemeral_containers
         .iter()
         .flatten()
-        .filter_map(crate::pods::as_ephemeral_container)
+        .filter_map(crate::pod_meta::ephemeral_as_container)
         .map(|c| container_status(&c, obs, "Never", false).0)
         .collect();
     (!statuses.is_empty()).then_some(statuses)

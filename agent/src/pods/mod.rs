@@ -7,7 +7,6 @@
 mod admit;
 mod containers;
 mod ephemeral;
-pub use ephemeral::as_container as as_ephemeral_container;
 pub mod handles;
 mod orphans;
 mod pod_files;

@@ -1,6 +1,6 @@
 //! The resources cairn-control serves, with what discovery documents need to say of them.
 
-use crate::kinds::Strategy;
+use crate::kinds::strategy::Strategy;
 
 /// A subresource of a resource (`pods/status`, `deployments/scale`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

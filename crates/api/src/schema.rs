@@ -29,52 +29,16 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, V
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use k8s_openapi::api::{autoscaling, core, policy};
-
-use crate::kinds::NormalizeFn;
 use crate::registry::ResourceInfo;
 
+pub(crate) mod decoded;
 mod quantity;
 mod zero_values;
 
 pub use quantity::{canonical_quantity, quantity_nanos};
 pub use zero_values::{go_zero_values, workload_status_counters};
 
-/// An object after the typed round trip.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Normalized {
-    /// The object as Kubernetes would store it: unknown fields pruned, quantities canonical.
-    pub value: Value,
-    /// JSON paths (`.spec.foo`, `.spec.containers[0].imagee`) of non-null fields the type does
-    /// not have, in document order. See [`strict_error_message`].
-    pub unknown_fields: Vec<String>,
-}
-
-/// A body that cannot be decoded into its type: answered with 400 BadRequest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError {
-    /// Kind and version the body was decoded as (`Deployment`, `v1`).
-    pub kind: String,
-    pub version: String,
-    /// The decoder's message, worded like Go's `encoding/json`
-    /// (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`).
-    pub message: String,
-    /// Dotted path of the offending field when known (`spec.replicas`).
-    pub field: Option<String>,
-}
-
-impl fmt::Display for SchemaError {
-    /// The Status message Kubernetes answers with (`transformDecodeError`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} in version {:?} cannot be handled as a {}: {}",
-            self.kind, self.version, self.kind, self.message
-        )
-    }
-}
-
-impl std::error::Error for SchemaError {}
+pub use decoded::{Normalized, SchemaError};
 
 /// Decode `obj` as the type of `resource`'s objects and serialise it back.
 pub fn normalize(resource: &ResourceInfo, obj: &Value) -> Result<Normalized, SchemaError> {
@@ -105,14 +69,23 @@ pub fn normalize_subresource(
 }
 
 /// The bodies of subresources whose kind is no served resource's.
-static SUBRESOURCE_BODIES: &[(&str, &str, NormalizeFn)] = &[
+type Decode = fn(&str, &str, &Value) -> Result<Normalized, SchemaError>;
+static SUBRESOURCE_BODIES: &[(&str, &str, Decode)] = &[
     (
         "autoscaling/v1",
         "Scale",
-        roundtrip::<autoscaling::v1::Scale>,
+        roundtrip::<k8s_openapi::api::autoscaling::v1::Scale>,
     ),
-    ("v1", "Binding", roundtrip::<core::v1::Binding>),
-    ("policy/v1", "Eviction", roundtrip::<policy::v1::Eviction>),
+    (
+        "v1",
+        "Binding",
+        roundtrip::<k8s_openapi::api::core::v1::Binding>,
+    ),
+    (
+        "policy/v1",
+        "Eviction",
+        roundtrip::<k8s_openapi::api::policy::v1::Eviction>,
+    ),
 ];
 
 /// Decode `obj` as the k8s-openapi type of `api_version`/`kind`. Kinds this module does not

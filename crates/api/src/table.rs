@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::registry::ResourceInfo;
 
 pub(crate) mod breadth;
+pub(crate) mod column;
 pub(crate) mod custom;
 pub(crate) mod format;
 pub(crate) mod rows;
@@ -95,13 +96,7 @@ pub fn table_with_options(
 // ---------------------------------------------------------------------------------------------
 // Column definitions
 
-pub struct Col {
-    pub(crate) name: &'static str,
-    pub(crate) ty: &'static str,
-    pub(crate) format: &'static str,
-    pub(crate) description: &'static str,
-    pub(crate) priority: i32,
-}
+pub use column::Col;
 
 pub(crate) const fn col(name: &'static str, ty: &'static str, description: &'static str) -> Col {
     Col {

@@ -36,6 +36,7 @@ pub(crate) mod breadth;
 pub(crate) mod cluster;
 pub(crate) mod crd;
 pub(crate) mod limits;
+pub(crate) mod name_rule;
 pub(crate) mod names;
 pub(crate) mod networking;
 pub(crate) mod pod;
@@ -178,14 +179,7 @@ pub(crate) fn nonnegative(o: &Map<String, Value>, key: &str, p: &str, errs: &mut
 // ---------------------------------------------------------------------------------------------
 // ObjectMeta
 
-/// The name format a kind's objects must have (upstream's `ValidateObjectMeta` name funcs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameRule {
-    PathSegment,
-    Subdomain,
-    Label,
-    Dns1035,
-}
+pub use name_rule::NameRule;
 
 pub(crate) fn name_rule(resource: &ResourceInfo) -> NameRule {
     resource.strategy.name_rule

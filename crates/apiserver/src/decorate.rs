@@ -5,23 +5,13 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use cairn_api::registry::{ResourceInfo, RESOURCES};
 use cairn_store::cache::{Decorated, Decorator};
 use cairn_store::Revision;
 use serde_json::Value;
 
 use crate::objects::{field_string, metadata_mut};
 
-/// Internal field holding the comma-separated owner UIDs, for garbage collection.
-/// Not a valid field selector, so clients cannot match on it.
-pub const OWNER_UIDS_FIELD: &str = "cairn.internal/ownerUIDs";
-/// Internal field holding the object's UID.
-pub const UID_FIELD: &str = "metadata.uid";
-
-/// The resource whose storage keys start like `key`.
-pub fn resource_for_key(key: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|r| key.starts_with(&r.key_prefix()))
-}
+pub use crate::object_fields::{resource_for_key, OWNER_UIDS_FIELD, UID_FIELD};
 
 pub struct ObjectDecorator;
 

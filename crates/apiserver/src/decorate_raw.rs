@@ -15,7 +15,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::decorate::{resource_for_key, OWNER_UIDS_FIELD, UID_FIELD};
+use crate::object_fields::{resource_for_key, OWNER_UIDS_FIELD, UID_FIELD};
 use crate::objects::field_leaf_string;
 
 /// A JSON object's members in document order, names and values borrowed.

@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod handlers;
 pub mod limitranger;
 pub mod nodeipam;
+pub mod object_fields;
 pub mod objects;
 pub mod openapi;
 pub mod podlog;

@@ -4,7 +4,7 @@ pub(crate) use chrono::{DateTime, Utc};
 pub(crate) use serde_json::{json, Map, Value};
 
 pub(crate) use crate::defaults::*;
-pub(crate) use crate::kinds::{Admission, Strategy};
+pub(crate) use crate::kinds::strategy::{Admission, Strategy};
 pub(crate) use crate::schema::roundtrip;
 pub(crate) use crate::status::Cause;
 pub(crate) use crate::table::breadth::*;

@@ -1,7 +1,7 @@
 //! The table of served resources (see the parent module for what each field means).
 
 use super::{ResourceInfo, Subresource};
-use crate::kinds::Strategy;
+use crate::kinds::strategy::Strategy;
 
 /// Every verb of an ordinary resource.
 pub const ALL_VERBS: &[&str] = &[
