@@ -69,9 +69,11 @@ fn cairn(n: u32, reps: usize) -> (Vec<f64>, Vec<f64>) {
                 let next = services(n, v, n / 2);
                 let t = Instant::now();
                 let d = diff(&applied, &next);
-                let script = r.partial(&cfg, &applied, &next, &d);
-                dump(&format!("change-{n}-{v}"), &script);
-                nft.apply(&script).unwrap();
+                let ops = r.partial(&cfg, &applied, &next, &d);
+                if std::env::var_os("NFT_BENCH_DUMP").is_some() {
+                    dump(&format!("change-{n}-{v}"), &cairn_nft::script(&ops));
+                }
+                nft.apply_ops(&ops).unwrap();
                 change.push(ms(t.elapsed()));
                 applied = next;
             }

@@ -1,9 +1,10 @@
-//! nftables through the `nft` binary. `nft -f -` applies a script as one netlink batch,
-//! which the kernel commits atomically: a failing line changes nothing. (Netlink batches
-//! built here would save the fork; `nft -f` was measured fast enough for the proxy's
-//! goals and reads the same script the fake records.)
+//! nftables through the `nft` binary, and typed transactions ([`cairn_nft::Op`]) straight
+//! to the kernel. `nft -f -` applies a script as one netlink batch, which the kernel
+//! commits atomically: a failing line changes nothing; so does a typed batch.
 
 use std::path::{Path, PathBuf};
+
+use cairn_nft::Op;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NftError {
@@ -22,6 +23,11 @@ pub enum NftError {
 pub trait NftDriver: Send + Sync {
     /// Applies `script` as one atomic transaction.
     fn apply(&self, script: &str) -> Result<(), NftError>;
+    /// Applies `ops` as one atomic transaction; by default as their printed script (the
+    /// fakes record that text).
+    fn apply_ops(&self, ops: &[Op]) -> Result<(), NftError> {
+        self.apply(&cairn_nft::script(ops))
+    }
     /// Whether `family name` exists.
     fn table_exists(&self, family: &str, name: &str) -> Result<bool, NftError>;
     /// The table as `nft list table` prints it (None when absent).
@@ -89,10 +95,6 @@ impl NftCommand {
 
 impl NftDriver for NftCommand {
     fn apply(&self, script: &str) -> Result<(), NftError> {
-        // Partial syncs of the service proxy go straight to the kernel (see nft_batch).
-        if let Some(result) = crate::nft_batch::apply(script) {
-            return result;
-        }
         let (ok, _, stderr) = self.run(&["-f", "-"], Some(script))?;
         if ok {
             Ok(())
@@ -101,6 +103,15 @@ impl NftDriver for NftCommand {
                 args: "-f -".into(),
                 stderr: stderr.trim().to_string(),
             })
+        }
+    }
+
+    /// Straight to the kernel as one netlink batch (see nft_batch); through `nft -f` when
+    /// an operation needs what the batch encoder does not know.
+    fn apply_ops(&self, ops: &[Op]) -> Result<(), NftError> {
+        match crate::nft_batch::apply(ops) {
+            Some(result) => result,
+            None => self.apply(&cairn_nft::script(ops)),
         }
     }
 

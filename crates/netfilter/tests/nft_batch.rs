@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
 use cairn_netfilter::{NftCommand, NftDriver};
+use cairn_nft::{Op, Rule, Stmt};
 use cairn_serviceproxy::nftables::{NftConfig, Renderer};
 use cairn_serviceproxy::*;
 use cairn_testsupport::NetNs;
@@ -74,27 +75,35 @@ fn nft_binary(script: &str) {
 
 #[test]
 fn a_batch_leaves_the_same_ruleset_as_nft() {
-    let cfg = NftConfig {
-        cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
-        ..Default::default()
-    };
+    // A cluster CIDR of whole bytes is compared as a prefix; another one is masked first.
+    for cidr in ["10.244.0.0/16", "10.240.0.0/12"] {
+        let cfg = NftConfig {
+            cluster_cidr: Some(cidr.parse().unwrap()),
+            ..Default::default()
+        };
+        same_ruleset_after_a_partial_sync(&cfg);
+    }
+}
+
+fn same_ruleset_after_a_partial_sync(cfg: &NftConfig) {
     let before = state(0, true);
     let after = state(5, false);
     let mut r = Renderer::default();
-    let full = r.full(&cfg, &before);
-    let partial = r.partial(&cfg, &before, &after, &diff(&before, &after));
+    let full = r.full(cfg, &before);
+    let partial = r.partial(cfg, &before, &after, &diff(&before, &after));
+    let script = cairn_nft::script(&partial);
     assert!(
-        partial.contains("delete element") && partial.contains("dnat to 10.244.7.6:8080"),
-        "{partial}"
+        script.contains("delete element") && script.contains("dnat to 10.244.7.6:8080"),
+        "{script}"
     );
     let listing = |through_batch: bool| {
         in_netns(|| {
             let nft = NftCommand::new().unwrap();
             nft.apply(&full).unwrap();
             if through_batch {
-                nft.apply(&partial).unwrap();
+                nft.apply_ops(&partial).unwrap();
             } else {
-                nft_binary(&partial);
+                nft_binary(&script);
             }
             // The main table and the one shard 20 service ports make.
             ["cairn-proxy", "cairn-proxy-shard0"]
@@ -119,9 +128,19 @@ fn a_failing_batch_changes_nothing_and_names_the_line() {
         nft.apply(&Renderer::default().full(&cfg, &state(0, false)))
             .unwrap();
         let before = nft.list_table("ip", "cairn-proxy").unwrap();
-        let bad = "add chain ip cairn-proxy fresh\n\
-            add rule ip cairn-proxy fresh jump no-such-chain\n";
-        let err = nft.apply(bad).unwrap_err().to_string();
+        let (table, chain) = ("cairn-proxy".to_string(), "fresh".to_string());
+        let bad = [
+            Op::AddChain {
+                table: table.clone(),
+                chain: chain.clone(),
+            },
+            Op::AddRule {
+                table,
+                chain,
+                rule: Rule::new([Stmt::Jump("no-such-chain".into())]),
+            },
+        ];
+        let err = nft.apply_ops(&bad).unwrap_err().to_string();
         assert!(
             err.contains("add rule ip cairn-proxy fresh jump no-such-chain"),
             "{err}"

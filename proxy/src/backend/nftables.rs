@@ -36,8 +36,8 @@ impl ProxyBackend for NftBackend {
             if d.is_empty() {
                 return Ok(SyncReport::default());
             }
-            let script = self.renderer.partial(&self.config, applied, desired, &d);
-            match self.driver.apply(&script) {
+            let ops = self.renderer.partial(&self.config, applied, desired, &d);
+            match self.driver.apply_ops(&ops) {
                 Ok(()) => {
                     self.applied = Some(desired.clone());
                     let written = d.added.len() + d.changed.len() + d.removed.len();

@@ -1,7 +1,9 @@
 //! Operations as nf_tables netlink messages (`include/uapi/linux/netfilter/nf_tables.h`),
 //! framed in one batch.
 
-use super::parse::{ElementVerdict, Expr, Op};
+use cairn_nft::Verdict;
+
+use super::lower::{Expr, KernelOp};
 use crate::netlink::message::{begin, finish, put_attr, put_nested, NLM_F_ACK, NLM_F_REQUEST};
 
 const NFNL_SUBSYS_NFTABLES: u16 = 10;
@@ -89,6 +91,13 @@ fn put_expr(b: &mut Vec<u8>, e: &Expr) {
             be32(b, 3, *offset);
             be32(b, 4, *len);
         }),
+        Expr::Mask { mask } => expr(b, "bitwise", |b| {
+            be32(b, 1, REG_1); // SREG
+            be32(b, 2, REG_1); // DREG
+            be32(b, 3, mask.len() as u32); // LEN
+            value(b, 4, mask); // MASK
+            value(b, 5, &vec![0; mask.len()]); // XOR
+        }),
         Expr::Cmp { equal, data } => expr(b, "cmp", |b| {
             be32(b, 1, REG_1); // SREG
             be32(b, 2, if *equal { 0 } else { 1 }); // OP: eq / neq
@@ -170,7 +179,7 @@ fn elements_msg(
     seq: u32,
     table: &str,
     map: &str,
-    items: &[(&Vec<u8>, Option<&ElementVerdict>)],
+    items: &[(&Vec<u8>, Option<&Verdict>)],
 ) -> Vec<u8> {
     let flags = if kind == NFT_MSG_NEWSETELEM {
         NLM_F_CREATE
@@ -185,10 +194,8 @@ fn elements_msg(
                 put_nested(b, NFTA_LIST_ELEM, |b| {
                     value(b, NFTA_SET_ELEM_KEY, key);
                     match v {
-                        Some(ElementVerdict::Goto(c)) => {
-                            verdict(b, NFTA_SET_ELEM_DATA, NFT_GOTO, Some(c))
-                        }
-                        Some(ElementVerdict::Drop) => verdict(b, NFTA_SET_ELEM_DATA, NF_DROP, None),
+                        Some(Verdict::Goto(c)) => verdict(b, NFTA_SET_ELEM_DATA, NFT_GOTO, Some(c)),
+                        Some(Verdict::Drop) => verdict(b, NFTA_SET_ELEM_DATA, NF_DROP, None),
                         None => {}
                     }
                 });
@@ -198,42 +205,40 @@ fn elements_msg(
 }
 
 /// One operation as a message with sequence number `seq`.
-fn message(op: &Op, seq: u32) -> Vec<u8> {
+fn message(op: &KernelOp<'_>, seq: u32) -> Vec<u8> {
     match op {
-        Op::AddChain { table, chain } => {
+        KernelOp::AddChain(table, chain) => {
             chain_msg(NFT_MSG_NEWCHAIN, NLM_F_CREATE, seq, table, chain)
         }
-        Op::DeleteChain { table, chain } => chain_msg(NFT_MSG_DELCHAIN, 0, seq, table, chain),
-        Op::FlushChain { table, chain } => nft_msg(NFT_MSG_DELRULE, 0, seq, |b| {
+        KernelOp::DeleteChain(table, chain) => chain_msg(NFT_MSG_DELCHAIN, 0, seq, table, chain),
+        KernelOp::FlushChain(table, chain) => nft_msg(NFT_MSG_DELRULE, 0, seq, |b| {
             string(b, NFTA_RULE_TABLE, table);
             string(b, NFTA_RULE_CHAIN, chain);
         }),
-        Op::AddRule {
-            table,
-            chain,
-            exprs,
-        } => nft_msg(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, seq, |b| {
-            string(b, NFTA_RULE_TABLE, table);
-            string(b, NFTA_RULE_CHAIN, chain);
-            put_nested(b, NFTA_RULE_EXPRESSIONS, |b| {
-                for e in exprs {
-                    put_expr(b, e);
-                }
-            });
-        }),
-        Op::DeleteElements { table, map, keys } => {
+        KernelOp::AddRule(table, chain, exprs) => {
+            nft_msg(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, seq, |b| {
+                string(b, NFTA_RULE_TABLE, table);
+                string(b, NFTA_RULE_CHAIN, chain);
+                put_nested(b, NFTA_RULE_EXPRESSIONS, |b| {
+                    for e in exprs {
+                        put_expr(b, e);
+                    }
+                });
+            })
+        }
+        KernelOp::DeleteElements(table, map, keys) => {
             let items: Vec<_> = keys.iter().map(|k| (k, None)).collect();
             elements_msg(NFT_MSG_DELSETELEM, seq, table, map, &items)
         }
-        Op::AddElements { table, map, items } => {
-            let items: Vec<_> = items.iter().map(|(k, v)| (k, Some(v))).collect();
+        KernelOp::AddElements(table, map, items) => {
+            let items: Vec<_> = items.iter().map(|(k, v)| (k, Some(*v))).collect();
             elements_msg(NFT_MSG_NEWSETELEM, seq, table, map, &items)
         }
     }
 }
 
 /// The batch: begin, one message per operation (sequence numbers `first + 1` …), end.
-pub(crate) fn batch(ops: &[Op], first: u32) -> Vec<u8> {
+pub(crate) fn batch(ops: &[KernelOp<'_>], first: u32) -> Vec<u8> {
     let mut out = finish(begin(
         NFNL_MSG_BATCH_BEGIN,
         NLM_F_REQUEST,

@@ -1,11 +1,13 @@
-//! Partial nftables transactions sent as one netlink batch, without `nft`. Every `nft -f`
-//! first reads the table's chains and sets back from the kernel; at 10,000 services that
-//! costs as much as the change itself (a one-element change: ~40 ms through `nft`, ~20 ms
-//! as a batch). Only the commands a partial sync of the service proxy writes are
-//! understood ([`parse`]); any other script is the caller's to run through `nft -f`.
+//! Typed nftables transactions ([`cairn_nft::Op`]) sent as one netlink batch, without
+//! `nft`. Every `nft -f` first reads the table's chains and sets back from the kernel; at
+//! 10,000 services that costs as much as the change itself (a one-element change: ~40 ms
+//! through `nft`, ~20 ms as a batch). Operations the encoder does not know ([`lower`]:
+//! sets) make the caller print the transaction for `nft -f` instead.
 
 mod encode;
-mod parse;
+mod lower;
+
+use cairn_nft::Op;
 
 use netlink_sys::protocols::NETLINK_NETFILTER;
 
@@ -24,22 +26,22 @@ fn os_error(op: &str, e: std::io::Error) -> NftError {
     failed(format!("{op}: {e}"))
 }
 
-/// Applies `script` as one batch; None when it holds a command outside the subset.
-pub(crate) fn apply(script: &str) -> Option<Result<(), NftError>> {
-    let ops = parse::script(script)?;
-    Some(send(&ops, script))
+/// Applies `ops` as one batch; None when one cannot be lowered.
+pub(crate) fn apply(ops: &[Op]) -> Option<Result<(), NftError>> {
+    let lowered = lower::ops(ops)?;
+    Some(send(&lowered, ops))
 }
 
-fn send(ops: &[parse::Op], script: &str) -> Result<(), NftError> {
-    if ops.is_empty() {
+fn send(lowered: &[lower::KernelOp<'_>], ops: &[Op]) -> Result<(), NftError> {
+    if lowered.is_empty() {
         return Ok(());
     }
     let op = "nftables batch";
-    let first = next_seqs(ops.len() + 2);
+    let first = next_seqs(lowered.len() + 2);
     let mut sock = Socket::open(NETLINK_NETFILTER, op, os_error)?;
-    sock.send(op, &encode::batch(ops, first))?;
+    sock.send(op, &encode::batch(lowered, first))?;
     let mut acked = 0;
-    while acked < ops.len() {
+    while acked < lowered.len() {
         let data = sock.recv(op)?.to_vec();
         let mut at = 0;
         while at + NLMSG_HDRLEN <= data.len() {
@@ -56,9 +58,10 @@ fn send(ops: &[parse::Op], script: &str) -> Result<(), NftError> {
                     .map_err(|_| failed("a truncated error from the kernel"))?;
                 if code != 0 {
                     let index = seq.wrapping_sub(first).wrapping_sub(1) as usize;
-                    let line = script.lines().filter(|l| !l.trim().is_empty()).nth(index);
+                    let line = ops.get(index).map(Op::to_string);
                     let err = std::io::Error::from_raw_os_error(-code);
-                    return Err(failed(format!("{}: {err}", line.unwrap_or("the batch"))));
+                    let line = line.as_deref().unwrap_or("the batch");
+                    return Err(failed(format!("{line}: {err}")));
                 }
                 acked += 1;
             }

@@ -1,11 +1,32 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::parse::{rule, script, ElementVerdict, Expr, Op};
+use std::net::Ipv4Addr;
+
+use cairn_nft::{AddrField, Key, Op, Proto, Rule, Stmt, Verdict};
+
+use super::lower::{ops, rule, Expr, KernelOp};
+
+fn ip(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+fn net_ne(field: AddrField, net: &str) -> Stmt {
+    Stmt::Addr {
+        field,
+        equal: false,
+        net: net.parse().unwrap(),
+    }
+}
 
 #[test]
-fn the_proxys_rule_shapes_parse() {
+fn the_proxys_rules_lower_as_nft_compiles_them() {
+    let masquerade = Rule::new([
+        Stmt::addr_is(AddrField::Daddr, ip("10.96.0.10")),
+        net_ne(AddrField::Saddr, "10.244.0.0/16"),
+        Stmt::Jump("mark-for-masquerade".into()),
+    ]);
     assert_eq!(
-        rule("ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 jump mark-for-masquerade").unwrap(),
+        rule(&masquerade).unwrap(),
         [
             Expr::Payload { offset: 16, len: 4 },
             Expr::Cmp {
@@ -23,8 +44,13 @@ fn the_proxys_rule_shapes_parse() {
             },
         ]
     );
+    let pick = Rule::new([
+        Stmt::L4Proto(Proto::Udp),
+        Stmt::OneIn(3),
+        Stmt::Dnat(ip("10.244.1.2"), 53),
+    ]);
     assert_eq!(
-        rule("meta l4proto udp numgen random mod 3 == 0 dnat to 10.244.1.2:53").unwrap(),
+        rule(&pick).unwrap(),
         [
             Expr::MetaL4Proto,
             Expr::Cmp {
@@ -37,66 +63,102 @@ fn the_proxys_rule_shapes_parse() {
                 data: vec![0; 4]
             },
             Expr::Dnat {
-                address: "10.244.1.2".parse().unwrap(),
+                address: ip("10.244.1.2"),
                 port: 53
             },
         ]
     );
-    assert_eq!(rule("jump mark-for-masquerade").unwrap().len(), 1);
+    let hairpin = Rule::new([
+        Stmt::addr_is(AddrField::Saddr, ip("10.244.1.2")),
+        Stmt::MarkOr(0x4000),
+    ]);
+    assert_eq!(rule(&hairpin).unwrap()[2], Expr::MarkOr { bits: 0x4000 });
+    // A prefix that is not whole bytes is masked first.
+    let wide = Rule::new([net_ne(AddrField::Saddr, "10.96.0.0/12")]);
     assert_eq!(
-        rule("ip saddr 10.244.1.2 meta mark set meta mark | 0x00004000").unwrap()[2],
-        Expr::MarkOr { bits: 0x4000 }
+        rule(&wide).unwrap(),
+        [
+            Expr::Payload { offset: 12, len: 4 },
+            Expr::Mask {
+                mask: vec![255, 240, 0, 0]
+            },
+            Expr::Cmp {
+                equal: false,
+                data: vec![10, 96, 0, 0]
+            },
+        ]
     );
-    // Outside the subset: the caller falls back to nft.
-    for other in [
-        "ip saddr @affinity-x meta l4proto tcp update @affinity-x { ip saddr } dnat to 10.0.0.1:80",
-        "ip saddr != 10.96.0.0/12 jump x",
-        "masquerade fully-random",
-        "meta l4proto tcp dnat to 10.0.0.1:80 counter",
-    ] {
-        assert_eq!(rule(other), None, "{other}");
-    }
+    // Sets are nft's: the transaction is printed for `nft -f`.
+    let sticky = Rule::new([
+        Stmt::SaddrInSet("affinity-x".into()),
+        Stmt::Dnat(ip("10.0.0.1"), 80),
+    ]);
+    assert_eq!(rule(&sticky), None);
 }
 
 #[test]
-fn partial_scripts_parse_and_others_do_not() {
-    let partial = "delete element ip cairn-proxy service-ips { 10.96.0.10 . tcp . 80 }\n\
-        add chain ip cairn-proxy svc-a\nflush chain ip cairn-proxy svc-a\n\
-        flush chain ip cairn-proxy svc-b\ndelete chain ip cairn-proxy svc-b\n\
-        add rule ip cairn-proxy svc-a meta l4proto tcp dnat to 10.244.1.2:8080\n\
-        add element ip cairn-proxy service-ips { 10.96.0.10 . tcp . 80 : goto svc-a }\n\
-        add element ip cairn-proxy no-endpoint-nodeports { tcp . 30080 : drop, udp . 30081 : goto reject-packet }\n";
-    let ops = script(partial).unwrap();
-    assert_eq!(ops.len(), 8);
-    assert_eq!(
-        ops[0],
+fn operations_lower_to_kernel_operations_or_not_at_all() {
+    let (t, m) = ("cairn-proxy".to_string(), "service-ips".to_string());
+    let key = Key::AddrProtoPort(ip("10.96.0.10"), Proto::Tcp, 80);
+    let partial = [
         Op::DeleteElements {
-            table: "cairn-proxy".into(),
-            map: "service-ips".into(),
-            keys: vec![vec![10, 96, 0, 10, 6, 0, 0, 0, 0, 80, 0, 0]],
-        }
+            table: t.clone(),
+            map: m.clone(),
+            keys: vec![key],
+        },
+        Op::AddChain {
+            table: t.clone(),
+            chain: "svc-a".into(),
+        },
+        Op::AddElements {
+            table: t.clone(),
+            map: "no-endpoint-nodeports".into(),
+            items: vec![
+                (Key::ProtoPort(Proto::Tcp, 30080), Verdict::Drop),
+                (
+                    Key::ProtoPort(Proto::Udp, 30081),
+                    Verdict::Goto("reject-packet".into()),
+                ),
+            ],
+        },
+    ];
+    let lowered = ops(&partial).unwrap();
+    assert_eq!(
+        lowered[0],
+        KernelOp::DeleteElements(
+            "cairn-proxy",
+            "service-ips",
+            vec![vec![10, 96, 0, 10, 6, 0, 0, 0, 0, 80, 0, 0]]
+        )
     );
-    let Op::AddElements { items, .. } = &ops[7] else {
-        panic!("{:?}", ops[7])
+    let KernelOp::AddElements(_, _, items) = &lowered[2] else {
+        panic!("{:?}", lowered[2])
     };
     assert_eq!(
         items[0],
-        (vec![6, 0, 0, 0, 0x75, 0x80, 0, 0], ElementVerdict::Drop)
+        (vec![6, 0, 0, 0, 0x75, 0x80, 0, 0], &Verdict::Drop)
     );
-    assert_eq!(items[1].1, ElementVerdict::Goto("reject-packet".into()));
-    for full in [
-        "add table ip cairn-proxy\ndelete table ip cairn-proxy\ntable ip cairn-proxy {\n}\n",
-        "add set ip cairn-proxy affinity-x { type ipv4_addr; flags dynamic,timeout; timeout 10s; }\n",
-        "delete table ip cairn-proxy\n",
-    ] {
-        assert_eq!(script(full), None, "{full}");
-    }
+    let with_set = [
+        partial[1].clone(),
+        Op::DeleteSet {
+            table: t,
+            set: "affinity-x".into(),
+        },
+    ];
+    assert_eq!(ops(&with_set), None);
 }
 
 #[test]
 fn a_batch_is_framed_and_numbered() {
-    let ops = script("add chain ip t c\nflush chain ip t c\n").unwrap();
-    let bytes = super::encode::batch(&ops, 100);
+    let (table, chain) = ("t".to_string(), "c".to_string());
+    let typed = [
+        Op::AddChain {
+            table: table.clone(),
+            chain: chain.clone(),
+        },
+        Op::FlushChain { table, chain },
+    ];
+    let bytes = super::encode::batch(&ops(&typed).unwrap(), 100);
     let kind = |at: usize| u16::from_ne_bytes([bytes[at + 4], bytes[at + 5]]);
     let seq = |at: usize| u32::from_ne_bytes(bytes[at + 8..at + 12].try_into().unwrap());
     let len = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;

@@ -1,11 +1,13 @@
-//! What one sync writes, collected before it is rendered: in `nft -f` block syntax for a
-//! full sync (one `table { … }` per table with every chain, set and map element inline,
-//! which `nft` parses without looking anything up — separate `add rule` commands would
-//! each search the chain list, quadratic at 30,000 chains), or as commands for a partial
-//! one.
+//! What one sync writes, collected as typed values before it is rendered: in `nft -f`
+//! block syntax for a full sync (one `table { … }` per table with every chain, set and map
+//! element inline, which `nft` parses without looking anything up — separate `add rule`
+//! commands would each search the chain list, quadratic at 30,000 chains), or as typed
+//! operations for a partial one, which the driver sends to the kernel as they are.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
+
+use cairn_nft::{DynamicAddrSet, Key, Op, Rule, Verdict};
 
 use super::{MAX_SHARDS, SHARD_PREFIX, TABLE};
 
@@ -50,20 +52,21 @@ impl Table {
 }
 
 type MapKey = (Table, &'static str);
+type Element = (Key, Verdict);
 
 #[derive(Debug, Default)]
 pub(super) struct Batch {
     /// The shard the service port being added or removed lives in.
     pub(super) shard: usize,
-    /// Removals, as commands, in order (partial syncs only).
-    deletes: Vec<String>,
+    /// Removals, in order (partial syncs only).
+    deletes: Vec<Op>,
     /// Map → keys to delete, each with the verdict it had.
-    deleted_elements: BTreeMap<MapKey, Vec<(String, String)>>,
-    sets: Vec<(Table, String, String)>,
-    chains: Vec<(Table, String, Vec<String>)>,
+    deleted_elements: BTreeMap<MapKey, Vec<Element>>,
+    sets: Vec<(Table, String, DynamicAddrSet)>,
+    chains: Vec<(Table, String, Vec<Rule>)>,
     chain_index: HashMap<(Table, String), usize>,
-    /// Map → `key : verdict` to add.
-    elements: BTreeMap<MapKey, Vec<String>>,
+    /// Map → elements to add.
+    elements: BTreeMap<MapKey, Vec<Element>>,
 }
 
 impl Batch {
@@ -90,33 +93,33 @@ impl Batch {
         }
     }
 
-    pub(super) fn rule(&mut self, chain: &str, rule: String) {
+    pub(super) fn rule(&mut self, chain: &str, rule: Rule) {
         self.chain(chain);
         if let Some(i) = self.chain_index.get(&(self.table(), chain.to_string())) {
             self.chains[*i].2.push(rule);
         }
     }
 
-    pub(super) fn set(&mut self, name: String, definition: String) {
+    pub(super) fn set(&mut self, name: String, definition: DynamicAddrSet) {
         self.sets.push((self.table(), name, definition));
     }
 
-    pub(super) fn element(&mut self, map: &'static str, key: String, verdict: &str) {
+    pub(super) fn element(&mut self, map: &'static str, key: Key, verdict: Verdict) {
         self.elements
             .entry(self.map_key(map))
             .or_default()
-            .push(format!("{key} : {verdict}"));
+            .push((key, verdict));
     }
 
-    pub(super) fn delete_element(&mut self, map: &'static str, key: String, verdict: String) {
+    pub(super) fn delete_element(&mut self, map: &'static str, key: Key, verdict: Verdict) {
         self.deleted_elements
             .entry(self.map_key(map))
             .or_default()
             .push((key, verdict));
     }
 
-    pub(super) fn delete(&mut self, command: String) {
-        self.deletes.push(command);
+    pub(super) fn delete(&mut self, op: Op) {
+        self.deletes.push(op);
     }
 
     /// Every table, replacing what is there (an absent table is made first, so its delete
@@ -151,6 +154,7 @@ impl Batch {
             let _ = write!(out, "\tmap {map} {{\n\t\t{ty}\n");
             let items = self.elements.get(&(table, *map));
             if let Some(items) = items.filter(|v| !v.is_empty()) {
+                let items: Vec<String> = items.iter().map(|(k, v)| format!("{k} : {v}")).collect();
                 let _ = writeln!(out, "\t\telements = {{ {} }}", items.join(", "));
             }
             out.push_str("\t}\n");
@@ -169,88 +173,84 @@ impl Batch {
         out.push_str("}\n");
     }
 
-    /// Commands: element deletions; the chains this sync fills, made or emptied (so kept
+    /// Operations: element deletions; the chains this sync fills, made or emptied (so kept
     /// chains no longer refer to endpoint chains about to go); object deletions; then
     /// new sets, rules and elements — each group before what refers to it.
     ///
     /// An element deleted and re-added with the same verdict (its service port's chain kept
     /// its name) is neither: map elements with `goto` make the kernel validate the whole
     /// jump graph of the table at commit.
-    pub(super) fn render_partial(&self) -> String {
-        let mut out = String::new();
+    pub(super) fn render_partial(&self) -> Vec<Op> {
+        let mut out = Vec::new();
         let unchanged = self.unchanged_elements();
-        for (map, deleted) in &self.deleted_elements {
-            let keys: Vec<&str> = deleted
+        for ((table, map), deleted) in &self.deleted_elements {
+            let keys: Vec<Key> = deleted
                 .iter()
-                .filter(|(k, v)| !unchanged.contains(&(*map, format!("{k} : {v}"))))
-                .map(|(k, _)| k.as_str())
+                .filter(|e| !unchanged.contains(&((*table, *map), e)))
+                .map(|(k, _)| *k)
                 .collect();
             if !keys.is_empty() {
-                let (table, name) = (map.0.name(), map.1);
-                let _ = writeln!(
-                    out,
-                    "delete element ip {table} {name} {{ {} }}",
-                    keys.join(", ")
-                );
+                let (table, map) = (table.name(), map.to_string());
+                out.push(Op::DeleteElements { table, map, keys });
             }
         }
-        for (table, name, _) in &self.chains {
-            let table = table.name();
-            let _ = writeln!(
-                out,
-                "add chain ip {table} {name}\nflush chain ip {table} {name}"
-            );
+        for (table, chain, _) in &self.chains {
+            let (table, chain) = (table.name(), chain.clone());
+            out.push(Op::AddChain {
+                table: table.clone(),
+                chain: chain.clone(),
+            });
+            out.push(Op::FlushChain { table, chain });
         }
-        for d in &self.deletes {
-            let _ = writeln!(out, "{d}");
+        out.extend(self.deletes.iter().cloned());
+        for (table, set, definition) in &self.sets {
+            let (table, set, definition) = (table.name(), set.clone(), *definition);
+            out.push(Op::AddSet {
+                table,
+                set,
+                definition,
+            });
         }
-        for (table, name, def) in &self.sets {
-            let _ = writeln!(out, "add set ip {} {name} {{ {def} }}", table.name());
-        }
-        for (table, name, rules) in &self.chains {
-            let table = table.name();
-            for r in rules {
-                let _ = writeln!(out, "add rule ip {table} {name} {r}");
+        for (table, chain, rules) in &self.chains {
+            for rule in rules {
+                let (table, chain, rule) = (table.name(), chain.clone(), rule.clone());
+                out.push(Op::AddRule { table, chain, rule });
             }
         }
         self.render_added_elements(&mut out, &unchanged);
         out
     }
 
-    /// The `key : verdict` elements this sync deletes and adds back as they were, by map
-    /// (one pass each way: a large partial sync has thousands of both).
-    fn unchanged_elements(&self) -> HashSet<(MapKey, String)> {
+    /// The elements this sync deletes and adds back as they were, by map (one pass each
+    /// way: a large partial sync has thousands of both).
+    fn unchanged_elements(&self) -> HashSet<(MapKey, &Element)> {
         let mut out = HashSet::new();
         for (map, deleted) in &self.deleted_elements {
             let Some(added) = self.elements.get(map) else {
                 continue;
             };
-            let added: HashSet<&str> = added.iter().map(String::as_str).collect();
-            for (k, v) in deleted {
-                let item = format!("{k} : {v}");
-                if added.contains(item.as_str()) {
-                    out.insert((*map, item));
-                }
-            }
+            let added: HashSet<&Element> = added.iter().collect();
+            out.extend(
+                deleted
+                    .iter()
+                    .filter(|e| added.contains(e))
+                    .map(|e| (*map, e)),
+            );
         }
         out
     }
 
-    /// `add element` commands, leaving out elements deleted and re-added unchanged.
-    fn render_added_elements(&self, out: &mut String, unchanged: &HashSet<(MapKey, String)>) {
-        for (map, items) in &self.elements {
-            let items: Vec<&str> = items
+    /// `add element` operations, leaving out elements deleted and re-added unchanged.
+    fn render_added_elements(&self, out: &mut Vec<Op>, unchanged: &HashSet<(MapKey, &Element)>) {
+        for ((table, map), items) in &self.elements {
+            let items: Vec<Element> = items
                 .iter()
-                .map(String::as_str)
-                .filter(|i| !unchanged.contains(&(*map, i.to_string())))
+                .filter(|e| !unchanged.contains(&((*table, *map), *e)))
+                .cloned()
                 .collect();
             if !items.is_empty() {
-                let (table, name) = (map.0.name(), map.1);
-                let _ = writeln!(
-                    out,
-                    "add element ip {table} {name} {{ {} }}",
-                    items.join(", ")
-                );
+                let (table, map) = (table.name(), map.to_string());
+                out.push(Op::AddElements { table, map, items });
             }
         }
     }

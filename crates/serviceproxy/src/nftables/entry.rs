@@ -1,13 +1,17 @@
 //! One service port's part of the ruleset: its service chains with their endpoint picks,
 //! its affinity sets, and its map elements — added, or removed as it was applied.
 
+use std::net::Ipv4Addr;
+
+use cairn_nft::{AddrField, DynamicAddrSet, Key, Op, Proto, Rule, Stmt, Verdict};
+
 use super::batch::Batch;
 use super::{endpoint_id, service_id, NftConfig};
 
 /// Marks a packet for masquerading in postrouting. A statement, not a jump to a marking
 /// chain: a partial sync whose rules jump nowhere spares the kernel the validation of the
 /// whole ruleset's jump graph at commit (~20 ms at 10,000 services).
-const MARK: &str = "meta mark set meta mark | 0x00004000";
+const MARK: Stmt = Stmt::MarkOr(0x4000);
 
 /// Endpoint counts worth a warning: the pick is a cascade of rules, linear in them.
 const LARGE: usize = 1000;
@@ -16,14 +20,26 @@ use crate::model::*;
 /// What one service port programs: its chains' names, map keys and endpoints.
 struct Shape<'a> {
     id: String,
-    proto: &'static str,
+    proto: Proto,
     cluster: &'a [Endpoint],
     external: &'a [Endpoint],
     /// `service-ips` keys of external traffic (external and load-balancer addresses).
-    external_ips: Vec<std::net::Ipv4Addr>,
+    external_ips: Vec<Ipv4Addr>,
     exposed: bool,
     /// The verdict for external traffic without endpoints.
-    external_refusal: &'static str,
+    external_refusal: Verdict,
+}
+
+fn nft_proto(p: Protocol) -> Proto {
+    match p {
+        Protocol::Tcp => Proto::Tcp,
+        Protocol::Udp => Proto::Udp,
+        Protocol::Sctp => Proto::Sctp,
+    }
+}
+
+fn goto(chain: &str) -> Verdict {
+    Verdict::Goto(chain.to_string())
 }
 
 fn shape<'a>(name: &ServicePortName, e: &'a ServiceEntry) -> Shape<'a> {
@@ -31,15 +47,15 @@ fn shape<'a>(name: &ServicePortName, e: &'a ServiceEntry) -> Shape<'a> {
     external_ips.extend(e.port.load_balancer_ips.iter().copied());
     Shape {
         id: service_id(name),
-        proto: name.protocol.as_str(),
+        proto: nft_proto(name.protocol),
         cluster: &e.cluster,
         external: &e.external,
         exposed: !external_ips.is_empty() || e.port.node_port.is_some(),
         external_ips,
         external_refusal: if e.port.external_local && !e.cluster.is_empty() {
-            "drop"
+            Verdict::Drop
         } else {
-            "goto reject-packet"
+            goto("reject-packet")
         },
     }
 }
@@ -56,10 +72,10 @@ fn all_endpoints<'a>(s: &Shape<'a>) -> Vec<&'a Endpoint> {
 /// then the pick.
 struct PickChain<'a> {
     chain: String,
-    first: Option<String>,
+    first: Option<Rule>,
     eps: &'a [Endpoint],
     affinity: bool,
-    proto: &'a str,
+    proto: Proto,
 }
 
 /// The chain DNATs itself: endpoint i of n is taken with probability 1/(n-i) among those
@@ -70,41 +86,39 @@ struct PickChain<'a> {
 /// a pod reaching itself).
 fn chain_with_pick(b: &mut Batch, c: &PickChain<'_>, id: &str) {
     b.chain(&c.chain);
-    let marks_all = c.first.as_deref() == Some(MARK);
+    let marks_all = c.first.as_ref().is_some_and(|r| r.0 == [MARK]);
     if let Some(rule) = &c.first {
         b.rule(&c.chain, rule.clone());
     }
     if !marks_all {
         for e in c.eps {
-            b.rule(&c.chain, format!("ip saddr {} {MARK}", e.ip));
+            let hairpin = Rule::new([Stmt::addr_is(AddrField::Saddr, e.ip), MARK]);
+            b.rule(&c.chain, hairpin);
         }
     }
-    let dnat = |e: &Endpoint| format!("dnat to {}:{}", e.ip, e.port);
-    let update = |e: &Endpoint| {
-        let set = format!("affinity-{}", endpoint_id(id, e));
-        format!("update @{set} {{ ip saddr }} ")
-    };
+    let set = |e: &Endpoint| format!("affinity-{}", endpoint_id(id, e));
     if c.affinity {
         for e in c.eps {
-            let set = format!("affinity-{}", endpoint_id(id, e));
-            let rule = format!(
-                "ip saddr @{set} meta l4proto {} {}{}",
-                c.proto,
-                update(e),
-                dnat(e)
-            );
+            let rule = Rule::new([
+                Stmt::SaddrInSet(set(e)),
+                Stmt::L4Proto(c.proto),
+                Stmt::RememberSaddr(set(e)),
+                Stmt::Dnat(e.ip, e.port),
+            ]);
             b.rule(&c.chain, rule);
         }
     }
     let n = c.eps.len();
     for (i, e) in c.eps.iter().enumerate() {
-        let pick = match n - i {
-            1 => String::new(),
-            left => format!("numgen random mod {left} == 0 "),
-        };
-        let remember = if c.affinity { update(e) } else { String::new() };
-        let rule = format!("meta l4proto {} {pick}{remember}{}", c.proto, dnat(e));
-        b.rule(&c.chain, rule);
+        let mut rule = vec![Stmt::L4Proto(c.proto)];
+        if n - i > 1 {
+            rule.push(Stmt::OneIn((n - i) as u32));
+        }
+        if c.affinity {
+            rule.push(Stmt::RememberSaddr(set(e)));
+        }
+        rule.push(Stmt::Dnat(e.ip, e.port));
+        b.rule(&c.chain, Rule(rule));
     }
 }
 
@@ -114,7 +128,7 @@ fn affinity_sets(b: &mut Batch, s: &Shape<'_>, affinity: Option<u32>) {
     };
     for ep in all_endpoints(s) {
         let eid = endpoint_id(&s.id, ep);
-        let def = format!("type ipv4_addr; flags dynamic,timeout; timeout {t}s;");
+        let def = DynamicAddrSet { timeout_seconds: t };
         b.set(format!("affinity-{eid}"), def);
     }
 }
@@ -137,13 +151,18 @@ pub(super) fn add(
     let affinity = e.port.affinity_seconds.is_some();
     let (id, proto, port) = (&s.id, s.proto, e.port.port);
     if let Some(vip) = e.port.cluster_ip {
-        let key = format!("{vip} . {proto} . {port}");
+        let key = Key::AddrProtoPort(vip, proto, port);
         if s.cluster.is_empty() {
-            b.element("no-endpoint-services", key, "goto reject-packet");
+            b.element("no-endpoint-services", key, goto("reject-packet"));
         } else {
-            let first = cfg
-                .cluster_cidr
-                .map(|cidr| format!("ip daddr {vip} ip saddr != {cidr} {MARK}"));
+            let first = cfg.cluster_cidr.map(|cidr| {
+                let outside = Stmt::Addr {
+                    field: AddrField::Saddr,
+                    equal: false,
+                    net: cidr,
+                };
+                Rule::new([Stmt::addr_is(AddrField::Daddr, vip), outside, MARK])
+            });
             let pick = PickChain {
                 chain: format!("svc-{id}"),
                 first,
@@ -152,7 +171,7 @@ pub(super) fn add(
                 proto,
             };
             chain_with_pick(b, &pick, id);
-            b.element("service-ips", key, &format!("goto svc-{id}"));
+            b.element("service-ips", key, goto(&format!("svc-{id}")));
         }
     }
     if s.exposed {
@@ -164,9 +183,9 @@ pub(super) fn add(
 fn add_external(b: &mut Batch, s: &Shape<'_>, e: &ServiceEntry) {
     let (id, proto, port) = (&s.id, s.proto, e.port.port);
     let verdict = if s.external.is_empty() {
-        s.external_refusal.to_string()
+        s.external_refusal.clone()
     } else {
-        let first = (!e.port.external_local).then(|| MARK.to_string());
+        let first = (!e.port.external_local).then(|| Rule::new([MARK]));
         let affinity = e.port.affinity_seconds.is_some();
         let pick = PickChain {
             chain: format!("ext-{id}"),
@@ -176,14 +195,18 @@ fn add_external(b: &mut Batch, s: &Shape<'_>, e: &ServiceEntry) {
             proto: s.proto,
         };
         chain_with_pick(b, &pick, id);
-        format!("goto ext-{id}")
+        goto(&format!("ext-{id}"))
     };
     let (ips_map, ports_map) = maps(s);
     for ip in &s.external_ips {
-        b.element(ips_map, format!("{ip} . {proto} . {port}"), &verdict);
+        b.element(
+            ips_map,
+            Key::AddrProtoPort(*ip, proto, port),
+            verdict.clone(),
+        );
     }
     if let Some(np) = e.port.node_port {
-        b.element(ports_map, format!("{proto} . {np}"), &verdict);
+        b.element(ports_map, Key::ProtoPort(proto, np), verdict);
     }
 }
 
@@ -213,10 +236,18 @@ pub(super) fn remove(
             continue;
         }
         let table = b.table().name();
-        b.delete(match kind {
-            "chain" => format!("flush chain ip {table} {object}\ndelete chain ip {table} {object}"),
-            _ => format!("delete set ip {table} {object}"),
-        });
+        if kind == "chain" {
+            b.delete(Op::FlushChain {
+                table: table.clone(),
+                chain: object.clone(),
+            });
+            b.delete(Op::DeleteChain {
+                table,
+                chain: object,
+            });
+        } else {
+            b.delete(Op::DeleteSet { table, set: object });
+        }
     }
 }
 
@@ -243,26 +274,26 @@ fn remove_elements(b: &mut Batch, s: &Shape<'_>, e: &ServiceEntry) {
     let (id, proto, port) = (&s.id, s.proto, e.port.port);
     if let Some(vip) = e.port.cluster_ip {
         let (map, verdict) = if s.cluster.is_empty() {
-            ("no-endpoint-services", "goto reject-packet".to_string())
+            ("no-endpoint-services", goto("reject-packet"))
         } else {
-            ("service-ips", format!("goto svc-{id}"))
+            ("service-ips", goto(&format!("svc-{id}")))
         };
-        b.delete_element(map, format!("{vip} . {proto} . {port}"), verdict);
+        b.delete_element(map, Key::AddrProtoPort(vip, proto, port), verdict);
     }
     if !s.exposed {
         return;
     }
     let verdict = if s.external.is_empty() {
-        s.external_refusal.to_string()
+        s.external_refusal.clone()
     } else {
-        format!("goto ext-{id}")
+        goto(&format!("ext-{id}"))
     };
     let (ips_map, ports_map) = maps(s);
     for ip in &s.external_ips {
-        let key = format!("{ip} . {proto} . {port}");
+        let key = Key::AddrProtoPort(*ip, proto, port);
         b.delete_element(ips_map, key, verdict.clone());
     }
     if let Some(np) = e.port.node_port {
-        b.delete_element(ports_map, format!("{proto} . {np}"), verdict.clone());
+        b.delete_element(ports_map, Key::ProtoPort(proto, np), verdict);
     }
 }

@@ -34,7 +34,8 @@
 //! at each full sync; partial syncs keep the applied one.
 //!
 //! A full sync replaces every table in one transaction (block syntax, [`batch`]); a
-//! partial sync rewrites only the changed service ports' chains and elements.
+//! partial sync rewrites only the changed service ports' chains and elements, as typed
+//! operations the driver sends to the kernel without `nft`.
 
 mod batch;
 mod entry;
@@ -161,14 +162,15 @@ impl Renderer {
         batch.render_full(&skeletons.0, &skeletons.1, self.shards)
     }
 
-    /// Rewrites only what `diff` names; `applied` is what the previous sync programmed.
+    /// Rewrites only what `diff` names, as typed operations (see `cairn_nft`); `applied` is
+    /// what the previous sync programmed.
     pub fn partial(
         &mut self,
         cfg: &NftConfig,
         applied: &ProxyState,
         desired: &ProxyState,
         diff: &Diff,
-    ) -> String {
+    ) -> Vec<cairn_nft::Op> {
         self.warnings.clear();
         let mut batch = batch::Batch::default();
         for name in diff.removed.iter().chain(diff.changed.iter()) {

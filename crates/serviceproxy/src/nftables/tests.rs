@@ -119,7 +119,7 @@ fn a_partial_sync_writes_only_the_changed_service_ports_shard() {
         after.entry(name).or_insert(entry);
     }
     let d = diff(&before, &after);
-    let script = r.partial(&cfg, &before, &after, &d);
+    let script = cairn_nft::script(&r.partial(&cfg, &before, &after, &d));
     assert!(
         script.contains(&format!("flush chain ip {home} svc-{id}")),
         "{script}"
@@ -129,7 +129,7 @@ fn a_partial_sync_writes_only_the_changed_service_ports_shard() {
     assert!(named.len() <= 3, "{named:?}");
     // Losing its endpoints: its element leaves the shard's map for the main table's.
     let none = state(3000, Some(42), None);
-    let script = r.partial(&cfg, &before, &none, &diff(&before, &none));
+    let script = cairn_nft::script(&r.partial(&cfg, &before, &none, &diff(&before, &none)));
     let vip = "10.96.0.43 . tcp . 80";
     assert!(
         script.contains(&format!("delete element ip {home} service-ips {{ {vip} }}")),
