@@ -3,6 +3,7 @@
 //! the rules of every other ClusterRole its selectors match, in name order, each rule once.
 //! Any ClusterRole change wakes every aggregating role.
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 
 use cairn_semantics::selector::Selector;
@@ -15,8 +16,6 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 use tracing::info;
 
-use crate::retry::Retries;
-
 #[derive(Debug, Error)]
 #[error("clusterrole-aggregation controller, clusterrole {name}: {source}")]
 pub struct Error {
@@ -28,13 +27,6 @@ pub struct Error {
 pub struct Ctx {
     pub client: Client,
     pub roles: Store<ClusterRole>,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// A touched (or deleted) ClusterRole wakes every aggregating ClusterRole, itself included:
@@ -63,7 +55,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.roles.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "clusterrole-aggregation",
         store,
         triggers,
@@ -118,6 +110,21 @@ async fn reconcile(role: Arc<ClusterRole>, ctx: Arc<Ctx>) -> Result<Action, Erro
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Action::await_change()),
         Err(source) => Err(Error { name, source }),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let roles = inf.clusterroles.reader();
+    let triggers = inf
+        .clusterroles
+        .subscribe_with_deletions(aggregators(roles.clone()));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        roles,
+    });
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! `status.disruptedPods`) do not count as healthy until they are gone or two minutes
 //! passed.
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +25,7 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 /// How long an eviction's pod stays out of the healthy count if it is not deleted.
 const DELETION_TIMEOUT: SignedDuration = SignedDuration::from_secs(120);
@@ -45,13 +45,6 @@ pub struct Ctx {
     pub replicasets: Store<ReplicaSet>,
     pub deployments: Store<Deployment>,
     pub statefulsets: Store<StatefulSet>,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 fn selector_of(pdb: &PodDisruptionBudget) -> Option<Selector> {
@@ -82,7 +75,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.budgets.clone();
-    crate::runner::run("disruption", store, triggers, resync, 2, ctx, reconcile).await;
+    crate::reconcile_loop::run("disruption", store, triggers, resync, 2, ctx, reconcile).await;
 }
 
 /// `value` of `total`, rounding up as upstream's `GetScaledValueFromIntOrPercent(.., true)`.
@@ -261,6 +254,28 @@ async fn reconcile(pdb: Arc<PodDisruptionBudget>, ctx: Arc<Ctx>) -> Result<Actio
             })?;
     }
     Ok(recheck.map_or_else(Action::await_change, Action::requeue))
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .budgets
+        .subscribe(|b: &PodDisruptionBudget| vec![ObjectRef::from_obj(b)]);
+    let budgets = inf.budgets.reader();
+    let pods = inf
+        .pods
+        .subscribe(move |p: &CachedPod| pod_budgets(&budgets, p));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        budgets: inf.budgets.reader(),
+        pods: inf.pods.reader(),
+        replicasets: inf.replicasets.reader(),
+        deployments: inf.deployments.reader(),
+        statefulsets: inf.statefulsets.reader(),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, pods), resync_ticks()))
 }
 
 #[cfg(test)]

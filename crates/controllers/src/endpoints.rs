@@ -4,6 +4,7 @@
 //! annotation, labelled so the mirroring controller leaves it alone. Deleted with its
 //! Service. Services without a selector keep the Endpoints their users write.
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,8 +23,7 @@ use thiserror::Error;
 use crate::cached_pod::CachedPod;
 use crate::endpointslice::desired::{self, find_port, hostname, publishes_not_ready, target_ref};
 use crate::endpointslice::{selected_pods, HEADLESS};
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 pub const SKIP_MIRROR: &str = "endpointslice.kubernetes.io/skip-mirror";
 pub const OVER_CAPACITY: &str = "endpoints.kubernetes.io/over-capacity";
@@ -42,13 +42,6 @@ pub struct Ctx {
     pub services: Store<Service>,
     pub pods: Store<CachedPod>,
     pub endpoints: Store<Endpoints>,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The Endpoints of a Service wake it (hand edits are repaired).
@@ -70,7 +63,8 @@ pub async fn run(
         deleted_services.for_each_concurrent(4, move |svc| delete_endpoints(client.clone(), svc))
     };
     let store = ctx.services.clone();
-    let controller = crate::runner::run("endpoints", store, triggers, resync, 5, ctx, reconcile);
+    let controller =
+        crate::reconcile_loop::run("endpoints", store, triggers, resync, 5, ctx, reconcile);
     futures::future::join(controller, cleanup).await;
 }
 
@@ -271,4 +265,33 @@ async fn reconcile(service: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error
         },
     }
     Ok(Action::await_change())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        pods: inf.pods.reader(),
+        endpoints: inf.endpoints.reader(),
+    });
+    let own = inf
+        .services
+        .subscribe(|s: &Service| vec![ObjectRef::from_obj(s)]);
+    let deleted = inf
+        .services
+        .subscribe_with_deletions(|s: &Service, deleted| {
+            let selected = s.spec.as_ref().is_some_and(|sp| sp.selector.is_some());
+            if deleted && selected {
+                vec![ObjectRef::from_obj(s)]
+            } else {
+                Vec::new()
+            }
+        });
+    let pods = inf.pod_services();
+    let eps = inf.endpoints.subscribe(endpoints_service);
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), eps.boxed()]);
+    Box::pin(run(ctx, triggers, deleted, resync_ticks()))
 }

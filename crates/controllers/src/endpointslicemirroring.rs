@@ -5,6 +5,8 @@
 //! slices such as the service proxy see them too. Endpoints the Endpoints controller wrote
 //! carry `endpointslice.kubernetes.io/skip-mirror` and are left alone.
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,8 +24,7 @@ use crate::endpoints::SKIP_MIRROR;
 use crate::endpointslice::desired::{address_type, group_key, Group};
 use crate::endpointslice::pack::{self, Owner};
 use crate::endpointslice::{managed_by, MANAGED_BY, SERVICE_NAME};
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 pub const MIRROR_CONTROLLER: &str = "endpointslicemirroring-controller.k8s.io";
 
@@ -42,13 +43,6 @@ pub struct Ctx {
     pub endpoints: Store<Endpoints>,
     pub slices: Store<EndpointSlice>,
     pub tracker: crate::endpointslice::tracker::SliceTracker,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// A Service wakes its Endpoints (gaining or losing a selector changes what is mirrored).
@@ -73,7 +67,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.endpoints.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "endpointslicemirroring",
         store,
         triggers,
@@ -220,4 +214,24 @@ async fn reconcile(ep: Arc<Endpoints>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         }
     }
     Ok(Action::await_change())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        endpoints: inf.endpoints.reader(),
+        slices: inf.endpointslices.reader(),
+        tracker: Default::default(),
+    });
+    let own = inf
+        .endpoints
+        .subscribe(|e: &Endpoints| vec![ObjectRef::from_obj(e)]);
+    let services = inf.services.subscribe(service_endpoints);
+    let slices = inf.endpointslices.subscribe(slice_endpoints);
+    let triggers = futures::stream::select_all([own.boxed(), services.boxed(), slices.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }

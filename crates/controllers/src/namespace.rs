@@ -4,6 +4,7 @@
 //! `namespaces/finalize`, after which the API server removes the namespace (upstream
 //! `pkg/controller/namespace`).
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +17,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
 use tracing::info;
-
-use crate::retry::Retries;
 
 const FINALIZER: &str = "kubernetes";
 
@@ -32,7 +31,6 @@ pub struct Error {
 pub struct Ctx {
     pub client: Client,
     pub namespaces: Store<Namespace>,
-    pub retries: Retries,
 }
 
 pub async fn run(
@@ -41,13 +39,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.namespaces.clone();
-    crate::runner::run("namespace", store, triggers, resync, 4, ctx, reconcile).await;
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
+    crate::reconcile_loop::run("namespace", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -124,4 +116,18 @@ async fn finalize(client: &Client, ns: &Namespace) -> Result<(), kube::Error> {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .namespaces
+        .subscribe(|n: &Namespace| vec![ObjectRef::from_obj(n)]);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        namespaces: inf.namespaces.reader(),
+    });
+    Box::pin(run(ctx, own, resync_ticks()))
 }

@@ -1,6 +1,7 @@
 //! The ServiceAccount controller: every active namespace has a `default`
 //! ServiceAccount, recreated if deleted (upstream `pkg/controller/serviceaccount`).
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 
 use futures::Stream;
@@ -11,8 +12,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use thiserror::Error;
-
-use crate::retry::Retries;
 
 pub const DEFAULT: &str = "default";
 
@@ -28,7 +27,6 @@ pub struct Ctx {
     pub client: Client,
     pub namespaces: Store<Namespace>,
     pub serviceaccounts: Store<ServiceAccount>,
-    pub retries: Retries,
 }
 
 /// A touched ServiceAccount wakes its namespace (a deleted `default` comes back).
@@ -45,13 +43,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.namespaces.clone();
-    crate::runner::run("serviceaccount", store, triggers, resync, 4, ctx, reconcile).await;
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
+    crate::reconcile_loop::run("serviceaccount", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -86,4 +78,20 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         }
     }
     Ok(Action::await_change())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .namespaces
+        .subscribe(|n: &Namespace| vec![ObjectRef::from_obj(n)]);
+    let sas = inf.serviceaccounts.subscribe(sa_namespace);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        namespaces: inf.namespaces.reader(),
+        serviceaccounts: inf.serviceaccounts.reader(),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, sas), resync_ticks()))
 }

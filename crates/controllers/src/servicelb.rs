@@ -5,6 +5,8 @@
 //! ready endpoint of the service. The proxy on each node accepts traffic to those
 //! addresses on the service's ports.
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -18,8 +20,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 #[derive(Debug, Error)]
 #[error("service-lb controller, service {service}: writing its status: {source}")]
@@ -34,13 +35,6 @@ pub struct Ctx {
     pub services: Store<Service>,
     pub nodes: Store<Node>,
     pub slices: Store<EndpointSlice>,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// Whether this controller serves the Service.
@@ -134,7 +128,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.services.clone();
-    crate::runner::run("service-lb", store, triggers, resync, 2, ctx, reconcile).await;
+    crate::reconcile_loop::run("service-lb", store, triggers, resync, 2, ctx, reconcile).await;
 }
 
 #[tracing::instrument(skip_all, fields(service = %key_of(svc.as_ref())))]
@@ -171,4 +165,28 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         source,
     })?;
     Ok(Action::await_change())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.services.subscribe(|s: &Service| {
+        if is_ours(s) {
+            vec![ObjectRef::from_obj(s)]
+        } else {
+            Vec::new()
+        }
+    });
+    let services = inf.services.reader();
+    let nodes = inf.nodes.subscribe(move |_: &Node| all_ours(&services));
+    let slices = inf.endpointslices.subscribe(slice_service);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        nodes: inf.nodes.reader(),
+        slices: inf.endpointslices.reader(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), nodes.boxed(), slices.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }

@@ -7,6 +7,7 @@
 mod history;
 mod jobs;
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,8 +23,7 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 
 use crate::owner;
-use crate::retry::Retries;
-use crate::runner;
+use crate::reconcile_loop;
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -40,13 +40,6 @@ pub struct Ctx {
     pub jobs: Store<Job>,
     pub cronjobs: Store<CronJob>,
     pub recorder: Recorder,
-    pub retries: Retries,
-}
-
-impl runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The CronJob a Job belongs to.
@@ -60,16 +53,16 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.cronjobs.clone();
-    runner::run("cronjob", store, triggers, resync, 4, ctx, reconcile).await;
+    reconcile_loop::run("cronjob", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
 async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = runner::key_of(cj.as_ref());
+    let key = reconcile_loop::key_of(cj.as_ref());
     sync(&cj, &ctx, &key).await
 }
 
 pub(crate) fn note(ctx: &Ctx, cj: &CronJob, kind: EventType, reason: &str, message: &str) {
-    runner::note(&ctx.recorder, cj, kind, reason, message);
+    reconcile_loop::note(&ctx.recorder, cj, kind, reason, message);
 }
 
 /// The schedule and zone, or why there is none (an Event says so; nothing is retried
@@ -239,4 +232,21 @@ async fn write_status(cj: &CronJob, ctx: &Ctx, key: &str, st: &CronJobStatus) ->
             source,
         }),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .cronjobs
+        .subscribe(|c: &CronJob| vec![ObjectRef::from_obj(c)]);
+    let jobs = inf.jobs.subscribe_with_deletions(|j, _| job_owner(j));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        jobs: inf.jobs.reader(),
+        cronjobs: inf.cronjobs.reader(),
+        recorder: Recorder::start(client.clone(), "cronjob-controller"),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, jobs), resync_ticks()))
 }

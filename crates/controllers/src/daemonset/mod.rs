@@ -7,6 +7,8 @@
 mod placement;
 mod plan;
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +29,6 @@ use crate::cached_pod::CachedPod;
 use crate::deployment::util::compute_hash;
 use crate::expectations::Expectations;
 use crate::owner;
-use crate::retry::Retries;
 use crate::revisions;
 
 pub use placement::HASH_LABEL;
@@ -52,11 +53,10 @@ pub struct Ctx {
     pub daemonsets: Store<DaemonSet>,
     pub recorder: Recorder,
     pub expectations: Expectations,
-    pub retries: Retries,
 }
 
 fn key_of(ds: &DaemonSet) -> String {
-    crate::runner::key_of(ds)
+    crate::reconcile_loop::key_of(ds)
 }
 
 /// A touched pod wakes its controlling DaemonSet.
@@ -106,13 +106,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.daemonsets.clone();
-    crate::runner::run("daemonset", store, triggers, resync, 8, ctx, reconcile).await;
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
+    crate::reconcile_loop::run("daemonset", store, triggers, resync, 8, ctx, reconcile).await;
 }
 
 async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -327,6 +321,30 @@ async fn write_status(
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .daemonsets
+        .subscribe(|d: &DaemonSet| vec![ObjectRef::from_obj(d)]);
+    let pods = inf.pods.subscribe(pod_owner);
+    let nodes = inf
+        .nodes
+        .subscribe_with_deletions(node_daemonsets(inf.daemonsets.reader()));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        nodes: inf.nodes.reader(),
+        daemonsets: inf.daemonsets.reader(),
+        revisions: inf.revisions.reader(),
+        recorder: Recorder::start(client.clone(), "daemonset-controller"),
+        expectations: Default::default(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), nodes.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }
 
 #[cfg(test)]

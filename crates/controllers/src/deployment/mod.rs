@@ -10,6 +10,8 @@ mod scale;
 mod status;
 pub mod util;
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::sync::Arc;
 
 use cairn_events::{EventType, Note, Recorder};
@@ -23,7 +25,6 @@ use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
 use crate::owner;
-use crate::retry::Retries;
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -43,7 +44,6 @@ pub struct Ctx {
     pub replicasets: Store<ReplicaSet>,
     pub deployments: Store<Deployment>,
     pub recorder: Recorder,
-    pub retries: Retries,
 }
 
 impl Ctx {
@@ -61,7 +61,7 @@ impl Ctx {
 }
 
 pub(crate) fn key_of(d: &Deployment) -> String {
-    crate::runner::key_of(d)
+    crate::reconcile_loop::key_of(d)
 }
 
 fn selector_of(d: &Deployment) -> Result<Selector, Error> {
@@ -125,13 +125,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.deployments.clone();
-    crate::runner::run("deployment", store, triggers, resync, 8, ctx, reconcile).await;
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
+    crate::reconcile_loop::run("deployment", store, triggers, resync, 8, ctx, reconcile).await;
 }
 
 async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -173,4 +167,26 @@ fn is_scaling_event(d: &Deployment, all: &[Arc<ReplicaSet>]) -> bool {
     all.iter()
         .filter(|rs| util::spec_replicas(rs) > 0)
         .any(|rs| util::annotated_replicas(rs, util::DESIRED_REPLICAS).is_some_and(|v| v != want))
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .deployments
+        .subscribe(|d: &Deployment| vec![ObjectRef::from_obj(d)]);
+    let rss = inf
+        .replicasets
+        .subscribe(rs_owners(inf.deployments.reader()));
+    let pods = inf.pods.subscribe(pod_owners(inf.replicasets.reader()));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        replicasets: inf.replicasets.reader(),
+        deployments: inf.deployments.reader(),
+        recorder: Recorder::start(client.clone(), "deployment-controller"),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), rss.boxed(), pods.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }

@@ -76,37 +76,6 @@ pub async fn claim(
     Ok(mine)
 }
 
-fn template(d: &Deployment) -> k8s_openapi::api::core::v1::PodTemplateSpec {
-    d.spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .unwrap_or_default()
-}
-
-/// (the ReplicaSet of the current template, the others).
-pub fn split(
-    d: &Deployment,
-    all: &[Arc<ReplicaSet>],
-) -> (Option<Arc<ReplicaSet>>, Vec<Arc<ReplicaSet>>) {
-    let t = template(d);
-    let new = all
-        .iter()
-        .find(|rs| {
-            rs.spec
-                .as_ref()
-                .and_then(|s| s.template.as_ref())
-                .is_some_and(|rt| util::equal_ignore_hash(rt, &t))
-        })
-        .cloned();
-    let new_uid = new.as_ref().and_then(|n| n.uid());
-    let old = all
-        .iter()
-        .filter(|rs| rs.uid() != new_uid)
-        .cloned()
-        .collect();
-    (new, old)
-}
-
 fn annotations_for(d: &Deployment, revision: i64) -> std::collections::BTreeMap<String, String> {
     let mut a = util::copied_annotations(d);
     a.insert(util::REVISION.into(), revision.to_string());
@@ -119,7 +88,7 @@ fn annotations_for(d: &Deployment, revision: i64) -> std::collections::BTreeMap<
 }
 
 fn new_replicaset(d: &Deployment, hash: &str, revision: i64, replicas: i32) -> ReplicaSet {
-    let mut t = template(d);
+    let mut t = util::template(d);
     let meta = t.metadata.get_or_insert_with(Default::default);
     meta.labels
         .get_or_insert_with(Default::default)
@@ -211,7 +180,7 @@ pub async fn new_rs(
     all: &[Arc<ReplicaSet>],
     create: bool,
 ) -> Result<Option<Arc<ReplicaSet>>, Error> {
-    let (existing, old) = split(d, all);
+    let (existing, old) = util::split(d, all);
     let revision = next_revision(&old);
     if let Some(rs) = existing {
         return refresh(d, ctx, rs, revision).await.map(Some);
@@ -220,8 +189,8 @@ pub async fn new_rs(
         return Ok(None);
     }
     let collision = d.status.as_ref().and_then(|s| s.collision_count);
-    let hash = util::compute_hash(&template(d), collision);
-    let replicas = super::rolling::new_rs_replicas(d, all, None);
+    let hash = util::compute_hash(&util::template(d), collision);
+    let replicas = util::new_rs_replicas(d, all, None);
     let rs = new_replicaset(d, &hash, revision, replicas);
     let api: Api<ReplicaSet> =
         Api::namespaced(ctx.client.clone(), &d.namespace().unwrap_or_default());

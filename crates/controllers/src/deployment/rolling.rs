@@ -12,21 +12,6 @@ use kube::ResourceExt;
 use super::util::{self, spec_replicas};
 use super::{cleanup, replicasets, status, Ctx, Error};
 
-/// The new ReplicaSet's size for this step (upstream `NewRSNewReplicas`).
-pub fn new_rs_replicas(d: &Deployment, all: &[Arc<ReplicaSet>], new: Option<&ReplicaSet>) -> i32 {
-    let desired = util::desired(d);
-    let new_replicas = new.map(spec_replicas).unwrap_or(0);
-    if util::is_recreate(d) {
-        return desired;
-    }
-    let max_total = desired + util::max_surge(d);
-    let current: i32 = all.iter().map(|rs| spec_replicas(rs)).sum();
-    if current >= max_total {
-        return new_replicas;
-    }
-    new_replicas + (max_total - current).min(desired - new_replicas).max(0)
-}
-
 fn active(old: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
     old.iter()
         .filter(|rs| spec_replicas(rs) > 0)
@@ -40,7 +25,7 @@ pub async fn rollout_rolling(
     all: &[Arc<ReplicaSet>],
 ) -> Result<Action, Error> {
     let new = replicasets::new_rs(d, ctx, all, true).await?;
-    let (_, old) = replicasets::split(d, all);
+    let (_, old) = util::split(d, all);
     let mut all_now: Vec<Arc<ReplicaSet>> = old.clone();
     if let Some(n) = &new {
         all_now.push(n.clone());
@@ -50,7 +35,7 @@ pub async fn rollout_rolling(
         let target = if spec_replicas(n) > desired {
             desired
         } else {
-            new_rs_replicas(d, &all_now, Some(n))
+            util::new_rs_replicas(d, &all_now, Some(n))
         };
         if target != spec_replicas(n) && replicasets::scale(d, ctx, n, target).await? {
             return status::sync_rollout_status(d, ctx, &all_now, new.as_deref()).await;
@@ -159,7 +144,7 @@ pub async fn rollout_recreate(
     all: &[Arc<ReplicaSet>],
 ) -> Result<Action, Error> {
     let new = replicasets::new_rs(d, ctx, all, false).await?;
-    let (_, old) = replicasets::split(d, all);
+    let (_, old) = util::split(d, all);
     let mut scaled = false;
     for rs in active(&old) {
         scaled |= replicasets::scale(d, ctx, &rs, 0).await?;

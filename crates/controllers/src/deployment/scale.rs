@@ -17,7 +17,7 @@ pub async fn sync(
     paused: bool,
 ) -> Result<Action, Error> {
     let new = replicasets::new_rs(d, ctx, all, false).await?;
-    let (_, old) = replicasets::split(d, all);
+    let (_, old) = util::split(d, all);
     let mut all_now = old.clone();
     if let Some(n) = &new {
         all_now.push(n.clone());

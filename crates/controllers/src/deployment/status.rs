@@ -272,7 +272,7 @@ pub async fn sync_only(
     ctx: &Ctx,
     all: &[Arc<ReplicaSet>],
 ) -> Result<Action, Error> {
-    let (new, _) = super::replicasets::split(d, all);
+    let (new, _) = util::split(d, all);
     write(d, ctx, &calculate(d, all, new.as_deref())).await?;
     Ok(Action::await_change())
 }

@@ -3,10 +3,12 @@
 //! rolling-update fenceposts.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
 
 pub const HASH_LABEL: &str = "pod-template-hash";
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -191,6 +193,53 @@ pub fn max_unavailable(d: &Deployment) -> i32 {
     } else {
         fenceposts(d).1.min(replicas)
     }
+}
+
+/// The Deployment's pod template.
+pub fn template(d: &Deployment) -> PodTemplateSpec {
+    d.spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default()
+}
+
+/// (the ReplicaSet of the current template, the others).
+pub fn split(
+    d: &Deployment,
+    all: &[Arc<ReplicaSet>],
+) -> (Option<Arc<ReplicaSet>>, Vec<Arc<ReplicaSet>>) {
+    let t = template(d);
+    let new = all
+        .iter()
+        .find(|rs| {
+            rs.spec
+                .as_ref()
+                .and_then(|s| s.template.as_ref())
+                .is_some_and(|rt| equal_ignore_hash(rt, &t))
+        })
+        .cloned();
+    let new_uid = new.as_ref().and_then(|n| n.uid());
+    let old = all
+        .iter()
+        .filter(|rs| rs.uid() != new_uid)
+        .cloned()
+        .collect();
+    (new, old)
+}
+
+/// The new ReplicaSet's size for this step (upstream `NewRSNewReplicas`).
+pub fn new_rs_replicas(d: &Deployment, all: &[Arc<ReplicaSet>], new: Option<&ReplicaSet>) -> i32 {
+    let desired = desired(d);
+    let new_replicas = new.map(spec_replicas).unwrap_or(0);
+    if is_recreate(d) {
+        return desired;
+    }
+    let max_total = desired + max_surge(d);
+    let current: i32 = all.iter().map(|rs| spec_replicas(rs)).sum();
+    if current >= max_total {
+        return new_replicas;
+    }
+    new_replicas + (max_total - current).min(desired - new_replicas).max(0)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ pub mod pack;
 pub mod tracker;
 pub mod trigger;
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,8 +25,7 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 pub const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
@@ -50,13 +51,6 @@ pub struct Ctx {
     pub nodes: Store<Node>,
     pub tracker: tracker::SliceTracker,
     pub triggers: trigger::TriggerTimes,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The `(namespace, service name)` of a slice that `manager` manages.
@@ -82,7 +76,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.services.clone();
-    crate::runner::run("endpointslice", store, triggers, resync, 5, ctx, reconcile).await;
+    crate::reconcile_loop::run("endpointslice", store, triggers, resync, 5, ctx, reconcile).await;
 }
 
 /// The pods a service selects, from the cache (`None`: the service has no selector, so
@@ -205,6 +199,39 @@ async fn apply(ctx: &Ctx, service: &Service, plan: pack::Plan) -> Result<(), Err
         }
     }
     Ok(())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        services: inf.services.reader(),
+        pods: inf.pods.reader(),
+        slices: inf.endpointslices.reader(),
+        nodes: inf.nodes.reader(),
+        tracker: Default::default(),
+        triggers: Default::default(),
+    });
+    let own = {
+        let ctx = ctx.clone();
+        inf.services
+            .subscribe_with_deletions(move |s: &Service, deleted| {
+                if deleted {
+                    let key = crate::reconcile_loop::key_of(s);
+                    ctx.tracker.forget(&key);
+                    ctx.triggers.forget(&key);
+                }
+                vec![ObjectRef::from_obj(s)]
+            })
+    };
+    let pods = inf.pod_services();
+    let slices = inf
+        .endpointslices
+        .subscribe_with_deletions(|s, _| slice_service(s));
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), slices.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
 }
 
 #[cfg(test)]

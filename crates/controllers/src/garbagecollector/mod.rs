@@ -8,6 +8,7 @@
 mod actions;
 pub mod graph;
 
+use crate::wiring::{Informers, Task};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -183,4 +184,12 @@ async fn watch(ctx: Arc<Ctx>, index: usize, listed: mpsc::UnboundedSender<()>) {
             work.into_iter().for_each(|w| ctx.enqueue(w));
         }
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, _inf: &mut Informers) -> Task {
+    // Its own metadata-only watches of every resource, not the shared typed caches.
+    Box::pin(run(client.clone()))
 }

@@ -13,6 +13,7 @@ mod status;
 mod tracking;
 pub mod ttl;
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,8 +32,7 @@ use tracing::debug;
 use crate::cached_pod::CachedPod;
 use crate::expectations::Expectations;
 use crate::owner;
-use crate::retry::Retries;
-use crate::runner;
+use crate::reconcile_loop;
 use decide::Decision;
 
 #[derive(Debug, Error)]
@@ -51,16 +51,9 @@ pub struct Ctx {
     pub jobs: Store<Job>,
     pub recorder: Recorder,
     pub expectations: Expectations,
-    pub retries: Retries,
     pub backoff: policy::Backoff,
     /// Finalizers removed that the pod cache has not seen go yet.
     pub released: tracking::Released,
-}
-
-impl runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The Job a pod belongs to (its controller).
@@ -75,11 +68,11 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.jobs.clone();
-    runner::run("job", store, triggers, resync, 16, ctx, reconcile).await;
+    reconcile_loop::run("job", store, triggers, resync, 16, ctx, reconcile).await;
 }
 
 async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = runner::key_of(job.as_ref());
+    let key = reconcile_loop::key_of(job.as_ref());
     sync(&job, &ctx, &key).await
 }
 
@@ -254,4 +247,40 @@ async fn manage(
         .await
         .map_err(api_error(key))?;
     Ok(None)
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.jobs.subscribe(|j: &Job| vec![ObjectRef::from_obj(j)]);
+    let pods = inf.pods.subscribe_with_deletions(|p, _| pod_owner(p));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        jobs: inf.jobs.reader(),
+        recorder: Recorder::start(client.clone(), "job-controller"),
+        expectations: Default::default(),
+        backoff: policy::Backoff::new(inf.settings.job_backoff),
+        released: Default::default(),
+    });
+    let orphan_ctx = Arc::new(orphans::Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        jobs: inf.jobs.reader(),
+    });
+    let orphan_pods = inf.pods.subscribe(orphans::pod_key);
+    let ended_jobs = inf
+        .jobs
+        .subscribe_with_deletions(orphans::job_pods(inf.pods.reader()));
+    Box::pin(async move {
+        futures::join!(
+            run(ctx, futures::stream::select(own, pods), resync_ticks()),
+            orphans::run(
+                orphan_ctx,
+                futures::stream::select(orphan_pods, ended_jobs),
+                resync_ticks(),
+            ),
+        );
+    })
 }

@@ -177,5 +177,5 @@ pub async fn delete(
 }
 
 pub fn note(ctx: &Ctx, job: &Job, kind: EventType, reason: &str, message: &str) {
-    crate::runner::note(&ctx.recorder, job, kind, reason, message);
+    crate::reconcile_loop::note(&ctx.recorder, job, kind, reason, message);
 }

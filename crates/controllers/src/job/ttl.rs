@@ -2,6 +2,7 @@
 //! finished Job with `ttlSecondsAfterFinished` is deleted (with its pods, in the
 //! foreground) that many seconds after it finished.
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,19 +15,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
 use super::Error;
-use crate::retry::Retries;
-use crate::runner;
+use crate::reconcile_loop;
 
 pub struct Ctx {
     pub client: Client,
     pub jobs: Store<Job>,
-    pub retries: Retries,
-}
-
-impl runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 pub async fn run(
@@ -35,7 +28,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.jobs.clone();
-    runner::run(
+    reconcile_loop::run(
         "ttl-after-finished",
         store,
         triggers,
@@ -87,8 +80,20 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         Ok(_) => Ok(Action::await_change()),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Action::await_change()),
         Err(source) => Err(Error::Api {
-            key: runner::key_of(job.as_ref()),
+            key: reconcile_loop::key_of(job.as_ref()),
             source,
         }),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.jobs.subscribe(|j: &Job| vec![ObjectRef::from_obj(j)]);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        jobs: inf.jobs.reader(),
+    });
+    Box::pin(run(ctx, own, resync_ticks()))
 }

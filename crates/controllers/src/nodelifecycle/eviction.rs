@@ -4,6 +4,7 @@
 //! toleration decides); one it tolerates without a limit stays. A taint removed in time
 //! cancels the eviction: each pass looks afresh.
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +20,6 @@ use kube::{Client, ResourceExt};
 use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
-use crate::retry::Retries;
 
 #[derive(Debug, Error)]
 #[error("taint eviction, pod {pod}: {source}")]
@@ -34,13 +34,6 @@ pub struct Ctx {
     pub nodes: Store<Node>,
     pub pods: Store<CachedPod>,
     pub recorder: Recorder,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// A pod wakes its node.
@@ -58,7 +51,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.nodes.clone();
-    crate::runner::run("taint-eviction", store, triggers, resync, 4, ctx, reconcile).await;
+    crate::reconcile_loop::run("taint-eviction", store, triggers, resync, 4, ctx, reconcile).await;
 }
 
 /// When a pod with `tolerations` must leave a node with `taints` (NoExecute ones): `None`
@@ -142,7 +135,7 @@ async fn evict(ctx: &Ctx, pod: &CachedPod) -> Result<(), Error> {
     match api.delete(&name, &DeleteParams::default()).await {
         Ok(_) => {
             let message = format!("Marking for deletion Pod {ns}/{name}");
-            crate::runner::note(
+            crate::reconcile_loop::note(
                 &ctx.recorder,
                 pod,
                 EventType::Normal,
@@ -157,6 +150,21 @@ async fn evict(ctx: &Ctx, pod: &CachedPod) -> Result<(), Error> {
             source,
         }),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf.nodes.subscribe(|n: &Node| vec![ObjectRef::from_obj(n)]);
+    let pods = inf.pods.subscribe(pod_node);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        recorder: Recorder::start(client.clone(), "taint-eviction-controller"),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, pods), resync_ticks()))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod health;
 pub mod podgc;
 pub mod zones;
 
+use crate::wiring::{Informers, Task};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -243,4 +244,18 @@ async fn mark_pods_not_ready(ctx: &Ctx, node: &str) {
             warn!(pod = %format!("{ns}/{name}"), error = %e, "marking pod not ready");
         }
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        leases: inf.leases.reader(),
+        pods: inf.pods.reader(),
+        settings: inf.settings.node_lifecycle.clone(),
+    });
+    Box::pin(run(ctx))
 }

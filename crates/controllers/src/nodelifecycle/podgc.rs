@@ -4,6 +4,7 @@
 //! (grace 0: no kubelet will finish them); finished pods beyond
 //! `--terminated-pod-gc-threshold` are deleted oldest first.
 
+use crate::wiring::{Informers, Task};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,6 +127,19 @@ async fn delete(ctx: &Ctx, ns: &str, name: &str, params: &DeleteParams, why: &st
         // The next pass tries again.
         Err(e) => warn!(pod = %format!("{ns}/{name}"), error = %e, "garbage-collecting pod"),
     }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        terminated_threshold: inf.settings.terminated_pod_gc_threshold,
+    });
+    Box::pin(run(ctx))
 }
 
 #[cfg(test)]

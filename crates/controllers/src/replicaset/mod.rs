@@ -8,6 +8,7 @@ mod manage;
 pub mod rc;
 mod status;
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,8 +26,7 @@ use thiserror::Error;
 use crate::cached_pod::CachedPod;
 use crate::expectations::Expectations;
 use crate::owner;
-use crate::retry::Retries;
-use crate::runner;
+use crate::reconcile_loop;
 
 /// Most pods created or deleted in one sync (upstream's burstReplicas).
 pub const BURST_REPLICAS: usize = 500;
@@ -96,11 +96,10 @@ pub struct Ctx {
     pub replicasets: Store<ReplicaSet>,
     pub recorder: Recorder,
     pub expectations: Expectations,
-    pub retries: Retries,
 }
 
 fn key_of(rs: &ReplicaSet) -> String {
-    runner::key_of(rs)
+    reconcile_loop::key_of(rs)
 }
 
 /// The ReplicaSets a touched pod concerns: its controller, or for an orphan every
@@ -146,13 +145,7 @@ pub async fn run(
 ) {
     let store = ctx.replicasets.clone();
     let name = ctx.flavor.controller_name();
-    runner::run(name, store, triggers, resync, 16, ctx, reconcile).await;
-}
-
-impl runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
+    reconcile_loop::run(name, store, triggers, resync, 16, ctx, reconcile).await;
 }
 
 async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
@@ -219,4 +212,54 @@ async fn sync(rs: &ReplicaSet, ctx: &Ctx, key: &str) -> Result<Action, Error> {
         return Ok(Action::requeue(Duration::from_secs(min_ready as u64)));
     }
     Ok(Action::await_change())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .replicasets
+        .subscribe(|rs: &ReplicaSet| vec![ObjectRef::from_obj(rs)]);
+    let flavor = Flavor::ReplicaSet;
+    let pods = inf
+        .pods
+        .subscribe(pod_owners(flavor, inf.replicasets.reader()));
+    let replicasets = inf.replicasets.reader();
+    start_replica_controller(client, inf, flavor, replicasets, own, pods)
+}
+
+pub(crate) fn start_replication_controller(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .replicationcontrollers
+        .subscribe(|rc: &ReplicaSet| vec![ObjectRef::from_obj(rc)]);
+    let flavor = Flavor::ReplicationController;
+    let pods = inf
+        .pods
+        .subscribe(pod_owners(flavor, inf.replicationcontrollers.reader()));
+    let rcs = inf.replicationcontrollers.reader();
+    start_replica_controller(client, inf, flavor, rcs, own, pods)
+}
+
+fn start_replica_controller(
+    client: &Client,
+    inf: &mut Informers,
+    flavor: Flavor,
+    store: kube::runtime::reflector::Store<ReplicaSet>,
+    own: impl futures::Stream<Item = ObjectRef<ReplicaSet>> + Send + 'static,
+    pods: impl futures::Stream<Item = ObjectRef<ReplicaSet>> + Send + 'static,
+) -> Task {
+    let component = match flavor {
+        Flavor::ReplicaSet => "replicaset-controller",
+        Flavor::ReplicationController => "replication-controller",
+    };
+    let ctx = Arc::new(Ctx {
+        flavor,
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        replicasets: store,
+        recorder: Recorder::start(client.clone(), component),
+        expectations: Default::default(),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, pods), resync_ticks()))
 }

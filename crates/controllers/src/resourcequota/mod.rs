@@ -10,9 +10,39 @@
 //! object is about to claim.
 
 mod counted;
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .quotas
+        .subscribe(|q: &ResourceQuota| vec![ObjectRef::from_obj(q)]);
+    let quotas = inf.quotas.reader();
+    let pods = inf.pods.subscribe_with_deletions(move |p: &CachedPod, _| {
+        namespace_quotas(&quotas, p.metadata.namespace.as_deref())
+    });
+    let quotas = inf.quotas.reader();
+    let services = inf
+        .services
+        .subscribe_with_deletions(move |s: &Service, _| {
+            namespace_quotas(&quotas, s.metadata.namespace.as_deref())
+        });
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        quotas: inf.quotas.reader(),
+        pods: inf.pods.reader(),
+        services: inf.services.reader(),
+        decreases: Default::default(),
+    });
+    let triggers = futures::stream::select_all([own.boxed(), pods.boxed(), services.boxed()]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
+}
+
 #[cfg(test)]
 mod tests;
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,8 +60,7 @@ use thiserror::Error;
 use tracing::debug;
 
 use crate::cached_pod::CachedPod;
-use crate::retry::Retries;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 /// How often every quota is recounted (kinds without a watch are counted then).
 pub const RESYNC: Duration = Duration::from_secs(10);
@@ -62,15 +91,8 @@ pub struct Ctx {
     pub quotas: Store<ResourceQuota>,
     pub pods: Store<CachedPod>,
     pub services: Store<Service>,
-    pub retries: Retries,
     /// Lower counts seen, by quota key, with when they were first seen.
     pub decreases: Mutex<HashMap<String, (Usage, Instant)>>,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The quotas of a namespace (what a pod or service event wakes).
@@ -92,7 +114,7 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.quotas.clone();
-    crate::runner::run("resourcequota", store, triggers, resync, 2, ctx, reconcile).await;
+    crate::reconcile_loop::run("resourcequota", store, triggers, resync, 2, ctx, reconcile).await;
 }
 
 /// What the pods of the namespace charge the quota: those its scopes select, at `now`.

@@ -60,7 +60,6 @@ fn ctx() -> Ctx {
         quotas: kube::runtime::reflector::store::Writer::default().as_reader(),
         pods: kube::runtime::reflector::store::Writer::default().as_reader(),
         services: kube::runtime::reflector::store::Writer::default().as_reader(),
-        retries: Default::default(),
         decreases: Default::default(),
     }
 }

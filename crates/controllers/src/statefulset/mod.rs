@@ -8,6 +8,7 @@ mod identity;
 mod plan;
 mod status;
 
+use crate::wiring::{resync_ticks, Informers, Task};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,9 +27,8 @@ use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
 use crate::owner;
-use crate::retry::Retries;
+use crate::reconcile_loop;
 use crate::revisions;
-use crate::runner;
 use plan::Step;
 
 #[derive(Debug, Error)]
@@ -47,13 +47,6 @@ pub struct Ctx {
     pub statefulsets: Store<StatefulSet>,
     pub revisions: Store<ControllerRevision>,
     pub recorder: Recorder,
-    pub retries: Retries,
-}
-
-impl runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 pub fn pod_owner(pod: &CachedPod) -> Vec<ObjectRef<StatefulSet>> {
@@ -66,16 +59,16 @@ pub async fn run(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.statefulsets.clone();
-    runner::run("statefulset", store, triggers, resync, 16, ctx, reconcile).await;
+    reconcile_loop::run("statefulset", store, triggers, resync, 16, ctx, reconcile).await;
 }
 
 async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let key = runner::key_of(set.as_ref());
+    let key = reconcile_loop::key_of(set.as_ref());
     sync(&set, &ctx, &key).await
 }
 
 fn note(ctx: &Ctx, set: &StatefulSet, kind: EventType, reason: &str, message: &str) {
-    runner::note(&ctx.recorder, set, kind, reason, message);
+    reconcile_loop::note(&ctx.recorder, set, kind, reason, message);
 }
 
 /// The set's pods by ordinal, and those outside `[start, start + replicas)`.
@@ -323,4 +316,22 @@ async fn release_claims_with_pod(
         }
     }
     Ok(())
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .statefulsets
+        .subscribe(|s: &StatefulSet| vec![ObjectRef::from_obj(s)]);
+    let pods = inf.pods.subscribe_with_deletions(|p, _| pod_owner(p));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        pods: inf.pods.reader(),
+        statefulsets: inf.statefulsets.reader(),
+        revisions: inf.revisions.reader(),
+        recorder: Recorder::start(client.clone(), "statefulset-controller"),
+    });
+    Box::pin(run(ctx, futures::stream::select(own, pods), resync_ticks()))
 }

@@ -14,7 +14,7 @@ use tracing::info;
 
 use super::matching::best_volume;
 use super::*;
-use crate::runner::{key_of, note};
+use crate::reconcile_loop::{key_of, note};
 
 fn err(obj: String, action: &'static str) -> impl FnOnce(kube::Error) -> Error {
     move |source| Error {

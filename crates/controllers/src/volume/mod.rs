@@ -16,10 +16,87 @@
 mod claims;
 pub mod matching;
 mod protection;
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+fn volume_ctx(client: &Client, inf: &mut Informers, component: &str) -> Arc<Ctx> {
+    Arc::new(Ctx {
+        client: client.clone(),
+        claims: inf.claims.reader(),
+        volumes: inf.volumes.reader(),
+        classes: inf.storageclasses.reader(),
+        nodes: inf.nodes.reader(),
+        pods: inf.pods.reader(),
+        recorder: Recorder::start(client.clone(), component),
+    })
+}
+
+pub(crate) fn start_binder(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "persistentvolume-controller");
+    let own_claims = inf
+        .claims
+        .subscribe(|c: &PersistentVolumeClaim| vec![ObjectRef::from_obj(c)]);
+    let volume_claims = inf.volumes.subscribe(volume_claim);
+    // A volume that becomes Available may suit any waiting claim.
+    let claims = inf.claims.reader();
+    let freed = inf.volumes.subscribe(move |_: &PersistentVolume| {
+        claims
+            .state()
+            .iter()
+            .filter(|c| {
+                c.spec
+                    .as_ref()
+                    .and_then(|s| s.volume_name.as_deref())
+                    .is_none_or(str::is_empty)
+            })
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect()
+    });
+    let own_volumes = inf
+        .volumes
+        .subscribe_with_deletions(|v: &PersistentVolume, _| vec![ObjectRef::from_obj(v)]);
+    let claim_volumes = inf
+        .claims
+        .subscribe_with_deletions(|c: &PersistentVolumeClaim, _| claim_volume(c));
+    let claim_triggers =
+        futures::stream::select_all([own_claims.boxed(), volume_claims.boxed(), freed.boxed()]);
+    let volume_triggers = futures::stream::select(own_volumes, claim_volumes);
+    let claims = run_claims(ctx.clone(), claim_triggers, resync_ticks());
+    let volumes = run_volumes(ctx, volume_triggers, resync_ticks());
+    Box::pin(async move {
+        futures::future::join(claims, volumes).await;
+    })
+}
+
+pub(crate) fn start_claim_protection(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "pvc-protection-controller");
+    let own = inf
+        .claims
+        .subscribe(|c: &PersistentVolumeClaim| vec![ObjectRef::from_obj(c)]);
+    let pods = inf
+        .pods
+        .subscribe_with_deletions(|p: &CachedPod, _| pod_claims(p));
+    Box::pin(run_claim_protection(
+        ctx,
+        futures::stream::select(own, pods),
+        resync_ticks(),
+    ))
+}
+
+pub(crate) fn start_volume_protection(client: &Client, inf: &mut Informers) -> Task {
+    let ctx = volume_ctx(client, inf, "pv-protection-controller");
+    let own = inf
+        .volumes
+        .subscribe(|v: &PersistentVolume| vec![ObjectRef::from_obj(v)]);
+    Box::pin(run_volume_protection(ctx, own, resync_ticks()))
+}
+
 #[cfg(test)]
 mod tests;
 mod volumes;
 
+use crate::wiring::{resync_ticks, Informers, Task};
+use futures::StreamExt;
 use std::sync::Arc;
 
 use cairn_events::Recorder;
@@ -31,7 +108,6 @@ use kube::Client;
 use thiserror::Error;
 
 use crate::cached_pod::CachedPod;
-use crate::retry::Retries;
 
 pub use protection::{pod_claims, run_claim_protection, run_volume_protection};
 
@@ -63,13 +139,6 @@ pub struct Ctx {
     pub nodes: Store<Node>,
     pub pods: Store<CachedPod>,
     pub recorder: Recorder,
-    pub retries: Retries,
-}
-
-impl crate::runner::Retrying for Ctx {
-    fn retries(&self) -> &Retries {
-        &self.retries
-    }
 }
 
 /// The claim a volume's `claimRef` names.
@@ -96,7 +165,7 @@ pub async fn run_claims(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.claims.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "persistentvolume-binder-claims",
         store,
         triggers,
@@ -114,7 +183,7 @@ pub async fn run_volumes(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.volumes.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "persistentvolume-binder-volumes",
         store,
         triggers,

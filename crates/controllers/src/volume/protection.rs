@@ -13,7 +13,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::*;
-use crate::runner::key_of;
+use crate::reconcile_loop::key_of;
 
 /// The claims a pod's volumes name (what a pod event wakes).
 pub fn pod_claims(p: &CachedPod) -> Vec<ObjectRef<PersistentVolumeClaim>> {
@@ -84,7 +84,7 @@ pub async fn run_claim_protection(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.claims.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "pvc-protection",
         store,
         triggers,
@@ -102,7 +102,7 @@ pub async fn run_volume_protection(
     resync: impl Stream<Item = ()> + Send + 'static,
 ) {
     let store = ctx.volumes.clone();
-    crate::runner::run(
+    crate::reconcile_loop::run(
         "pv-protection",
         store,
         triggers,

@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::*;
-use crate::runner::note;
+use crate::reconcile_loop::note;
 
 /// The phase the volume should have, and a message for `Failed`.
 async fn desired_phase(

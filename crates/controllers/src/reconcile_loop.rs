@@ -15,9 +15,11 @@ use tracing::{info_span, warn, Instrument};
 
 use crate::retry::Retries;
 
-/// A controller's context gives the runner its retry state.
-pub trait Retrying {
-    fn retries(&self) -> &Retries;
+/// What kube-runtime hands the reconciler and the error policy: the controller's own
+/// context and the runner's per-key retry state (one for every controller).
+struct Running<C> {
+    ctx: Arc<C>,
+    retries: Retries,
 }
 
 /// `namespace/name`, or `name` for cluster-scoped objects.
@@ -30,13 +32,12 @@ pub fn key_of<K: Resource>(obj: &K) -> String {
     }
 }
 
-fn error_policy<K, C, E>(obj: Arc<K>, err: &E, ctx: Arc<C>) -> Action
+fn error_policy<K, C, E>(obj: Arc<K>, err: &E, running: Arc<Running<C>>) -> Action
 where
     K: Resource,
-    C: Retrying,
     E: Display,
 {
-    let wait = ctx.retries().failed(&key_of(obj.as_ref()));
+    let wait = running.retries.failed(&key_of(obj.as_ref()));
     warn!(error = %err, retry_in = ?wait, "sync failed");
     Action::requeue(wait)
 }
@@ -59,28 +60,32 @@ pub async fn run<K, C, E, F, Fut>(
         + Send
         + Sync
         + 'static,
-    C: Retrying + Send + Sync + 'static,
+    C: Send + Sync + 'static,
     E: std::error::Error + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<C>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
 {
-    let reconcile = move |obj: Arc<K>, ctx: Arc<C>| {
+    let reconcile = move |obj: Arc<K>, running: Arc<Running<C>>| {
         let sync = sync.clone();
         async move {
             let key = key_of(obj.as_ref());
             let span = info_span!("reconcile", controller, object = %key);
-            let result = sync(obj, ctx.clone()).instrument(span).await;
+            let result = sync(obj, running.ctx.clone()).instrument(span).await;
             if result.is_ok() {
-                ctx.retries().succeeded(&key);
+                running.retries.succeeded(&key);
             }
             result
         }
     };
+    let running = Arc::new(Running {
+        ctx,
+        retries: Retries::default(),
+    });
     Controller::for_stream(futures::stream::empty(), store)
         .reconcile_on(triggers)
         .reconcile_all_on(resync)
         .with_config(Config::default().concurrency(concurrency))
-        .run(reconcile, error_policy::<K, C, E>, ctx)
+        .run(reconcile, error_policy::<K, C, E>, running)
         .for_each(|r| async move {
             if let Err(e) = r {
                 tracing::debug!(controller, error = %e, "reconcile");
