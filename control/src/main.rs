@@ -21,62 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the Kubernetes API.
-    Serve {
-        /// Where the embedded store and server state live.
-        #[arg(long, default_value = "/var/lib/cairn/control")]
-        data_dir: PathBuf,
-        /// Address to listen on (plain HTTP: keep it on loopback until TLS lands).
-        #[arg(long, default_value = "127.0.0.1:6443")]
-        bind: SocketAddr,
-        /// Range ClusterIPs are allocated from; the first address is the `kubernetes` Service's.
-        #[arg(long, default_value = "10.96.0.0/12")]
-        service_cluster_ip_range: ipnetwork::Ipv4Network,
-        /// NodePort range, `FIRST-LAST`.
-        #[arg(long, default_value = "30000-32767")]
-        service_node_port_range: String,
-        /// Seconds between event-log compactions.
-        #[arg(long, default_value_t = 300)]
-        compaction_interval_seconds: u64,
-        /// Events kept in memory for resumed watches.
-        #[arg(long, default_value_t = 100_000)]
-        watch_history: usize,
-        /// Address published in the `kubernetes` Endpoints.
-        #[arg(long)]
-        advertise_address: Option<Ipv4Addr>,
-        /// Give every Node a pod CIDR (`spec.podCIDR`) from --cluster-cidr.
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-        allocate_node_cidrs: bool,
-        /// Range the Nodes' pod CIDRs are carved from.
-        #[arg(long, default_value = "10.244.0.0/16")]
-        cluster_cidr: ipnetwork::Ipv4Network,
-        /// Prefix length of each Node's pod CIDR.
-        #[arg(long, default_value_t = 24)]
-        node_cidr_mask_size: u8,
-        /// Run the scheduler in this process (a client of the API above).
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-        scheduler: bool,
-        /// KubeSchedulerConfiguration file for the embedded scheduler.
-        #[arg(long)]
-        scheduler_config: Option<PathBuf>,
-        /// Seconds pods tolerate a `node.kubernetes.io/not-ready` NoExecute taint unless
-        /// they say otherwise (taint-based eviction waits this long).
-        #[arg(long, default_value_t = 300)]
-        default_not_ready_toleration_seconds: i64,
-        /// Seconds pods tolerate a `node.kubernetes.io/unreachable` NoExecute taint unless
-        /// they say otherwise.
-        #[arg(long, default_value_t = 300)]
-        default_unreachable_toleration_seconds: i64,
-        /// Create the default `local-path` StorageClass (provisioner `cairn.io/local-path`,
-        /// served by every agent; WaitForFirstConsumer, reclaim Delete) when missing.
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        local_path_storage_class: bool,
-        /// Create the `kube-system/kube-dns` Service (10th address of the service range,
-        /// served by every agent) when missing.
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        cluster_dns_service: bool,
-        #[command(flatten)]
-        controllers: ControllerArgs,
-    },
+    Serve(Box<ServeArgs>),
     /// Run only the controllers, against any Kubernetes API server.
     Controllers {
         /// Kubeconfig of the API server to act for.
@@ -104,6 +49,65 @@ enum Command {
     },
 }
 
+/// `cairn-control serve`.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Where the embedded store and server state live.
+    #[arg(long, default_value = "/var/lib/cairn/control")]
+    data_dir: PathBuf,
+    /// Address to listen on (plain HTTP: keep it on loopback until TLS lands).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    bind: SocketAddr,
+    /// Range ClusterIPs are allocated from; the first address is the `kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: ipnetwork::Ipv4Network,
+    /// NodePort range, `FIRST-LAST`.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: String,
+    /// Seconds between event-log compactions.
+    #[arg(long, default_value_t = 300)]
+    compaction_interval_seconds: u64,
+    /// Events kept in memory for resumed watches.
+    #[arg(long, default_value_t = 100_000)]
+    watch_history: usize,
+    /// Address published in the `kubernetes` Endpoints.
+    #[arg(long)]
+    advertise_address: Option<Ipv4Addr>,
+    /// Give every Node a pod CIDR (`spec.podCIDR`) from --cluster-cidr.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    allocate_node_cidrs: bool,
+    /// Range the Nodes' pod CIDRs are carved from.
+    #[arg(long, default_value = "10.244.0.0/16")]
+    cluster_cidr: ipnetwork::Ipv4Network,
+    /// Prefix length of each Node's pod CIDR.
+    #[arg(long, default_value_t = 24)]
+    node_cidr_mask_size: u8,
+    /// Run the scheduler in this process (a client of the API above).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    scheduler: bool,
+    /// KubeSchedulerConfiguration file for the embedded scheduler.
+    #[arg(long)]
+    scheduler_config: Option<PathBuf>,
+    /// Seconds pods tolerate a `node.kubernetes.io/not-ready` NoExecute taint unless
+    /// they say otherwise (taint-based eviction waits this long).
+    #[arg(long, default_value_t = 300)]
+    default_not_ready_toleration_seconds: i64,
+    /// Seconds pods tolerate a `node.kubernetes.io/unreachable` NoExecute taint unless
+    /// they say otherwise.
+    #[arg(long, default_value_t = 300)]
+    default_unreachable_toleration_seconds: i64,
+    /// Create the default `local-path` StorageClass (provisioner `cairn.io/local-path`,
+    /// served by every agent; WaitForFirstConsumer, reclaim Delete) when missing.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    local_path_storage_class: bool,
+    /// Create the `kube-system/kube-dns` Service (10th address of the service range,
+    /// served by every agent) when missing.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    cluster_dns_service: bool,
+    #[command(flatten)]
+    controllers: ControllerArgs,
+}
+
 fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     let (a, b) = s.split_once('-').context("port range must be FIRST-LAST")?;
     let (a, b): (u16, u16) = (a.trim().parse()?, b.trim().parse()?);
@@ -123,7 +127,7 @@ async fn run_scheduler(
     client: kube::Client,
     config: cairn_scheduler::config::SchedulerConfig,
 ) -> anyhow::Result<()> {
-    cairn_scheduler::run::Scheduler::run(client, config).await?;
+    cairn_scheduler::scheduling_loop::Scheduler::run(client, config).await?;
     anyhow::bail!("scheduler stopped")
 }
 
@@ -248,24 +252,75 @@ async fn serve(
     Ok(())
 }
 
-/// mimalloc instead of glibc's malloc: the API server and scheduler allocate many small,
-/// short-lived JSON values per request, where glibc spent ~18 % of the API server's CPU in
-/// malloc/free/consolidation under the scheduler benchmark.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (v2 `mimalloc.h`; the Rust bindings name no constant).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// The standalone controllers are idle between bursts, and mimalloc runs its delayed
-/// purges only on later allocator activity: after a 10,000-pod scale-up the idle process
-/// kept ~10 MiB of freed pages. Purging at once costs a few madvise calls per burst there;
-/// the API server keeps the default delay, where it saves them on the hot path.
-#[allow(unsafe_code)]
-fn purge_freed_pages_at_once() {
-    // SAFETY: mi_option_set takes plain integers and may be called at any time; options
-    // are read on the next allocator operation that consults them.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+/// The API server's configuration, the in-process scheduler's (None: off) and the
+/// controllers to run, from the flags. A config error stops startup before anything
+/// listens.
+fn serve_config(
+    args: ServeArgs,
+) -> anyhow::Result<(
+    cairn_apiserver::ServerConfig,
+    Option<cairn_scheduler::config::SchedulerConfig>,
+    (cairn_controllers::Selection, cairn_controllers::Settings),
+)> {
+    let ServeArgs {
+        data_dir,
+        bind,
+        service_cluster_ip_range,
+        service_node_port_range,
+        compaction_interval_seconds,
+        watch_history,
+        advertise_address,
+        allocate_node_cidrs,
+        cluster_cidr,
+        node_cidr_mask_size,
+        scheduler,
+        scheduler_config,
+        default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds,
+        local_path_storage_class,
+        cluster_dns_service,
+        controllers,
+    } = args;
+    let controllers = controllers.parse()?;
+    let scheduler_config = match (scheduler, scheduler_config) {
+        (false, _) => None,
+        (true, Some(path)) => Some(cairn_scheduler::config::SchedulerConfig::load(&path)?),
+        (true, None) => Some(cairn_scheduler::config::SchedulerConfig::default()),
+    };
+    let mut config = cairn_apiserver::ServerConfig::new(data_dir);
+    config.bind = bind;
+    config.service_cidr = service_cluster_ip_range;
+    config.node_port_range = parse_port_range(&service_node_port_range)?;
+    config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
+    config.watch_history = watch_history;
+    config.advertise_address = advertise_address;
+    for (flag, secs) in [
+        (
+            "default-not-ready-toleration-seconds",
+            default_not_ready_toleration_seconds,
+        ),
+        (
+            "default-unreachable-toleration-seconds",
+            default_unreachable_toleration_seconds,
+        ),
+    ] {
+        anyhow::ensure!(secs >= 0, "--{flag} {secs}: must be >= 0");
+    }
+    config.default_toleration_seconds = (
+        default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds,
+    );
+    config.local_path_storage_class = local_path_storage_class;
+    config.cluster_dns_service = cluster_dns_service;
+    config.node_ipam = if allocate_node_cidrs {
+        Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
+            cluster_cidr,
+            node_cidr_mask_size,
+        )?)
+    } else {
+        None
+    };
+    Ok((config, scheduler_config, controllers))
 }
 
 #[tokio::main]
@@ -278,65 +333,8 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve {
-            data_dir,
-            bind,
-            service_cluster_ip_range,
-            service_node_port_range,
-            compaction_interval_seconds,
-            watch_history,
-            advertise_address,
-            allocate_node_cidrs,
-            cluster_cidr,
-            node_cidr_mask_size,
-            scheduler,
-            scheduler_config,
-            default_not_ready_toleration_seconds,
-            default_unreachable_toleration_seconds,
-            local_path_storage_class,
-            cluster_dns_service,
-            controllers,
-        } => {
-            let controllers = controllers.parse()?;
-            // A config error stops startup before anything listens.
-            let scheduler_config = match (scheduler, scheduler_config) {
-                (false, _) => None,
-                (true, Some(path)) => Some(cairn_scheduler::config::SchedulerConfig::load(&path)?),
-                (true, None) => Some(cairn_scheduler::config::SchedulerConfig::default()),
-            };
-            let mut config = cairn_apiserver::ServerConfig::new(data_dir);
-            config.bind = bind;
-            config.service_cidr = service_cluster_ip_range;
-            config.node_port_range = parse_port_range(&service_node_port_range)?;
-            config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
-            config.watch_history = watch_history;
-            config.advertise_address = advertise_address;
-            for (flag, secs) in [
-                (
-                    "default-not-ready-toleration-seconds",
-                    default_not_ready_toleration_seconds,
-                ),
-                (
-                    "default-unreachable-toleration-seconds",
-                    default_unreachable_toleration_seconds,
-                ),
-            ] {
-                anyhow::ensure!(secs >= 0, "--{flag} {secs}: must be >= 0");
-            }
-            config.default_toleration_seconds = (
-                default_not_ready_toleration_seconds,
-                default_unreachable_toleration_seconds,
-            );
-            config.local_path_storage_class = local_path_storage_class;
-            config.cluster_dns_service = cluster_dns_service;
-            config.node_ipam = if allocate_node_cidrs {
-                Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
-                    cluster_cidr,
-                    node_cidr_mask_size,
-                )?)
-            } else {
-                None
-            };
+        Command::Serve(args) => {
+            let (config, scheduler_config, controllers) = serve_config(*args)?;
             serve(config, scheduler_config, controllers).await
         }
         Command::Scheduler { kubeconfig, config } => {
@@ -354,7 +352,7 @@ async fn main() -> anyhow::Result<()> {
             kubeconfig,
             controllers,
         } => {
-            purge_freed_pages_at_once();
+            cairn_alloc::purge_freed_pages_at_once();
             let controllers = controllers.parse()?;
             let client = client_from_kubeconfig(&kubeconfig).await?;
             tokio::select! {

@@ -8,4 +8,4 @@ pub mod cache;
 pub mod conntrack;
 pub mod health_check;
 pub mod metrics;
-pub mod run;
+pub mod sync_loop;

@@ -10,7 +10,7 @@ use cairn_netfilter::ipvs::IpvsNetlink;
 use cairn_netfilter::{IptablesCommand, IptablesVariant};
 use cairn_proxy::backend::ipvs::NetlinkHost;
 use cairn_proxy::backend::{IptablesBackend, IpvsBackend, NftBackend, ProxyBackend};
-use cairn_proxy::run::{run, ProxyConfig};
+use cairn_proxy::sync_loop::{run, ProxyConfig};
 use cairn_serviceproxy::iptables::IptConfig;
 use cairn_serviceproxy::ipvs::IpvsConfig;
 use cairn_serviceproxy::nftables::NftConfig;
@@ -192,23 +192,6 @@ async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
     kube::Client::try_from(config).context("building the API client")
 }
 
-/// mimalloc, as the other daemons: glibc's per-thread arenas kept the proxy's RSS high
-/// after a 10,000-service sync.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (v2 `mimalloc.h`; the Rust bindings name no constant).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// The proxy is idle between syncs, and mimalloc purges freed pages only on later
-/// allocator activity: the initial lists and the first full ruleset would stay resident.
-#[allow(unsafe_code)]
-fn purge_freed_pages_at_once() {
-    // SAFETY: mi_option_set takes plain integers and may be called at any time; options
-    // are read on the next allocator operation that consults them.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -219,7 +202,7 @@ async fn main() -> anyhow::Result<()> {
         // Escape codes only on a terminal: logs go to files too.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    purge_freed_pages_at_once();
+    cairn_alloc::purge_freed_pages_at_once();
     let cli = Cli::parse();
     if cli.cleanup {
         backend(&cli, Vec::new())?

@@ -11,7 +11,7 @@ pub mod plugins;
 pub mod pod_info;
 pub mod preemption;
 pub mod queue;
-pub mod run;
+pub mod scheduling_loop;
 pub mod snapshot;
 pub mod testing;
 

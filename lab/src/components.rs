@@ -1,0 +1,257 @@
+//! What runs where (pure): each component's command line and configuration files, from
+//! the plan. `up` writes the files and starts the commands.
+
+use std::path::PathBuf;
+
+use crate::args;
+use crate::plan::{LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, REGISTRY_PORT};
+
+/// A daemon to start: its name, command line and the piece of it that identifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Daemon {
+    pub component: &'static str,
+    pub argv: Vec<String>,
+    pub expect: String,
+}
+
+pub fn registry_config(plan: &LabPlan) -> String {
+    format!(
+        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
+         delete:\n    enabled: true\nhttp:\n  addr: {}:{REGISTRY_PORT}\n",
+        plan.data_dir.join("registry").display(),
+        plan.registry_ip
+    )
+}
+
+pub fn registry_config_path(plan: &LabPlan) -> PathBuf {
+    plan.run_dir.join("registry.yml")
+}
+
+pub fn registry(plan: &LabPlan) -> Daemon {
+    let config = registry_config_path(plan).display().to_string();
+    Daemon {
+        component: "registry",
+        argv: args!["/usr/bin/docker-registry", "serve", config],
+        expect: config,
+    }
+}
+
+pub fn containerd_config_path(node: &NodePlan) -> PathBuf {
+    node.run_dir.join("containerd/config.toml")
+}
+
+/// A private containerd: own root, state and socket; no CRI plugin (the agent is the CRI).
+pub fn containerd_config(node: &NodePlan) -> String {
+    let socket = node.containerd_socket();
+    format!(
+        r#"version = 2
+root = "{root}"
+state = "{state}"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "{socket}"
+[ttrpc]
+  address = "{socket}.ttrpc"
+[debug]
+  address = ""
+  level = "info"
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{root}/opt"
+"#,
+        root = node.data_dir.join("containerd").display(),
+        state = node.run_dir.join("containerd/state").display(),
+        socket = socket.display(),
+    )
+}
+
+pub fn containerd(node: &NodePlan) -> Daemon {
+    let config = containerd_config_path(node).display().to_string();
+    Daemon {
+        component: "containerd",
+        argv: args!["/usr/bin/containerd", "--config", config],
+        expect: config,
+    }
+}
+
+pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
+    let bin = plan.bin("cairn-control").display().to_string();
+    let mut argv = args![
+        bin,
+        "serve",
+        "--data-dir",
+        node.data_dir.join("control").display(),
+        "--bind",
+        format!("0.0.0.0:{API_PORT}"),
+        "--cluster-cidr",
+        CLUSTER_CIDR,
+        "--advertise-address",
+        node.ip
+    ];
+    argv.extend(plan.options.control_args.iter().cloned());
+    Daemon {
+        component: "control",
+        expect: node.data_dir.join("control").display().to_string(),
+        argv,
+    }
+}
+
+/// The docker.io mirror every node pulls through: the lab registry first.
+pub fn registry_hosts_toml(plan: &LabPlan) -> String {
+    format!(
+        "server = \"https://registry-1.docker.io\"\n\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+        plan.registry()
+    )
+}
+
+pub fn agent_kubeconfig(node: &NodePlan) -> PathBuf {
+    node.data_dir.join("kubeconfig")
+}
+
+/// The `kube-dns` Service's address cairn-control creates: the 10th of the service range.
+pub const CLUSTER_DNS_IP: &str = "10.96.0.10";
+
+pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
+    let (d, r) = (&node.data_dir, &node.run_dir);
+    let argv = args![
+        plan.bin("cairn-agent").display(),
+        "--kubeconfig",
+        agent_kubeconfig(node).display(),
+        "--node-name",
+        node.name,
+        "--node-ip",
+        node.ip,
+        "--containerd-socket",
+        node.containerd_socket().display(),
+        "--containerd-namespace",
+        CONTAINERD_NAMESPACE,
+        "--root-dir",
+        d.join("agent").display(),
+        "--state-dir",
+        r.join("agent").display(),
+        "--cni-conf-dir",
+        d.join("cni/net.d").display(),
+        "--cni-bin-dir",
+        format!("{},/usr/lib/cni", plan.data_dir.join("cni/bin").display()),
+        "--pod-log-dir",
+        node.log_dir.join("pods").display(),
+        "--cgroup-root",
+        node.cgroup_root,
+        "--listen",
+        format!("{}:10250", node.ip),
+        "--static-pod-dir",
+        d.join("manifests").display(),
+        "--registry-config-dir",
+        d.join("certs.d").display(),
+        "--logger-path",
+        plan.bin("cairn-logger").display(),
+        "--network-backend",
+        plan.options.network.as_str(),
+        "--cluster-cidr",
+        CLUSTER_CIDR,
+        "--subnet-file",
+        r.join("cni/subnet.env").display(),
+        "--cni-data-dir",
+        r.join("cni/networks").display(),
+        "--cluster-dns",
+        CLUSTER_DNS_IP,
+        "--dns-listen",
+        format!("{}:53", node.ip)
+    ];
+    let mut argv = argv;
+    argv.extend(plan.options.agent_args.iter().cloned());
+    Daemon {
+        component: "agent",
+        expect: d.join("agent").display().to_string(),
+        argv,
+    }
+}
+
+pub fn proxy(plan: &LabPlan, node: &NodePlan) -> Daemon {
+    let kubeconfig = agent_kubeconfig(node).display().to_string();
+    Daemon {
+        component: "proxy",
+        argv: args![
+            plan.bin("cairn-proxy").display(),
+            "--kubeconfig",
+            kubeconfig,
+            "--hostname-override",
+            node.name,
+            "--mode",
+            plan.options.proxy_mode.as_str(),
+            "--cluster-cidr",
+            CLUSTER_CIDR,
+            "--healthz-bind-address",
+            "0.0.0.0:10256",
+            "--metrics-bind-address",
+            "127.0.0.1:10249"
+        ],
+        expect: kubeconfig,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{LabOptions, NetworkBackend, ProxyMode, Roots};
+
+    fn plan() -> LabPlan {
+        LabPlan::new(LabOptions {
+            name: "e2e".into(),
+            nodes: 2,
+            driver: crate::plan::DriverKind::Netns,
+            proxy_mode: ProxyMode::Iptables,
+            network: NetworkBackend::Vxlan,
+            api_port: 16443,
+            bin_dir: "/b".into(),
+            control_args: vec!["--node-monitor-grace-period=8".into()],
+            agent_args: vec![],
+            roots: Roots::default(),
+        })
+        .unwrap()
+    }
+
+    fn flag<'a>(argv: &'a [String], name: &str) -> &'a str {
+        let i = argv.iter().position(|a| a == name).unwrap();
+        &argv[i + 1]
+    }
+
+    #[test]
+    fn every_node_gets_private_paths_and_the_chosen_backends() {
+        let plan = plan();
+        let (a1, a2) = (
+            agent(&plan, &plan.nodes[0]).argv,
+            agent(&plan, &plan.nodes[1]).argv,
+        );
+        for f in [
+            "--containerd-socket",
+            "--root-dir",
+            "--state-dir",
+            "--cgroup-root",
+            "--subnet-file",
+        ] {
+            assert_ne!(flag(&a1, f), flag(&a2, f), "{f} is shared");
+        }
+        assert_eq!(flag(&a2, "--network-backend"), "vxlan");
+        assert_eq!(flag(&a2, "--listen"), "198.18.0.12:10250");
+        assert_eq!(flag(&a2, "--cgroup-root"), "/cairn-lab/e2e/node-2");
+        let p = proxy(&plan, &plan.nodes[1]).argv;
+        assert_eq!(flag(&p, "--mode"), "iptables");
+        assert_eq!(flag(&p, "--hostname-override"), "node-2");
+        let c = control(&plan, &plan.nodes[0]).argv;
+        assert_eq!(c.last().unwrap(), "--node-monitor-grace-period=8");
+        assert_eq!(flag(&c, "--advertise-address"), "198.18.0.11");
+    }
+
+    #[test]
+    fn config_files_point_at_the_node_and_the_lab_registry() {
+        let plan = plan();
+        let toml = containerd_config(&plan.nodes[1]);
+        assert!(toml
+            .contains("address = \"/run/cairn-lab/e2e/nodes/node-2/containerd/containerd.sock\""));
+        assert!(toml.contains("root = \"/var/lib/cairn-lab/e2e/nodes/node-2/containerd\""));
+        assert!(registry_hosts_toml(&plan).contains("[host.\"http://198.18.0.1:5000\"]"));
+        assert!(registry_config(&plan).contains("addr: 198.18.0.1:5000"));
+    }
+}
