@@ -13,7 +13,6 @@ use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
 pub(crate) mod admission;
-pub(crate) mod breadth;
 pub(crate) mod limits;
 pub(crate) mod pod;
 

@@ -33,17 +33,18 @@ use crate::registry::ResourceInfo;
 
 pub(crate) mod decoded;
 mod quantity;
-mod zero_values;
+pub(crate) mod zero_values;
 
 pub use quantity::{canonical_quantity, quantity_nanos};
-pub use zero_values::{go_zero_values, workload_status_counters};
+pub use zero_values::go_zero_values;
 
+use crate::kinds::strategy::ZeroValuesFn;
 pub use decoded::{Normalized, SchemaError};
 
 /// Decode `obj` as the type of `resource`'s objects and serialise it back.
 pub fn normalize(resource: &ResourceInfo, obj: &Value) -> Result<Normalized, SchemaError> {
     let mut out = (resource.strategy.normalize)(resource.kind, resource.version, obj)?;
-    go_zero_values(resource.kind, &mut out.value);
+    go_zero_values(resource.strategy.zero_values, &mut out.value);
     Ok(out)
 }
 
@@ -68,23 +69,28 @@ pub fn normalize_subresource(
     }
 }
 
-/// The bodies of subresources whose kind is no served resource's.
+/// The bodies of subresources whose kind is no served resource's: their decoding and
+/// Go zero values.
 type Decode = fn(&str, &str, &Value) -> Result<Normalized, SchemaError>;
-static SUBRESOURCE_BODIES: &[(&str, &str, Decode)] = &[
+type SubresourceBody = (&'static str, &'static str, Decode, Option<ZeroValuesFn>);
+static SUBRESOURCE_BODIES: &[SubresourceBody] = &[
     (
         "autoscaling/v1",
         "Scale",
         roundtrip::<k8s_openapi::api::autoscaling::v1::Scale>,
+        Some(zero_values::scale_zero_values),
     ),
     (
         "v1",
         "Binding",
         roundtrip::<k8s_openapi::api::core::v1::Binding>,
+        None,
     ),
     (
         "policy/v1",
         "Eviction",
         roundtrip::<k8s_openapi::api::policy::v1::Eviction>,
+        None,
     ),
 ];
 
@@ -96,19 +102,25 @@ pub fn normalize_kind(
     obj: &Value,
 ) -> Result<Normalized, SchemaError> {
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
-    let decode = SUBRESOURCE_BODIES
+    let found = SUBRESOURCE_BODIES
         .iter()
-        .find(|(v, k, _)| *v == api_version && *k == kind)
-        .map(|(_, _, decode)| *decode)
-        .or_else(|| crate::registry::find_by_kind(api_version, kind).map(|r| r.strategy.normalize));
-    let mut out = match decode {
-        Some(decode) => decode(kind, version, obj)?,
-        None => Normalized {
-            value: obj.clone(),
-            unknown_fields: Vec::new(),
-        },
+        .find(|(v, k, ..)| *v == api_version && *k == kind)
+        .map(|(_, _, decode, zero)| (*decode, *zero))
+        .or_else(|| {
+            crate::registry::find_by_kind(api_version, kind)
+                .map(|r| (r.strategy.normalize, r.strategy.zero_values))
+        });
+    let (mut out, zero_values) = match found {
+        Some((decode, zero_values)) => (decode(kind, version, obj)?, zero_values),
+        None => {
+            let as_sent = Normalized {
+                value: obj.clone(),
+                unknown_fields: Vec::new(),
+            };
+            (as_sent, None)
+        }
     };
-    go_zero_values(kind, &mut out.value);
+    go_zero_values(zero_values, &mut out.value);
     Ok(out)
 }
 

@@ -12,7 +12,6 @@ use serde_json::{json, Map, Value};
 
 use crate::registry::ResourceInfo;
 
-pub(crate) mod breadth;
 pub(crate) mod column;
 pub(crate) mod custom;
 pub(crate) mod format;

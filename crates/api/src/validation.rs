@@ -30,9 +30,9 @@ pub(crate) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 /// A required enum field: `Required value` when empty, `Unsupported value` when not one of
 /// `supported` (listed in the order Kubernetes prints them).
 pub(crate) mod admission;
+pub(crate) mod admission_policy;
 pub(crate) mod apps;
 pub(crate) mod batch;
-pub(crate) mod breadth;
 pub(crate) mod cluster;
 pub(crate) mod crd;
 pub(crate) mod limits;
@@ -758,6 +758,32 @@ pub(crate) fn validate_lease(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
         }
     }
     nonnegative(spec, "leaseTransitions", "spec", errs);
+}
+
+/// A port's `protocol`: SCTP, TCP or UDP.
+pub(crate) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
+    require_one_of(
+        errs,
+        format!("{pp}.protocol"),
+        s(port, "protocol"),
+        &["SCTP", "TCP", "UDP"],
+    );
+}
+
+/// `field is immutable` for each of `paths` that differs (nil and empty are equal).
+pub(crate) fn immutable_fields(
+    o: &Map<String, Value>,
+    n: &Map<String, Value>,
+    paths: &[&[&str]],
+    errs: &mut Vec<Cause>,
+) {
+    for keys in paths {
+        let (before, after) = (path(o, keys), path(n, keys));
+        if strip(before) != strip(after) {
+            let value = after.cloned().unwrap_or(Value::Null);
+            errs.push(Cause::invalid_value(keys.join("."), &value, IMMUTABLE));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use crate::validation::name_rule::NameRule;
 
 /// `SetDefaults_*`: fields set only where the object leaves them unset.
 pub type DefaultFn = fn(&mut Map<String, Value>);
+/// Adds the Go zero values of an object of the kind.
+pub type ZeroValuesFn = fn(&mut Map<String, Value>);
 /// Create validation: causes for what is wrong with the object alone.
 pub type ValidateFn = fn(&Map<String, Value>, &mut Vec<Cause>);
 /// Update validation (old, new): what may not change.
@@ -86,6 +88,11 @@ pub struct Strategy {
     pub prepare_for_create: Option<PrepareFn>,
     pub prepare_for_update: Option<PrepareUpdateFn>,
     pub admission: &'static [Admission],
+    /// PUT of a missing object creates it (upstream's `AllowCreateOnUpdate`).
+    pub allow_create_on_update: bool,
+    /// Go's zero values the kind always prints (empty structs, non-`omitempty` fields),
+    /// added to what is served when absent.
+    pub zero_values: Option<ZeroValuesFn>,
 }
 
 /// Custom resources: their schema, CEL rules and printer columns come from their CRD, which
@@ -112,6 +119,8 @@ impl Strategy {
         prepare_for_create: None,
         prepare_for_update: None,
         admission: &[],
+        allow_create_on_update: false,
+        zero_values: None,
     };
 
     /// Whether the API server runs `step` for this kind.

@@ -20,62 +20,68 @@ pub fn canonical_quantity(s: &str) -> Result<String, String> {
         return Err(QUANTITY_FORMAT_ERROR.to_string());
     }
     let parsed = parse_quantity_string(s).ok_or_else(|| QUANTITY_FORMAT_ERROR.to_string())?;
-    let (base, exponent, mut format) = interpret_suffix(parsed.suffix)
+    let (base, exponent, format) = interpret_suffix(parsed.suffix)
         .ok_or_else(|| "unable to parse quantity's suffix".to_string())?;
-    let num = parsed.num;
-    let denom = parsed.denom;
-
-    // Go's fast path keeps the input string when it is already canonical.
-    let precision: i32 = match format {
-        QFormat::DecimalExponent | QFormat::DecimalSI => 18 - (num.len() + denom.len()) as i32,
-        QFormat::BinarySI => {
-            if exponent >= 0 && denom.is_empty() {
-                15 - num.len() as i32 - ((exponent as f32) * 3.0 / 10.0) as i32 - 1
-            } else {
-                -1
-            }
-        }
-    };
-    if precision >= 0 {
-        let scale = if format == QFormat::BinarySI {
-            0
-        } else {
-            exponent
-        } - denom.len() as i32;
-        if scale >= -9 {
-            let shifted = format!("{num}{denom}");
-            if let Ok(value) = shifted.parse::<i64>() {
-                let mantissa: i64 = if format == QFormat::BinarySI {
-                    1i64.checked_shl(exponent as u32).unwrap_or(0)
-                } else {
-                    1
-                };
-                if value.checked_mul(mantissa).is_some() {
-                    let reuse = match format {
-                        QFormat::BinarySI => exponent % 10 == 0 && (value & 0x07) != 0,
-                        _ => {
-                            scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0')
-                        }
-                    };
-                    if reuse {
-                        return Ok(s.to_string());
-                    }
-                }
-            }
-        }
+    if kept_as_written(&parsed, exponent, format) {
+        return Ok(s.to_string());
     }
-
     // Exact value in nano units, rounded away from zero (Go rounds up to the nano scale).
-    let digits: i128 = match format!("{num}{denom}").parse::<i128>() {
+    let digits: i128 = match format!("{}{}", parsed.num, parsed.denom).parse::<i128>() {
         Ok(d) => d,
         Err(_) => return Ok(s.to_string()),
     };
-    let Some(nanos) = to_nanos(digits, base, exponent, denom.len() as i32) else {
+    let Some(nanos) = to_nanos(digits, base, exponent, parsed.denom.len() as i32) else {
         return Ok(s.to_string());
     };
     let nanos = if parsed.positive { nanos } else { -nanos };
+    Ok(print_nanos(nanos, format).unwrap_or_else(|| s.to_string()))
+}
+
+/// Go's fast path: a string already in canonical form is kept as written.
+fn kept_as_written(parsed: &ParsedQuantity<'_>, exponent: i32, format: QFormat) -> bool {
+    let (num, denom) = (parsed.num, parsed.denom);
+    let precision: i32 = match format {
+        QFormat::DecimalExponent | QFormat::DecimalSI => 18 - (num.len() + denom.len()) as i32,
+        QFormat::BinarySI if exponent >= 0 && denom.is_empty() => {
+            15 - num.len() as i32 - ((exponent as f32) * 3.0 / 10.0) as i32 - 1
+        }
+        QFormat::BinarySI => -1,
+    };
+    if precision < 0 {
+        return false;
+    }
+    let scale = if format == QFormat::BinarySI {
+        0
+    } else {
+        exponent
+    } - denom.len() as i32;
+    if scale < -9 {
+        return false;
+    }
+    let shifted = format!("{num}{denom}");
+    let Ok(value) = shifted.parse::<i64>() else {
+        return false;
+    };
+    let mantissa: i64 = if format == QFormat::BinarySI {
+        1i64.checked_shl(exponent as u32).unwrap_or(0)
+    } else {
+        1
+    };
+    if value.checked_mul(mantissa).is_none() {
+        return false;
+    }
+    match format {
+        QFormat::BinarySI => exponent % 10 == 0 && (value & 0x07) != 0,
+        _ => scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0'),
+    }
+}
+
+/// `Quantity.String()` of a value in nano units: a binary suffix when the value is a whole
+/// multiple of 1024 (and at least 1024) in BinarySI, else the largest decimal suffix (or
+/// exponent) that keeps it an integer. None when no suffix fits.
+fn print_nanos(nanos: i128, mut format: QFormat) -> Option<String> {
     if nanos == 0 {
-        return Ok("0".to_string());
+        return Some("0".to_string());
     }
     if format == QFormat::BinarySI && nanos.abs() < 1_000_000_000 {
         format = QFormat::DecimalSI;
@@ -84,23 +90,7 @@ pub fn canonical_quantity(s: &str) -> Result<String, String> {
         let whole = nanos / 1_000_000_000;
         let exact = nanos % 1_000_000_000 == 0;
         if exact && !(-1024 < whole && whole < 1024) {
-            let mut amount = whole;
-            let mut times = 0;
-            while amount.abs() >= 1024 && amount % 1024 == 0 {
-                amount /= 1024;
-                times += 1;
-            }
-            let suffix = match times {
-                0 => "",
-                1 => "Ki",
-                2 => "Mi",
-                3 => "Gi",
-                4 => "Ti",
-                5 => "Pi",
-                6 => "Ei",
-                _ => return Ok(s.to_string()),
-            };
-            return Ok(format!("{amount}{suffix}"));
+            return print_binary(whole);
         }
         format = QFormat::DecimalSI;
     }
@@ -122,28 +112,38 @@ pub fn canonical_quantity(s: &str) -> Result<String, String> {
         _ => {}
     }
     let suffix = match format {
-        QFormat::DecimalExponent => {
-            if exp == 0 {
-                String::new()
-            } else {
-                format!("e{exp}")
-            }
-        }
-        _ => match exp {
-            -9 => "n".to_string(),
-            -6 => "u".to_string(),
-            -3 => "m".to_string(),
-            0 => String::new(),
-            3 => "k".to_string(),
-            6 => "M".to_string(),
-            9 => "G".to_string(),
-            12 => "T".to_string(),
-            15 => "P".to_string(),
-            18 => "E".to_string(),
-            _ => return Ok(s.to_string()),
-        },
+        QFormat::DecimalExponent if exp == 0 => String::new(),
+        QFormat::DecimalExponent => format!("e{exp}"),
+        _ => decimal_suffix(exp)?.to_string(),
     };
-    Ok(format!("{amount}{suffix}"))
+    Some(format!("{amount}{suffix}"))
+}
+
+fn print_binary(whole: i128) -> Option<String> {
+    let mut amount = whole;
+    let mut times = 0;
+    while amount.abs() >= 1024 && amount % 1024 == 0 {
+        amount /= 1024;
+        times += 1;
+    }
+    let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].get(times)?;
+    Some(format!("{amount}{suffix}"))
+}
+
+fn decimal_suffix(exp: i32) -> Option<&'static str> {
+    Some(match exp {
+        -9 => "n",
+        -6 => "u",
+        -3 => "m",
+        0 => "",
+        3 => "k",
+        6 => "M",
+        9 => "G",
+        12 => "T",
+        15 => "P",
+        18 => "E",
+        _ => return None,
+    })
 }
 
 /// A quantity's value in nano units (`1` → 1_000_000_000, `100m` → 100_000_000), rounded up

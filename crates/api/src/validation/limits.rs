@@ -30,11 +30,11 @@ pub(crate) fn validate_limit_range(o: &Map<String, Value>, errs: &mut Vec<Cause>
     let spec = obj(o, "spec").unwrap_or(&empty);
     for (i, item) in objs(spec, "limits") {
         let p = format!("spec.limits[{i}]");
-        let kind = s(item, "type");
-        if kind.is_empty() {
+        let limit_type = s(item, "type");
+        if limit_type.is_empty() {
             errs.push(Cause::required(format!("{p}.type")));
         }
-        if kind == "Pod" {
+        if limit_type == "Pod" {
             for key in ["default", "defaultRequest"] {
                 if field(item, key).is_some() {
                     errs.push(Cause::forbidden(

@@ -368,15 +368,6 @@ fn validate_probe(probe: &Map<String, Value>, key: &str, pp: &str, errs: &mut Ve
     }
 }
 
-pub(crate) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut Vec<Cause>) {
-    require_one_of(
-        errs,
-        format!("{pp}.protocol"),
-        s(port, "protocol"),
-        &["SCTP", "TCP", "UDP"],
-    );
-}
-
 pub(crate) fn validate_port_num_or_name(port: &Value, p: &str, errs: &mut Vec<Cause>) {
     match port {
         Value::Number(n) => {

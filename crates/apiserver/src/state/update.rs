@@ -178,13 +178,7 @@ impl ApiState {
         let (r, body) = self.to_storage_shape(r, body, opts)?;
         let key = r.key(ns, name);
         let Some(current) = self.cache.get(&key) else {
-            if subresource.is_none()
-                && matches!(
-                    r.kind,
-                    "Node" | "Lease" | "Endpoints" | "Event" | "EndpointSlice"
-                )
-            {
-                // Kubernetes allows create-on-update for these kinds (AllowCreateOnUpdate).
+            if subresource.is_none() && r.strategy.allow_create_on_update {
                 return Ok((self.create(r, ns, body, opts).await?, true));
             }
             return Err(

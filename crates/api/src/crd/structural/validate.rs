@@ -260,7 +260,7 @@ impl Validator {
             && types.contains(&"integer");
         let int_float = sch_type == "integer" && types.contains(&"number");
         let kind = kind_of(data);
-        let textual = kind == Kind::Str || kind == Kind::Array;
+        let textual = matches!(kind, Kind::Str | Kind::Array);
         let matched = types.contains(&sch_type) || float_int || int_float;
         if !(textual || format.is_empty() || matched || data_format == format) {
             return Res::one(invalid_type(path, format, data_format));

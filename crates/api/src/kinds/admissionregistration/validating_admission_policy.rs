@@ -4,7 +4,7 @@ use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
     default: Some(default),
-    validate: Some(crate::validation::breadth::validate_policy),
+    validate: Some(crate::validation::admission_policy::validate_policy),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>,

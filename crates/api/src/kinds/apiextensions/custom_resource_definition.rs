@@ -4,7 +4,7 @@ use crate::kinds::prelude::*;
 use crate::schema::{Normalized, SchemaError};
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::breadth::default_crd),
+    default: Some(default_crd),
     validate: Some(crate::validation::crd::validate_crd),
     validate_update: Some(crate::validation::crd::validate_crd_update),
     normalize,
@@ -23,4 +23,24 @@ fn normalize(kind: &str, version: &str, obj: &Value) -> Result<Normalized, Schem
         value: obj.clone(),
         unknown_fields: n.unknown_fields,
     })
+}
+
+/// `names.singular` (the kind, lowercased), `names.listKind` (`<kind>List`) and
+/// `conversion.strategy: None` (apiextensions/v1 `SetDefaults_*`).
+fn default_crd(o: &mut Map<String, Value>) {
+    let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if !kind.is_empty() {
+            set_default_str(names, "singular", &kind.to_lowercase());
+            set_default_str(names, "listKind", &format!("{kind}List"));
+        }
+    }
+    set_default(spec, "conversion", json!({"strategy": "None"}));
 }

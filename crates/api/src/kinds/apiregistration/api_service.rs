@@ -27,3 +27,20 @@ fn columns() -> Vec<Col> {
 fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     api_service_row(obj, name, created)
 }
+
+fn api_service_row(obj: &Value, name: Value, created: &str) -> Vec<Value> {
+    let service = match get(obj, &["spec", "service"]) {
+        Some(s) => format!("{}/{}", get_str(s, &["namespace"]), get_str(s, &["name"])),
+        None => "Local".to_string(),
+    };
+    let available = get_arr(obj, &["status", "conditions"])
+        .iter()
+        .find(|c| get_str(c, &["type"]) == "Available")
+        .map_or("Unknown".to_string(), |c| {
+            match (get_str(c, &["status"]), get_str(c, &["reason"])) {
+                ("True", _) | (_, "") => get_str(c, &["status"]).to_string(),
+                (status, reason) => format!("{status} ({reason})"),
+            }
+        });
+    vec![name, json!(service), json!(available), json!(created)]
+}

@@ -12,6 +12,7 @@ pub const STRATEGY: Strategy = Strategy {
     tracks_generation: true,
     resets_status: true,
     status_counters: STATUS_COUNTERS,
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -55,3 +56,8 @@ const STATUS_COUNTERS: &[&str] = &[
     "desiredNumberScheduled",
     "numberReady",
 ];
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    workload_zero_values(o, &["lastTransitionTime"], STATUS_COUNTERS);
+}

@@ -11,6 +11,7 @@ pub const STRATEGY: Strategy = Strategy {
     normalize: roundtrip::<k8s_openapi::api::apps::v1::Deployment>,
     tracks_generation: true,
     resets_status: true,
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -44,4 +45,9 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
         json!(get_int(obj, &["status", "availableReplicas"])),
     ];
     with_template_cells(name, &counts, created, names, images, Some(selector))
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    workload_zero_values(o, &["lastUpdateTime", "lastTransitionTime"], &[]);
 }

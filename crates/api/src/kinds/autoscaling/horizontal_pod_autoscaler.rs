@@ -21,11 +21,11 @@ pub const STRATEGY_V2: Strategy = Strategy {
 };
 
 fn default_v1(o: &mut Map<String, Value>) {
-    crate::defaults::breadth::default_hpa("v1", o)
+    default_hpa("v1", o)
 }
 
 fn default_v2(o: &mut Map<String, Value>) {
-    crate::defaults::breadth::default_hpa("v2", o)
+    default_hpa("v2", o)
 }
 
 fn columns() -> Vec<Col> {
@@ -42,4 +42,124 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     hpa_row(obj, name, created)
+}
+
+/// `minReplicas: 1`; in v2 a CPU target of 80% when no metric is given and, when a
+/// `behavior` is given, its missing scale-up and scale-down rules as upstream fills them.
+fn default_hpa(version: &str, o: &mut Map<String, Value>) {
+    let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    set_default(spec, "minReplicas", json!(1));
+    if version != "v2" {
+        return;
+    }
+    if spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    if let Some(behavior) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        default_scaling_rules(behavior, "scaleUp", 0, &[("Percent", 100), ("Pods", 4)]);
+        default_scaling_rules(behavior, "scaleDown", 300, &[("Percent", 100)]);
+    }
+}
+
+fn default_scaling_rules(
+    behavior: &mut Map<String, Value>,
+    direction: &str,
+    window: i64,
+    policies: &[(&str, i64)],
+) {
+    set_default(behavior, direction, json!({}));
+    let Some(rules) = behavior.get_mut(direction).and_then(Value::as_object_mut) else {
+        return;
+    };
+    if is_unset(rules.get("stabilizationWindowSeconds")) {
+        rules.insert("stabilizationWindowSeconds".into(), json!(window));
+    }
+    set_default_str(rules, "selectPolicy", "Max");
+    if is_unset(rules.get("policies")) {
+        let list: Vec<Value> = policies
+            .iter()
+            .map(|(kind, value)| json!({"type": kind, "value": value, "periodSeconds": 15}))
+            .collect();
+        rules.insert("policies".into(), Value::Array(list));
+    }
+}
+
+fn hpa_row(obj: &Value, name: Value, created: &str) -> Vec<Value> {
+    let reference = format!(
+        "{}/{}",
+        get_str(obj, &["spec", "scaleTargetRef", "kind"]),
+        get_str(obj, &["spec", "scaleTargetRef", "name"])
+    );
+    let min = get(obj, &["spec", "minReplicas"])
+        .and_then(Value::as_i64)
+        .map_or("<unset>".to_string(), |m| m.to_string());
+    vec![
+        name,
+        json!(reference),
+        json!(hpa_targets(obj)),
+        json!(min),
+        json!(get_int(obj, &["spec", "maxReplicas"])),
+        json!(get_int(obj, &["status", "currentReplicas"])),
+        json!(created),
+    ]
+}
+
+/// `cpu: 20%/80%, memory: <unknown>/60%` (upstream `formatHPAMetrics`: at most two, then
+/// `+ N more...`).
+fn hpa_targets(obj: &Value) -> String {
+    let specs = get_arr(obj, &["spec", "metrics"]);
+    if specs.is_empty() {
+        return "<none>".to_string();
+    }
+    let current = get_arr(obj, &["status", "currentMetrics"]);
+    let mut parts: Vec<String> = Vec::new();
+    for (i, m) in specs.iter().enumerate() {
+        let kind = get_str(m, &["type"]);
+        let source = match kind {
+            "Resource" => "resource",
+            "ContainerResource" => "containerResource",
+            "Pods" => "pods",
+            "Object" => "object",
+            "External" => "external",
+            _ => "",
+        };
+        let target = get(m, &[source, "target"]);
+        let cur = current.get(i).and_then(|c| get(c, &[source, "current"]));
+        let pick = |v: Option<&Value>| -> Option<String> {
+            let v = v?;
+            if let Some(u) = get(v, &["averageUtilization"]) {
+                return Some(format!("{u}%"));
+            }
+            [get_str(v, &["averageValue"]), get_str(v, &["value"])]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let target_text = pick(target).unwrap_or_else(|| "<unknown>".to_string());
+        let current_text = pick(cur).unwrap_or_else(|| "<unknown>".to_string());
+        let label = match kind {
+            "Resource" | "ContainerResource" => format!("{}: ", get_str(m, &[source, "name"])),
+            "Pods" | "Object" | "External" => {
+                format!("{}: ", get_str(m, &[source, "metric", "name"]))
+            }
+            _ => String::new(),
+        };
+        parts.push(format!("{label}{current_text}/{target_text}"));
+    }
+    let more = parts.len().saturating_sub(2);
+    parts.truncate(2);
+    let mut out = parts.join(", ");
+    if more > 0 {
+        out.push_str(&format!(" + {more} more..."));
+    }
+    out
 }

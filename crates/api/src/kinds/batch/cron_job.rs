@@ -10,6 +10,7 @@ pub const STRATEGY: Strategy = Strategy {
     normalize: roundtrip::<k8s_openapi::api::batch::v1::CronJob>,
     tracks_generation: true,
     resets_status: true,
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -30,4 +31,21 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, created: &str, now: DateTime<Utc>) -> Vec<Value> {
     cron_job_row(obj, name, created, now)
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
+    ensure_obj(o, "status");
+    if let Some(job) = o
+        .get_mut("spec")
+        .and_then(Value::as_object_mut)
+        .and_then(|s| s.get_mut("jobTemplate"))
+        .and_then(Value::as_object_mut)
+    {
+        meta_creation_timestamp(job);
+        if let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) {
+            template_zero_values(spec);
+        }
+    }
 }

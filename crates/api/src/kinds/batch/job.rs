@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     // The selector a Job gets from its uid (upstream's generateSelector).
     prepare_for_create: Some(crate::defaults::generate_job_selector),
     admission: &[Admission::OrphanByDefault],
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -32,4 +33,9 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, created: &str, now: DateTime<Utc>) -> Vec<Value> {
     job_row(obj, name, created, now)
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    workload_zero_values(o, &["lastProbeTime", "lastTransitionTime"], &[]);
 }

@@ -45,3 +45,31 @@ fn columns() -> Vec<Col> {
 fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     csr_row(obj, name, created)
 }
+
+fn csr_row(obj: &Value, name: Value, created: &str) -> Vec<Value> {
+    let mut conditions: Vec<&str> = get_arr(obj, &["status", "conditions"])
+        .iter()
+        .map(|c| get_str(c, &["type"]))
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !get_str(obj, &["status", "certificate"]).is_empty() {
+        conditions.push("Issued");
+    }
+    let condition = if conditions.is_empty() {
+        "Pending".to_string()
+    } else {
+        conditions.join(",")
+    };
+    let duration = match get(obj, &["spec", "expirationSeconds"]).and_then(Value::as_i64) {
+        Some(s) => human_duration(chrono::Duration::seconds(s)),
+        None => "<none>".to_string(),
+    };
+    vec![
+        name,
+        json!(created),
+        json!(get_str(obj, &["spec", "signerName"])),
+        json!(get_str(obj, &["spec", "username"])),
+        json!(duration),
+        json!(condition),
+    ]
+}

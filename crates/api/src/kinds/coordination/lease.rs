@@ -7,6 +7,8 @@ pub const STRATEGY: Strategy = Strategy {
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::coordination::v1::Lease>,
+    zero_values: Some(zero_values),
+    allow_create_on_update: true,
     ..Strategy::NONE
 };
 
@@ -24,4 +26,9 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
         json!(get_str(obj, &["spec", "holderIdentity"])),
         json!(created),
     ]
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
 }

@@ -8,6 +8,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Endpoints>,
+    allow_create_on_update: true,
     ..Strategy::NONE
 };
 

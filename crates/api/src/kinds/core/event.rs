@@ -7,6 +7,8 @@ pub const STRATEGY: Strategy = Strategy {
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Event>,
+    zero_values: Some(zero_values),
+    allow_create_on_update: true,
     ..Strategy::NONE
 };
 
@@ -27,4 +29,15 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, _created: &str, now: DateTime<Utc>) -> Vec<Value> {
     event_row(obj, name, now)
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "involvedObject");
+    ensure_obj(o, "source");
+    ensure(o, "firstTimestamp", Value::Null);
+    ensure(o, "lastTimestamp", Value::Null);
+    ensure(o, "eventTime", Value::Null);
+    ensure(o, "reportingComponent", Value::from(""));
+    ensure(o, "reportingInstance", Value::from(""));
 }

@@ -12,6 +12,7 @@ pub const STRATEGY: Strategy = Strategy {
     prepare_for_update: Some(prepare_for_update),
     name_rule: NameRule::Label,
     admission: &[Admission::NamespaceLifecycle],
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -53,4 +54,11 @@ fn name_label(obj: &mut Value) {
             labels["kubernetes.io/metadata.name"] = json!(name);
         }
     }
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
+    ensure_obj(o, "status");
+    condition_times(o, &["lastTransitionTime"]);
 }

@@ -9,6 +9,8 @@ pub const STRATEGY: Strategy = Strategy {
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Node>,
+    zero_values: Some(zero_values),
+    allow_create_on_update: true,
     ..Strategy::NONE
 };
 
@@ -29,4 +31,40 @@ fn columns() -> Vec<Col> {
 
 fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     node_row(obj, name, created)
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
+    ensure_obj(o, "status");
+    condition_times(o, &["lastHeartbeatTime", "lastTransitionTime"]);
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+        ensure_obj(status, "daemonEndpoints");
+        if let Some(de) = status
+            .get_mut("daemonEndpoints")
+            .and_then(Value::as_object_mut)
+        {
+            ensure_obj(de, "kubeletEndpoint");
+            if let Some(ke) = de.get_mut("kubeletEndpoint").and_then(Value::as_object_mut) {
+                ensure(ke, "Port", Value::from(0));
+            }
+        }
+        ensure_obj(status, "nodeInfo");
+        if let Some(info) = status.get_mut("nodeInfo").and_then(Value::as_object_mut) {
+            for key in [
+                "architecture",
+                "bootID",
+                "containerRuntimeVersion",
+                "kernelVersion",
+                "kubeProxyVersion",
+                "kubeletVersion",
+                "machineID",
+                "operatingSystem",
+                "osImage",
+                "systemUUID",
+            ] {
+                ensure(info, key, Value::from(""));
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub const STRATEGY: Strategy = Strategy {
     normalize: roundtrip::<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
     prepare_for_create: Some(pending),
     admission: &[Admission::ClaimStorage, Admission::ClaimQuota],
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -39,4 +40,10 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
 
 fn pending(obj: &mut Value) {
     obj["status"] = json!({"phase": "Pending"});
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
+    ensure_obj(o, "status");
 }

@@ -12,6 +12,7 @@ pub const STRATEGY: Strategy = Strategy {
     prepare_for_create: Some(prepare_for_create),
     admission: &[Admission::ServiceAllocation, Admission::ServiceQuota],
     name_rule: NameRule::Dns1035,
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -33,4 +34,13 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
 
 fn prepare_for_create(obj: &mut Value) {
     obj["status"] = json!({"loadBalancer": {}});
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "spec");
+    ensure_obj(o, "status");
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+        ensure_obj(status, "loadBalancer");
+    }
 }

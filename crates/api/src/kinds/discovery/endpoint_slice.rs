@@ -8,6 +8,8 @@ pub const STRATEGY: Strategy = Strategy {
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::discovery::v1::EndpointSlice>,
+    zero_values: Some(zero_values),
+    allow_create_on_update: true,
     ..Strategy::NONE
 };
 
@@ -29,4 +31,13 @@ fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Valu
         json!(format_discovery_endpoints(obj)),
         json!(created),
     ]
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    if let Some(list) = o.get_mut("endpoints").and_then(Value::as_array_mut) {
+        for ep in list.iter_mut().filter_map(Value::as_object_mut) {
+            ensure_obj(ep, "conditions");
+        }
+    }
 }

@@ -4,5 +4,6 @@ use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
     normalize: roundtrip::<k8s_openapi::api::events::v1::Event>,
+    allow_create_on_update: true,
     ..Strategy::NONE
 };

@@ -37,3 +37,43 @@ fn columns() -> Vec<Col> {
 fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     ingress_row(obj, name, created)
 }
+
+fn ingress_row(obj: &Value, name: Value, created: &str) -> Vec<Value> {
+    let class = or_none(get_str(obj, &["spec", "ingressClassName"]));
+    // Upstream `formatHosts`: the first three named hosts, `*` when none is named.
+    let rules = get_arr(obj, &["spec", "rules"]);
+    let named: Vec<String> = rules
+        .iter()
+        .map(|r| get_str(r, &["host"]))
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .collect();
+    let more = rules.len() > 3 && named.len() >= 3;
+    let hosts = if named.is_empty() {
+        "*".to_string()
+    } else {
+        list_with_more(named.into_iter().take(3).collect(), more, rules.len(), 3)
+    };
+    let addresses: Vec<String> = get_arr(obj, &["status", "loadBalancer", "ingress"])
+        .iter()
+        .filter_map(|i| {
+            [get_str(i, &["ip"]), get_str(i, &["hostname"])]
+                .into_iter()
+                .find(|s| !s.is_empty())
+        })
+        .map(str::to_string)
+        .collect();
+    let ports = if get_arr(obj, &["spec", "tls"]).is_empty() {
+        "80"
+    } else {
+        "80, 443"
+    };
+    vec![
+        name,
+        json!(class),
+        json!(hosts),
+        json!(addresses.join(",")),
+        json!(ports),
+        json!(created),
+    ]
+}

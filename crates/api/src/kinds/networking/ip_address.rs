@@ -26,3 +26,20 @@ fn columns() -> Vec<Col> {
 fn row(obj: &Value, name: Value, _created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     vec![name, json!(ip_parent(obj))]
 }
+
+fn ip_parent(obj: &Value) -> String {
+    let Some(p) = get(obj, &["spec", "parentRef"]) else {
+        return "<none>".to_string();
+    };
+    let resource = get_str(p, &["resource"]);
+    let mut out = match get_str(p, &["group"]) {
+        "" => resource.to_lowercase(),
+        group => format!("{resource}.{group}").to_lowercase(),
+    };
+    let ns = get_str(p, &["namespace"]);
+    if !ns.is_empty() {
+        out.push('/');
+        out.push_str(ns);
+    }
+    format!("{out}/{}", get_str(p, &["name"]))
+}

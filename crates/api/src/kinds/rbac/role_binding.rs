@@ -26,7 +26,7 @@ pub(super) fn validate_update(
 }
 
 pub(super) fn default(o: &mut Map<String, Value>) {
-    crate::defaults::breadth::default_binding_subjects(o)
+    default_binding_subjects(o)
 }
 
 pub(super) fn columns() -> Vec<Col> {
@@ -50,4 +50,49 @@ pub(super) fn columns() -> Vec<Col> {
 
 pub(super) fn row(obj: &Value, name: Value, created: &str, _now: DateTime<Utc>) -> Vec<Value> {
     binding_row(obj, name, created)
+}
+
+/// `subjects[].apiGroup`: `rbac.authorization.k8s.io` for users and groups. A service
+/// account's is `""`, which Go omits (`omitempty`), so it is left unset.
+fn default_binding_subjects(o: &mut Map<String, Value>) {
+    let Some(subjects) = o.get_mut("subjects").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
+        let is_user_or_group = matches!(
+            s.get("kind").and_then(Value::as_str),
+            Some("User" | "Group")
+        );
+        if is_user_or_group && is_unset(s.get("apiGroup")) {
+            s.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+        }
+    }
+}
+
+fn binding_row(obj: &Value, name: Value, created: &str) -> Vec<Value> {
+    let role = format!(
+        "{}/{}",
+        get_str(obj, &["roleRef", "kind"]),
+        get_str(obj, &["roleRef", "name"])
+    );
+    let (mut users, mut groups, mut accounts) = (Vec::new(), Vec::new(), Vec::new());
+    for s in get_arr(obj, &["subjects"]) {
+        let subject_name = get_str(s, &["name"]).to_string();
+        match get_str(s, &["kind"]) {
+            "User" => users.push(subject_name),
+            "Group" => groups.push(subject_name),
+            "ServiceAccount" => {
+                accounts.push(format!("{}/{subject_name}", get_str(s, &["namespace"])))
+            }
+            _ => {}
+        }
+    }
+    vec![
+        name,
+        json!(role),
+        json!(created),
+        json!(users.join(", ")),
+        json!(groups.join(", ")),
+        json!(accounts.join(", ")),
+    ]
 }

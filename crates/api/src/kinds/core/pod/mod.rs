@@ -19,6 +19,7 @@ pub const STRATEGY: Strategy = Strategy {
         Admission::GracefulDeletion,
         Admission::PodQuota,
     ],
+    zero_values: Some(zero_values),
     ..Strategy::NONE
 };
 
@@ -50,5 +51,41 @@ pub fn qos_class(pod: &Value) -> &'static str {
     match spec {
         Some(spec) => cairn_semantics::qos::qos_class(&spec).as_str(),
         None => "BestEffort",
+    }
+}
+
+/// Go's zero values of the kind (see `Strategy::zero_values`).
+fn zero_values(o: &mut Map<String, Value>) {
+    ensure_obj(o, "status");
+    condition_times(o, &["lastProbeTime", "lastTransitionTime"]);
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+        for key in [
+            "containerStatuses",
+            "initContainerStatuses",
+            "ephemeralContainerStatuses",
+        ] {
+            if let Some(list) = status.get_mut(key).and_then(Value::as_array_mut) {
+                for cs in list.iter_mut().filter_map(Value::as_object_mut) {
+                    ensure_obj(cs, "state");
+                    ensure_obj(cs, "lastState");
+                    ensure(cs, "ready", Value::Bool(false));
+                    ensure(cs, "restartCount", Value::from(0));
+                    ensure(cs, "image", Value::from(""));
+                    ensure(cs, "imageID", Value::from(""));
+                    for state in ["state", "lastState"] {
+                        let Some(st) = cs.get_mut(state).and_then(Value::as_object_mut) else {
+                            continue;
+                        };
+                        if let Some(r) = st.get_mut("running").and_then(Value::as_object_mut) {
+                            ensure(r, "startedAt", Value::Null);
+                        }
+                        if let Some(t) = st.get_mut("terminated").and_then(Value::as_object_mut) {
+                            ensure(t, "startedAt", Value::Null);
+                            ensure(t, "finishedAt", Value::Null);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,6 +1,5 @@
-//! Dispatch for the RBAC, networking, node, certificates, apiregistration and autoscaling
-//! kinds (their checks live in [`super::rbac`], [`super::networking`] and
-//! [`super::cluster`]).
+//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding: the checks both kinds'
+//! strategies call (the policy's own, the binding's, and `paramRef`).
 
 use super::*;
 
@@ -66,22 +65,6 @@ pub(crate) fn validate_policy_binding(o: &Map<String, Value>, errs: &mut Vec<Cau
             "spec.validationActions",
             "Deny and Warn may not be used together",
         ));
-    }
-}
-
-/// `field is immutable` for each of `paths` that differs (nil and empty are equal).
-pub(crate) fn immutable_fields(
-    o: &Map<String, Value>,
-    n: &Map<String, Value>,
-    paths: &[&[&str]],
-    errs: &mut Vec<Cause>,
-) {
-    for keys in paths {
-        let (before, after) = (path(o, keys), path(n, keys));
-        if strip(before) != strip(after) {
-            let value = after.cloned().unwrap_or(Value::Null);
-            errs.push(Cause::invalid_value(keys.join("."), &value, IMMUTABLE));
-        }
     }
 }
 
