@@ -199,53 +199,13 @@ fn default_logger() -> PathBuf {
 impl AgentConfig {
     pub fn resolve(flags: AgentFlags, config_file: Option<&Path>) -> Result<Self, ConfigError> {
         let file = match config_file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-                toml::from_str::<AgentFlags>(&text).map_err(|e| ConfigError::Parse {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                })?
-            }
+            Some(path) => read_config_file(path)?,
             None => AgentFlags::default(),
         };
         let f = flags.merge(file);
-        let node_name = match f.node_name {
-            Some(n) => n,
-            None => nix::unistd::gethostname()
-                .ok()
-                .and_then(|h| h.into_string().ok())
-                .unwrap_or_else(|| "localhost".into()),
-        }
-        .to_ascii_lowercase();
-        if node_name.is_empty()
-            || node_name.len() > 253
-            || !node_name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        {
-            return Err(ConfigError::Invalid {
-                key: "node-name",
-                message: format!("{node_name:?} is not a valid DNS subdomain"),
-            });
-        }
-        let backend = f.network_backend.filter(|b| b != "none");
-        let dns_upstreams = f
-            .dns_upstream
-            .iter()
-            .flat_map(|list| list.split(','))
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                s.trim()
-                    .parse::<SocketAddr>()
-                    .map_err(|e| ConfigError::Invalid {
-                        key: "dns-upstream",
-                        message: format!("{s:?}: {e} (want ip:port)"),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let node_name = node_name(f.node_name.clone())?;
+        let backend = f.network_backend.clone().filter(|b| b != "none");
+        let dns_upstreams = dns_upstreams(f.dns_upstream.as_deref())?;
         if let Some(b) = &backend {
             if b != "host-gw" && b != "vxlan" {
                 return Err(ConfigError::Invalid {
@@ -312,6 +272,57 @@ impl AgentConfig {
             dns_upstreams,
         })
     }
+}
+
+fn read_config_file(path: &Path) -> Result<AgentFlags, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str::<AgentFlags>(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+/// `--node-name`, else the host name, lower-cased; it must be a DNS subdomain.
+fn node_name(flag: Option<String>) -> Result<String, ConfigError> {
+    let node_name = match flag {
+        Some(n) => n,
+        None => nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into()),
+    }
+    .to_ascii_lowercase();
+    if node_name.is_empty()
+        || node_name.len() > 253
+        || !node_name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+    {
+        return Err(ConfigError::Invalid {
+            key: "node-name",
+            message: format!("{node_name:?} is not a valid DNS subdomain"),
+        });
+    }
+    Ok(node_name)
+}
+
+/// `--dns-upstream`: comma-separated `ip:port`s.
+fn dns_upstreams(list: Option<&str>) -> Result<Vec<SocketAddr>, ConfigError> {
+    list.into_iter()
+        .flat_map(|list| list.split(','))
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.trim()
+                .parse::<SocketAddr>()
+                .map_err(|e| ConfigError::Invalid {
+                    key: "dns-upstream",
+                    message: format!("{s:?}: {e} (want ip:port)"),
+                })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod inflight;
 pub mod ledger;
 pub mod local_path;
 pub mod node;
+pub mod pod_logs;
 pub mod pod_meta;
 pub mod pods;
 pub mod probes;

@@ -88,7 +88,7 @@ async fn connect_runtime(config: &AgentConfig, cni: CniConfig) -> ContainerdRunt
     }
 }
 
-async fn run(config: AgentConfig) -> anyhow::Result<()> {
+async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
     let kube_config = match &config.kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -101,19 +101,11 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
             .await
             .context("finding a kubeconfig")?,
     };
-    let client = kube::Client::try_from(kube_config).context("building the API client")?;
-    for dir in [&config.root_dir, &config.state_dir, &config.pod_log_dir] {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let cni = CniConfig {
-        conf_dir: config.cni_conf_dir.clone(),
-        bin_dirs: config.cni_bin_dirs.clone(),
-        ifname: "eth0".into(),
-    };
-    let containerd = connect_runtime(&config, cni.clone()).await;
-    let node_ip = config.node_ip.clone().or_else(sysinfo::detect_node_ip);
-    info!(node = %config.node_name, node_ip = ?node_ip, "starting cairn-agent");
+    kube::Client::try_from(kube_config).context("building the API client")
+}
 
+/// A reflector of every Service (the pods' environment variables), kept by its own task.
+fn watch_services(client: &kube::Client) -> reflector::Store<Service> {
     let (services, services_writer) = reflector::store::<Service>();
     let services_stream = reflector(
         services_writer,
@@ -131,7 +123,53 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
             }
         }
     });
+    services
+}
 
+/// The embedded network controller (`--network-backend`): the node's subnet, routes or
+/// vxlan peers, and the CNI configuration.
+fn start_network_controller(agent: &Agent, backend: &str) -> anyhow::Result<()> {
+    let config = &agent.config;
+    let backend = match backend {
+        "vxlan" => cairn_cni::netctl::Backend::Vxlan,
+        _ => cairn_cni::netctl::Backend::HostGw,
+    };
+    let cidr: ipnetwork::IpNetwork = config
+        .cluster_cidr
+        .parse()
+        .with_context(|| format!("parsing cluster-cidr {}", config.cluster_cidr))?;
+    let mut nc =
+        cairn_cni::netctl::NetControllerConfig::new(config.node_name.clone(), backend, cidr);
+    nc.cni_conf_dir = config.cni_conf_dir.clone();
+    nc.subnet_file = config.subnet_file.clone();
+    nc.cni_data_dir = config.cni_data_dir.clone();
+    if let Some(ip) = agent.node_ip.as_ref().and_then(|i| i.parse().ok()) {
+        nc.public_ip = Some(ip);
+    }
+    let client = agent.client.clone();
+    tokio::spawn(async move {
+        if let Err(e) = cairn_cni::netctl::run(client, nc, std::future::pending()).await {
+            warn!(error = %e, "network controller stopped");
+        }
+    });
+    Ok(())
+}
+
+async fn run(config: AgentConfig) -> anyhow::Result<()> {
+    let client = client(&config).await?;
+    for dir in [&config.root_dir, &config.state_dir, &config.pod_log_dir] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let cni = CniConfig {
+        conf_dir: config.cni_conf_dir.clone(),
+        bin_dirs: config.cni_bin_dirs.clone(),
+        ifname: "eth0".into(),
+    };
+    let containerd = connect_runtime(&config, cni.clone()).await;
+    let node_ip = config.node_ip.clone().or_else(sysinfo::detect_node_ip);
+    info!(node = %config.node_name, node_ip = ?node_ip, "starting cairn-agent");
+
+    let services = watch_services(&client);
     let agent = Arc::new(Agent {
         images: Arc::new(images::ImageManager::new(
             containerd.channel(),
@@ -170,28 +208,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     }
 
     if let Some(backend) = &config.network_backend {
-        let backend = match backend.as_str() {
-            "vxlan" => cairn_cni::netctl::Backend::Vxlan,
-            _ => cairn_cni::netctl::Backend::HostGw,
-        };
-        let cidr: ipnetwork::IpNetwork = config
-            .cluster_cidr
-            .parse()
-            .with_context(|| format!("parsing cluster-cidr {}", config.cluster_cidr))?;
-        let mut nc =
-            cairn_cni::netctl::NetControllerConfig::new(config.node_name.clone(), backend, cidr);
-        nc.cni_conf_dir = config.cni_conf_dir.clone();
-        nc.subnet_file = config.subnet_file.clone();
-        nc.cni_data_dir = config.cni_data_dir.clone();
-        if let Some(ip) = agent.node_ip.as_ref().and_then(|i| i.parse().ok()) {
-            nc.public_ip = Some(ip);
-        }
-        let client = client.clone();
-        tokio::spawn(async move {
-            if let Err(e) = cairn_cni::netctl::run(client, nc, std::future::pending()).await {
-                warn!(error = %e, "network controller stopped");
-            }
-        });
+        start_network_controller(&agent, backend)?;
     }
 
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -179,67 +179,19 @@ pub fn resolve(raw: &RawConf, strict: Strictness) -> Result<NetConf, ConfigError
             ),
         });
     }
-    let backend = match raw.ip_masq_backend.as_deref() {
-        None | Some("") => None,
-        Some("iptables") => Some(MasqBackend::Iptables),
-        Some("nftables") => Some(MasqBackend::Nftables),
-        Some(other) => {
-            return Err(invalid(
-                "ipMasqBackend",
-                format!("{other:?} is neither \"iptables\" nor \"nftables\""),
-            ))
-        }
-    };
-    let mut mtu = raw.mtu;
-    let mut range_sets = Vec::new();
-    let mut masq_exclude = Vec::new();
-    if cairn_mode {
-        let path = raw
-            .subnet_file
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_SUBNET_FILE));
-        match read_subnet_file(&path) {
-            Ok(sf) => {
-                if mtu.is_none() {
-                    mtu = sf.mtu;
-                }
-                let range = Range::new(sf.subnet, None, None, None).map_err(|msg| {
-                    ConfigError::SubnetFileContent {
-                        path: path.clone(),
-                        msg,
-                    }
-                })?;
-                masq_exclude.push(sf.network.unwrap_or(range.subnet));
-                range_sets.push(vec![range]);
-            }
-            Err(e) if strict == Strictness::Strict => return Err(e),
-            Err(_) => {}
-        }
+    let backend = masq_backend(raw.ip_masq_backend.as_deref())?;
+    let ranges = if cairn_mode {
+        cairn_ranges(raw, strict)?
     } else {
-        range_sets = ranges_from_ipam(&ipam)?;
-        for rs in &range_sets {
-            for r in rs {
-                masq_exclude.push(r.subnet);
-            }
-        }
-    }
+        ipam_ranges(raw.mtu, &ipam)?
+    };
+    let (mtu, range_sets, masq_exclude) = ranges;
     if let Some(mtu) = mtu {
         if !(68..=65535).contains(&mtu) {
             return Err(invalid("mtu", format!("{mtu} is outside 68..65535")));
         }
     }
-    let mut routes = Vec::new();
-    for (i, r) in ipam.routes.iter().flatten().enumerate() {
-        let dst = parse_net(&r.dst).map_err(|m| invalid(&format!("ipam.routes[{i}].dst"), m))?;
-        let gw = match &r.gw {
-            Some(g) if !g.is_empty() => Some(
-                IpAddr::from_str(g)
-                    .map_err(|e| invalid(&format!("ipam.routes[{i}].gw"), e.to_string()))?,
-            ),
-            _ => None,
-        };
-        routes.push(RouteConf { dst, gw });
-    }
+    let routes = routes(&ipam)?;
     let is_default_gateway = raw.is_default_gateway.unwrap_or(cairn_mode);
     let is_gateway = raw.is_gateway.unwrap_or(cairn_mode) || is_default_gateway;
     Ok(NetConf {
@@ -270,6 +222,63 @@ pub fn resolve(raw: &RawConf, strict: Strictness) -> Result<NetConf, ConfigError
         masq_exclude,
         cairn_mode,
     })
+}
+
+fn masq_backend(name: Option<&str>) -> Result<Option<MasqBackend>, ConfigError> {
+    match name {
+        None | Some("") => Ok(None),
+        Some("iptables") => Ok(Some(MasqBackend::Iptables)),
+        Some("nftables") => Ok(Some(MasqBackend::Nftables)),
+        Some(other) => Err(invalid(
+            "ipMasqBackend",
+            format!("{other:?} is neither \"iptables\" nor \"nftables\""),
+        )),
+    }
+}
+
+/// The MTU, the range sets and the masquerade exclusions.
+type Ranges = (Option<u32>, Vec<RangeSet>, Vec<IpNetwork>);
+
+/// cairn mode: the node's subnet and MTU from the network controller's subnet file (not
+/// there yet is an error only when strict).
+fn cairn_ranges(raw: &RawConf, strict: Strictness) -> Result<Ranges, ConfigError> {
+    let path = raw
+        .subnet_file
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SUBNET_FILE));
+    match read_subnet_file(&path) {
+        Ok(sf) => {
+            let range = Range::new(sf.subnet, None, None, None)
+                .map_err(|msg| ConfigError::SubnetFileContent { path, msg })?;
+            let exclude = vec![sf.network.unwrap_or(range.subnet)];
+            Ok((raw.mtu.or(sf.mtu), vec![vec![range]], exclude))
+        }
+        Err(e) if strict == Strictness::Strict => Err(e),
+        Err(_) => Ok((raw.mtu, Vec::new(), Vec::new())),
+    }
+}
+
+/// host-local IPAM: its ranges, each excluded from masquerading.
+fn ipam_ranges(mtu: Option<u32>, ipam: &RawIpam) -> Result<Ranges, ConfigError> {
+    let range_sets = ranges_from_ipam(ipam)?;
+    let exclude = range_sets.iter().flatten().map(|r| r.subnet).collect();
+    Ok((mtu, range_sets, exclude))
+}
+
+fn routes(ipam: &RawIpam) -> Result<Vec<RouteConf>, ConfigError> {
+    let mut routes = Vec::new();
+    for (i, r) in ipam.routes.iter().flatten().enumerate() {
+        let dst = parse_net(&r.dst).map_err(|m| invalid(&format!("ipam.routes[{i}].dst"), m))?;
+        let gw = match &r.gw {
+            Some(g) if !g.is_empty() => Some(
+                IpAddr::from_str(g)
+                    .map_err(|e| invalid(&format!("ipam.routes[{i}].gw"), e.to_string()))?,
+            ),
+            _ => None,
+        };
+        routes.push(RouteConf { dst, gw });
+    }
+    Ok(routes)
 }
 
 fn parse_net(s: &str) -> Result<IpNetwork, String> {

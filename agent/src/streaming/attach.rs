@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::exec::ExecIo;
 use super::StreamError;
-use crate::server::AgentLogs;
+use crate::pod_logs::AgentLogs;
 use crate::Agent;
 
 pub fn log_location(

@@ -11,6 +11,7 @@ use base64::Engine;
 use bytes::Bytes;
 use cairn_api::registry::ResourceInfo;
 use cairn_api::status::Status;
+use cairn_store::cache::CachedObject;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tracing::{debug, info_span, Instrument};
@@ -105,129 +106,127 @@ async fn route(state: AppState, req: Request) -> Response {
         read_body(body).await
     };
     let path = parts.uri.path().trim_end_matches('/').to_string();
-    let accept = header_str(&parts.headers, header::ACCEPT).map(str::to_string);
-    match path.as_str() {
-        "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => {
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "ok",
-            )
-                .into_response()
-        }
-        "/version" if is_get => return json_value_response(&discovery::version()),
-        "/api" if is_get => {
-            return match request::aggregated_discovery_version(accept.as_deref()) {
-                Some(v) => aggregated_response(&state, true, v),
-                None => json_value_response(&discovery::api_versions(
-                    &state.settings.advertise_address.to_string(),
-                )),
-            }
-        }
-        "/apis" if is_get => {
-            return match request::aggregated_discovery_version(accept.as_deref()) {
-                Some(v) => aggregated_response(&state, false, v),
-                None => json_value_response(&discovery::api_group_list(&state.resources())),
-            }
-        }
-        "/openapi/v3" if is_get => {
-            return json_value_response(&crate::openapi::index(&state.custom.all()));
-        }
-        "/openapi/v2" if is_get => {
-            // An empty protobuf document: enough for kubectl apply, which then validates nothing.
-            return (
-                StatusCode::OK,
-                [(
-                    header::CONTENT_TYPE,
-                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                )],
-                Bytes::new(),
-            )
-                .into_response();
-        }
-        _ => {}
+    if let Some(resp) = fixed_path(&state, &path, is_get, &parts.headers) {
+        return resp;
     }
     if is_get {
-        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        match parts.as_slice() {
-            ["openapi", "v3", "apis", group, version]
-            | ["openapi", "v3", "api", group @ version] => {
-                let group = if parts[2] == "api" { "" } else { *group };
-                return match crate::openapi::group_version(&state.custom.all(), group, version) {
-                    Some(doc) => json_value_response(&doc),
-                    None => status_response(&Status::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )),
-                };
-            }
-            ["api", version] => {
-                return match discovery::api_resource_list(&state.resources(), "", version) {
-                    Some(v) => json_value_response(&v),
-                    None => status_response(&Status::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )),
-                }
-            }
-            ["apis", group] => {
-                return match discovery::api_group_doc(&state.resources(), group) {
-                    Some(v) => json_value_response(&v),
-                    None => status_response(&Status::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )),
-                }
-            }
-            ["apis", group, version] => {
-                return match discovery::api_resource_list(&state.resources(), group, version) {
-                    Some(v) => json_value_response(&v),
-                    None => status_response(&Status::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )),
-                }
-            }
-            _ => {}
+        if let Some(resp) = discovery_path(&state, &path) {
+            return resp;
         }
     }
-    if let Some((ns, name, kind)) = crate::podstream::match_path(&path) {
-        return crate::podstream::pod_stream(&state, ns, name, kind, parts)
-            .await
-            .unwrap_or_else(|s| status_response(&s));
-    }
-    if let Some(target) = crate::proxy::match_path(&path) {
-        let body = match body {
-            Ok(b) => b,
-            Err(s) => return status_response(&s),
-        };
-        return crate::proxy::proxy(&state, target, &parts, body)
-            .await
-            .unwrap_or_else(|s| status_response(&s));
-    }
-    if is_get {
-        if let Some((ns, name)) = podlog::match_path(&path) {
-            return podlog::pod_log(&state, ns, name, parts.uri.query())
-                .await
-                .unwrap_or_else(|s| status_response(&s));
-        }
-    }
+    let parts = match stream_path(&state, &path, is_get, parts, body).await {
+        Ok(resp) => return resp,
+        Err(unmatched) => unmatched,
+    };
+    let (parts, body) = parts;
     match request::parse_resource_path(&path, |g, v, p| state.find_resource(g, v, p)) {
         Ok(Some(rp)) => match resource(state, rp, parts, body).await {
             Ok(resp) => resp,
             Err(s) => status_response(&s),
         },
-        Ok(None) => status_response(&Status::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )),
+        Ok(None) => not_found(),
         Err(s) => status_response(&s),
     }
+}
+
+/// Upstream's answer for a path nothing serves.
+fn not_found() -> Response {
+    status_response(&Status::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    ))
+}
+
+/// The fixed paths: health, version, the discovery roots and the OpenAPI index.
+fn fixed_path(state: &AppState, path: &str, is_get: bool, headers: &HeaderMap) -> Option<Response> {
+    let accept = header_str(headers, header::ACCEPT);
+    Some(match path {
+        "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "ok",
+        )
+            .into_response(),
+        "/version" if is_get => json_value_response(&discovery::version()),
+        "/api" if is_get => match request::aggregated_discovery_version(accept) {
+            Some(v) => aggregated_response(state, true, v),
+            None => json_value_response(&discovery::api_versions(
+                &state.settings.advertise_address.to_string(),
+            )),
+        },
+        "/apis" if is_get => match request::aggregated_discovery_version(accept) {
+            Some(v) => aggregated_response(state, false, v),
+            None => json_value_response(&discovery::api_group_list(&state.resources())),
+        },
+        "/openapi/v3" if is_get => json_value_response(&crate::openapi::index(&state.custom.all())),
+        // An empty protobuf document: enough for kubectl apply, which then validates nothing.
+        "/openapi/v2" if is_get => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            )],
+            Bytes::new(),
+        )
+            .into_response(),
+        _ => return None,
+    })
+}
+
+/// Discovery and OpenAPI documents per group and version (GET only).
+fn discovery_path(state: &AppState, path: &str) -> Option<Response> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let doc = match parts.as_slice() {
+        ["openapi", "v3", "apis", group, version] => {
+            crate::openapi::group_version(&state.custom.all(), group, version)
+        }
+        ["openapi", "v3", "api", version] => {
+            crate::openapi::group_version(&state.custom.all(), "", version)
+        }
+        ["api", version] => discovery::api_resource_list(&state.resources(), "", version),
+        ["apis", group] => discovery::api_group_doc(&state.resources(), group),
+        ["apis", group, version] => {
+            discovery::api_resource_list(&state.resources(), group, version)
+        }
+        _ => return None,
+    };
+    Some(doc.map_or_else(not_found, |d| json_value_response(&d)))
+}
+
+type Unmatched = (axum::http::request::Parts, Result<Bytes, Status>);
+
+/// The streaming subresources (exec/attach/port-forward, the node and pod proxies, pod
+/// logs); the request back when the path is none of them.
+async fn stream_path(
+    state: &AppState,
+    path: &str,
+    is_get: bool,
+    parts: axum::http::request::Parts,
+    body: Result<Bytes, Status>,
+) -> Result<Response, Unmatched> {
+    if let Some((ns, name, kind)) = crate::podstream::match_path(path) {
+        return Ok(crate::podstream::pod_stream(state, ns, name, kind, parts)
+            .await
+            .unwrap_or_else(|s| status_response(&s)));
+    }
+    if let Some(target) = crate::proxy::match_path(path) {
+        let body = match body {
+            Ok(b) => b,
+            Err(s) => return Ok(status_response(&s)),
+        };
+        return Ok(crate::proxy::proxy(state, target, &parts, body)
+            .await
+            .unwrap_or_else(|s| status_response(&s)));
+    }
+    if is_get {
+        if let Some((ns, name)) = podlog::match_path(path) {
+            return Ok(podlog::pod_log(state, ns, name, parts.uri.query())
+                .await
+                .unwrap_or_else(|s| status_response(&s)));
+        }
+    }
+    Err((parts, body))
 }
 
 fn aggregated_response(state: &AppState, core: bool, version: &str) -> Response {
@@ -333,112 +332,220 @@ fn check_subresource_verb(
     )))
 }
 
+/// One request on a resource path: what every verb's handler reads.
+struct Call {
+    state: AppState,
+    r: &'static ResourceInfo,
+    ns: Option<String>,
+    q: Query,
+    headers: HeaderMap,
+    body: Result<Bytes, Status>,
+}
+
+impl Call {
+    fn ns(&self) -> Option<&str> {
+        self.ns.as_deref()
+    }
+
+    /// The response's representation, from `Accept`.
+    fn repr(&self) -> Result<Representation, Status> {
+        request::negotiate(header_str(&self.headers, header::ACCEPT))
+    }
+
+    fn body(&self) -> Result<&Bytes, Status> {
+        self.body.as_ref().map_err(Clone::clone)
+    }
+
+    /// The body as an object, decoded once by its `Content-Type`.
+    fn object(&self) -> Result<Value, Status> {
+        request::decode_body(
+            header_str(&self.headers, header::CONTENT_TYPE),
+            self.body()?,
+        )
+    }
+
+    fn write_options(&self) -> Result<WriteOptions, Status> {
+        write_options(&self.q, &self.headers)
+    }
+
+    fn delete_options(&self) -> Result<DeleteOptions, Status> {
+        delete_options(&self.q, &self.headers, self.body()?)
+    }
+}
+
 async fn resource(
     state: AppState,
     rp: ResourcePath,
-    parts: http::request::Parts,
+    parts: axum::http::request::Parts,
     body: Result<Bytes, Status>,
 ) -> Result<Response, Status> {
-    let q = Query::parse(parts.uri.query());
-    let accept = header_str(&parts.headers, header::ACCEPT).map(str::to_string);
-    let method = parts.method.clone();
-    let headers = parts.headers;
     let r = rp.resource;
-    let ns = rp.namespace.clone();
     let span = info_span!(
         "object",
         resource = r.plural,
-        ns = ns.as_deref().unwrap_or(""),
+        ns = rp.namespace.as_deref().unwrap_or(""),
         name = rp.name.as_deref().unwrap_or("")
     );
+    let call = Call {
+        state,
+        r,
+        ns: rp.namespace.clone(),
+        q: Query::parse(parts.uri.query()),
+        headers: parts.headers,
+        body,
+    };
+    let method = parts.method;
     async move {
         check_subresource_verb(r, rp.subresource.as_deref(), &method)?;
         match (method, rp.name.as_deref(), rp.subresource.as_deref()) {
             (Method::GET, None, None) => {
-                let repr = request::negotiate(accept.as_deref())?;
-                if q.flag("watch") {
-                    watch(state, r, ns.as_deref(), &q, repr).await
+                let repr = call.repr()?;
+                if call.q.flag("watch") {
+                    watch(call.state.clone(), r, call.ns(), &call.q, repr).await
                 } else {
-                    list(state, r, ns.as_deref(), &q, repr).await
+                    list(call.state.clone(), r, call.ns(), &call.q, repr).await
                 }
             }
             (Method::GET, Some(name), sub) => {
-                let repr = request::negotiate(accept.as_deref())?;
-                get(state, r, ns.as_deref(), name, sub, repr)
+                get(call.state.clone(), r, call.ns(), name, sub, call.repr()?)
             }
-            (Method::POST, None, None) => {
-                let repr = request::negotiate(accept.as_deref())?;
-                let body = body?;
-                let opts = write_options(&q, &headers)?;
-                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
-                let written = state.create(r, ns.as_deref(), obj, &opts).await?;
-                respond_written(&state.view(r), StatusCode::CREATED, &written, repr)
-            }
-            (Method::POST, Some(name), Some("binding")) => {
-                let body = body?;
-                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
-                let node = obj
-                    .pointer("/target/name")
-                    .and_then(Value::as_str)
-                    .filter(|n| !n.is_empty())
-                    .ok_or_else(|| {
-                        Status::invalid("Binding", "", name, vec![cairn_api::status::Cause::required("target.name")])
-                    })?;
-                state.bind_pod(ns.as_deref(), name, node).await?;
-                let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-                Ok(json_response(StatusCode::CREATED, render::to_bytes(&body)?, "application/json", &[]))
-            }
-            (Method::POST, Some(name), Some("eviction")) => {
-                let body = body?;
-                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
-                state.evict_pod(ns.as_deref(), name, &obj).await?;
-                let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-                Ok(json_response(StatusCode::CREATED, render::to_bytes(&body)?, "application/json", &[]))
-            }
-            (Method::PUT, Some(name), sub) => {
-                let repr = request::negotiate(accept.as_deref())?;
-                let body = body?;
-                let opts = write_options(&q, &headers)?;
-                let obj = request::decode_body(header_str(&headers, header::CONTENT_TYPE), &body)?;
-                if sub == Some("scale") {
-                    return scale_update(&state, r, ns.as_deref(), name, &opts, |_| Ok(obj.clone())).await;
-                }
-                let (written, created) = state.update(r, ns.as_deref(), name, sub, obj, &opts).await?;
-                let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-                respond_written(&state.view(r), code, &written, repr)
-            }
-            (Method::PATCH, Some(name), sub) => {
-                let repr = request::negotiate(accept.as_deref())?;
-                let body = body?;
-                let content_type = header_str(&headers, header::CONTENT_TYPE)
-                    .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
-                    .unwrap_or_default();
-                let mut opts = write_options(&q, &headers)?;
-                patch(&state, r, ns.as_deref(), name, sub, &content_type, &body, &q, &mut opts, repr).await
-            }
-            (Method::DELETE, Some(name), None) => {
-                let body = body?;
-                let opts = delete_options(&q, &headers, &body)?;
-                let (written, gone) = state.delete(r, ns.as_deref(), name, &opts).await?;
-                let code = if gone { StatusCode::OK } else { StatusCode::ACCEPTED };
-                let warnings = written.warnings.clone();
-                let body = render::served_bytes(&state.view(r), &written.bytes)?;
-                Ok(json_response(code, body, "application/json", &warnings))
-            }
+            (Method::POST, None, None) => create(&call).await,
+            (Method::POST, Some(name), Some("binding")) => bind(&call, name).await,
+            (Method::POST, Some(name), Some("eviction")) => evict(&call, name).await,
+            (Method::PUT, Some(name), sub) => replace(&call, name, sub).await,
+            (Method::PATCH, Some(name), sub) => patch_object(&call, name, sub).await,
+            (Method::DELETE, Some(name), None) => delete_object(&call, name).await,
             (Method::DELETE, None, None) => {
-                let body = body?;
-                let opts = delete_options(&q, &headers, &body)?;
-                delete_collection(&state, r, ns.as_deref(), &q, &opts).await
+                let opts = call.delete_options()?;
+                delete_collection(&call.state, r, call.ns(), &call.q, &opts).await
             }
             (method, _, _) => Err(Status::method_not_allowed(format!(
                 "{method} is not supported on {}{}",
                 r.plural,
-                rp.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default()
+                rp.subresource
+                    .as_deref()
+                    .map(|s| format!("/{s}"))
+                    .unwrap_or_default()
             ))),
         }
     }
     .instrument(span)
     .await
+}
+
+/// `201 Created` with a `Success` Status: what binding and eviction answer.
+fn created_status() -> Result<Response, Status> {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+    Ok(json_response(
+        StatusCode::CREATED,
+        render::to_bytes(&body)?,
+        "application/json",
+        &[],
+    ))
+}
+
+async fn create(call: &Call) -> Result<Response, Status> {
+    let repr = call.repr()?;
+    call.body()?;
+    let opts = call.write_options()?;
+    let written = call
+        .state
+        .create(call.r, call.ns(), call.object()?, &opts)
+        .await?;
+    respond_written(
+        &call.state.view(call.r),
+        StatusCode::CREATED,
+        &written,
+        repr,
+    )
+}
+
+async fn bind(call: &Call, name: &str) -> Result<Response, Status> {
+    let obj = call.object()?;
+    let node = obj
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            Status::invalid(
+                "Binding",
+                "",
+                name,
+                vec![cairn_api::status::Cause::required("target.name")],
+            )
+        })?;
+    call.state.bind_pod(call.ns(), name, node).await?;
+    created_status()
+}
+
+async fn evict(call: &Call, name: &str) -> Result<Response, Status> {
+    let obj = call.object()?;
+    call.state.evict_pod(call.ns(), name, &obj).await?;
+    created_status()
+}
+
+async fn replace(call: &Call, name: &str, sub: Option<&str>) -> Result<Response, Status> {
+    let (state, r, ns) = (&call.state, call.r, call.ns());
+    let repr = call.repr()?;
+    call.body()?;
+    let opts = call.write_options()?;
+    let obj = call.object()?;
+    if sub == Some("scale") {
+        return scale_update(state, r, ns, name, &opts, |_| Ok(obj.clone())).await;
+    }
+    let (written, created) = state.update(r, ns, name, sub, obj, &opts).await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    respond_written(&state.view(r), code, &written, repr)
+}
+
+async fn patch_object(call: &Call, name: &str, sub: Option<&str>) -> Result<Response, Status> {
+    let repr = call.repr()?;
+    let body = call.body()?;
+    let content_type = header_str(&call.headers, header::CONTENT_TYPE)
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    let mut opts = call.write_options()?;
+    let (state, r, ns, q) = (&call.state, call.r, call.ns(), &call.q);
+    patch(
+        state,
+        r,
+        ns,
+        name,
+        sub,
+        &content_type,
+        body,
+        q,
+        &mut opts,
+        repr,
+    )
+    .await
+}
+
+async fn delete_object(call: &Call, name: &str) -> Result<Response, Status> {
+    let opts = call.delete_options()?;
+    let (written, gone) = call.state.delete(call.r, call.ns(), name, &opts).await?;
+    let code = if gone {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    let body = render::served_bytes(&call.state.view(call.r), &written.bytes)?;
+    Ok(json_response(
+        code,
+        body,
+        "application/json",
+        &written.warnings,
+    ))
 }
 
 fn respond_written(
@@ -525,78 +632,8 @@ async fn list(
         .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
     let rv = q.get("resourceVersion").unwrap_or("");
     let rv_match = q.get("resourceVersionMatch").unwrap_or("");
-    let mut start_after: Option<String> = None;
-    if let Some(token) = q.get("continue").filter(|t| !t.is_empty()) {
-        if !rv.is_empty() {
-            return Err(Status::bad_request(
-                "specifying resource version is not allowed when using continue",
-            ));
-        }
-        let (token_rev, start) = decode_continue(token)?;
-        let compacted = state
-            .cache
-            .backend()
-            .compacted_revision()
-            .await
-            .unwrap_or(0);
-        if token_rev < compacted {
-            return Err(Status::gone(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-            ));
-        }
-        start_after = Some(start);
-    }
-    match (rv, rv_match) {
-        (_, "") | (_, "NotOlderThan") | (_, "Exact") => {}
-        (_, other) => {
-            return Err(Status::bad_request(format!(
-                "resourceVersionMatch {other:?} is not supported"
-            )))
-        }
-    }
-    if rv.is_empty() {
-        if !rv_match.is_empty() {
-            return Err(Status::bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        // Consistent read: the cache must have everything the store has committed.
-        let current = state
-            .cache
-            .backend()
-            .current_revision()
-            .await
-            .map_err(|e| store_status(e, r, ""))?;
-        state
-            .cache
-            .wait_for_revision(current)
-            .await
-            .map_err(|e| Status::internal(format!("watch cache: {e}")))?;
-    } else if rv != "0" {
-        let wanted = parse_rv(rv)?;
-        let have = state.cache.revision();
-        if rv_match == "Exact" && wanted != have {
-            return Err(Status::gone(format!(
-                "too old resource version: {wanted} ({have}): only the current revision can be listed exactly"
-            )));
-        }
-        if wanted > have {
-            let waited = tokio::time::timeout(
-                Duration::from_secs(3),
-                state.cache.wait_for_revision(wanted),
-            )
-            .await;
-            if !matches!(waited, Ok(Ok(()))) {
-                let mut s = Status::new(
-                    504,
-                    "Timeout",
-                    format!("Too large resource version: {wanted}, current: {have}"),
-                );
-                s.details.retry_after_seconds = Some(1);
-                return Err(s);
-            }
-        }
-    }
+    let start_after = continue_after(&state, q, rv).await?;
+    wait_for_list_revision(&state, r, rv, rv_match).await?;
     let prefix = r.list_prefix(ns);
     let (objects, revision) = state.cache.list(&prefix);
     let all: Vec<_> = objects
@@ -612,28 +649,114 @@ async fn list(
         Some(l) if all.len() > l => {
             let page = all[..l].to_vec();
             let last = page.last().map(|o| o.key.clone()).unwrap_or_default();
-            let remaining = all.len() - l;
-            (
-                page,
-                Some(encode_continue(revision, &last)),
-                Some(remaining),
-            )
+            let token = encode_continue(revision, &last);
+            (page, Some(token), Some(all.len() - l))
         }
         _ => (all, None, None),
     };
     let meta = ListMeta {
         resource_version: revision.to_string(),
         continue_token,
-        remaining: if selectors.is_empty() {
-            remaining
-        } else {
-            None
-        },
+        remaining: remaining.filter(|_| selectors.is_empty()),
     };
-    let view = state.view(r);
+    list_response(state.view(r), page, &meta, repr)
+}
+
+/// The key a `continue` token resumes after; `410 Gone` once its revision is compacted.
+async fn continue_after(state: &AppState, q: &Query, rv: &str) -> Result<Option<String>, Status> {
+    let Some(token) = q.get("continue").filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    if !rv.is_empty() {
+        return Err(Status::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    let (token_rev, start) = decode_continue(token)?;
+    let compacted = state
+        .cache
+        .backend()
+        .compacted_revision()
+        .await
+        .unwrap_or(0);
+    if token_rev < compacted {
+        return Err(Status::gone(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        ));
+    }
+    Ok(Some(start))
+}
+
+/// Waits until the watch cache can answer a list at `resourceVersion` (upstream's
+/// semantics: unset is a consistent read, `0` any, else not older than it, or exactly it).
+async fn wait_for_list_revision(
+    state: &AppState,
+    r: &'static ResourceInfo,
+    rv: &str,
+    rv_match: &str,
+) -> Result<(), Status> {
+    if !matches!(rv_match, "" | "NotOlderThan" | "Exact") {
+        return Err(Status::bad_request(format!(
+            "resourceVersionMatch {rv_match:?} is not supported"
+        )));
+    }
+    if rv.is_empty() {
+        if !rv_match.is_empty() {
+            return Err(Status::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        // Consistent read: the cache must have everything the store has committed.
+        let current = state
+            .cache
+            .backend()
+            .current_revision()
+            .await
+            .map_err(|e| store_status(e, r, ""))?;
+        return state
+            .cache
+            .wait_for_revision(current)
+            .await
+            .map_err(|e| Status::internal(format!("watch cache: {e}")));
+    }
+    if rv == "0" {
+        return Ok(());
+    }
+    let wanted = parse_rv(rv)?;
+    let have = state.cache.revision();
+    if rv_match == "Exact" && wanted != have {
+        return Err(Status::gone(format!(
+            "too old resource version: {wanted} ({have}): only the current revision can be listed exactly"
+        )));
+    }
+    if wanted > have {
+        let waited = tokio::time::timeout(
+            Duration::from_secs(3),
+            state.cache.wait_for_revision(wanted),
+        )
+        .await;
+        if !matches!(waited, Ok(Ok(()))) {
+            let mut s = Status::new(
+                504,
+                "Timeout",
+                format!("Too large resource version: {wanted}, current: {have}"),
+            );
+            s.details.retry_after_seconds = Some(1);
+            return Err(s);
+        }
+    }
+    Ok(())
+}
+
+fn list_response(
+    view: render::View,
+    page: Vec<Arc<CachedObject>>,
+    meta: &ListMeta,
+    repr: Representation,
+) -> Result<Response, Status> {
     // A conversion webhook may fail: such lists are built whole, to answer its error.
     if repr == Representation::Object && view.conversion.is_none() {
-        let stream = render::list_stream(view, page, &meta)?;
+        let stream = render::list_stream(view, page, meta)?;
         let mut resp = Response::new(Body::from_stream(stream));
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -641,7 +764,7 @@ async fn list(
         );
         return Ok(resp);
     }
-    let body = render::list(&view, &page, &meta, repr)?;
+    let body = render::list(&view, &page, meta, repr)?;
     Ok(json_response(StatusCode::OK, body, "application/json", &[]))
 }
 

@@ -212,7 +212,7 @@ fn format_nanos(n: i128) -> String {
 }
 
 /// min/max/ratio of one item against `resources` (`requests` and `limits`).
-fn check(item: &Map<String, Value>, resources: &Value, kind: &str, errors: &mut Vec<String>) {
+fn check(item: &Map<String, Value>, resources: &Value, limit_type: &str, errors: &mut Vec<String>) {
     let get = |section: &str, k: &str| {
         resources
             .get(section)
@@ -227,11 +227,11 @@ fn check(item: &Map<String, Value>, resources: &Value, kind: &str, errors: &mut 
     {
         match get("requests", k) {
             None => errors.push(format!(
-                "minimum {k} usage per {kind} is {}.  No request is specified",
+                "minimum {k} usage per {limit_type} is {}.  No request is specified",
                 text(min)
             )),
             Some(req) if nanos(req) < nanos(min) => errors.push(format!(
-                "minimum {k} usage per {kind} is {}, but request is {}",
+                "minimum {k} usage per {limit_type} is {}, but request is {}",
                 text(min),
                 text(req)
             )),
@@ -239,7 +239,7 @@ fn check(item: &Map<String, Value>, resources: &Value, kind: &str, errors: &mut 
         }
     }
     // A claim's bound is on its request; a container's and a pod's on their limits.
-    let (section, what) = if kind == "PersistentVolumeClaim" {
+    let (section, what) = if limit_type == "PersistentVolumeClaim" {
         ("requests", "request")
     } else {
         ("limits", "limit")
@@ -252,11 +252,11 @@ fn check(item: &Map<String, Value>, resources: &Value, kind: &str, errors: &mut 
     {
         match get(section, k) {
             None => errors.push(format!(
-                "maximum {k} usage per {kind} is {}.  No {what} is specified",
+                "maximum {k} usage per {limit_type} is {}.  No {what} is specified",
                 text(max)
             )),
             Some(lim) if nanos(lim) > nanos(max) => errors.push(format!(
-                "maximum {k} usage per {kind} is {}, but {what} is {}",
+                "maximum {k} usage per {limit_type} is {}, but {what} is {}",
                 text(max),
                 text(lim)
             )),
@@ -274,12 +274,12 @@ fn check(item: &Map<String, Value>, resources: &Value, kind: &str, errors: &mut 
             get("limits", k).and_then(nanos),
         );
         match (req, lim) {
-            (None | Some(0), _) => errors.push(format!("{k} max limit to request ratio per {kind} is {}, but no request is specified or request is 0", text(ratio))),
-            (_, None) => errors.push(format!("{k} max limit to request ratio per {kind} is {}, but no limit is specified", text(ratio))),
+            (None | Some(0), _) => errors.push(format!("{k} max limit to request ratio per {limit_type} is {}, but no request is specified or request is 0", text(ratio))),
+            (_, None) => errors.push(format!("{k} max limit to request ratio per {limit_type} is {}, but no limit is specified", text(ratio))),
             (Some(req), Some(lim)) => {
                 let observed = lim as f64 / req as f64;
                 if nanos(ratio).is_some_and(|r| observed > r as f64 / 1e9) {
-                    errors.push(format!("{k} max limit to request ratio per {kind} is {}, but provided ratio is {observed:.6}", text(ratio)));
+                    errors.push(format!("{k} max limit to request ratio per {limit_type} is {}, but provided ratio is {observed:.6}", text(ratio)));
                 }
             }
         }

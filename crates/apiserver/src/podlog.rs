@@ -182,7 +182,7 @@ pub(crate) fn kubelet_endpoint(node: &Value) -> Result<(String, u64), Status> {
         .unwrap_or_default();
     let host = ["InternalIP", "ExternalIP", "Hostname"]
         .iter()
-        .find_map(|t| addresses.iter().find(|(kind, _)| kind == t))
+        .find_map(|t| addresses.iter().find(|(address_type, _)| address_type == t))
         .map(|(_, a)| a.to_string())
         .ok_or_else(|| {
             let known: Vec<String> = addresses

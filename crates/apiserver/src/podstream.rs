@@ -123,7 +123,7 @@ fn agent_path(
         .and_then(Value::as_str)
         .unwrap_or("");
     if matches!(phase, "Succeeded" | "Failed") && kind != StreamKind::PortForward {
-        let verb = if kind == StreamKind::Exec {
+        let verb = if matches!(kind, StreamKind::Exec) {
             "exec into"
         } else {
             "attach"
@@ -137,7 +137,7 @@ fn agent_path(
         StreamKind::PortForward => format!("/portForward/{ns}/{name}{q}"),
         StreamKind::Exec | StreamKind::Attach => {
             let container = choose_container(pod, name, query_value(query, "container"))?;
-            let op = if kind == StreamKind::Exec {
+            let op = if matches!(kind, StreamKind::Exec) {
                 "exec"
             } else {
                 "attach"

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use cairn_api::registry::ResourceInfo;
 use cairn_api::status::Status;
-use cairn_store::cache::{CachedObject, WatchEventType};
+use cairn_store::cache::{CachedObject, WatchEvent, WatchEventType};
 use cairn_store::{Revision, StoreError};
 use futures::Stream;
 use serde_json::{json, Value};
@@ -146,45 +146,64 @@ pub async fn start(
                         Some(Ok(ev)) => ev,
                     };
                     last_rev = ev.revision;
-                    let now = req.selectors.matches(&ev.object);
-                    let before = ev.prev.as_ref().map(|p| req.selectors.matches(p));
-                    let kind = match ev.kind {
-                        WatchEventType::Added => now.then_some("ADDED"),
-                        WatchEventType::Modified => match (before, now) {
-                            (Some(true), true) | (None, true) => Some("MODIFIED"),
-                            (Some(false), true) => Some("ADDED"),
-                            (Some(true), false) => Some("DELETED"),
-                            _ => None,
-                        },
-                        WatchEventType::Deleted => (before.unwrap_or(now) || now).then_some("DELETED"),
-                    };
-                    let natural = match ev.kind {
-                        WatchEventType::Added => "ADDED",
-                        WatchEventType::Modified => "MODIFIED",
-                        WatchEventType::Deleted => "DELETED",
-                    };
-                    if kind == Some(natural) && repr == Representation::Object && !req.view.converts() {
-                        // The common case: every watcher sends the same frame; build it once.
-                        let b = ev.encoded.get_or_init(|| frame(natural, &ev.object.bytes)).clone();
-                        if tx.send(b).await.is_err() {
-                            return;
-                        }
-                    } else if let Some(kind) = kind {
-                        let (frame, last) = match encode(&req.view, kind, &ev.object, repr) {
-                            Ok(b) => (b, false),
-                            Err(e) => (e, true),
-                        };
-                        if tx.send(frame).await.is_err() || last {
-                            return;
-                        }
+                    if !send_event(&tx, &req, &ev).await {
+                        return;
                     }
                 }
             }
         }
     });
-    // Frames that are already queued go out as one chunk: under load this turns one
-    // write per event per watcher into one write per batch.
-    Ok(futures::stream::unfold(rx, |mut rx| async move {
+    Ok(batched(rx))
+}
+
+/// The type of `ev` as this watch sees it: an object that starts or stops matching the
+/// selectors is ADDED or DELETED (as upstream's cacher does); None when it never matches.
+fn seen_as(ev: &WatchEvent, selectors: &Selectors) -> Option<&'static str> {
+    let now = selectors.matches(&ev.object);
+    let before = ev.prev.as_ref().map(|p| selectors.matches(p));
+    match ev.kind {
+        WatchEventType::Added => now.then_some("ADDED"),
+        WatchEventType::Modified => match (before, now) {
+            (Some(true), true) | (None, true) => Some("MODIFIED"),
+            (Some(false), true) => Some("ADDED"),
+            (Some(true), false) => Some("DELETED"),
+            _ => None,
+        },
+        WatchEventType::Deleted => (before.unwrap_or(now) || now).then_some("DELETED"),
+    }
+}
+
+/// Sends `ev` to one watcher; false when the watch ends (the watcher left, or the object
+/// could not be encoded and an ERROR event was sent).
+async fn send_event(tx: &mpsc::Sender<Bytes>, req: &WatchRequest, ev: &WatchEvent) -> bool {
+    let repr = req.representation;
+    let natural = match ev.kind {
+        WatchEventType::Added => "ADDED",
+        WatchEventType::Modified => "MODIFIED",
+        WatchEventType::Deleted => "DELETED",
+    };
+    let Some(event_type) = seen_as(ev, &req.selectors) else {
+        return true;
+    };
+    if event_type == natural && repr == Representation::Object && !req.view.converts() {
+        // The common case: every watcher sends the same frame; build it once.
+        let b = ev
+            .encoded
+            .get_or_init(|| frame(natural, &ev.object.bytes))
+            .clone();
+        return tx.send(b).await.is_ok();
+    }
+    let (frame, last) = match encode(&req.view, event_type, &ev.object, repr) {
+        Ok(b) => (b, false),
+        Err(e) => (e, true),
+    };
+    tx.send(frame).await.is_ok() && !last
+}
+
+/// Frames that are already queued go out as one chunk: under load this turns one write
+/// per event per watcher into one write per batch.
+fn batched(rx: mpsc::Receiver<Bytes>) -> impl Stream<Item = Result<Bytes, Infallible>> {
+    futures::stream::unfold(rx, |mut rx| async move {
         let mut frames = Vec::with_capacity(64);
         if rx.recv_many(&mut frames, 64).await == 0 {
             return None;
@@ -197,7 +216,7 @@ pub async fn start(
             buf.freeze()
         };
         Some((Ok(chunk), rx))
-    }))
+    })
 }
 
 /// The object of a Status carried in an ERROR event, for tests and logs.

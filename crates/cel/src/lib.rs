@@ -43,6 +43,7 @@ mod ty;
 mod unordered;
 mod validate;
 mod values;
+mod walk;
 
 #[cfg(test)]
 mod tests;

@@ -6,8 +6,8 @@ use crate::error::{forbidden, go_json, go_quote, invalid, not_supported, require
 use crate::fieldpath;
 use crate::path::FieldPath;
 use crate::program::{compile, Expect, Program};
-use crate::schema::{Site, Walker};
 use crate::ty::Ty;
+use crate::walk::{Site, Walker};
 use crate::RuleError;
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@ use crate::error::{forbidden, invalid};
 use crate::escape::escape;
 use crate::path::FieldPath;
 use crate::rule::Rule;
-use crate::RuleError;
+pub(crate) use crate::walk::{Site, Walker};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,27 +23,6 @@ pub(crate) struct Node {
     pub(crate) items: Option<Box<Node>>,
     pub(crate) additional: Option<Box<Node>>,
     pub(crate) list: ListType,
-}
-
-/// Where the walk is.
-pub(crate) struct Site<'a> {
-    pub(crate) schema: &'a Value,
-    pub(crate) decl: Arc<Decl>,
-    /// The schema's own field path (`...openAPIV3Schema.properties[spec]`).
-    pub(crate) path: FieldPath,
-    /// How many times a value here can occur in one object, when every list
-    /// and map above declares a bound.
-    pub(crate) cardinality: Option<u64>,
-    /// The highest list above whose items cannot be correlated.
-    pub(crate) uncorrelatable: Option<FieldPath>,
-}
-
-#[derive(Default)]
-pub(crate) struct Walker {
-    pub(crate) errors: Vec<RuleError>,
-    total_cost: u64,
-    /// Rules costing at least 1% of the CRD limit, most expensive first.
-    expensive: Vec<(FieldPath, u64)>,
 }
 
 impl Walker {

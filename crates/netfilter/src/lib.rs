@@ -11,6 +11,7 @@ pub mod ipvs;
 mod netlink;
 mod nft;
 mod nft_batch;
+mod nft_error;
 
 pub use conntrack::{ConntrackDriver, ConntrackError, ConntrackNetlink, FakeConntrack};
 pub use iptables::{

@@ -6,18 +6,7 @@ use std::path::{Path, PathBuf};
 
 use cairn_nft::Op;
 
-#[derive(Debug, thiserror::Error)]
-pub enum NftError {
-    #[error("nft is not installed (looked in /usr/sbin, /sbin, /usr/bin, /bin)")]
-    Missing,
-    #[error("running nft {args}: {source}")]
-    Spawn {
-        args: String,
-        source: std::io::Error,
-    },
-    #[error("nft {args} failed: {stderr}")]
-    Failed { args: String, stderr: String },
-}
+pub use crate::nft_error::NftError;
 
 /// Applies nftables transactions and answers about tables.
 pub trait NftDriver: Send + Sync {

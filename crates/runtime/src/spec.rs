@@ -279,6 +279,33 @@ pub fn build(
     cgroups_path: &str,
     user: (u32, u32, Vec<u32>),
 ) -> Result<Value, SpecError> {
+    let privileged = config.security.privileged;
+    let mut linux = json!({
+        "namespaces": namespaces(config, sandbox),
+        "cgroupsPath": cgroups_path,
+        "resources": resources(config),
+    });
+    if !privileged {
+        mask_paths(&mut linux);
+    }
+    let spec = json!({
+        "ociVersion": "1.0.2-dev",
+        "process": process(config, user)?,
+        "root": {"path": "rootfs", "readonly": config.security.readonly_rootfs},
+        "mounts": mounts(config),
+        "linux": linux,
+    });
+    serde_json::from_value::<oci_spec::runtime::Spec>(spec.clone()).map_err(|e| {
+        SpecError::Invalid {
+            container: config.name.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    Ok(spec)
+}
+
+/// The container's process: command, user, environment, capabilities and limits.
+fn process(config: &ContainerConfig, user: (u32, u32, Vec<u32>)) -> Result<Value, SpecError> {
     let args = effective_args(config);
     if args.is_empty() {
         return Err(SpecError::NoCommand {
@@ -294,7 +321,34 @@ pub fn build(
     let caps = capabilities(config);
     let privileged = config.security.privileged;
     let no_new_privs = !privileged && config.security.allow_privilege_escalation != Some(true);
+    let (uid, gid, additional) = user;
+    // Raising the hard limit needs CAP_SYS_RESOURCE, which some hosts withhold: never ask
+    // for more than this process has.
+    let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(_, hard)| hard.min(1_048_576))
+        .unwrap_or(1024);
+    let mut process = json!({
+        "terminal": config.tty,
+        "user": {"uid": uid, "gid": gid},
+        "args": args,
+        "env": merged_env(config),
+        "cwd": cwd,
+        "capabilities": {"bounding": caps, "effective": caps, "permitted": caps},
+        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
+        "noNewPrivileges": no_new_privs,
+    });
+    if !additional.is_empty() {
+        process["user"]["additionalGids"] = json!(additional);
+    }
+    if let Some(adj) = config.resources.oom_score_adj {
+        process["oomScoreAdj"] = json!(adj);
+    }
+    Ok(process)
+}
 
+/// The kernel filesystems every container gets, then the pod's volumes.
+fn mounts(config: &ContainerConfig) -> Vec<Value> {
+    let privileged = config.security.privileged;
     let mut mounts = vec![
         json!({"destination": "/proc", "type": "proc", "source": "proc", "options": ["nosuid", "noexec", "nodev"]}),
         json!({"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]}),
@@ -312,7 +366,12 @@ pub fn build(
             "options": ["rbind", "rprivate", if m.readonly { "ro" } else { "rw" }],
         }));
     }
+    mounts
+}
 
+/// Its own pid (or the pod's shared one) and mount namespaces; the pod's network, UTS
+/// and IPC namespaces.
+fn namespaces(config: &ContainerConfig, sandbox: &PodSandbox) -> Vec<Value> {
     let pid = match &config.pid_namespace {
         Some(p) => json!({"type": "pid", "path": p}),
         None => json!({"type": "pid"}),
@@ -330,7 +389,12 @@ pub fn build(
             None => namespaces.push(json!({"type": kind})),
         }
     }
+    namespaces
+}
 
+/// Devices (containerd's default allow-list unless privileged), memory and CPU.
+fn resources(config: &ContainerConfig) -> Value {
+    let privileged = config.security.privileged;
     let mut resources = json!({
         "devices": [{"allow": privileged, "access": "rwm"}],
     });
@@ -374,72 +438,31 @@ pub fn build(
     if !cpu.is_empty() {
         resources["cpu"] = Value::Object(cpu);
     }
+    resources
+}
 
-    let (uid, gid, additional) = user;
-    // Raising the hard limit needs CAP_SYS_RESOURCE, which some hosts withhold: never ask
-    // for more than this process has.
-    let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map(|(_, hard)| hard.min(1_048_576))
-        .unwrap_or(1024);
-    let mut process = json!({
-        "terminal": config.tty,
-        "user": {"uid": uid, "gid": gid},
-        "args": args,
-        "env": merged_env(config),
-        "cwd": cwd,
-        "capabilities": {"bounding": caps, "effective": caps, "permitted": caps},
-        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
-        "noNewPrivileges": no_new_privs,
-    });
-    if !additional.is_empty() {
-        process["user"]["additionalGids"] = json!(additional);
-    }
-    if let Some(adj) = r.oom_score_adj {
-        process["oomScoreAdj"] = json!(adj);
-    }
-
-    let mut linux = json!({
-        "namespaces": namespaces,
-        "cgroupsPath": cgroups_path,
-        "resources": resources,
-    });
-    if !privileged {
-        linux["maskedPaths"] = json!([
-            "/proc/acpi",
-            "/proc/asound",
-            "/proc/kcore",
-            "/proc/keys",
-            "/proc/latency_stats",
-            "/proc/timer_list",
-            "/proc/timer_stats",
-            "/proc/sched_debug",
-            "/proc/scsi",
-            "/sys/firmware",
-            "/sys/devices/virtual/powercap"
-        ]);
-        linux["readonlyPaths"] = json!([
-            "/proc/bus",
-            "/proc/fs",
-            "/proc/irq",
-            "/proc/sys",
-            "/proc/sysrq-trigger"
-        ]);
-    }
-
-    let spec = json!({
-        "ociVersion": "1.0.2-dev",
-        "process": process,
-        "root": {"path": "rootfs", "readonly": config.security.readonly_rootfs},
-        "mounts": mounts,
-        "linux": linux,
-    });
-    serde_json::from_value::<oci_spec::runtime::Spec>(spec.clone()).map_err(|e| {
-        SpecError::Invalid {
-            container: config.name.clone(),
-            message: e.to_string(),
-        }
-    })?;
-    Ok(spec)
+/// containerd's masked and read-only paths for unprivileged containers.
+fn mask_paths(linux: &mut Value) {
+    linux["maskedPaths"] = json!([
+        "/proc/acpi",
+        "/proc/asound",
+        "/proc/kcore",
+        "/proc/keys",
+        "/proc/latency_stats",
+        "/proc/timer_list",
+        "/proc/timer_stats",
+        "/proc/sched_debug",
+        "/proc/scsi",
+        "/sys/firmware",
+        "/sys/devices/virtual/powercap"
+    ]);
+    linux["readonlyPaths"] = json!([
+        "/proc/bus",
+        "/proc/fs",
+        "/proc/irq",
+        "/proc/sys",
+        "/proc/sysrq-trigger"
+    ]);
 }
 
 /// An exec'd process (probes, preStop hooks) inheriting the container's user and env.

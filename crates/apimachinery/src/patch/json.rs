@@ -234,100 +234,118 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
     let mut doc = target.clone();
     let mut copied = 0usize;
     for (index, op) in ops.iter().enumerate() {
-        let invalid = |message: String| PatchError::InvalidOperation { index, message };
-        let Value::Object(obj) = op else {
-            return Err(invalid(format!(
-                "an operation must be an object, got {}",
-                type_name(op)
-            )));
-        };
-        let str_member = |name: &str| -> Result<&str, PatchError> {
-            match obj.get(name) {
-                Some(Value::String(s)) => Ok(s.as_str()),
-                Some(other) => Err(invalid(format!(
-                    "member {name:?} must be a string, got {}",
-                    type_name(other)
-                ))),
-                None => Err(invalid(format!("member {name:?} is missing"))),
-            }
-        };
-        let op_name = str_member("op")?;
-        let path = str_member("path")?;
-        let tokens = parse_pointer(path).map_err(invalid)?;
-        let value_member = || {
-            obj.get("value")
-                .ok_or_else(|| invalid(format!("{op_name:?} needs a \"value\" member")))
-        };
-        let failed = |message: String| PatchError::OperationFailed {
-            index,
-            op: op_name.to_string(),
-            path: path.to_string(),
-            message,
-        };
-        match op_name {
-            "add" => {
-                let value = value_member()?.clone();
-                json_add(&mut doc, &tokens, value).map_err(failed)?;
-            }
-            "remove" => {
-                json_remove(&mut doc, &tokens).map_err(failed)?;
-            }
-            "replace" => {
-                let value = value_member()?;
-                if tokens.len() + depth_of(value) > MAX_DEPTH {
-                    return Err(failed(format!(
-                        "the result would be nested more than {MAX_DEPTH} levels deep"
-                    )));
-                }
-                let slot = resolve_mut(&mut doc, &tokens).map_err(failed)?;
-                *slot = value.clone();
-            }
-            "move" => {
-                let from = str_member("from")?;
-                let from_tokens = parse_pointer(from).map_err(invalid)?;
-                if from_tokens == tokens {
-                    resolve(&doc, &from_tokens).map_err(failed)?;
-                    continue;
-                }
-                if tokens.len() > from_tokens.len() && tokens.starts_with(&from_tokens) {
-                    return Err(failed(format!(
-                        "cannot move {from:?} into one of its own children"
-                    )));
-                }
-                let value = json_remove(&mut doc, &from_tokens)
-                    .map_err(|m| failed(format!("from {from:?}: {m}")))?;
-                json_add(&mut doc, &tokens, value).map_err(failed)?;
-            }
-            "copy" => {
-                let from = str_member("from")?;
-                let from_tokens = parse_pointer(from).map_err(invalid)?;
-                let value = resolve(&doc, &from_tokens)
-                    .map_err(|m| failed(format!("from {from:?}: {m}")))?;
-                copied = copied.saturating_add(node_count(value));
-                if copied > MAX_JSON_PATCH_COPIED_VALUES {
-                    return Err(failed(format!(
-                        "the patch copies more than {MAX_JSON_PATCH_COPIED_VALUES} values in total"
-                    )));
-                }
-                let value = value.clone();
-                json_add(&mut doc, &tokens, value).map_err(failed)?;
-            }
-            "test" => {
-                let expected = value_member()?;
-                let actual = resolve(&doc, &tokens).map_err(failed)?;
-                if !json_equal(actual, expected) {
-                    return Err(PatchError::TestFailed {
-                        index,
-                        path: path.to_string(),
-                    });
-                }
-            }
-            other => {
-                return Err(invalid(format!(
-                    "unknown op {other:?} (expected add, remove, replace, move, copy or test)"
-                )))
-            }
-        }
+        apply_op(&mut doc, index, op, &mut copied)?;
     }
     Ok(doc)
+}
+
+/// Applies operation `index` of a patch to `doc`; `copied` counts the values `copy` has
+/// copied so far.
+fn apply_op(
+    doc: &mut Value,
+    index: usize,
+    op: &Value,
+    copied: &mut usize,
+) -> Result<(), PatchError> {
+    let invalid = |message: String| PatchError::InvalidOperation { index, message };
+    let Value::Object(obj) = op else {
+        return Err(invalid(format!(
+            "an operation must be an object, got {}",
+            type_name(op)
+        )));
+    };
+    let str_member = |name: &str| -> Result<&str, PatchError> {
+        match obj.get(name) {
+            Some(Value::String(s)) => Ok(s.as_str()),
+            Some(other) => Err(invalid(format!(
+                "member {name:?} must be a string, got {}",
+                type_name(other)
+            ))),
+            None => Err(invalid(format!("member {name:?} is missing"))),
+        }
+    };
+    let op_name = str_member("op")?;
+    let path = str_member("path")?;
+    let tokens = parse_pointer(path).map_err(invalid)?;
+    let value_member = || {
+        obj.get("value")
+            .ok_or_else(|| invalid(format!("{op_name:?} needs a \"value\" member")))
+    };
+    let failed = |message: String| PatchError::OperationFailed {
+        index,
+        op: op_name.to_string(),
+        path: path.to_string(),
+        message,
+    };
+    match op_name {
+        "add" => json_add(doc, &tokens, value_member()?.clone()).map_err(failed),
+        "remove" => json_remove(doc, &tokens).map(drop).map_err(failed),
+        "replace" => {
+            let value = value_member()?;
+            if tokens.len() + depth_of(value) > MAX_DEPTH {
+                return Err(failed(format!(
+                    "the result would be nested more than {MAX_DEPTH} levels deep"
+                )));
+            }
+            *resolve_mut(doc, &tokens).map_err(failed)? = value.clone();
+            Ok(())
+        }
+        "move" => {
+            let from = str_member("from")?;
+            let from_tokens = parse_pointer(from).map_err(invalid)?;
+            op_move(doc, from, &from_tokens, &tokens).map_err(failed)
+        }
+        "copy" => {
+            let from = str_member("from")?;
+            let from_tokens = parse_pointer(from).map_err(invalid)?;
+            op_copy(doc, from, &from_tokens, &tokens, copied).map_err(failed)
+        }
+        "test" => {
+            let actual = resolve(doc, &tokens).map_err(failed)?;
+            if !json_equal(actual, value_member()?) {
+                return Err(PatchError::TestFailed {
+                    index,
+                    path: path.to_string(),
+                });
+            }
+            Ok(())
+        }
+        other => Err(invalid(format!(
+            "unknown op {other:?} (expected add, remove, replace, move, copy or test)"
+        ))),
+    }
+}
+
+fn op_move(
+    doc: &mut Value,
+    from: &str,
+    from_tokens: &[String],
+    to: &[String],
+) -> Result<(), String> {
+    if from_tokens == to {
+        return resolve(doc, from_tokens).map(drop);
+    }
+    if to.len() > from_tokens.len() && to.starts_with(from_tokens) {
+        return Err(format!("cannot move {from:?} into one of its own children"));
+    }
+    let value = json_remove(doc, from_tokens).map_err(|m| format!("from {from:?}: {m}"))?;
+    json_add(doc, to, value)
+}
+
+fn op_copy(
+    doc: &mut Value,
+    from: &str,
+    from_tokens: &[String],
+    to: &[String],
+    copied: &mut usize,
+) -> Result<(), String> {
+    let value = resolve(doc, from_tokens).map_err(|m| format!("from {from:?}: {m}"))?;
+    *copied = copied.saturating_add(node_count(value));
+    if *copied > MAX_JSON_PATCH_COPIED_VALUES {
+        return Err(format!(
+            "the patch copies more than {MAX_JSON_PATCH_COPIED_VALUES} values in total"
+        ));
+    }
+    let value = value.clone();
+    json_add(doc, to, value)
 }

@@ -13,7 +13,7 @@ use netlink_sys::protocols::NETLINK_NETFILTER;
 
 use crate::netlink::message::{error_code, NLMSG_ERROR, NLMSG_HDRLEN};
 use crate::netlink::socket::{next_seqs, Socket};
-use crate::nft::NftError;
+use crate::nft_error::NftError;
 
 fn failed(what: impl std::fmt::Display) -> NftError {
     NftError::Failed {

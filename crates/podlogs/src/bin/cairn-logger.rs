@@ -76,13 +76,7 @@ fn run() -> anyhow::Result<()> {
     let spec = LoggerSpec::parse(spec_arg).context("parsing arguments")?;
     let container = std::env::var("CONTAINER_ID").unwrap_or_default();
 
-    // SIGTERM and SIGINT arrive on a descriptor polled with the pipes.
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGTERM);
-    mask.add(Signal::SIGINT);
-    mask.thread_block().context("blocking SIGTERM")?;
-    let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-        .context("creating signalfd")?;
+    let signals = signal_fd()?;
 
     let mut inputs = [
         Input {
@@ -124,21 +118,8 @@ fn run() -> anyhow::Result<()> {
             }
             None => PollTimeout::NONE,
         };
-        let ready: Vec<bool> = {
-            let mut fds: Vec<PollFd> = open
-                .iter()
-                .filter_map(|&i| inputs[i].file.as_ref())
-                .map(|f| PollFd::new(f.as_fd(), PollFlags::POLLIN))
-                .collect();
-            fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
-            match poll(&mut fds, timeout) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e).context("polling the container's pipes"),
-            }
-            fds.iter()
-                .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
-                .collect()
+        let Some(ready) = poll_ready(&inputs, &open, &signals, timeout)? else {
+            continue;
         };
         if ready[open.len()] {
             while let Ok(Some(_)) = signals.read_signal() {}
@@ -150,14 +131,8 @@ fn run() -> anyhow::Result<()> {
                 continue;
             }
             let input = &mut inputs[i];
-            let n = match input.file.as_mut().map(|f| f.read(&mut buf)) {
-                Some(Ok(n)) => n,
-                Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Some(Err(e)) => {
-                    eprintln!("cairn-logger: reading {}: {e}", input.stream.as_str());
-                    0
-                }
-                None => continue,
+            let Some(n) = read_some(input, &mut buf) else {
+                continue;
             };
             let stream = input.stream;
             let mut emit = |tag: Tag, content: &[u8]| {
@@ -182,6 +157,56 @@ fn run() -> anyhow::Result<()> {
     }
     flush(&mut writer);
     Ok(())
+}
+
+/// SIGTERM and SIGINT, blocked, as a descriptor polled with the pipes.
+fn signal_fd() -> anyhow::Result<SignalFd> {
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGTERM);
+    mask.add(Signal::SIGINT);
+    mask.thread_block().context("blocking SIGTERM")?;
+    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .context("creating signalfd")
+}
+
+/// Which of the `open` inputs and, last, the signal descriptor are readable; None when
+/// the wait was interrupted.
+fn poll_ready(
+    inputs: &[Input],
+    open: &[usize],
+    signals: &SignalFd,
+    timeout: PollTimeout,
+) -> anyhow::Result<Option<Vec<bool>>> {
+    let mut fds: Vec<PollFd> = open
+        .iter()
+        .filter_map(|&i| inputs[i].file.as_ref())
+        .map(|f| PollFd::new(f.as_fd(), PollFlags::POLLIN))
+        .collect();
+    fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
+    match poll(&mut fds, timeout) {
+        Ok(_) => {}
+        Err(nix::errno::Errno::EINTR) => return Ok(None),
+        Err(e) => return Err(e).context("polling the container's pipes"),
+    }
+    Ok(Some(
+        fds.iter()
+            .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+            .collect(),
+    ))
+}
+
+/// One read from a ready input: the byte count (0 at end of file or on an error, which
+/// closes it), None when interrupted or already closed.
+fn read_some(input: &mut Input, buf: &mut [u8]) -> Option<usize> {
+    match input.file.as_mut().map(|f| f.read(buf)) {
+        Some(Ok(n)) => Some(n),
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => None,
+        Some(Err(e)) => {
+            eprintln!("cairn-logger: reading {}: {e}", input.stream.as_str());
+            Some(0)
+        }
+        None => None,
+    }
 }
 
 fn open_writer(spec: &LoggerSpec, container: &str) -> Option<RotatingWriter> {

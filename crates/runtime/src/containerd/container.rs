@@ -34,40 +34,8 @@ impl ContainerdRuntime {
                 .mounts;
             let built = async {
                 let user = this.resolve_user(&config, &mounts).await?;
-                let mut spec = spec::build(&config, &sandbox, &cgroup, user)?;
-                if this.inner.cgroups.version() == CgroupVersion::V2 {
-                    if !config.security.privileged {
-                        with_cgroup_namespace(&mut spec);
-                    }
-                    // What the kubelet asks for on v2, where the pod cgroup has the files.
-                    for (file, value) in [("memory.swap.max", "0"), ("memory.oom.group", "1")] {
-                        if this.inner.cgroups.v2_has_file(&sandbox.cgroup_parent, file) {
-                            set_unified(&mut spec, file, value);
-                        }
-                    }
-                }
-                let mut l: HashMap<String, String> = HashMap::from([
-                    (labels::KIND.into(), labels::KIND_CONTAINER.into()),
-                    (labels::POD_UID.into(), sandbox.uid.clone()),
-                    (labels::POD_NAME.into(), sandbox.name.clone()),
-                    (labels::POD_NAMESPACE.into(), sandbox.namespace.clone()),
-                    (labels::SANDBOX_ID.into(), sandbox.id.clone()),
-                    (labels::CONTAINER_NAME.into(), config.name.clone()),
-                    (labels::ATTEMPT.into(), config.attempt.to_string()),
-                    (labels::SPEC_HASH.into(), config.spec_hash.clone()),
-                    (labels::CGROUP.into(), cgroup.clone()),
-                    (
-                        labels::LOG_PATH.into(),
-                        config.log_path.display().to_string(),
-                    ),
-                    (labels::IMAGE_REF.into(), config.image.name.clone()),
-                    (labels::IMAGE_ID.into(), config.image.id.clone()),
-                    (labels::INIT.into(), config.init.to_string()),
-                    (labels::LOG_URI.into(), config.log_uri.clone()),
-                ]);
-                if let Some(p) = &config.termination_message_path {
-                    l.insert(labels::MESSAGE_PATH.into(), p.display().to_string());
-                }
+                let spec = this.oci_spec(&sandbox, &config, &cgroup, user)?;
+                let l = container_labels(&sandbox, &config, &cgroup);
                 let record = Container {
                     id: cid.clone(),
                     labels: l,
@@ -110,6 +78,30 @@ impl ContainerdRuntime {
         })
         .await?;
         Ok(id)
+    }
+
+    /// The OCI spec, with what the kubelet asks for on cgroup v2: a cgroup namespace
+    /// (unprivileged), no swap and whole-group OOM kills where the pod cgroup has the files.
+    fn oci_spec(
+        &self,
+        sandbox: &PodSandbox,
+        config: &ContainerConfig,
+        cgroup: &str,
+        user: (u32, u32, Vec<u32>),
+    ) -> Result<serde_json::Value, RuntimeError> {
+        let mut spec = spec::build(config, sandbox, cgroup, user)?;
+        if self.inner.cgroups.version() == CgroupVersion::V2 {
+            if !config.security.privileged {
+                with_cgroup_namespace(&mut spec);
+            }
+            // What the kubelet asks for on v2, where the pod cgroup has the files.
+            for (file, value) in [("memory.swap.max", "0"), ("memory.oom.group", "1")] {
+                if self.inner.cgroups.v2_has_file(&sandbox.cgroup_parent, file) {
+                    set_unified(&mut spec, file, value);
+                }
+            }
+        }
+        Ok(spec)
     }
 
     pub(super) async fn start_container_impl(&self, id: &str) -> Result<(), RuntimeError> {
@@ -323,4 +315,35 @@ pub(super) fn mount_readonly(mounts: &[ContainerdMount], target: &Path) -> bool 
         Some(data.as_str()).filter(|d| !d.is_empty()),
     )
     .is_ok()
+}
+
+/// The labels cairn finds a container by after a restart (see `labels`).
+fn container_labels(
+    sandbox: &PodSandbox,
+    config: &ContainerConfig,
+    cgroup: &str,
+) -> HashMap<String, String> {
+    let mut l: HashMap<String, String> = HashMap::from([
+        (labels::KIND.into(), labels::KIND_CONTAINER.into()),
+        (labels::POD_UID.into(), sandbox.uid.clone()),
+        (labels::POD_NAME.into(), sandbox.name.clone()),
+        (labels::POD_NAMESPACE.into(), sandbox.namespace.clone()),
+        (labels::SANDBOX_ID.into(), sandbox.id.clone()),
+        (labels::CONTAINER_NAME.into(), config.name.clone()),
+        (labels::ATTEMPT.into(), config.attempt.to_string()),
+        (labels::SPEC_HASH.into(), config.spec_hash.clone()),
+        (labels::CGROUP.into(), cgroup.to_string()),
+        (
+            labels::LOG_PATH.into(),
+            config.log_path.display().to_string(),
+        ),
+        (labels::IMAGE_REF.into(), config.image.name.clone()),
+        (labels::IMAGE_ID.into(), config.image.id.clone()),
+        (labels::INIT.into(), config.init.to_string()),
+        (labels::LOG_URI.into(), config.log_uri.clone()),
+    ]);
+    if let Some(p) = &config.termination_message_path {
+        l.insert(labels::MESSAGE_PATH.into(), p.display().to_string());
+    }
+    l
 }
