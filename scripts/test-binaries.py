@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Reads `cargo test --no-run --message-format=json` on stdin and prints, one per line,
 `<package folder> <test executable>` for the test targets of the packages named as
-arguments (scripts/test.sh's container lane runs them as cargo would)."""
+arguments, or with `--except NAME...` of every package but those (scripts/test.sh runs
+them as cargo would)."""
 
 import json
 import os
 import sys
 
-wanted = set(sys.argv[1:])
+args = sys.argv[1:]
+exclude = bool(args) and args[0] == "--except"
+names = set(args[1:] if exclude else args)
 seen = set()
 for line in sys.stdin:
     try:
@@ -22,7 +25,7 @@ for line in sys.stdin:
     # the folder is named as the package.
     location, _, tail = msg["package_id"].rpartition("#")
     name = tail.split("@", 1)[0] if "@" in tail else os.path.basename(location)
-    if name not in wanted or msg["executable"] in seen:
+    if (name in names) == exclude or msg["executable"] in seen:
         continue
     seen.add(msg["executable"])
     print(os.path.dirname(msg["manifest_path"]), msg["executable"])

@@ -12,21 +12,38 @@
 #   The container, by hand:  docker run --rm -it $(target/debug/cairn-lab image run-flags) \
 #       --tmpfs /tmp:rw,exec,size=16g --tmpfs /run:rw,exec -v $PWD:$PWD -w $PWD \
 #       cairn-lab-node:bookworm-1 sh -c 'sh scripts/node-cgroups.sh && bash'
+#
+# `--prepare` only builds the images (scripts/test.sh does that in the background while
+# clippy runs) and leaves them for the run, which then finds them in Docker's cache;
+# CAIRN_LAB_BUILT=1 says target/debug/cairn-lab is already built (no cargo: the
+# background job must not wait for the build directory's lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 shared=$(cd .. && pwd)/shared
+prepare_only=
+[ "${1:-}" = --prepare ] && prepare_only=1
 [ "$(id -u)" = 0 ] || { echo "test-in-container.sh: run me as root" >&2; exit 1; }
-./scripts/install-deps.sh
+[ -n "${CAIRN_DEPS_INSTALLED:-}" ] || ./scripts/install-deps.sh
 export CARGO_TERM_COLOR=never
-cargo build --locked -p cairn-lab --bins
+[ -n "${CAIRN_LAB_BUILT:-}" ] || cargo build --locked -p cairn-lab --bins
 lab=$repo/target/debug/cairn-lab
 
 # The suite's packages, and a C toolchain for linking (the host's comes with the machine).
 packages="$(./scripts/install-deps.sh --list) gcc libc6-dev"
 node_image=cairn-lab-node:bookworm-1
+# Whether the node image was there before this suite (a `--prepare` run records that it
+# was not, so the run after it still removes the image at the end).
+made_marker=$repo/target/container-lane-made-node-image
+# What a `--prepare` run left for the run (scripts/test.sh removes it if the run never
+# comes).
+prepared=$repo/target/container-lane-images.txt
 had_node_image=
-docker image inspect "$node_image" >/dev/null 2>&1 && had_node_image=1
+if docker image inspect "$node_image" >/dev/null 2>&1; then
+    [ -e "$made_marker" ] || had_node_image=1
+elif [ -n "$prepare_only" ]; then
+    touch "$made_marker"
+fi
 node_image=$("$lab" image ensure)
 test_image=cairn-lab-test:$(echo "$node_image $packages" | sha256sum | cut -c1-12)
 name=cairn-test-$$
@@ -34,14 +51,19 @@ cleanup() {
     docker rm -f "$name" >/dev/null 2>&1 || true
     docker rmi "$test_image" >/dev/null 2>&1 || true
     [ -n "$had_node_image" ] || docker rmi "$node_image" >/dev/null 2>&1 || true
+    rm -f "$made_marker" "$prepared"
 }
-trap cleanup EXIT
+[ -n "$prepare_only" ] || trap cleanup EXIT
 
 echo "test-in-container: image $test_image ($node_image + the suite's packages)"
 docker build -q -t "$test_image" - >/dev/null <<DOCKERFILE
 FROM $node_image
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
+if [ -n "$prepare_only" ]; then
+    { echo "$test_image"; [ ! -e "$made_marker" ] || echo "$node_image"; } >"$prepared"
+    exit 0
+fi
 
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}

@@ -29,23 +29,72 @@ print_stage_times() {
     echo "test.sh stage times${CAIRN_IN_CONTAINER:+ (container lane)}:"
     printf '  %s\n' "${stage_times[@]}"
 }
-trap print_stage_times EXIT
+# Images a background `test-in-container.sh --prepare` made for a container lane that
+# never ran (a stage before it failed) go too.
+remove_unused_images() {
+    local prepared=target/container-lane-images.txt
+    [ -e "$prepared" ] || return 0
+    xargs -r docker rmi <"$prepared" >/dev/null 2>&1 || true
+    rm -f "$prepared" target/container-lane-made-node-image
+}
+on_exit() {
+    [ -z "${container_prep:-}" ] || wait "$container_prep" 2>/dev/null || true
+    [ -n "${CAIRN_IN_CONTAINER:-}" ] || remove_unused_images
+    print_stage_times
+}
+trap on_exit EXIT
 
-# Runs the test binaries of HOST_PACKAGES, built as `cargo test --workspace` builds them
-# (the same features, so nothing is rebuilt), each from its package's folder as cargo does.
-host_tests() {
-    local list=target/container-lane-tests.txt failed=0
-    # `stage` runs this under `||`, where `set -e` does not apply: every failure is checked.
+# Lists the test binaries `cargo test --workspace` builds (the same features, so nothing is
+# rebuilt) of the packages test-binaries.py selects by its arguments, one
+# `<package folder> <executable>` per line, into file $1.
+list_binaries() {
+    local list=$1
+    shift
     cargo test --workspace --locked --no-run --message-format=json-render-diagnostics |
-        python3 scripts/test-binaries.py $HOST_PACKAGES >"$list" || return 1
-    [ -s "$list" ] || { echo "container lane: no test binaries found" >&2; return 1; }
-    local binaries dir exe
+        python3 scripts/test-binaries.py "$@" >"$list" || return 1
+    [ -s "$list" ] || { echo "test.sh: no test binaries found for $*" >&2; return 1; }
+}
+
+# Runs the binaries listed in file $1 one after another, each from its package's folder as
+# cargo does, with the further arguments; fails if one did, after running all.
+run_binaries() {
+    local list=$1 failed=0 binaries dir exe
+    shift
     mapfile -t binaries <"$list"
     for line in "${binaries[@]}"; do
         read -r dir exe <<<"$line"
-        echo "container lane: $exe"
-        (cd "$dir" && "$exe" "${CONTAINER_SKIPS[@]}") || failed=1
+        echo "test.sh: running $exe"
+        (cd "$dir" && "$exe" "$@") || failed=1
     done
+    return $failed
+}
+
+# The container lane: the test binaries of HOST_PACKAGES.
+host_tests() {
+    # `stage` runs this under `||`, where `set -e` does not apply: every failure is checked.
+    local list=target/container-lane-tests.txt
+    # shellcheck disable=SC2086
+    list_binaries "$list" $HOST_PACKAGES || return 1
+    run_binaries "$list" "${CONTAINER_SKIPS[@]}"
+}
+
+# The plain lane's tests, in two queues at once: the lab's end-to-end binaries, which
+# mostly wait on pods and nodes, and every other package's (2 cores: the API server
+# suites and the unit tests fill what the e2e tests leave idle). Each queue runs its
+# binaries one after another; the lab's output is printed after the other queue's. Then
+# the doc tests.
+plain_tests() {
+    local lab=target/plain-lane-lab.txt rest=target/plain-lane-rest.txt failed=0
+    local lab_log=target/plain-lane-lab.log
+    list_binaries "$lab" cairn-lab || return 1
+    list_binaries "$rest" --except cairn-lab || return 1
+    run_binaries "$lab" >"$lab_log" 2>&1 &
+    local lab_pid=$!
+    run_binaries "$rest" || failed=1
+    wait "$lab_pid" || failed=1
+    echo "test.sh: the lab's end-to-end tests (they ran alongside the ones above):"
+    cat "$lab_log"
+    cargo test --workspace --locked --doc || failed=1
     return $failed
 }
 
@@ -56,6 +105,17 @@ if [ -n "${CAIRN_IN_CONTAINER:-}" ]; then
 fi
 stage "install-deps" ./scripts/install-deps.sh
 stage "fmt" cargo fmt --all -- --check
+# Build first, so the container lane's images (debootstrap, apt) are made in the
+# background while clippy runs, and are ready before the docker-driver tests need them.
+stage "build" cargo test --workspace --locked --no-run
+container_prep=
+container_prep_log=target/container-lane-prepare.log
+if [ -z "${CAIRN_SKIP_CONTAINER_LANE:-}" ]; then
+    cargo build --locked -p cairn-lab --bins
+    CAIRN_DEPS_INSTALLED=1 CAIRN_LAB_BUILT=1 ./scripts/test-in-container.sh --prepare \
+        >"$container_prep_log" 2>&1 &
+    container_prep=$!
+fi
 stage "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 # Generated code must be what its generator makes from the locked crates' sources.
 codegen_check() {
@@ -64,7 +124,11 @@ codegen_check() {
         git diff --exit-code --stat -- crates/proto/src/generated.rs
 }
 stage "codegen" codegen_check
-stage "cargo test --workspace" cargo test --workspace --locked --no-fail-fast
+wait_for_images() {
+    wait "$container_prep" || { cat "$container_prep_log" >&2; return 1; }
+}
+[ -z "$container_prep" ] || stage "container images (background)" wait_for_images
+stage "tests (lab e2e alongside the rest)" plain_tests
 if [ -z "${CAIRN_SKIP_CONTAINER_LANE:-}" ]; then
-    stage "container lane" ./scripts/test-in-container.sh
+    stage "container lane" env CAIRN_DEPS_INSTALLED=1 ./scripts/test-in-container.sh
 fi
