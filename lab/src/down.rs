@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::args;
 use crate::cmd::{run, succeeds};
-use crate::driver;
+use crate::drivers;
 use crate::error::{LabError, Result};
 use crate::plan::{LabPlan, NodePlan, Roots};
 use crate::process;
@@ -46,7 +46,7 @@ pub fn teardown(state: &LabState, purge_logs: bool) -> Result<()> {
             problems.push(format!("could not unmount {}", m.display()));
         }
     }
-    problems.extend(driver::for_plan(plan).destroy(plan));
+    problems.extend(drivers::for_plan(plan).destroy(plan));
     remove_cgroups(plan, &mut problems);
     remove_dirs(plan, purge_logs, &mut problems);
     if problems.is_empty() {

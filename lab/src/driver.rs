@@ -5,10 +5,8 @@
 
 use std::path::Path;
 
-use crate::docker::DockerDriver;
 use crate::error::Result;
-use crate::netns::NetnsDriver;
-use crate::plan::{DriverKind, LabPlan, NodePlan};
+use crate::plan::{LabPlan, NodePlan};
 
 /// Where a command or daemon runs.
 #[derive(Debug, Clone, Copy)]
@@ -44,11 +42,4 @@ pub trait NodeDriver {
     fn needs_api_forward(&self) -> bool;
     /// Removes what `create` made; what could not go.
     fn destroy(&self, plan: &LabPlan) -> Vec<String>;
-}
-
-pub fn for_plan(plan: &LabPlan) -> Box<dyn NodeDriver> {
-    match plan.options.driver {
-        DriverKind::Netns => Box::new(NetnsDriver),
-        DriverKind::Docker => Box::new(DockerDriver),
-    }
 }

@@ -12,6 +12,7 @@ pub mod components;
 pub mod docker;
 pub mod down;
 pub mod driver;
+pub mod drivers;
 pub mod error;
 pub mod images;
 pub mod netns;

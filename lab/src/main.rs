@@ -185,7 +185,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Exec { node, command } => {
             let state = load(&cli, &roots)?;
             let plan = &state.plan;
-            let argv = cairn_lab::driver::for_plan(plan).command(
+            let argv = cairn_lab::drivers::for_plan(plan).command(
                 plan,
                 Place::Node(plan.node(node)?),
                 command.clone(),

@@ -10,7 +10,8 @@ use crate::args;
 use crate::cmd::{run, succeeds};
 use crate::components::{self, Daemon};
 use crate::down;
-use crate::driver::{self, Place};
+use crate::driver::Place;
+use crate::drivers;
 use crate::error::{LabError, Result};
 use crate::images;
 use crate::plan::{LabOptions, LabPlan, NodePlan, API_PORT};
@@ -37,7 +38,7 @@ pub struct UpSettings {
 pub fn up(options: LabOptions, settings: &UpSettings) -> Result<LabState> {
     let plan = LabPlan::new(options)?;
     preflight(&plan)?;
-    let driver = driver::for_plan(&plan);
+    let driver = drivers::for_plan(&plan);
     driver.preflight(&plan)?;
     if let Some(old) = LabState::load(&plan.options.roots, plan.name())? {
         say(&format!(
@@ -137,7 +138,7 @@ fn check_port_free(port: u16) -> Result<()> {
 
 fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
     let plan = state.plan.clone();
-    let driver = driver::for_plan(&plan);
+    let driver = drivers::for_plan(&plan);
     prepare_dirs(&plan)?;
     say(&format!(
         "network: {} driver, {} node(s) on {}",
@@ -209,7 +210,7 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
         start(state, Place::Node(node), &components::agent(&plan, node))?;
     }
     let api = format!("{}/readyz", plan.api_url_host());
-    let through = if driver::for_plan(&plan).needs_api_forward() {
+    let through = if drivers::for_plan(&plan).needs_api_forward() {
         start_forward(state)?
     } else {
         record_of(state, &plan.control_node().name, "control")?
@@ -305,7 +306,7 @@ pub fn start(state: &mut LabState, place: Place<'_>, daemon: &Daemon) -> Result<
             plan.log_dir.join(format!("{}.log", daemon.component)),
         ),
     };
-    let driver = driver::for_plan(plan);
+    let driver = drivers::for_plan(plan);
     let pid = driver.spawn(plan, place, &daemon.argv, &log, &[("RUST_LOG", "info")])?;
     let record = ProcessRecord {
         node: node_name,
@@ -401,7 +402,7 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
         _ => return false,
     };
-    succeeds(driver::for_plan(plan).command(plan, Place::Node(node), args!["curl", "-fsS", url]))
+    succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), args!["curl", "-fsS", url]))
 }
 
 /// `cairn-lab start NODE COMPONENT...`: starts components that are not running and waits

@@ -48,7 +48,6 @@ pub(crate) mod storage;
 
 pub use apps::*;
 pub use names::*;
-use pod::*;
 
 pub(crate) fn require_one_of(errs: &mut Vec<Cause>, path: String, value: &str, supported: &[&str]) {
     if value.is_empty() {

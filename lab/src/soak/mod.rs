@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::driver::{self, Place};
+use crate::driver::Place;
 use crate::state::LabState;
 use checks::{PodRef, Violation};
 pub use error::SoakError;
@@ -78,7 +78,7 @@ fn hanging_registry(state: &LabState) -> Result<Child, SoakError> {
     let script = "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('198.18.0.1',5998))\ns.listen(256)\nheld=[]\nwhile True:\n    held.append(s.accept()[0])\n";
     let plan = &state.plan;
     let argv = vec!["python3".to_string(), "-c".to_string(), script.to_string()];
-    let full = driver::for_plan(plan).command(plan, Place::Switch, argv);
+    let full = crate::drivers::for_plan(plan).command(plan, Place::Switch, argv);
     std::process::Command::new(&full[0])
         .args(&full[1..])
         .spawn()

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, Place};
+use crate::driver::Place;
 use crate::plan::{NodePlan, CONTAINERD_NAMESPACE};
 use crate::state::LabState;
 
@@ -101,7 +101,7 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
 fn on_node(state: &LabState, node: &NodePlan, argv: &[&str]) -> Result<String, SoakError> {
     let plan = &state.plan;
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    let full = driver::for_plan(plan).command(plan, Place::Node(node), argv);
+    let full = crate::drivers::for_plan(plan).command(plan, Place::Node(node), argv);
     let out = Command::new(&full[0])
         .args(&full[1..])
         .output()

@@ -1,6 +1,7 @@
 //! Label selectors and the workloads that use them (Deployment, ReplicaSet, DaemonSet,
 //! StatefulSet, ReplicationController).
 
+use super::pod::validate_pod_spec;
 use super::*;
 
 /// A label selector printed as Go's `%#v` of `v1.LabelSelector` (what Kubernetes shows for an

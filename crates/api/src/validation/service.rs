@@ -1,5 +1,6 @@
 //! Services: ports, ClusterIPs, IP families, node ports and their updates.
 
+use super::pod::validate_port_num_or_name;
 use super::*;
 
 pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
