@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use crate::node_info::NodeInfo;
 use crate::pod_info::{PodInfo, SpreadSelector};
-use crate::snapshot::NodeInfo;
 
 /// At most this many triples are kept; past it the cache starts over.
 const MAX_ENTRIES: usize = 64;

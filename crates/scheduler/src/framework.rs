@@ -2,8 +2,7 @@
 //! filter verdict, per-cycle state, and a profile (which plugins run, with what weights).
 
 use crate::plugins::{inter_pod_affinity, node_resources, topology_spread, volume_binding};
-
-pub const MAX_NODE_SCORE: i64 = 100;
+pub use crate::verdict::{Unfit, MAX_NODE_SCORE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PluginName {
@@ -70,29 +69,6 @@ impl PluginName {
                 | PluginName::NodePorts
                 | PluginName::VolumeBinding
         )
-    }
-}
-
-/// Why a node cannot take the pod. `unresolvable`: preempting pods there would not help.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unfit {
-    pub reasons: Vec<String>,
-    pub unresolvable: bool,
-}
-
-impl Unfit {
-    pub fn new(reason: impl Into<String>) -> Unfit {
-        Unfit {
-            reasons: vec![reason.into()],
-            unresolvable: false,
-        }
-    }
-
-    pub fn unresolvable(reason: impl Into<String>) -> Unfit {
-        Unfit {
-            reasons: vec![reason.into()],
-            unresolvable: true,
-        }
     }
 }
 

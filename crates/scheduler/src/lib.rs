@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain_cache;
 pub mod fit_error;
 pub mod framework;
+pub mod node_info;
 pub mod plugins;
 pub mod pod_info;
 pub mod preemption;
@@ -14,6 +15,7 @@ pub mod queue;
 pub mod scheduling_loop;
 pub mod snapshot;
 pub mod testing;
+pub mod verdict;
 
 pub use algorithm::{schedule, Cursor, Placement};
 pub use fit_error::FitError;

@@ -1,9 +1,9 @@
 //! ImageLocality: nodes that already have the pod's images score higher, scaled by how
 //! many nodes have them (so one node holding an image does not attract every pod).
 
-use crate::framework::MAX_NODE_SCORE;
 use crate::pod_info::PodInfo;
 use crate::snapshot::{NodeInfo, Snapshot};
+use crate::verdict::MAX_NODE_SCORE;
 
 const MB: i64 = 1024 * 1024;
 const MIN_THRESHOLD: i64 = 23 * MB;

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use cairn_semantics::selector::Labels;
 
-use crate::framework::Unfit;
 use crate::pod_info::{AffinityTerm, PodInfo, HOSTNAME_KEY};
 use crate::snapshot::{NodeInfo, Snapshot};
+use crate::verdict::Unfit;
 
 /// Topology key → value → count; looked up by `&str` without allocating.
 #[derive(Debug, Default)]

@@ -1,9 +1,9 @@
 //! NodeAffinity: nodeSelector and required terms filter, preferred terms score.
 
-use crate::framework::Unfit;
+use crate::node_info::NodeInfo;
 use crate::plugins::default_normalize;
 use crate::pod_info::PodInfo;
-use crate::snapshot::NodeInfo;
+use crate::verdict::Unfit;
 
 pub const MISMATCH: &str = "node(s) didn't match Pod's node affinity/selector";
 

@@ -2,9 +2,9 @@
 
 use k8s_openapi::api::core::v1::Taint;
 
-use crate::framework::Unfit;
+use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
-use crate::snapshot::NodeInfo;
+use crate::verdict::Unfit;
 
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 

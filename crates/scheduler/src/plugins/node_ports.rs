@@ -1,8 +1,8 @@
 //! NodePorts: a hostPort already used on the node (same protocol, overlapping address).
 
-use crate::framework::Unfit;
+use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
-use crate::snapshot::NodeInfo;
+use crate::verdict::Unfit;
 
 pub fn filter(pod: &PodInfo, node: &NodeInfo) -> Result<(), Unfit> {
     let clash = pod

@@ -3,9 +3,9 @@
 
 use cairn_semantics::Resources;
 
-use crate::framework::{Unfit, MAX_NODE_SCORE};
+use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
-use crate::snapshot::NodeInfo;
+use crate::verdict::{Unfit, MAX_NODE_SCORE};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Strategy {

@@ -3,10 +3,10 @@
 use cairn_semantics::taints::{first_untolerated, tolerated_by};
 use k8s_openapi::api::core::v1::Toleration;
 
-use crate::framework::Unfit;
+use crate::node_info::NodeInfo;
 use crate::plugins::default_normalize;
 use crate::pod_info::PodInfo;
-use crate::snapshot::NodeInfo;
+use crate::verdict::Unfit;
 
 pub fn filter(pod: &PodInfo, node: &NodeInfo) -> Result<(), Unfit> {
     match first_untolerated(&node.taints, &pod.tolerations, &["NoSchedule", "NoExecute"]) {

@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 use cairn_semantics::taints::first_untolerated;
 
 use crate::domain_cache::DomainKey;
-use crate::framework::{Unfit, MAX_NODE_SCORE};
 use crate::pod_info::{PodInfo, SpreadConstraint, SpreadSelector, HOSTNAME_KEY, ZONE_KEY};
 use crate::snapshot::{NodeInfo, Snapshot};
+use crate::verdict::{Unfit, MAX_NODE_SCORE};
 
 pub const NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING_LABEL: &str =

@@ -11,8 +11,8 @@ use cairn_semantics::selector::NodeSelectorTerms;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 
-use crate::framework::Unfit;
-use crate::snapshot::NodeInfo;
+use crate::node_info::NodeInfo;
+use crate::verdict::Unfit;
 
 pub const AFFINITY_CONFLICT: &str = "node(s) had volume node affinity conflict";
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
