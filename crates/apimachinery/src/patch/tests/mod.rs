@@ -19,6 +19,12 @@ fn keys(v: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+fn wrap(key: &str, v: Value) -> Value {
+    let mut m = Map::new();
+    m.insert(key.to_string(), v);
+    Value::Object(m)
+}
+
 mod merge_and_json_patch;
 mod strategic_merge_patch;
 mod upstream_cases;

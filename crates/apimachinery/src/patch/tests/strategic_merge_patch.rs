@@ -688,12 +688,6 @@ fn empty_lists() {
 }
 
 /// `{key: v}` without `json!`, which would serialize `v` recursively.
-fn wrap(key: &str, v: Value) -> Value {
-    let mut m = Map::new();
-    m.insert(key.to_string(), v);
-    Value::Object(m)
-}
-
 fn nested(depth: usize) -> Value {
     let mut v = json!({});
     for _ in 0..depth {
