@@ -78,19 +78,40 @@ host_tests() {
     run_binaries "$list" "${CONTAINER_SKIPS[@]}"
 }
 
-# The plain lane's tests, in two queues at once: the lab's end-to-end binaries, which
-# mostly wait on pods and nodes, and every other package's (2 cores: the API server
-# suites and the unit tests fill what the e2e tests leave idle). Each queue runs its
-# binaries one after another; the lab's output is printed after the other queue's. Then
-# the doc tests.
+# The plain lane's tests, in two queues at once (2 cores: what one queue leaves idle while
+# it waits on pods, the other uses):
+#   A: the lab's end-to-end binaries, seed first;
+#   B: the packages that leave the host alone (the API server's suites, the unit tests),
+#      then, once A's seed binary has ended, the other host-touching packages' binaries.
+# The seed scenario checks that `cairn-lab down` leaves the host's namespaces, mounts and
+# netfilter rules as it found them, so nothing else may change them while it runs. Each
+# queue runs its binaries one after another; A's output is printed after B's. Then the
+# doc tests.
 plain_tests() {
-    local lab=target/plain-lane-lab.txt rest=target/plain-lane-rest.txt failed=0
-    local lab_log=target/plain-lane-lab.log
-    list_binaries "$lab" cairn-lab || return 1
-    list_binaries "$rest" --except cairn-lab || return 1
-    run_binaries "$lab" >"$lab_log" 2>&1 &
+    local seed=target/plain-lane-seed.txt lab=target/plain-lane-lab.txt failed=0
+    local api=target/plain-lane-api.txt host=target/plain-lane-host.txt
+    local lab_log=target/plain-lane-lab.log seed_done=target/plain-lane-seed-done
+    local host_packages=${HOST_PACKAGES/cairn-lab/}
+    # shellcheck disable=SC2086
+    {
+        list_binaries "$lab" cairn-lab &&
+            list_binaries "$api" --except $HOST_PACKAGES cairn-testsupport &&
+            list_binaries "$host" $host_packages cairn-testsupport
+    } || return 1
+    grep '/seed-' "$lab" >"$seed" || true
+    grep -v '/seed-' "$lab" >"$lab.rest" || true
+    rm -f "$seed_done"
+    {
+        local rc=0
+        run_binaries "$seed" || rc=1
+        touch "$seed_done"
+        run_binaries "$lab.rest" || rc=1
+        exit $rc
+    } >"$lab_log" 2>&1 &
     local lab_pid=$!
-    run_binaries "$rest" || failed=1
+    run_binaries "$api" || failed=1
+    while [ ! -e "$seed_done" ] && kill -0 "$lab_pid" 2>/dev/null; do sleep 1; done
+    run_binaries "$host" || failed=1
     wait "$lab_pid" || failed=1
     echo "test.sh: the lab's end-to-end tests (they ran alongside the ones above):"
     cat "$lab_log"

@@ -505,15 +505,7 @@ async fn replace(call: &Call, name: &str, sub: Option<&str>) -> Result<Response,
 async fn patch_object(call: &Call, name: &str, sub: Option<&str>) -> Result<Response, Status> {
     let repr = call.repr()?;
     let body = call.body()?;
-    let content_type = header_str(&call.headers, header::CONTENT_TYPE)
-        .map(|c| {
-            c.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default();
+    let content_type = request::media_type(header_str(&call.headers, header::CONTENT_TYPE));
     let mut opts = call.write_options()?;
     let (state, r, ns, q) = (&call.state, call.r, call.ns(), &call.q);
     patch(

@@ -248,8 +248,9 @@ pub fn decode_body(content_type: Option<&str>, body: &Bytes) -> Result<Value, St
     decode_as(format, body)
 }
 
-pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, Status> {
-    let ty = content_type
+/// The media type of a `Content-Type` value, lower-cased and without parameters.
+pub fn media_type(content_type: Option<&str>) -> String {
+    content_type
         .map(|c| {
             c.split(';')
                 .next()
@@ -257,7 +258,11 @@ pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, Status> {
                 .trim()
                 .to_ascii_lowercase()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, Status> {
+    let ty = media_type(content_type);
     match ty.as_str() {
         ""
         | "application/json"
