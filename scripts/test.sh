@@ -126,18 +126,20 @@ if [ -n "${CAIRN_IN_CONTAINER:-}" ]; then
 fi
 stage "install-deps" ./scripts/install-deps.sh
 stage "fmt" cargo fmt --all -- --check
-# Build first, so the container lane's images (debootstrap, apt) are made in the
-# background while clippy runs, and are ready before the docker-driver tests need them.
-stage "build" cargo test --workspace --locked --no-run
+# The lab binary first, so the container lane's images (debootstrap, apt: mostly network
+# and disk) are made in the background while clippy and the build run, ready before the
+# docker-driver tests need them.
 container_prep=
 container_prep_log=target/container-lane-prepare.log
 if [ -z "${CAIRN_SKIP_CONTAINER_LANE:-}" ]; then
-    cargo build --locked -p cairn-lab --bins
+    stage "build cairn-lab" cargo build --locked -p cairn-lab --bins
+    mkdir -p target
     CAIRN_DEPS_INSTALLED=1 CAIRN_LAB_BUILT=1 ./scripts/test-in-container.sh --prepare \
         >"$container_prep_log" 2>&1 &
     container_prep=$!
 fi
 stage "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+stage "build" cargo test --workspace --locked --no-run
 # Generated code must be what its generator makes from the locked crates' sources.
 codegen_check() {
     python3 crates/proto/codegen/gen.py >/dev/null &&
