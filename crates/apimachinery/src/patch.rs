@@ -123,7 +123,8 @@ pub enum PatchError {
     },
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// The JSON type of `v` as error messages name it.
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

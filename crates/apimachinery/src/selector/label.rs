@@ -357,17 +357,6 @@ impl fmt::Display for LabelSelector {
     }
 }
 
-pub(super) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Converts a `metav1.LabelSelector` JSON object; see
 /// [`LabelSelector::from_label_selector_json`] (`{}` matches everything, `null` nothing).
 pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, SelectorError> {
@@ -382,7 +371,7 @@ fn json_err(path: &str, message: String) -> SelectorError {
 }
 
 fn expected(what: &str, got: &Value) -> String {
-    format!("expected {what}, got {}", type_name(got))
+    format!("expected {what}, got {}", crate::patch::type_name(got))
 }
 
 /// A string field of a match expression; absent or null is empty.

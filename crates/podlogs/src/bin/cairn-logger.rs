@@ -147,16 +147,25 @@ fn run() -> anyhow::Result<()> {
         }
         flush(&mut writer);
     }
-    // Stopped by the deadline: lines still open are written as partial records.
+    finish_open_lines(&mut inputs, &mut writer, &spec, &container);
+    Ok(())
+}
+
+/// Stopped by the deadline: lines still open are written as partial records.
+fn finish_open_lines(
+    inputs: &mut [Input],
+    writer: &mut Option<RotatingWriter>,
+    spec: &LoggerSpec,
+    container: &str,
+) {
     let now = format_rfc3339_nano(Utc::now());
-    for input in &mut inputs {
+    for input in inputs.iter_mut() {
         let stream = input.stream;
         input.splitter.finish(&mut |tag: Tag, content: &[u8]| {
-            write_record(&mut writer, &spec, &container, &now, stream, tag, content)
+            write_record(writer, spec, container, &now, stream, tag, content)
         });
     }
-    flush(&mut writer);
-    Ok(())
+    flush(writer);
 }
 
 /// SIGTERM and SIGINT, blocked, as a descriptor polled with the pipes.
