@@ -69,6 +69,32 @@ fn scenario(minor: u32) {
     let server = Server::start(dir.path());
     let k = Kubectl::new(minor, &server);
 
+    discovery_and_boot_namespaces(&k);
+    create_and_show_deployment(&k);
+    scale_deployment(&k);
+    client_side_apply_twice(&k);
+    server_side_apply_twice(&k);
+    label_and_annotate(&k);
+    patch_merge_json_strategic(&k);
+    edit_with_scripted_editor(&k);
+
+    // watch pods while they come and go
+    let mut watch_cmd = k.command(&["get", "pods", "-w", "--output-watch-events"]);
+    watch_cmd.stdin(std::process::Stdio::null());
+    let watch = Streaming::spawn(watch_cmd);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    run_pod_and_select_it(&k, &watch);
+    expose_gets_cluster_ip(&k);
+    cordon_and_uncordon_node(&k);
+    delete_pod_waits_and_returns(&k, &watch);
+    drop(watch);
+
+    delete_namespace_with_contents(&k);
+    errors_are_status_objects(&k, &server);
+}
+
+fn discovery_and_boot_namespaces(k: &Kubectl) {
     // version and discovery
     let version = k.ok(&["version", "-o", "json"]);
     let v = json(&version);
@@ -106,7 +132,9 @@ fn scenario(minor: u32) {
             "{ns}"
         );
     }
+}
 
+fn create_and_show_deployment(k: &Kubectl) {
     // create deployment (protobuf body with kubectl >= 1.32)
     let out = k.ok(&[
         "create",
@@ -156,7 +184,9 @@ fn scenario(minor: u32) {
     );
     assert!(described.contains("2 desired"), "{described}");
     assert!(described.contains("RollingUpdate"), "{described}");
+}
 
+fn scale_deployment(k: &Kubectl) {
     // scale
     assert_eq!(
         k.ok(&["scale", "deployment", "web", "--replicas=3"]).trim(),
@@ -190,7 +220,9 @@ fn scenario(minor: u32) {
                 .stdout
                 == b"4"
     );
+}
 
+fn client_side_apply_twice(k: &Kubectl) {
     // client-side apply twice with a change
     let out = k.ok_stdin(&["apply", "-f", "-"], DEPLOYMENT_V1);
     assert_eq!(out.trim(), "deployment.apps/applied created");
@@ -215,7 +247,9 @@ fn scenario(minor: u32) {
     );
     let out = k.ok_stdin(&["apply", "-f", "-"], &changed);
     assert_eq!(out.trim(), "deployment.apps/applied unchanged");
+}
 
+fn server_side_apply_twice(k: &Kubectl) {
     // server-side apply twice with a change
     let ssa = DEPLOYMENT_V1
         .replace("name: applied", "name: ssa")
@@ -244,7 +278,9 @@ fn scenario(minor: u32) {
         .map(|m| m["manager"].as_str().unwrap())
         .collect();
     assert_eq!(managers, vec!["kubectl"]);
+}
 
+fn label_and_annotate(k: &Kubectl) {
     // label, annotate
     assert_eq!(
         k.ok(&["label", "deployment", "web", "tier=frontend"])
@@ -262,7 +298,9 @@ fn scenario(minor: u32) {
         k.ok(&["label", "deployment", "web", "tier-"]).trim(),
         "deployment.apps/web unlabeled"
     );
+}
 
+fn patch_merge_json_strategic(k: &Kubectl) {
     // patch: merge, json, strategic
     k.ok(&[
         "patch",
@@ -311,7 +349,9 @@ fn scenario(minor: u32) {
         r#"[{"op":"test","path":"/spec/replicas","value":99}]"#,
     ]);
     assert!(!err.is_empty());
+}
 
+fn edit_with_scripted_editor(k: &Kubectl) {
     // edit with a scripted editor
     let mut edit = k.command(&["edit", "deployment", "web"]);
     edit.env(
@@ -334,13 +374,9 @@ fn scenario(minor: u32) {
         ]),
         "7"
     );
+}
 
-    // watch pods while they come and go
-    let mut watch_cmd = k.command(&["get", "pods", "-w", "--output-watch-events"]);
-    watch_cmd.stdin(std::process::Stdio::null());
-    let watch = Streaming::spawn(watch_cmd);
-    std::thread::sleep(std::time::Duration::from_millis(500));
-
+fn run_pod_and_select_it(k: &Kubectl, watch: &Streaming) {
     // run, field and label selectors
     assert_eq!(
         k.ok(&[
@@ -391,7 +427,9 @@ fn scenario(minor: u32) {
         t.lines()
             .any(|l| l.contains("MODIFIED") && l.contains("box"))
     });
+}
 
+fn expose_gets_cluster_ip(k: &Kubectl) {
     // expose: a ClusterIP from the service range
     assert_eq!(
         k.ok(&["expose", "deployment", "web", "--port=80"]).trim(),
@@ -403,7 +441,9 @@ fn scenario(minor: u32) {
     assert_eq!(row[1], "ClusterIP");
     assert!(row[2].starts_with("10.9") && row[2] != "10.96.0.1", "{svc}");
     assert_eq!(row[4], "80/TCP");
+}
 
+fn cordon_and_uncordon_node(k: &Kubectl) {
     // cordon / uncordon a node object
     k.ok_stdin(&["create", "-f", "-"], NODE);
     assert_eq!(k.ok(&["cordon", "node-a"]).trim(), "node/node-a cordoned");
@@ -430,7 +470,9 @@ fn scenario(minor: u32) {
         k.ok(&["uncordon", "node-a"]).trim(),
         "node/node-a uncordoned"
     );
+}
 
+fn delete_pod_waits_and_returns(k: &Kubectl, watch: &Streaming) {
     // delete waits and returns
     assert_eq!(
         k.ok(&["delete", "pod", "box"]).trim(),
@@ -441,8 +483,9 @@ fn scenario(minor: u32) {
             .any(|l| l.contains("DELETED") && l.contains("box"))
     });
     assert!(k.fails(&["get", "pod", "box"]).contains("NotFound"));
-    drop(watch);
+}
 
+fn delete_namespace_with_contents(k: &Kubectl) {
     // delete a namespace with contents
     k.ok(&["create", "namespace", "scratch"]);
     k.ok(&[
@@ -470,7 +513,9 @@ fn scenario(minor: u32) {
     assert!(k
         .fails(&["-n", "scratch", "create", "configmap", "again"])
         .contains("not found"));
+}
 
+fn errors_are_status_objects(k: &Kubectl, server: &Server) {
     // errors are Status objects kubectl understands
     assert!(k
         .fails(&["get", "pod", "nope"])
