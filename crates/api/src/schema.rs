@@ -30,12 +30,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::registry::ResourceInfo;
+use cairn_apimachinery::quantity;
 
 pub(crate) mod decoded;
-mod quantity;
 pub(crate) mod zero_values;
 
-pub use quantity::{canonical_quantity, quantity_nanos};
 pub use zero_values::go_zero_values;
 
 use crate::kinds::strategy::ZeroValuesFn;
@@ -779,7 +778,7 @@ impl<'a> de::Deserializer<'a> for De<'a> {
                 }
             };
             let canonical =
-                canonical_quantity(&text).map_err(|msg| me.locate(de::Error::custom(msg)))?;
+                quantity::canonical(&text).map_err(|msg| me.locate(de::Error::custom(msg)))?;
             let de: de::value::StringDeserializer<DeError> = canonical.into_deserializer();
             return visitor.visit_newtype_struct(de).map_err(|e| me.locate(e));
         }

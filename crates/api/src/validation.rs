@@ -18,8 +18,8 @@ use std::net::IpAddr;
 use serde_json::{Map, Value};
 
 use crate::registry::ResourceInfo;
-use crate::schema::quantity_nanos;
 use crate::status::{go_repr, Cause};
+use cairn_apimachinery::quantity;
 
 pub(crate) const IS_NEGATIVE: &str = "must be greater than or equal to 0";
 pub(crate) const IMMUTABLE: &str = "field is immutable";

@@ -1,5 +1,7 @@
-//! Kubernetes apimachinery logic with no IO: label and field selectors, and the patch
-//! formats the API accepts (JSON merge patch, JSON patch, strategic merge patch).
+//! Kubernetes apimachinery logic with no IO: resource quantities, label and field
+//! selectors, and the patch formats the API accepts (JSON merge patch, JSON patch,
+//! strategic merge patch).
 
 pub mod patch;
+pub mod quantity;
 pub mod selector;

@@ -5,8 +5,8 @@
 //! PersistentVolumeClaim (`requests.storage`), refusing with 403 in upstream's words.
 
 use cairn_api::registry;
-use cairn_api::schema::quantity_nanos;
 use cairn_api::status::Status;
+use cairn_apimachinery::quantity;
 use cairn_store::cache::WatchCache;
 use serde_json::{json, Map, Value};
 
@@ -33,8 +33,8 @@ fn items(cache: &WatchCache, ns: &str) -> Vec<Map<String, Value>> {
 
 fn nanos(v: &Value) -> Option<i128> {
     match v {
-        Value::String(s) => quantity_nanos(s),
-        Value::Number(n) => quantity_nanos(&n.to_string()),
+        Value::String(s) => quantity::nanos(s),
+        Value::Number(n) => quantity::nanos(&n.to_string()),
         _ => None,
     }
 }

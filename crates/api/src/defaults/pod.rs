@@ -2,6 +2,7 @@
 //! account), resource rounding and image pull policies.
 
 use super::*;
+use cairn_apimachinery::quantity;
 
 /// `Always` for images tagged `latest` or with neither tag nor digest, else `IfNotPresent`
 /// (`SetDefaults_Container`; an unparsable reference also gets `IfNotPresent`).
@@ -133,12 +134,12 @@ pub(crate) fn round_resource_lists(resources: &mut Map<String, Value>) {
         };
         for q in list.values_mut() {
             let Some(text) = q.as_str() else { continue };
-            let Some(nanos) = crate::schema::quantity_nanos(text) else {
+            let Some(nanos) = quantity::nanos(text) else {
                 continue;
             };
             if nanos % 1_000_000 != 0 {
                 let millis = nanos / 1_000_000 + nanos.signum();
-                if let Ok(rounded) = crate::schema::canonical_quantity(&format!("{millis}m")) {
+                if let Ok(rounded) = quantity::canonical(&format!("{millis}m")) {
                     *q = Value::from(rounded);
                 }
             }

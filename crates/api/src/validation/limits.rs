@@ -11,7 +11,7 @@ pub(crate) fn quantity(v: &Value) -> Option<(String, i128)> {
         Value::Number(n) => n.to_string(),
         _ => return None,
     };
-    let nanos = quantity_nanos(&text)?;
+    let nanos = quantity::nanos(&text)?;
     Some((text, nanos))
 }
 

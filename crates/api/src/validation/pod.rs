@@ -395,7 +395,7 @@ pub(crate) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec
         for (name, q) in list {
             let q = q.as_str().unwrap_or("");
             let key_path = format!("{p}.resources.{kind}[{name}]");
-            match quantity_nanos(q) {
+            match quantity::nanos(q) {
                 Some(n) if n < 0 => errs.push(Cause::invalid(key_path, q, IS_NEGATIVE)),
                 Some(_) => {}
                 None => errs.push(Cause::invalid(key_path, q, "must be a valid quantity")),
@@ -410,7 +410,7 @@ pub(crate) fn validate_resources(c: &Map<String, Value>, p: &str, errs: &mut Vec
             continue;
         };
         let (req_s, limit_s) = (req.as_str().unwrap_or(""), limit.as_str().unwrap_or(""));
-        let (Some(r), Some(l)) = (quantity_nanos(req_s), quantity_nanos(limit_s)) else {
+        let (Some(r), Some(l)) = (quantity::nanos(req_s), quantity::nanos(limit_s)) else {
             continue;
         };
         let native = !name.contains('/') || name.contains("kubernetes.io/");

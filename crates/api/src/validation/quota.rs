@@ -42,7 +42,7 @@ pub(crate) fn validate_amounts(o: &Map<String, Value>, key: &str, p: &str, errs:
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        let Some(nanos) = quantity_nanos(&text) else {
+        let Some(nanos) = quantity::nanos(&text) else {
             continue;
         };
         if nanos < 0 {

@@ -68,7 +68,7 @@ pub(crate) fn positive_storage(v: Option<&Value>, path: &str, errs: &mut Vec<Cau
         return;
     };
     let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-    if quantity_nanos(&text).is_some_and(|n| n <= 0) {
+    if quantity::nanos(&text).is_some_and(|n| n <= 0) {
         errs.push(Cause::invalid(
             path.to_string(),
             &text,
@@ -183,7 +183,7 @@ pub(crate) fn validate_claim_update(
     }
     let storage = |m: &Map<String, Value>| {
         path(m, &["spec", "resources", "requests", "storage"])
-            .and_then(|v| quantity_nanos(v.as_str().unwrap_or_default()))
+            .and_then(|v| quantity::nanos(v.as_str().unwrap_or_default()))
     };
     let bound = path(old, &["status", "phase"]).and_then(Value::as_str) == Some("Bound");
     if let (true, Some(n), Some(o)) = (bound, storage(new), storage(old)) {

@@ -3,6 +3,7 @@
 //! `mantissa × 10^exponent`.
 
 use super::{fail, opaque_val};
+use cairn_apimachinery::quantity as grammar;
 use cel::common::types::{CelBool, CelDouble, CelInt, CelString};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cmp::Ordering;
@@ -19,9 +20,6 @@ impl PartialEq for Quantity {
         self.compare(other) == Ordering::Equal
     }
 }
-
-const FORMAT_WRONG: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     cel::add_overload!(env, fn string_to_quantity: (CelString) -> Result<Quantity>, name = "quantity", id = "string_to_quantity")?;
@@ -40,72 +38,13 @@ pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-/// `resource.ParseQuantity`'s grammar: sign, digits with at most one `.`,
-/// then a binary (`Ki`..`Ei`), decimal (`n`..`E`) or exponent (`e3`) suffix.
-pub(crate) fn parse(raw: &str) -> Result<Quantity, String> {
-    let (negative, rest) = match raw.as_bytes().first() {
-        Some(b'-') => (true, &raw[1..]),
-        Some(b'+') => (false, &raw[1..]),
-        _ => (false, raw),
-    };
-    let number_len = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let (number, suffix) = rest.split_at(number_len);
-    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && frac.is_empty() || frac.contains('.') {
-        return Err(FORMAT_WRONG.into());
-    }
-    let digits = format!("{whole}{frac}");
-    let significant = digits.trim_start_matches('0');
-    let mut mantissa: i128 = if significant.is_empty() {
-        0
-    } else {
-        significant.parse().map_err(|_| FORMAT_WRONG.to_owned())?
-    };
-    let mut exponent = -(frac.len() as i32);
-    let (binary, decimal) = suffix_value(suffix)?;
-    mantissa = mantissa
-        .checked_mul(1024_i128.pow(binary))
-        .ok_or(FORMAT_WRONG)?;
-    exponent += decimal;
-    if negative {
-        mantissa = -mantissa;
-    }
+/// `resource.ParseQuantity`, read by the one quantity parser (`cairn-apimachinery`), kept
+/// as the exact decimal it stands for.
+pub(crate) fn parse(raw: &str) -> Result<Quantity, grammar::QuantityError> {
+    let (mantissa, exponent) = grammar::parse(raw)?
+        .decimal()
+        .ok_or(grammar::QuantityError::FormatWrong)?;
     Ok(Quantity { mantissa, exponent })
-}
-
-/// The suffix as a power of 1024 and a power of ten.
-fn suffix_value(suffix: &str) -> Result<(u32, i32), String> {
-    let binary = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    if let Some(k) = binary.iter().position(|s| *s == suffix) {
-        return Ok((k as u32, 0));
-    }
-    let decimal = match suffix {
-        "n" => Some(-9),
-        "u" => Some(-6),
-        "m" => Some(-3),
-        "k" => Some(3),
-        "M" => Some(6),
-        "G" => Some(9),
-        "T" => Some(12),
-        "P" => Some(15),
-        "E" => Some(18),
-        _ => None,
-    };
-    if let Some(e) = decimal {
-        return Ok((0, e));
-    }
-    let exponent = suffix.strip_prefix(['e', 'E']).ok_or(FORMAT_WRONG)?;
-    let valid = !exponent.is_empty()
-        && exponent
-            .trim_start_matches(['+', '-'])
-            .bytes()
-            .all(|b| b.is_ascii_digit());
-    match exponent.parse::<i32>() {
-        Ok(e) if valid => Ok((0, e)),
-        _ => Err(FORMAT_WRONG.into()),
-    }
 }
 
 impl Quantity {
@@ -159,7 +98,7 @@ impl Quantity {
 }
 
 fn string_to_quantity(s: &CelString<'_>) -> Result<Quantity, ExecutionError> {
-    parse(s.inner()).map_err(|e| fail("quantity", e))
+    parse(s.inner()).map_err(|e| fail("quantity", e.to_string()))
 }
 
 fn is_quantity(s: &CelString<'_>) -> CelBool {

@@ -51,7 +51,9 @@ fn urls() {
 #[test]
 fn quantities() {
     all_true(&[
-        "isQuantity('1Gi') && isQuantity('100m') && isQuantity('1e3') && isQuantity('-1.5') && !isQuantity('1GB') && !isQuantity('.')",
+        "isQuantity('1Gi') && isQuantity('100m') && isQuantity('1e3') && isQuantity('-1.5') && !isQuantity('1GB') && !isQuantity('')",
+        // resource.ParseQuantity reads "." as zero (no integer digits means 0).
+        "isQuantity('.') && quantity('.') == quantity('0')",
         "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('1k').isLessThan(quantity('1Ki'))",
         "quantity('1Gi').asInteger() == 1073741824 && quantity('1.5').isInteger() == false && quantity('100m').asApproximateFloat() == 0.1",
         "quantity('1').add(quantity('500m')) == quantity('1500m') && quantity('2').sub(1) == quantity('1') && quantity('1').add(2) == quantity('3')",

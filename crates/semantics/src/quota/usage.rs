@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use cairn_apimachinery::quantity::{print_nanos, Format};
+
 use crate::quantity::{self, QuantityError};
 
 /// What an object uses, a quota allows (`hard`) or a namespace has used (`used`).
@@ -96,19 +98,6 @@ impl Usage {
     }
 }
 
-const DECIMAL: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
-const BINARY: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-
-/// The largest exact suffix of `base`: `(mantissa, suffix)`.
-fn with_suffix(mut v: i128, base: i128, suffixes: &[&'static str; 7]) -> (i128, &'static str) {
-    let mut i = 0;
-    while v != 0 && v % base == 0 && i + 1 < suffixes.len() {
-        v /= base;
-        i += 1;
-    }
-    (v, suffixes[i])
-}
-
 /// Resources whose amounts are bytes, which may print with binary suffixes.
 fn is_bytes(name: &str) -> bool {
     name.contains("memory") || name.contains("storage") || name.contains("hugepages-")
@@ -118,18 +107,22 @@ fn is_bytes(name: &str) -> bool {
 /// `256Mi`, `3G`. Upstream keeps the format (binary or decimal) its operands had; sums
 /// lose that here, so for byte amounts the shorter exact form wins, binary on a tie
 /// (`2Gi`, not `2147483648`; `256M`, not `250000Ki`); counts and cpu are decimal.
+/// Printed by the one quantity printer, `cairn-apimachinery`'s.
 pub fn format_amount(name: &str, milli: i128) -> String {
-    if milli % 1000 != 0 {
-        return format!("{milli}m");
+    let print = |format| {
+        milli
+            .checked_mul(1_000_000)
+            .and_then(|nanos| print_nanos(nanos, format))
+            .unwrap_or_else(|| format!("{milli}m"))
+    };
+    let decimal = print(Format::DecimalSI);
+    if !is_bytes(name) {
+        return decimal;
     }
-    let v = milli / 1000;
-    let (d, ds) = with_suffix(v, 1000, &DECIMAL);
-    let (b, bs) = with_suffix(v, 1024, &BINARY);
-    let decimal = format!("{d}{ds}");
-    let binary = format!("{b}{bs}");
-    if !is_bytes(name) || bs.is_empty() || decimal.len() < binary.len() {
-        decimal
-    } else {
+    let binary = print(Format::BinarySI);
+    if binary.len() <= decimal.len() {
         binary
+    } else {
+        decimal
     }
 }
