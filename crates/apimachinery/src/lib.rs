@@ -5,3 +5,4 @@
 pub mod patch;
 pub mod quantity;
 pub mod selector;
+pub mod validation;

@@ -1,8 +1,13 @@
 //! Typed label selectors (`metav1.LabelSelector`) and node selector terms
-//! (`v1.NodeSelector`), compiled once and matched many times.
+//! (`v1.NodeSelector`), compiled once and matched many times. The requirements and their
+//! matching are `cairn-apimachinery`'s (upstream's `labels` package): this module only
+//! reads the typed k8s-openapi forms into them.
 
 use std::collections::BTreeMap;
 
+use cairn_apimachinery::selector::{
+    self as labels, LabelSelector as Compiled, Operator, Requirement,
+};
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -12,148 +17,77 @@ pub type Labels = BTreeMap<String, String>;
 pub enum SelectorError {
     #[error("{0:?} is not a valid label selector operator")]
     Operator(String),
-    #[error("{op} operator for key {key:?} needs {need}")]
-    Values {
-        key: String,
-        op: String,
-        need: &'static str,
-    },
+    #[error(transparent)]
+    Requirement(#[from] labels::SelectorError),
     #[error("{0:?} is not a supported node field selector key (only metadata.name)")]
     Field(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Op {
-    In(Vec<String>),
-    NotIn(Vec<String>),
-    Exists,
-    DoesNotExist,
-    Gt(i64),
-    Lt(i64),
+/// The operator a typed requirement names; `Gt`/`Lt` only in node selectors (`numeric`).
+fn operator(op: &str, numeric: bool) -> Result<Operator, SelectorError> {
+    Operator::from_api(op, numeric).ok_or_else(|| SelectorError::Operator(op.to_string()))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Requirement {
-    key: String,
-    op: Op,
-}
-
-impl Requirement {
-    fn matches(&self, labels: &Labels) -> bool {
-        let v = labels.get(&self.key);
-        match &self.op {
-            Op::In(vals) => v.is_some_and(|v| vals.contains(v)),
-            Op::NotIn(vals) => v.is_none_or(|v| !vals.contains(v)),
-            Op::Exists => v.is_some(),
-            Op::DoesNotExist => v.is_none(),
-            Op::Gt(n) => v
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v > *n),
-            Op::Lt(n) => v
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v < *n),
-        }
-    }
-
-    fn parse(key: &str, op: &str, values: &[String], numeric: bool) -> Result<Self, SelectorError> {
-        let need = |need| SelectorError::Values {
-            key: key.to_string(),
-            op: op.to_string(),
-            need,
-        };
-        let op = match op {
-            "In" | "NotIn" if values.is_empty() => return Err(need("at least one value")),
-            "In" => Op::In(values.to_vec()),
-            "NotIn" => Op::NotIn(values.to_vec()),
-            "Exists" | "DoesNotExist" if !values.is_empty() => return Err(need("no values")),
-            "Exists" => Op::Exists,
-            "DoesNotExist" => Op::DoesNotExist,
-            "Gt" | "Lt" if numeric => {
-                let n = match values {
-                    [v] => v.parse::<i64>().map_err(|_| need("one integer value"))?,
-                    _ => return Err(need("one integer value")),
-                };
-                if op == "Gt" {
-                    Op::Gt(n)
-                } else {
-                    Op::Lt(n)
-                }
-            }
-            other => return Err(SelectorError::Operator(other.to_string())),
-        };
-        Ok(Requirement {
-            key: key.to_string(),
-            op,
-        })
-    }
+/// A validated requirement (upstream's `labels.NewRequirement`).
+fn requirement(
+    key: &str,
+    op: &str,
+    values: &Option<Vec<String>>,
+    numeric: bool,
+) -> Result<Requirement, SelectorError> {
+    let values = values.clone().unwrap_or_default();
+    Ok(Requirement::new(key, operator(op, numeric)?, values)?)
 }
 
 /// A compiled label selector. `LabelSelector {}` selects everything; a missing selector
 /// is the caller's to decide (in affinity terms it selects nothing).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Selector {
-    requirements: Vec<Requirement>,
-    nothing: bool,
-}
+pub struct Selector(Compiled);
 
 impl Selector {
     pub fn everything() -> Selector {
-        Selector::default()
+        Selector(Compiled::everything())
     }
 
     pub fn nothing() -> Selector {
-        Selector {
-            requirements: Vec::new(),
-            nothing: true,
-        }
+        Selector(Compiled::nothing())
     }
 
+    /// Upstream's `LabelSelectorAsSelector`: matchLabels as `=`, matchExpressions as given.
     pub fn from_label_selector(s: &LabelSelector) -> Result<Selector, SelectorError> {
         let mut requirements = Vec::new();
         for (k, v) in s.match_labels.iter().flatten() {
-            requirements.push(Requirement {
-                key: k.clone(),
-                op: Op::In(vec![v.clone()]),
-            });
+            requirements.push(Requirement::new(
+                k.as_str(),
+                Operator::Equals,
+                vec![v.clone()],
+            )?);
         }
         for e in s.match_expressions.iter().flatten() {
-            let values = e.values.clone().unwrap_or_default();
-            requirements.push(Requirement::parse(&e.key, &e.operator, &values, false)?);
+            requirements.push(requirement(&e.key, &e.operator, &e.values, false)?);
         }
-        Ok(Selector {
-            requirements,
-            nothing: false,
-        })
+        Ok(Selector(Compiled::from_requirements(requirements)))
     }
 
-    /// An equality selector from a plain map (Services, ReplicationControllers).
+    /// An equality selector from a plain map (Services, ReplicationControllers): upstream's
+    /// `SelectorFromValidatedSet`, the map having been validated with its object.
     pub fn from_map(m: &BTreeMap<String, String>) -> Selector {
-        Selector {
-            requirements: m
-                .iter()
-                .map(|(k, v)| Requirement {
-                    key: k.clone(),
-                    op: Op::In(vec![v.clone()]),
-                })
-                .collect(),
-            nothing: false,
-        }
+        Selector(Compiled::from_validated_set(m))
     }
 
-    /// Adds `key in (value)` (matchLabelKeys of spread and affinity terms).
+    /// Adds `key in (value)` (matchLabelKeys of spread and affinity terms, whose values
+    /// are the pod's own validated labels).
     pub fn and_equals(&mut self, key: &str, value: &str) {
-        self.requirements.push(Requirement {
-            key: key.to_string(),
-            op: Op::In(vec![value.to_string()]),
-        });
+        self.0
+            .and_validated(key, Operator::In, vec![value.to_string()]);
     }
 
     pub fn is_everything(&self) -> bool {
-        !self.nothing && self.requirements.is_empty()
+        self.0.is_empty()
     }
 
     pub fn matches(&self, labels: &Labels) -> bool {
-        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+        self.0.matches(labels)
     }
 }
 
@@ -166,21 +100,13 @@ pub struct NodeTerm {
 
 impl NodeTerm {
     pub fn compile(t: &NodeSelectorTerm) -> Result<NodeTerm, SelectorError> {
-        let conv = |reqs: &Option<Vec<NodeSelectorRequirement>>, field: bool| {
-            reqs.iter()
-                .flatten()
-                .map(|r| {
-                    if field && r.key != "metadata.name" {
-                        return Err(SelectorError::Field(r.key.clone()));
-                    }
-                    let values = r.values.clone().unwrap_or_default();
-                    Requirement::parse(&r.key, &r.operator, &values, !field)
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
+        let labels = t.match_expressions.iter().flatten();
+        let names = t.match_fields.iter().flatten();
         Ok(NodeTerm {
-            labels: conv(&t.match_expressions, false)?,
-            names: conv(&t.match_fields, true)?,
+            labels: labels
+                .map(|r| requirement(&r.key, &r.operator, &r.values, true))
+                .collect::<Result<_, _>>()?,
+            names: names.map(name_requirement).collect::<Result<_, _>>()?,
         })
     }
 
@@ -193,6 +119,20 @@ impl NodeTerm {
         self.labels.iter().all(|r| r.matches(labels))
             && self.names.iter().all(|r| r.matches(&fields))
     }
+}
+
+/// A `matchFields` requirement: only `metadata.name`, whose values are node names, not
+/// label values (so they are not checked as label values).
+fn name_requirement(r: &NodeSelectorRequirement) -> Result<Requirement, SelectorError> {
+    if r.key != "metadata.name" {
+        return Err(SelectorError::Field(r.key.clone()));
+    }
+    let values = r.values.clone().unwrap_or_default();
+    Ok(Requirement::validated(
+        r.key.as_str(),
+        operator(&r.operator, false)?,
+        values,
+    ))
 }
 
 /// A compiled `NodeSelector`: its terms are ORed.

@@ -26,6 +26,20 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// The operator an API object names (`metav1.LabelSelectorOperator`, and with
+    /// `numeric` the node selector's `Gt`/`Lt`).
+    pub fn from_api(op: &str, numeric: bool) -> Option<Operator> {
+        Some(match op {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            "Gt" if numeric => Operator::GreaterThan,
+            "Lt" if numeric => Operator::LessThan,
+            _ => return None,
+        })
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Operator::Equals => "=",
@@ -48,7 +62,7 @@ impl fmt::Display for Operator {
 }
 
 /// One requirement of a label selector: a key, an operator and its values.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub(super) key: String,
     pub(super) operator: Operator,
@@ -73,6 +87,17 @@ impl Requirement {
                 operator,
                 values,
             }),
+        }
+    }
+
+    /// A requirement of keys and values that were validated with the object they came
+    /// from (upstream's `SelectorFromValidatedSet`), or are not label values at all (a
+    /// node's name in `matchFields`): nothing is checked.
+    pub fn validated(key: impl Into<String>, operator: Operator, values: Vec<String>) -> Self {
+        Requirement {
+            key: key.into(),
+            operator,
+            values,
         }
     }
 
@@ -222,7 +247,7 @@ impl fmt::Display for Requirement {
 ///
 /// The empty selector (`""`, or `LabelSelector::default()`) matches everything;
 /// [`LabelSelector::nothing`] matches nothing (what a `null` `metav1.LabelSelector` means).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LabelSelector {
     requirements: Vec<Requirement>,
     nothing: bool,
@@ -259,6 +284,22 @@ impl LabelSelector {
             requirements,
             nothing: false,
         }
+    }
+
+    /// Upstream's `SelectorFromValidatedSet`: `key=value` for each pair, unchecked.
+    pub fn from_validated_set(set: &BTreeMap<String, String>) -> Self {
+        let requirements = set
+            .iter()
+            .map(|(k, v)| Requirement::validated(k.as_str(), Operator::Equals, vec![v.clone()]))
+            .collect();
+        LabelSelector::from_requirements(requirements)
+    }
+
+    /// Adds a requirement built by [`Requirement::validated`], keeping key order.
+    pub fn and_validated(&mut self, key: &str, operator: Operator, values: Vec<String>) {
+        self.requirements
+            .push(Requirement::validated(key, operator, values));
+        self.requirements.sort_by(|a, b| a.key.cmp(&b.key));
     }
 
     /// Converts a `metav1.LabelSelector` JSON object (`matchLabels`, `matchExpressions`
@@ -396,17 +437,12 @@ fn match_expression(path: &str, expr: &Value) -> Result<Requirement, SelectorErr
         return Err(json_err(path, expected("an object", expr)));
     };
     let key = string_field(expr, path, "key")?.to_string();
-    let op = match string_field(expr, path, "operator")? {
-        "In" => Operator::In,
-        "NotIn" => Operator::NotIn,
-        "Exists" => Operator::Exists,
-        "DoesNotExist" => Operator::DoesNotExist,
-        other => {
-            return Err(json_err(
-                &format!("{path}.operator"),
-                format!("{other:?} is not a valid label selector operator"),
-            ))
-        }
+    let op = string_field(expr, path, "operator")?;
+    let Some(op) = Operator::from_api(op, false) else {
+        return Err(json_err(
+            &format!("{path}.operator"),
+            format!("{op:?} is not a valid label selector operator"),
+        ));
     };
     let mut values = Vec::new();
     match expr.get("values") {

@@ -24,7 +24,6 @@ pub use field::*;
 pub use label::*;
 use parse::*;
 use validation::*;
-pub use validation::{is_valid_label_key, is_valid_label_value};
 
 /// Errors from parsing or building label and field selectors.
 ///
