@@ -1,5 +1,6 @@
 //! One scheduling cycle, pure: pre-filter, filter nodes from a rotating start until
-//! enough are feasible, score them, pick the best (random among ties).
+//! enough are feasible, score them, pick the best (random among ties). The extenders'
+//! calls slot in between these stages (`scheduling_loop/cycle.rs`).
 
 use std::collections::BTreeMap;
 
@@ -159,7 +160,7 @@ pub fn select_host(totals: &[i64], cursor: &mut Cursor) -> usize {
 }
 
 /// Reason → number of nodes refused for it.
-pub fn histogram(failures: &[(&NodeInfo, Unfit)]) -> BTreeMap<String, usize> {
+fn histogram(failures: &[(&NodeInfo, Unfit)]) -> BTreeMap<String, usize> {
     let mut reasons = BTreeMap::new();
     for (_, u) in failures {
         for r in &u.reasons {
@@ -169,37 +170,92 @@ pub fn histogram(failures: &[(&NodeInfo, Unfit)]) -> BTreeMap<String, usize> {
     reasons
 }
 
-/// Picks a node for the pod, or says why none fits.
+/// One attempt between its filter and its pick: the feasible nodes and why the others
+/// were refused. The one pipeline is [`filter`] → (extenders narrow,
+/// `scheduling_loop/cycle.rs`) → [`Candidates::scores`] → (extenders add scores) →
+/// [`Candidates::pick`]; [`schedule`] is it without extenders.
+pub struct Candidates<'a> {
+    pub nodes: Vec<&'a NodeInfo>,
+    reasons: BTreeMap<String, usize>,
+    evaluated: usize,
+    state: CycleState,
+}
+
+/// Pre-filter, then the filters from the rotating start until enough nodes fit.
+pub fn filter<'a>(
+    pod: &PodInfo,
+    snap: &'a Snapshot,
+    profile: &Profile,
+    cursor: &mut Cursor,
+) -> Result<Candidates<'a>, FitError> {
+    if snap.num_nodes() == 0 {
+        return Err(FitError::NoNodes);
+    }
+    let state = pre_filter(pod, snap, profile);
+    let found = find_feasible(pod, snap, profile, &state, cursor);
+    Ok(Candidates {
+        evaluated: found.nodes.len() + found.failures.len(),
+        reasons: histogram(&found.failures),
+        nodes: found.nodes,
+        state,
+    })
+}
+
+impl Candidates<'_> {
+    /// Keeps the nodes `keep` accepts, counting the reasons given for the others.
+    pub fn narrow(
+        &mut self,
+        keep: impl Fn(&NodeInfo) -> bool,
+        reasons: impl IntoIterator<Item = String>,
+    ) {
+        self.nodes.retain(|n| keep(n));
+        for reason in reasons {
+            *self.reasons.entry(reason).or_default() += 1;
+        }
+    }
+
+    /// Why the pod fits nowhere, once no node is left.
+    pub fn none_left(&self, snap: &Snapshot) -> Result<(), FitError> {
+        if self.nodes.is_empty() {
+            return Err(FitError::unfit(snap.num_nodes(), self.reasons.clone()));
+        }
+        Ok(())
+    }
+
+    /// The score plugins' totals per node; a single node is not scored (upstream).
+    pub fn scores(&mut self, pod: &PodInfo, snap: &Snapshot, profile: &Profile) -> Vec<i64> {
+        if self.nodes.len() <= 1 {
+            return vec![0; self.nodes.len()];
+        }
+        prioritize(pod, snap, profile, &self.nodes, &mut self.state)
+    }
+
+    /// The best-scored node (random among ties); call after [`Candidates::none_left`].
+    pub fn pick(self, totals: &[i64], cursor: &mut Cursor) -> Placement {
+        let chosen = if self.nodes.len() == 1 {
+            0
+        } else {
+            select_host(totals, cursor)
+        };
+        Placement {
+            node: self.nodes[chosen].name.clone(),
+            evaluated_nodes: self.evaluated,
+            feasible_nodes: self.nodes.len(),
+        }
+    }
+}
+
+/// Picks a node for the pod, or says why none fits: the pipeline without extenders.
 pub fn schedule(
     pod: &PodInfo,
     snap: &Snapshot,
     profile: &Profile,
     cursor: &mut Cursor,
 ) -> Result<Placement, FitError> {
-    if snap.num_nodes() == 0 {
-        return Err(FitError::NoNodes);
-    }
-    let mut state = pre_filter(pod, snap, profile);
-    let found = find_feasible(pod, snap, profile, &state, cursor);
-    let evaluated = found.nodes.len() + found.failures.len();
-    let chosen = match found.nodes.len() {
-        0 => {
-            return Err(FitError::unfit(
-                snap.num_nodes(),
-                histogram(&found.failures),
-            ))
-        }
-        1 => 0,
-        _ => {
-            let totals = prioritize(pod, snap, profile, &found.nodes, &mut state);
-            select_host(&totals, cursor)
-        }
-    };
-    Ok(Placement {
-        node: found.nodes[chosen].name.clone(),
-        evaluated_nodes: evaluated,
-        feasible_nodes: found.nodes.len(),
-    })
+    let mut candidates = filter(pod, snap, profile, cursor)?;
+    candidates.none_left(snap)?;
+    let totals = candidates.scores(pod, snap, profile);
+    Ok(candidates.pick(&totals, cursor))
 }
 
 #[cfg(test)]

@@ -2,8 +2,6 @@
 //! interested extender's filter, the plugins' scores plus the extenders' weighted
 //! scores, and the pick.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tracing::warn;
 
@@ -30,42 +28,46 @@ pub async fn schedule_with_extenders(
     cursor: &mut Cursor,
     extenders: &[std::sync::Arc<Extender>],
 ) -> Result<String, CycleError> {
-    if snap.num_nodes() == 0 {
-        return Err(FitError::NoNodes.into());
-    }
-    let mut state = algorithm::pre_filter(info, snap, profile);
-    let found = algorithm::find_feasible(info, snap, profile, &state, cursor);
-    let mut reasons: BTreeMap<String, usize> = algorithm::histogram(&found.failures);
-    let mut nodes: Vec<&NodeInfo> = found.nodes;
+    let mut candidates = algorithm::filter(info, snap, profile, cursor)?;
     for ext in extenders.iter().filter(|e| e.interested(info)) {
-        if nodes.is_empty() {
+        if candidates.nodes.is_empty() {
             break;
         }
-        let objects: Vec<&Node> = nodes.iter().map(|n| n.node.as_ref()).collect();
-        match ext.filter(pod, &objects).await {
-            Ok(f) => {
-                nodes.retain(|n| f.nodes.contains(&n.name));
-                for (reason, _) in f.failed.values() {
-                    *reasons.entry(reason.clone()).or_default() += 1;
-                }
-            }
+        match ext.filter(pod, &node_objects(&candidates.nodes)).await {
+            Ok(f) => candidates.narrow(
+                |n| f.nodes.contains(&n.name),
+                f.failed.values().map(|(reason, _)| reason.clone()),
+            ),
             Err(e) if ext.config.ignorable => {
                 warn!(error = %e, "ignorable extender failed, skipped")
             }
             Err(e) => return Err(e.into()),
         }
     }
-    match nodes.len() {
-        0 => return Err(FitError::unfit(snap.num_nodes(), reasons).into()),
-        1 => return Ok(nodes[0].name.clone()),
-        _ => {}
+    candidates.none_left(snap)?;
+    let mut totals = candidates.scores(info, snap, profile);
+    if candidates.nodes.len() > 1 {
+        add_extender_scores(pod, info, &candidates.nodes, extenders, &mut totals).await;
     }
-    let mut totals = algorithm::prioritize(info, snap, profile, &nodes, &mut state);
+    Ok(candidates.pick(&totals, cursor).node)
+}
+
+fn node_objects<'a>(nodes: &[&'a NodeInfo]) -> Vec<&'a Node> {
+    nodes.iter().map(|n| n.node.as_ref()).collect()
+}
+
+/// Each interested extender's weighted scores, added to the plugins' totals.
+async fn add_extender_scores(
+    pod: &Pod,
+    info: &PodInfo,
+    nodes: &[&NodeInfo],
+    extenders: &[std::sync::Arc<Extender>],
+    totals: &mut [i64],
+) {
     for ext in extenders.iter().filter(|e| e.interested(info)) {
-        let objects: Vec<&Node> = nodes.iter().map(|n| n.node.as_ref()).collect();
-        match ext.prioritize(pod, &objects).await {
+        match ext.prioritize(pod, &node_objects(nodes)).await {
             Ok(scores) => {
-                for (t, n) in totals.iter_mut().zip(&nodes) {
+                for (t, n) in totals.iter_mut().zip(nodes) {
                     *t += scores.get(&n.name).copied().unwrap_or(0);
                 }
             }
@@ -73,5 +75,4 @@ pub async fn schedule_with_extenders(
             Err(e) => warn!(error = %e, "extender prioritize failed, its scores skipped"),
         }
     }
-    Ok(nodes[algorithm::select_host(&totals, cursor)].name.clone())
 }
