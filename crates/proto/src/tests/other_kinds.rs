@@ -4,12 +4,17 @@ use super::*;
 
 #[test]
 fn other_kubectl_create_kinds() {
-    use k8s_pb::api::authentication::v1 as authn;
+    job_and_cronjob_decode();
+    roles_and_binding_decode();
+    ingress_decodes();
+    pod_disruption_budget_decodes();
+    priority_class_decodes();
+    resource_quota_decodes();
+    token_request_decodes();
+}
+
+fn job_and_cronjob_decode() {
     use k8s_pb::api::batch::v1 as batch;
-    use k8s_pb::api::networking::v1 as networking;
-    use k8s_pb::api::policy::v1 as policy;
-    use k8s_pb::api::rbac::v1 as rbac;
-    use k8s_pb::api::scheduling::v1 as scheduling;
 
     // kubectl create job pi --image=perl -- perl -e 'print 1'
     let mut pi = container("pi", "perl");
@@ -71,6 +76,10 @@ fn other_kubectl_create_kinds() {
             "jobTemplate": {"metadata": {"name": "hello"}, "spec": {"template": job_template}}
         })
     );
+}
+
+fn roles_and_binding_decode() {
+    use k8s_pb::api::rbac::v1 as rbac;
 
     // kubectl create role / clusterrole / rolebinding
     let role = rbac::Role {
@@ -123,6 +132,10 @@ fn other_kubectl_create_kinds() {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"}
         })
     );
+}
+
+fn ingress_decodes() {
+    use k8s_pb::api::networking::v1 as networking;
 
     // kubectl create ingress simple --rule="foo.com/bar=svc1:8080,tls=my-cert"
     let ingress = networking::Ingress {
@@ -175,6 +188,10 @@ fn other_kubectl_create_kinds() {
             "status": {"loadBalancer": {}}
         })
     );
+}
+
+fn pod_disruption_budget_decodes() {
+    use k8s_pb::api::policy::v1 as policy;
 
     // kubectl create pdb my-pdb --selector=app=web --min-available=1
     let pdb = policy::PodDisruptionBudget {
@@ -206,6 +223,10 @@ fn other_kubectl_create_kinds() {
             "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
         })
     );
+}
+
+fn priority_class_decodes() {
+    use k8s_pb::api::scheduling::v1 as scheduling;
 
     // kubectl create priorityclass high --value=1000 --preemption-policy=Never
     let pc = scheduling::PriorityClass {
@@ -222,7 +243,9 @@ fn other_kubectl_create_kinds() {
             "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"
         })
     );
+}
 
+fn resource_quota_decodes() {
     // kubectl create quota q --hard=pods=2,cpu=1
     let quota = core::ResourceQuota {
         metadata: Some(meta("q", &[])),
@@ -247,6 +270,10 @@ fn other_kubectl_create_kinds() {
             "status": {}
         })
     );
+}
+
+fn token_request_decodes() {
+    use k8s_pb::api::authentication::v1 as authn;
 
     // kubectl create token robot --duration=1h --audience=api
     let token = authn::TokenRequest {

@@ -4,6 +4,28 @@ use super::*;
 
 #[test]
 fn pod_with_common_fields() {
+    let pod = core::Pod {
+        metadata: Some(meta("app", &[("app", "web")])),
+        spec: Some(common_pod_spec()),
+        status: Some(core::PodStatus {
+            phase: s(""),
+            message: s(""),
+            reason: s(""),
+            nominated_node_name: s(""),
+            host_ip: s(""),
+            pod_ip: s(""),
+            qos_class: s(""),
+            resize: s(""),
+            ..Default::default()
+        }),
+    };
+    let got = decode("v1", "Pod", &pod);
+    let want = common_pod_json();
+    assert_eq!(got, want);
+}
+
+/// The container of `pod_with_common_fields`: one of each common container field.
+fn common_app_container() -> core::Container {
     let mut app = container("app", "registry.example/app:1.2");
     app.command = vec!["/bin/app".to_owned()];
     app.args = vec!["--port".to_owned(), "8080".to_owned()];
@@ -16,7 +38,50 @@ fn pod_with_common_fields() {
         protocol: s("TCP"),
         ..container_port(8080)
     }];
-    app.env = vec![
+    app.env = common_app_env();
+    app.env_from = vec![core::EnvFromSource {
+        prefix: s("CFG_"),
+        config_map_ref: Some(core::ConfigMapEnvSource {
+            local_object_reference: Some(core::LocalObjectReference { name: s("cfg") }),
+            optional: None,
+        }),
+        secret_ref: None,
+    }];
+    app.resources = Some(core::ResourceRequirements {
+        limits: [
+            ("cpu".to_owned(), quantity("500m")),
+            ("memory".to_owned(), quantity("128Mi")),
+        ]
+        .into_iter()
+        .collect(),
+        requests: [("cpu".to_owned(), quantity("250m"))].into_iter().collect(),
+        claims: vec![],
+    });
+    app.volume_mounts = vec![core::VolumeMount {
+        name: s("data"),
+        read_only: Some(true),
+        mount_path: s("/data"),
+        sub_path: s(""),
+        sub_path_expr: s(""),
+        ..Default::default()
+    }];
+    set_common_probes_and_hooks(&mut app);
+    app.security_context = Some(core::SecurityContext {
+        capabilities: Some(core::Capabilities {
+            add: vec![],
+            drop: vec!["ALL".to_owned()],
+        }),
+        run_as_non_root: Some(true),
+        run_as_user: Some(1000),
+        read_only_root_filesystem: Some(true),
+        allow_privilege_escalation: Some(false),
+        ..Default::default()
+    });
+    app
+}
+
+fn common_app_env() -> Vec<core::EnvVar> {
+    vec![
         core::EnvVar {
             name: s("MODE"),
             value: s("prod"),
@@ -57,33 +122,10 @@ fn pod_with_common_fields() {
                 ..Default::default()
             }),
         },
-    ];
-    app.env_from = vec![core::EnvFromSource {
-        prefix: s("CFG_"),
-        config_map_ref: Some(core::ConfigMapEnvSource {
-            local_object_reference: Some(core::LocalObjectReference { name: s("cfg") }),
-            optional: None,
-        }),
-        secret_ref: None,
-    }];
-    app.resources = Some(core::ResourceRequirements {
-        limits: [
-            ("cpu".to_owned(), quantity("500m")),
-            ("memory".to_owned(), quantity("128Mi")),
-        ]
-        .into_iter()
-        .collect(),
-        requests: [("cpu".to_owned(), quantity("250m"))].into_iter().collect(),
-        claims: vec![],
-    });
-    app.volume_mounts = vec![core::VolumeMount {
-        name: s("data"),
-        read_only: Some(true),
-        mount_path: s("/data"),
-        sub_path: s(""),
-        sub_path_expr: s(""),
-        ..Default::default()
-    }];
+    ]
+}
+
+fn set_common_probes_and_hooks(app: &mut core::Container) {
     app.liveness_probe = Some(core::Probe {
         handler: Some(core::ProbeHandler {
             http_get: Some(core::HttpGetAction {
@@ -130,22 +172,13 @@ fn pod_with_common_fields() {
         }),
         ..Default::default()
     });
-    app.security_context = Some(core::SecurityContext {
-        capabilities: Some(core::Capabilities {
-            add: vec![],
-            drop: vec!["ALL".to_owned()],
-        }),
-        run_as_non_root: Some(true),
-        run_as_user: Some(1000),
-        read_only_root_filesystem: Some(true),
-        allow_privilege_escalation: Some(false),
-        ..Default::default()
-    });
+}
 
+fn common_pod_spec() -> core::PodSpec {
     let mut init = container("init", "busybox");
     init.restart_policy = s("Always");
 
-    let mut spec = pod_spec(vec![app]);
+    let mut spec = pod_spec(vec![common_app_container()]);
     spec.init_containers = vec![init];
     spec.restart_policy = s("Always");
     spec.termination_grace_period_seconds = Some(30);
@@ -170,7 +203,12 @@ fn pod_with_common_fields() {
         effect: s("NoExecute"),
         toleration_seconds: Some(300),
     }];
-    spec.volumes = vec![
+    spec.volumes = common_volumes();
+    spec
+}
+
+fn common_volumes() -> Vec<core::Volume> {
+    vec![
         core::Volume {
             name: s("data"),
             volume_source: Some(core::VolumeSource {
@@ -219,25 +257,12 @@ fn pod_with_common_fields() {
                 ..Default::default()
             }),
         },
-    ];
+    ]
+}
 
-    let pod = core::Pod {
-        metadata: Some(meta("app", &[("app", "web")])),
-        spec: Some(spec),
-        status: Some(core::PodStatus {
-            phase: s(""),
-            message: s(""),
-            reason: s(""),
-            nominated_node_name: s(""),
-            host_ip: s(""),
-            pod_ip: s(""),
-            qos_class: s(""),
-            resize: s(""),
-            ..Default::default()
-        }),
-    };
-    let got = decode("v1", "Pod", &pod);
-    let want = json!({
+/// `pod_with_common_fields` as kube-apiserver serves it in JSON.
+fn common_pod_json() -> Value {
+    json!({
         "kind": "Pod",
         "apiVersion": "v1",
         "metadata": {"name": "app", "labels": {"app": "web"}},
@@ -298,8 +323,7 @@ fn pod_with_common_fields() {
             "enableServiceLinks": false
         },
         "status": {}
-    });
-    assert_eq!(got, want);
+    })
 }
 
 #[test]
@@ -398,9 +422,16 @@ fn replicaset_and_daemonset() {
 
 #[test]
 fn lease_event_endpoints_slices_scale_and_delete_options() {
-    use k8s_pb::api::autoscaling::v1 as autoscaling;
+    lease_decodes_micro_times();
+    event_decodes();
+    endpoints_decode();
+    endpoint_slice_decodes();
+    scale_decodes();
+    delete_options_decode_under_every_group();
+}
+
+fn lease_decodes_micro_times() {
     use k8s_pb::api::coordination::v1 as coordination;
-    use k8s_pb::api::discovery::v1 as discovery;
 
     let lease = coordination::Lease {
         metadata: Some(meta("node-1", &[])),
@@ -429,7 +460,9 @@ fn lease_event_endpoints_slices_scale_and_delete_options() {
             "leaseTransitions": 0
         })
     );
+}
 
+fn event_decodes() {
     let event = core::Event {
         metadata: Some(meta("web.1", &[])),
         involved_object: Some(core::ObjectReference {
@@ -470,7 +503,9 @@ fn lease_event_endpoints_slices_scale_and_delete_options() {
             "reportingInstance": ""
         })
     );
+}
 
+fn endpoints_decode() {
     let endpoints = core::Endpoints {
         metadata: Some(meta("web", &[])),
         subsets: vec![core::EndpointSubset {
@@ -496,6 +531,10 @@ fn lease_event_endpoints_slices_scale_and_delete_options() {
             "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
         }])
     );
+}
+
+fn endpoint_slice_decodes() {
+    use k8s_pb::api::discovery::v1 as discovery;
 
     let slice = discovery::EndpointSlice {
         metadata: Some(meta("web-abc", &[])),
@@ -531,6 +570,10 @@ fn lease_event_endpoints_slices_scale_and_delete_options() {
             "ports": [{"name": "", "protocol": "TCP", "port": 8080}]
         })
     );
+}
+
+fn scale_decodes() {
+    use k8s_pb::api::autoscaling::v1 as autoscaling;
 
     let scale = autoscaling::Scale {
         metadata: Some(meta("web", &[])),
@@ -549,7 +592,9 @@ fn lease_event_endpoints_slices_scale_and_delete_options() {
             "status": {"replicas": 0}
         })
     );
+}
 
+fn delete_options_decode_under_every_group() {
     let opts = meta::DeleteOptions {
         grace_period_seconds: Some(0),
         preconditions: Some(meta::Preconditions {
