@@ -59,6 +59,29 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn serves_what_was_observed() {
+    let metrics = observed_metrics();
+
+    let addr = serve("127.0.0.1:0".parse().expect("addr"), metrics.clone())
+        .await
+        .expect("serve");
+    let (head, body) = get(addr, "/metrics").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_lowercase()
+            .contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+
+    families_have_their_types(&body);
+    samples_have_the_observed_values(&body);
+    sync_timestamps_are_recent(&body);
+
+    let (head, _) = get(addr, "/other").await;
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+}
+
+/// Metrics after a known series of changes, syncs and states.
+fn observed_metrics() -> Arc<Metrics> {
     let metrics = Arc::new(Metrics::new());
     metrics.changed(Change::Service);
     metrics.changed(Change::Service);
@@ -91,18 +114,10 @@ async fn serves_what_was_observed() {
     .collect();
     metrics.observe_state(&state);
     metrics.observe_programming(&[Duration::from_secs(2)]);
+    metrics
+}
 
-    let addr = serve("127.0.0.1:0".parse().expect("addr"), metrics.clone())
-        .await
-        .expect("serve");
-    let (head, body) = get(addr, "/metrics").await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(
-        head.to_lowercase()
-            .contains("content-type: application/openmetrics-text"),
-        "{head}"
-    );
-
+fn families_have_their_types(body: &str) {
     for (name, kind) in [
         ("kubeproxy_sync_proxy_rules_duration_seconds", "histogram"),
         (
@@ -136,6 +151,9 @@ async fn serves_what_was_observed() {
         let line = format!("# TYPE {name} {kind}");
         assert!(body.lines().any(|l| l == line), "no `{line}` in\n{body}");
     }
+}
+
+fn samples_have_the_observed_values(body: &str) {
     let expect = [
         ("kubeproxy_sync_proxy_rules_duration_seconds_count", 4.0),
         (
@@ -187,26 +205,26 @@ async fn serves_what_was_observed() {
         ),
     ];
     for (series, want) in expect {
-        let got = sample(&body, series);
+        let got = sample(body, series);
         assert!(
             got.is_some_and(|g| (g - want).abs() < 1e-9),
             "{series}: {got:?}, want {want}, in\n{body}"
         );
     }
+}
+
+fn sync_timestamps_are_recent(body: &str) {
     let now = unix_now();
     for series in [
         "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
         "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
     ] {
-        let got = sample(&body, series).unwrap_or_default();
+        let got = sample(body, series).unwrap_or_default();
         assert!(
             (now - 60.0..=now).contains(&got),
             "{series}: {got}, now {now}"
         );
     }
-
-    let (head, _) = get(addr, "/other").await;
-    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
 }
 
 #[tokio::test]
