@@ -31,7 +31,9 @@
 mod convert;
 mod error;
 mod generated;
+mod generated_schema;
 mod path;
+mod schema;
 mod unknown;
 
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};

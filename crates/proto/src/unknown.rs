@@ -8,41 +8,12 @@
 //! a field added in a newer release arrives empty in every request that does not use it.
 
 use crate::error::ProtoError;
-use crate::generated::SCHEMA;
+use crate::generated_schema::SCHEMA;
 use crate::path::Path;
+use crate::schema::FieldShape;
 
 /// Deepest message nesting scanned; prost refuses deeper input (its recursion limit is 100).
 const MAX_DEPTH: usize = 100;
-
-/// What a known field contains.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum FieldShape {
-    /// A scalar, a string, bytes, or a map without messages: nothing to scan inside.
-    Scalar,
-    /// A message, repeated or not: index of its schema in [`SCHEMA`].
-    Message(usize),
-    /// A `map<string, Message>`: index of the value's schema.
-    MapOfMessages(usize),
-}
-
-/// One field of a message.
-#[derive(Debug)]
-pub(crate) struct SchemaField {
-    pub(crate) tag: u32,
-    /// JSON name; empty for a `json:",inline"` field.
-    pub(crate) json: &'static str,
-    pub(crate) shape: FieldShape,
-    /// A list: elements are rendered with their index in error paths.
-    pub(crate) repeated: bool,
-}
-
-/// The fields of one message.
-#[derive(Debug)]
-pub(crate) struct MsgSchema {
-    #[allow(dead_code)] // documents the table; shown by Debug
-    pub(crate) name: &'static str,
-    pub(crate) fields: &'static [SchemaField],
-}
 
 /// One field read from the wire.
 enum Wire<'b> {
