@@ -131,8 +131,8 @@ stage "build" cargo test --workspace --locked --no-run
 # Generated code must be what its generator makes from the locked crates' sources.
 codegen_check() {
     python3 crates/proto/codegen/gen.py >/dev/null &&
-        rustfmt --edition 2021 crates/proto/src/generated.rs &&
-        git diff --exit-code --stat -- crates/proto/src/generated.rs
+        rustfmt --edition 2021 crates/proto/src/generated.rs crates/proto/src/generated_schema.rs &&
+        git diff --exit-code --stat -- crates/proto/src/generated.rs crates/proto/src/generated_schema.rs
 }
 stage "codegen" codegen_check
 wait_for_images() {
