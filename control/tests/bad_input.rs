@@ -80,6 +80,23 @@ async fn bad_requests_get_status_errors() {
         .unwrap()
         .to_string();
 
+    malformed_bodies(&api, pods).await;
+    wrong_kind_invalid_and_unknown_fields(&api, pods, &good).await;
+    oversize_body_and_unknown_paths(&api, pods, &good).await;
+    missing_namespace_duplicate_and_stale_update(&api, pods, &good, &created, &rv).await;
+    bad_selectors_and_query_parameters(&api, pods).await;
+    bad_patches(&api, pods).await;
+
+    // Nothing accepted was lost along the way.
+    let (code, kept) = api
+        .send(reqwest::Method::GET, &format!("{pods}/keep"), "", vec![])
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(kept["metadata"]["labels"]["v"], "1");
+    assert_eq!(kept["spec"]["containers"][0]["image"], "busybox");
+}
+
+async fn malformed_bodies(api: &Api, pods: &str) {
     // Malformed bodies.
     assert_status(
         &api.send(
@@ -125,7 +142,9 @@ async fn bad_requests_get_status_errors() {
         400,
         "BadRequest",
     );
+}
 
+async fn wrong_kind_invalid_and_unknown_fields(api: &Api, pods: &str, good: &Value) {
     // Wrong apiVersion or kind.
     let mut wrong = good.clone();
     wrong["apiVersion"] = json!("apps/v1");
@@ -159,7 +178,9 @@ async fn bad_requests_get_status_errors() {
         "{}",
         got.1
     );
+}
 
+async fn oversize_body_and_unknown_paths(api: &Api, pods: &str, good: &Value) {
     // Oversize body.
     let mut huge = good.clone();
     huge["metadata"]["name"] = json!("huge");
@@ -206,15 +227,22 @@ async fn bad_requests_get_status_errors() {
         405,
         "MethodNotAllowed",
     );
+}
 
+async fn missing_namespace_duplicate_and_stale_update(
+    api: &Api,
+    pods: &str,
+    good: &Value,
+    created: &(u16, Value),
+    rv: &str,
+) {
     // Missing namespace, duplicate name.
     assert_status(
-        &api.post_json("/api/v1/namespaces/nowhere/pods", &good)
-            .await,
+        &api.post_json("/api/v1/namespaces/nowhere/pods", good).await,
         404,
         "NotFound",
     );
-    assert_status(&api.post_json(pods, &good).await, 409, "AlreadyExists");
+    assert_status(&api.post_json(pods, good).await, 409, "AlreadyExists");
 
     // Conflicting update: stale resourceVersion.
     let mut update = created.1.clone();
@@ -239,7 +267,9 @@ async fn bad_requests_get_status_errors() {
         )
         .await;
     assert_status(&stale, 409, "Conflict");
+}
 
+async fn bad_selectors_and_query_parameters(api: &Api, pods: &str) {
     // Bad selectors and query parameters.
     assert_status(
         &api.send(
@@ -285,7 +315,9 @@ async fn bad_requests_get_status_errors() {
         400,
         "BadRequest",
     );
+}
 
+async fn bad_patches(api: &Api, pods: &str) {
     // Bad patches.
     let bad_patch = api
         .send(
@@ -305,14 +337,6 @@ async fn bad_requests_get_status_errors() {
         )
         .await;
     assert_status(&bad_patch, 400, "BadRequest");
-
-    // Nothing accepted was lost along the way.
-    let (code, kept) = api
-        .send(reqwest::Method::GET, &format!("{pods}/keep"), "", vec![])
-        .await;
-    assert_eq!(code, 200);
-    assert_eq!(kept["metadata"]["labels"]["v"], "1");
-    assert_eq!(kept["spec"]["containers"][0]["image"], "busybox");
 }
 
 /// Objects and errors as kube-apiserver serializes them: status counters Go writes even
@@ -324,6 +348,13 @@ async fn serialized_like_kube_apiserver() {
     let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
     let c = reqwest::Client::new();
     let url = &server.url;
+    workload_status_counters_written_when_zero(&c, url).await;
+    not_found_status_byte_for_byte(&c, url).await;
+    subresources_answer_only_their_verbs(&c, url).await;
+    pods_log_and_binding_in_discovery(&c, url).await;
+}
+
+async fn workload_status_counters_written_when_zero(c: &reqwest::Client, url: &str) {
     let tmpl = json!({"metadata": {"labels": {"app": "a"}},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
     let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
@@ -339,26 +370,16 @@ async fn serialized_like_kube_apiserver() {
             .unwrap();
         assert_eq!(r.status().as_u16(), 201);
     }
-    let get = |path: String| {
-        let c = c.clone();
-        async move {
-            c.get(path)
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    };
-    let rs = get(format!(
-        "{url}/apis/apps/v1/namespaces/default/replicasets/rs"
-    ))
+    let rs = get_json(
+        c,
+        format!("{url}/apis/apps/v1/namespaces/default/replicasets/rs"),
+    )
     .await;
     assert_eq!(rs["status"], json!({"replicas": 0}), "{rs}");
-    let ds = get(format!(
-        "{url}/apis/apps/v1/namespaces/default/daemonsets/ds"
-    ))
+    let ds = get_json(
+        c,
+        format!("{url}/apis/apps/v1/namespaces/default/daemonsets/ds"),
+    )
     .await;
     for f in [
         "currentNumberScheduled",
@@ -368,7 +389,9 @@ async fn serialized_like_kube_apiserver() {
     ] {
         assert_eq!(ds["status"][f], 0, "{f}: {ds}");
     }
+}
 
+async fn not_found_status_byte_for_byte(c: &reqwest::Client, url: &str) {
     let missing = c
         .get(format!("{url}/api/v1/namespaces/default/pods/nope"))
         .send()
@@ -381,7 +404,9 @@ async fn serialized_like_kube_apiserver() {
         missing,
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"pods\"},\"code\":404}\n"
     );
+}
 
+async fn subresources_answer_only_their_verbs(c: &reqwest::Client, url: &str) {
     let pods = format!("{url}/api/v1/namespaces/default/pods");
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
@@ -410,7 +435,10 @@ async fn serialized_like_kube_apiserver() {
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["reason"], "MethodNotAllowed");
     }
-    let core = get(format!("{url}/api/v1")).await;
+}
+
+async fn pods_log_and_binding_in_discovery(c: &reqwest::Client, url: &str) {
+    let core = get_json(c, format!("{url}/api/v1")).await;
     let names: Vec<&str> = core["resources"]
         .as_array()
         .unwrap()
@@ -421,4 +449,14 @@ async fn serialized_like_kube_apiserver() {
         names.contains(&"pods/log") && names.contains(&"pods/binding"),
         "{names:?}"
     );
+}
+
+async fn get_json(c: &reqwest::Client, path: String) -> Value {
+    c.get(path)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()
 }
