@@ -142,6 +142,15 @@ fn seed_scenario_scale_rollout_undo_pause() {
     add_node(&k, "node-1", "4");
     add_node(&k, "node-2", "4");
 
+    seed_runs_two_on_two_nodes_then_is_quiet(&k);
+    scale_deletes_the_not_ready_pod_first(&k);
+    rolling_update_keeps_surge_bounds(&k, &server);
+    history_and_undo(&k);
+    paused_rollout_waits_for_resume(&k);
+    deleted_pod_is_replaced(&k);
+}
+
+fn seed_runs_two_on_two_nodes_then_is_quiet(k: &Kubectl) {
     // The seed: create deployment → 2/2 on two nodes.
     k.ok(&[
         "create",
@@ -151,11 +160,11 @@ fn seed_scenario_scale_rollout_undo_pause() {
         "--replicas=2",
     ]);
     wait_until("httpd-app 2/2", 30, || {
-        ready_replicas(&k, "httpd-app") == "2/2/2"
+        ready_replicas(k, "httpd-app") == "2/2/2"
     });
     let table = k.ok(&["get", "deployment", "httpd-app"]);
     assert!(table.contains("2/2"), "{table}");
-    let nodes: std::collections::BTreeSet<String> = pods_of(&k, "httpd-app")
+    let nodes: std::collections::BTreeSet<String> = pods_of(k, "httpd-app")
         .iter()
         .map(|p| p["spec"]["nodeName"].as_str().unwrap().to_string())
         .collect();
@@ -180,28 +189,32 @@ fn seed_scenario_scale_rollout_undo_pause() {
         events.lines().count() <= 2,
         "a settled Deployment keeps being written: {events}"
     );
+}
 
+fn scale_deletes_the_not_ready_pod_first(k: &Kubectl) {
     // Scale up and down; the not-ready pod goes first.
     k.ok(&["scale", "deployment/httpd-app", "--replicas=4"]);
-    wait_until("4 ready", 30, || ready_replicas(&k, "httpd-app") == "4/4/4");
-    let victim = pods_of(&k, "httpd-app")[0]["metadata"]["name"]
+    wait_until("4 ready", 30, || ready_replicas(k, "httpd-app") == "4/4/4");
+    let victim = pods_of(k, "httpd-app")[0]["metadata"]["name"]
         .as_str()
         .unwrap()
         .to_string();
     k.ok(&["label", "pod", &victim, &format!("{NOT_READY_LABEL}=false")]);
     wait_until("victim not ready", 30, || {
-        ready_replicas(&k, "httpd-app") == "3/4/4"
+        ready_replicas(k, "httpd-app") == "3/4/4"
     });
     k.ok(&["scale", "deployment/httpd-app", "--replicas=3"]);
-    wait_until("3 pods", 30, || pods_of(&k, "httpd-app").len() == 3);
+    wait_until("3 pods", 30, || pods_of(k, "httpd-app").len() == 3);
     assert!(
-        pods_of(&k, "httpd-app")
+        pods_of(k, "httpd-app")
             .iter()
             .all(|p| p["metadata"]["name"] != victim.as_str()),
         "the not-ready pod {victim} is deleted first"
     );
-    wait_until("3/3", 30, || ready_replicas(&k, "httpd-app") == "3/3/3");
+    wait_until("3/3", 30, || ready_replicas(k, "httpd-app") == "3/3/3");
+}
 
+fn rolling_update_keeps_surge_bounds(k: &Kubectl, server: &Server) {
     // A rolling update never exceeds maxSurge nor drops below replicas - maxUnavailable.
     k.ok(&[
         "patch",
@@ -209,7 +222,7 @@ fn seed_scenario_scale_rollout_undo_pause() {
         "-p",
         r#"{"spec":{"replicas":4,"strategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}}}"#,
     ]);
-    wait_until("4/4", 30, || ready_replicas(&k, "httpd-app") == "4/4/4");
+    wait_until("4/4", 30, || ready_replicas(k, "httpd-app") == "4/4/4");
     let watch = RolloutWatch::start(&server.url, "httpd-app", 5, 3);
     std::thread::sleep(Duration::from_millis(300));
     k.ok(&["set", "image", "deployment/httpd-app", "httpd=httpd:2.4"]);
@@ -221,7 +234,7 @@ fn seed_scenario_scale_rollout_undo_pause() {
         violations.is_empty(),
         "surge/unavailability bounds broken: {violations:?}"
     );
-    let images: Vec<String> = pods_of(&k, "httpd-app")
+    let images: Vec<String> = pods_of(k, "httpd-app")
         .iter()
         .map(|p| {
             p["spec"]["containers"][0]["image"]
@@ -231,7 +244,9 @@ fn seed_scenario_scale_rollout_undo_pause() {
         })
         .collect();
     assert_eq!(images, vec!["httpd:2.4"; 4]);
+}
 
+fn history_and_undo(k: &Kubectl) {
     // History and undo.
     let history = k.ok(&["rollout", "history", "deployment/httpd-app"]);
     assert!(history.contains('1') && history.contains('2'), "{history}");
@@ -246,7 +261,7 @@ fn seed_scenario_scale_rollout_undo_pause() {
     ]);
     assert_eq!(image, "httpd");
     wait_until("pods back on httpd", 30, || {
-        pods_of(&k, "httpd-app")
+        pods_of(k, "httpd-app")
             .iter()
             .all(|p| p["spec"]["containers"][0]["image"] == "httpd")
     });
@@ -257,12 +272,14 @@ fn seed_scenario_scale_rollout_undo_pause() {
         "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
     ]);
     assert_eq!(revision, "3", "undo makes the old template revision 3");
+}
 
+fn paused_rollout_waits_for_resume(k: &Kubectl) {
     // Paused: a template change starts nothing until resumed.
     k.ok(&["rollout", "pause", "deployment/httpd-app"]);
     k.ok(&["set", "image", "deployment/httpd-app", "httpd=httpd:2.5"]);
     std::thread::sleep(Duration::from_secs(2));
-    let rs_count = || json(&k, &["get", "rs"])["items"].as_array().unwrap().len();
+    let rs_count = || json(k, &["get", "rs"])["items"].as_array().unwrap().len();
     assert_eq!(rs_count(), 2, "no new ReplicaSet while paused");
     let reason = k.ok(&[
         "get",
@@ -275,10 +292,12 @@ fn seed_scenario_scale_rollout_undo_pause() {
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=60s"]);
     assert!(out.contains("successfully rolled out"), "{out}");
     assert_eq!(rs_count(), 3);
+}
 
+fn deleted_pod_is_replaced(k: &Kubectl) {
     // Deleting a pod gets it replaced.
     // A live one: the rollout's old pods may still be finishing their deletion.
-    let gone = pods_of(&k, "httpd-app")
+    let gone = pods_of(k, "httpd-app")
         .iter()
         .find(|p| p["metadata"]["deletionTimestamp"].is_null())
         .unwrap()["metadata"]["name"]
@@ -287,11 +306,11 @@ fn seed_scenario_scale_rollout_undo_pause() {
         .to_string();
     k.ok(&["delete", "pod", &gone, "--wait=false"]);
     wait_until("replacement", 30, || {
-        let pods = pods_of(&k, "httpd-app");
+        let pods = pods_of(k, "httpd-app");
         pods.len() == 4 && pods.iter().all(|p| p["metadata"]["name"] != gone.as_str())
     });
     wait_until("4/4 again", 30, || {
-        ready_replicas(&k, "httpd-app") == "4/4/4"
+        ready_replicas(k, "httpd-app") == "4/4/4"
     });
 }
 
@@ -303,6 +322,14 @@ fn deadline_adoption_service_accounts_and_bad_input() {
     let k = Kubectl::new(27, &server);
     add_node(&k, "node-1", "4");
 
+    progress_deadline_exceeded(&k);
+    replica_set_adopts_orphan(&k);
+    namespaces_get_default_service_account(&k);
+    namespace_deletion_empties_it(&k);
+    bad_input_refused_at_admission(&k);
+}
+
+fn progress_deadline_exceeded(k: &Kubectl) {
     // A rollout whose pods never become ready exceeds its progress deadline.
     let stuck = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"stuck"},
       "spec":{"replicas":1,"progressDeadlineSeconds":2,"selector":{"matchLabels":{"app":"stuck"}},
@@ -318,7 +345,9 @@ fn deadline_adoption_service_accounts_and_bad_input() {
         err.contains("deployment \"stuck\" exceeded its progress deadline"),
         "{err}"
     );
+}
 
+fn replica_set_adopts_orphan(k: &Kubectl) {
     // A ReplicaSet adopts a matching orphan and creates only what is missing.
     let orphan = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"orphan","labels":{"app":"web"}},
       "spec":{"containers":[{"name":"c","image":"busybox"}]}}"#;
@@ -338,12 +367,14 @@ fn deadline_adoption_service_accounts_and_bad_input() {
         "jsonpath={.metadata.ownerReferences[0].name}",
     ]);
     assert_eq!(owner, "web");
-    assert_eq!(pods_of(&k, "web").len(), 2);
-    let status = json(&k, &["get", "rs", "web"])["status"].clone();
+    assert_eq!(pods_of(k, "web").len(), 2);
+    let status = json(k, &["get", "rs", "web"])["status"].clone();
     assert_eq!(status["replicas"], 2);
     assert_eq!(status["fullyLabeledReplicas"], 2);
     assert_eq!(status["observedGeneration"], 1);
+}
 
+fn namespaces_get_default_service_account(k: &Kubectl) {
     // Every namespace gets its default ServiceAccount.
     k.ok(&["create", "namespace", "team-a"]);
     wait_until("default sa", 30, || {
@@ -357,7 +388,9 @@ fn deadline_adoption_service_accounts_and_bad_input() {
             .status
             .success()
     });
+}
 
+fn namespace_deletion_empties_it(k: &Kubectl) {
     // Deleting a namespace empties it through the API, then removes it.
     k.ok(&[
         "create",
@@ -395,12 +428,14 @@ fn deadline_adoption_service_accounts_and_bad_input() {
         "metadata.namespace=team-a",
     ]);
     assert!(left.trim().is_empty(), "left in team-a: {left}");
+}
 
+fn bad_input_refused_at_admission(k: &Kubectl) {
     // Bad input is refused at admission, in upstream's words.
     let bad_selector = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad"},
       "spec":{"selector":{"matchLabels":{"app":"x"}},
       "template":{"metadata":{"labels":{"app":"y"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
-    let err = apply_fails(&k, bad_selector);
+    let err = apply_fails(k, bad_selector);
     assert!(
         err.contains("`selector` does not match template `labels`"),
         "{err}"
@@ -409,12 +444,12 @@ fn deadline_adoption_service_accounts_and_bad_input() {
         "\"selector\"",
         "\"strategy\":{\"rollingUpdate\":{\"maxSurge\":0,\"maxUnavailable\":0}},\"selector\"",
     );
-    let err = apply_fails(&k, &zero);
+    let err = apply_fails(k, &zero);
     assert!(err.contains("may not be 0 when `maxSurge` is 0"), "{err}");
     let negative = bad_selector
         .replace("\"y\"", "\"x\"")
         .replace("\"selector\"", "\"replicas\":-1,\"selector\"");
-    let err = apply_fails(&k, &negative);
+    let err = apply_fails(k, &negative);
     assert!(err.contains("spec.replicas"), "{err}");
 }
 

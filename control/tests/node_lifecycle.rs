@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::sim::{add_node, start_kubelet};
+use common::sim::{add_node, start_kubelet, FakeKubelet};
 use common::{wait_for, Kubectl, Server};
 use serde_json::{json, Value};
 
@@ -79,13 +79,36 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
     for n in ["node-1", "node-2", "node-3"] {
         add_node(&k, n, "4");
     }
+    let running = three_ready_pods_with_default_tolerations(&k);
+
+    let dark = running[0].1.clone();
+    let victims: Vec<String> = running
+        .iter()
+        .filter(|p| p.1 == dark)
+        .map(|p| p.0.clone())
+        .collect();
+    silent_node_is_tainted_and_its_pods_turn_unready(&k, &kubelet, &dark, &victims);
+    victims_are_evicted_and_replaced(&k, &dark, &victims);
+
+    // The node comes back: untainted.
+    kubelet.resume(&dark);
+    wait_for("the node back and untainted", 30, || {
+        let node = k.json(&["get", "node", &dark]);
+        (ready_status(&node) == "True" && taint_keys(&node).is_empty()).then_some(())
+    });
+
+    all_nodes_dark_evicts_nobody(&k, &kubelet);
+}
+
+/// The app's three pods, ready, with their tolerations; healthy nodes stay untainted.
+fn three_ready_pods_with_default_tolerations(k: &Kubectl) -> Vec<(String, String, bool)> {
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
     k.ok_stdin(&["apply", "-f", "-"], &deployment.to_string());
     let running = wait_for("3 ready pods", 60, || {
-        let p = pods(&k);
+        let p = pods(k);
         (p.len() == 3 && p.iter().all(|p| p.2)).then_some(p)
     });
     let pod0 = k.json(&["get", "pod", &running[0].0]);
@@ -111,17 +134,19 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
         assert_eq!(ready_status(&node), "True", "{node}");
         assert!(taint_keys(&node).is_empty(), "{node}");
     }
+    running
+}
 
-    let dark = running[0].1.clone();
-    let victims: Vec<String> = running
-        .iter()
-        .filter(|p| p.1 == dark)
-        .map(|p| p.0.clone())
-        .collect();
+fn silent_node_is_tainted_and_its_pods_turn_unready(
+    k: &Kubectl,
+    kubelet: &FakeKubelet,
+    dark: &str,
+    victims: &[String],
+) {
     let went_dark = Instant::now();
-    kubelet.pause(&dark);
+    kubelet.pause(dark);
     let node = wait_for("the silent node Unknown and tainted", 30, || {
-        let node = k.json(&["get", "node", &dark]);
+        let node = k.json(&["get", "node", dark]);
         (ready_status(&node) == "Unknown"
             && taint_keys(&node).contains(&"node.kubernetes.io/unreachable:NoExecute".to_string()))
         .then_some(node)
@@ -137,7 +162,7 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
     assert_eq!(reason, "NodeStatusUnknown");
     // Its pods turn not ready at once, long before the eviction.
     wait_for("the dark node's pods not ready", 10, || {
-        let p = pods(&k);
+        let p = pods(k);
         victims
             .iter()
             .all(|v| p.iter().any(|p| &p.0 == v && !p.2))
@@ -148,9 +173,12 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
         "pods marked not ready only after {:?}",
         went_dark.elapsed()
     );
+}
+
+fn victims_are_evicted_and_replaced(k: &Kubectl, dark: &str, victims: &[String]) {
     // After the configured 6 s toleration they are evicted and replaced elsewhere.
     let replaced = wait_for("replacements on the other nodes", 60, || {
-        let p = pods(&k);
+        let p = pods(k);
         let gone = victims.iter().all(|v| !p.iter().any(|p| &p.0 == v));
         (gone && p.len() == 3 && p.iter().all(|p| p.2 && p.1 != dark)).then_some(p)
     });
@@ -162,16 +190,11 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
         "reason=TaintManagerEviction",
     ]);
     assert!(events.contains("Marking for deletion Pod"), "{events}");
+}
 
-    // The node comes back: untainted.
-    kubelet.resume(&dark);
-    wait_for("the node back and untainted", 30, || {
-        let node = k.json(&["get", "node", &dark]);
-        (ready_status(&node) == "True" && taint_keys(&node).is_empty()).then_some(())
-    });
-
+fn all_nodes_dark_evicts_nobody(k: &Kubectl, kubelet: &FakeKubelet) {
     // Every node dark at once (the control plane cut off): nobody is evicted.
-    let before: Vec<String> = pods(&k).into_iter().map(|p| p.0).collect();
+    let before: Vec<String> = pods(k).into_iter().map(|p| p.0).collect();
     for n in ["node-1", "node-2", "node-3"] {
         kubelet.pause(n);
     }
@@ -192,7 +215,7 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
             "no eviction taints: {n}"
         );
     }
-    let after: Vec<String> = pods(&k).into_iter().map(|p| p.0).collect();
+    let after: Vec<String> = pods(k).into_iter().map(|p| p.0).collect();
     assert_eq!(before, after, "no pod was evicted");
 }
 
