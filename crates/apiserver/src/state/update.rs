@@ -7,8 +7,13 @@ use serde_json::{json, Value};
 use super::*;
 use cairn_api::kinds::Admission;
 
+mod scope;
+
 impl ApiState {
-    /// Prepares `new` as the update of `old` (main resource, or the `status` subresource).
+    /// Prepares `new` as the update of `old` (main resource, or a subresource): the update
+    /// pipeline, decode → prepare (what the write may change, defaults, server-owned
+    /// metadata) → admit (mutating webhooks, the kind's admission steps) → validate (the
+    /// kind's strategy, CRD schema and CEL, policies, validating webhooks).
     async fn prepare_update(
         &self,
         r: &ResourceInfo,
@@ -17,94 +22,115 @@ impl ApiState {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<(Value, Vec<String>), Status> {
-        let mut new = new;
-        Self::check_type(r, &mut new, r.kind)?;
-        let (mut new, mut warnings) = Self::normalize(r, new, opts)?;
-        warnings.extend(self.prune_custom(r, &mut new, opts)?);
-        let mut obj = scoped_update(r, old, new, subresource);
-        cairn_api::defaults::apply_defaults(r, &mut obj);
-        self.default_custom(r, &mut obj);
-        // Metadata the client may not change.
-        for field in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-        ] {
-            match old.get("metadata").and_then(|m| m.get(field)) {
-                Some(v) => set_meta(&mut obj, field, v.clone()),
-                None => remove_meta(&mut obj, field),
-            }
-        }
-        for field in ["name", "namespace"] {
-            let old_v = meta_str(old, field).unwrap_or("");
-            let new_v = meta_str(&obj, field).unwrap_or("");
-            if new_v.is_empty() {
-                set_meta(&mut obj, field, json!(old_v));
-            } else if new_v != old_v {
-                return Err(Status::bad_request(format!(
-                    "the {field} of the object ({new_v}) does not match the {field} on the URL ({old_v})"
-                )));
-            }
-        }
-        if !r.namespaced {
-            remove_meta(&mut obj, "namespace");
-        }
-        remove_meta(&mut obj, "resourceVersion");
-        let hook_write = WebhookWrite {
+        let (new, mut warnings) = self.decode_update(r, new, opts)?;
+        let mut obj = self.prepare_changed(r, old, new, subresource)?;
+        let hooks = WebhookWrite {
             resource: r,
             subresource,
             operation: "UPDATE",
             dry_run: opts.dry_run,
             field_manager: opts.field_manager.as_deref(),
         };
-        let (hook_warnings, mutated) = self
-            .run_mutating_webhooks(&hook_write, Some(&mut obj), Some(old))
+        warnings.extend(self.admit_update(r, &hooks, old, &mut obj, opts).await?);
+        warnings.extend(self.validate_changed(r, &hooks, old, &obj).await?);
+        Ok((obj, warnings))
+    }
+
+    /// The body in the stored shape, typed-decoded and pruned, with the decoder's warnings.
+    fn decode_update(
+        &self,
+        r: &ResourceInfo,
+        mut new: Value,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), Status> {
+        Self::check_type(r, &mut new, r.kind)?;
+        let (mut new, mut warnings) = Self::normalize(r, new, opts)?;
+        warnings.extend(self.prune_custom(r, &mut new, opts)?);
+        Ok((new, warnings))
+    }
+
+    /// What the write may change of `old`, defaulted, with the metadata the client may not
+    /// change taken from `old`.
+    fn prepare_changed(
+        &self,
+        r: &ResourceInfo,
+        old: &Value,
+        new: Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, Status> {
+        let mut obj = scope::scoped_update(r, old, new, subresource);
+        cairn_api::defaults::apply_defaults(r, &mut obj);
+        self.default_custom(r, &mut obj);
+        keep_server_metadata(r, old, &mut obj)?;
+        Ok(obj)
+    }
+
+    /// Mutating webhooks (bounded again by what the write may change), the generation,
+    /// the field manager, then the kind's admission steps.
+    async fn admit_update(
+        &self,
+        r: &ResourceInfo,
+        hooks: &WebhookWrite<'_>,
+        old: &Value,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>, Status> {
+        let (warnings, mutated) = self
+            .run_mutating_webhooks(hooks, Some(&mut *obj), Some(old))
             .await?;
-        warnings.extend(hook_warnings);
         if mutated {
-            // What the write may change still bounds what a webhook changed.
-            obj = scoped_update(r, old, obj, subresource);
+            *obj = scope::scoped_update(r, old, obj.take(), hooks.subresource);
         }
-        if r.strategy.tracks_generation && spec_of(&obj) != spec_of(old) {
+        if r.strategy.tracks_generation && spec_of(obj) != spec_of(old) {
             let gen = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
                 + 1;
-            set_meta(&mut obj, "generation", json!(gen));
+            set_meta(obj, "generation", json!(gen));
         }
         let op = if opts.apply { "Apply" } else { "Update" };
-        Self::record_manager(&mut obj, opts.field_manager.as_deref(), op, subresource);
-        self.admit_kind_specific(r, &mut obj, Some(old));
+        Self::record_manager(obj, opts.field_manager.as_deref(), op, hooks.subresource);
+        self.admit_kind_specific(r, obj, Some(old));
         if r.strategy.admits(Admission::CustomResourceDefinition) {
-            self.admit_crd(&mut obj, Some(old));
+            self.admit_crd(obj, Some(old));
         }
         if r.strategy.admits(Admission::PriorityClass) {
-            crate::priority::admit_class(&self.priority_classes, &self.cache, &obj, Some(old))?;
+            crate::priority::admit_class(&self.priority_classes, &self.cache, obj, Some(old))?;
         }
-        let mut causes = if subresource == Some("ephemeralcontainers") {
-            ephemeral_update_causes(r, old, &obj)
+        Ok(warnings)
+    }
+
+    /// The kind's update validation, CRD schema and CEL, then policies and validating
+    /// webhooks; their warnings.
+    async fn validate_changed(
+        &self,
+        r: &ResourceInfo,
+        hooks: &WebhookWrite<'_>,
+        old: &Value,
+        obj: &Value,
+    ) -> Result<Vec<String>, Status> {
+        let mut causes = if hooks.subresource == Some("ephemeralcontainers") {
+            scope::ephemeral_update_causes(r, old, obj)
         } else {
-            cairn_api::validation::validate_update(r, old, &obj)
+            cairn_api::validation::validate_update(r, old, obj)
         };
-        causes.extend(self.validate_custom(r, &obj, Some(old)));
+        causes.extend(self.validate_custom(r, obj, Some(old)));
         if r.strategy.admits(Admission::WebhookMatchConditions) {
-            causes.extend(webhook_admission::match_condition_errors(&obj));
+            causes.extend(webhook_admission::match_condition_errors(obj));
         }
         if r.strategy.admits(Admission::PolicyCompile) {
-            causes.extend(super::policy_admission::policy_compile_errors(&obj));
+            causes.extend(super::policy_admission::policy_compile_errors(obj));
         }
         if !causes.is_empty() {
-            return Err(Status::invalid(r.kind, r.group, name_of(&obj), causes));
+            return Err(Status::invalid(r.kind, r.group, name_of(obj), causes));
         }
-        warnings.extend(self.admit_policies(r, subresource, &obj, Some(old))?);
+        let mut warnings = self.admit_policies(r, hooks.subresource, obj, Some(old))?;
         warnings.extend(
-            self.run_validating_webhooks(&hook_write, Some(&obj), Some(old))
+            self.run_validating_webhooks(hooks, Some(obj), Some(old))
                 .await?,
         );
-        Ok((obj, warnings))
+        Ok(warnings)
     }
 
     /// Writes `obj` as the new state of `old` (at `old_rev`), handling Service allocations
@@ -280,131 +306,39 @@ impl ApiState {
     }
 }
 
-/// What a write through `subresource` may change of `old`: `/finalize` only a
-/// namespace's spec.finalizers, `/status` only status; the main resource everything but
-/// status (for kinds with a status subresource) and a namespace's spec.
-fn scoped_update(r: &ResourceInfo, old: &Value, new: Value, subresource: Option<&str>) -> Value {
-    if subresource == Some("finalize") {
-        // `namespaces/finalize` changes only spec.finalizers (the namespace controller
-        // removes `kubernetes` once the namespace is empty).
-        let mut merged = old.clone();
-        let finalizers = new
-            .pointer("/spec/finalizers")
-            .cloned()
-            .unwrap_or(json!([]));
-        if !merged.get("spec").is_some_and(Value::is_object) {
-            merged["spec"] = json!({});
+/// Metadata the client may not change comes from `old`; a name or namespace in the body
+/// must be the URL's.
+fn keep_server_metadata(r: &ResourceInfo, old: &Value, obj: &mut Value) -> Result<(), Status> {
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) => set_meta(obj, field, v.clone()),
+            None => remove_meta(obj, field),
         }
-        merged["spec"]["finalizers"] = finalizers;
-        merged
-    } else if subresource == Some("ephemeralcontainers") {
-        // `pods/ephemeralcontainers` changes only spec.ephemeralContainers.
-        let mut merged = old.clone();
-        let list = new
-            .pointer("/spec/ephemeralContainers")
-            .cloned()
-            .unwrap_or(json!([]));
-        if !merged.get("spec").is_some_and(Value::is_object) {
-            merged["spec"] = json!({});
-        }
-        merged["spec"]["ephemeralContainers"] = list;
-        merged
-    } else if subresource == Some("approval") {
-        // `certificatesigningrequests/approval` changes only status.conditions.
-        let mut merged = old.clone();
-        let conditions = new
-            .pointer("/status/conditions")
-            .cloned()
-            .unwrap_or(Value::Null);
-        if !merged.get("status").is_some_and(Value::is_object) {
-            merged["status"] = json!({});
-        }
-        merged["status"]["conditions"] = conditions;
-        merged
-    } else if subresource == Some("status") {
-        // Status writes change only status (and nothing of spec or metadata).
-        let mut merged = old.clone();
-        merged["status"] = new.get("status").cloned().unwrap_or(Value::Null);
-        if merged["status"].is_null() {
-            if let Some(m) = merged.as_object_mut() {
-                m.remove("status");
-            }
-        }
-        merged
-    } else {
-        let mut n = new;
-        if r.strategy.admits(Admission::NamespaceLifecycle) {
-            // Only `namespaces/finalize` changes a namespace's spec, as upstream.
-            n["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
-        }
-        if has_status_subresource(r) {
-            match old.get("status") {
-                Some(s) => n["status"] = s.clone(),
-                None => {
-                    if let Some(m) = n.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-        }
-        n
     }
+    for field in ["name", "namespace"] {
+        let old_v = meta_str(old, field).unwrap_or("");
+        let new_v = meta_str(obj, field).unwrap_or("");
+        if new_v.is_empty() {
+            set_meta(obj, field, json!(old_v));
+        } else if new_v != old_v {
+            return Err(Status::bad_request(format!(
+                "the {field} of the object ({new_v}) does not match the {field} on the URL ({old_v})"
+            )));
+        }
+    }
+    if !r.namespaced {
+        remove_meta(obj, "namespace");
+    }
+    remove_meta(obj, "resourceVersion");
+    Ok(())
 }
 
-/// `pods/ephemeralcontainers`, as upstream: existing ephemeral containers may not change
-/// or go, names stay unique across all containers, and the rest of the pod is validated
-/// as an ordinary update with the new list taken as given.
-fn ephemeral_update_causes(
-    r: &ResourceInfo,
-    old: &Value,
-    new: &Value,
-) -> Vec<cairn_api::status::Cause> {
-    use cairn_api::status::Cause;
-    let list = |v: &Value, key: &str| -> Vec<Value> {
-        v.pointer(&format!("/spec/{key}"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (before, after) = (
-        list(old, "ephemeralContainers"),
-        list(new, "ephemeralContainers"),
-    );
-    let mut causes = Vec::new();
-    for o in &before {
-        let name = o.get("name").and_then(Value::as_str).unwrap_or("");
-        if !after.iter().any(|n| n == o) {
-            causes.push(Cause::forbidden(
-                "spec.ephemeralContainers",
-                &format!("existing ephemeral containers \"{name}\" may not be changed"),
-            ));
-        }
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for c in ["containers", "initContainers", "ephemeralContainers"]
-        .iter()
-        .flat_map(|k| list(new, k))
-    {
-        let name = c
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if !seen.insert(name.clone()) {
-            causes.push(Cause::duplicate("spec.ephemeralContainers[*].name", &name));
-        }
-    }
-    let mut old_with_list = old.clone();
-    old_with_list["spec"]["ephemeralContainers"] = json!(after);
-    causes.extend(cairn_api::validation::validate_update(
-        r,
-        &old_with_list,
-        new,
-    ));
-    causes
-}
-
-/// A namespace's `spec.finalizers` (other kinds have none).
 /// Whether `new` is `old` but for `metadata.resourceVersion`.
 fn same_but_version(old: &Value, new: &Value) -> bool {
     let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
@@ -432,6 +366,7 @@ fn same_but_version(old: &Value, new: &Value) -> bool {
         })
 }
 
+/// A namespace's `spec.finalizers` (other kinds have none).
 fn spec_finalizers(obj: &Value) -> Vec<&str> {
     obj.pointer("/spec/finalizers")
         .and_then(Value::as_array)
