@@ -49,7 +49,7 @@ impl View {
     fn table(&self, objects: &[Value]) -> Value {
         let now = chrono::Utc::now();
         match &self.custom {
-            Some(c) => cairn_api::table::custom_table(&c.columns, objects, now),
+            Some(c) => c.table(objects, now),
             None => cairn_api::table::table(self.storage, objects, now),
         }
     }

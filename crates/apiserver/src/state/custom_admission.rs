@@ -10,7 +10,6 @@
 //! apiextensions-apiserver does; unknown fields answer `fieldValidation` as typed objects'
 //! do.
 
-use cairn_api::crd::structural;
 use cairn_api::status::Cause;
 use serde_json::{json, Value};
 
@@ -19,18 +18,6 @@ use super::*;
 pub(super) fn is_crd(r: &ResourceInfo) -> bool {
     r.strategy
         .admits(cairn_api::kinds::Admission::CustomResourceDefinition)
-}
-
-/// A broken CEL rule, as upstream words it by the rule's `reason`.
-fn violation_cause(v: cairn_cel::Violation) -> Cause {
-    let quoted_type = format!("{:?}", v.type_name);
-    let message = match v.reason.as_deref() {
-        Some("FieldValueForbidden") => format!("Forbidden: {}", v.message),
-        Some("FieldValueRequired") => format!("Required value: {}", v.message),
-        Some("FieldValueDuplicate") => format!("Duplicate value: {quoted_type}"),
-        _ => format!("Invalid value: {quoted_type}: {}", v.message),
-    };
-    Cause::from_message(v.field, message)
 }
 
 /// The CEL rules of every version's schema that do not compile.
@@ -54,8 +41,9 @@ fn crd_rule_errors(crd: &Value) -> Vec<Cause> {
 }
 
 impl ApiState {
-    /// Removes what the custom resource's schema does not declare; the removed paths are
-    /// an error under `fieldValidation=Strict` and warnings under `Warn`.
+    /// Removes what the custom resource's schema does not declare (its CRD's strategy,
+    /// `custom/strategy.rs`); the removed paths are an error under
+    /// `fieldValidation=Strict` and warnings under `Warn`.
     pub(super) fn prune_custom(
         &self,
         r: &ResourceInfo,
@@ -65,14 +53,7 @@ impl ApiState {
         let Some(custom) = self.custom.stored(r) else {
             return Ok(Vec::new());
         };
-        let Some(schema) = &custom.schema else {
-            return Ok(Vec::new());
-        };
-        let pruned = structural::prune(schema, obj);
-        let described: Vec<String> = pruned
-            .iter()
-            .map(|f| format!("unknown field \"{}\"", f.trim_start_matches('.')))
-            .collect();
+        let described = custom.prune(obj);
         match opts.field_validation {
             _ if described.is_empty() => Ok(Vec::new()),
             FieldValidation::Strict => Err(Status::bad_request(format!(
@@ -86,9 +67,7 @@ impl ApiState {
 
     pub(super) fn default_custom(&self, r: &ResourceInfo, obj: &mut Value) {
         if let Some(custom) = self.custom.stored(r) {
-            if let Some(schema) = &custom.schema {
-                structural::apply_defaults(schema, obj);
-            }
+            custom.default(obj);
         }
     }
 
@@ -103,17 +82,10 @@ impl ApiState {
         if is_crd(r) {
             return crd_rule_errors(obj);
         }
-        let Some(custom) = self.custom.stored(r) else {
-            return Vec::new();
-        };
-        let mut causes = match &custom.schema {
-            Some(schema) => structural::validate(schema, obj),
-            None => Vec::new(),
-        };
-        if let Some(rules) = &custom.rules {
-            causes.extend(rules.validate(obj, old).into_iter().map(violation_cause));
-        }
-        causes
+        self.custom
+            .stored(r)
+            .map(|custom| custom.validate(obj, old))
+            .unwrap_or_default()
     }
 
     /// The server-owned status of a CRD being written.

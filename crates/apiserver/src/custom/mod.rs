@@ -4,13 +4,16 @@
 //! handles like a built-in resource's (the same handlers, store, watch cache and
 //! renderers), plus a [`CustomVersion`] with what only custom resources have: the version's
 //! structural schema, printer columns and scale paths, and the storage version its objects
-//! are kept in. The set is rebuilt from the stored CRDs whenever one is written.
+//! are kept in. That is the strategy the CRD builds (`strategy.rs`: prune, default,
+//! validate, table), beside the fixed `cairn_api::kinds::CUSTOM`. The set is rebuilt from the stored CRDs whenever one is written.
 //!
 //! `ResourceInfo`s are `&'static` throughout the server, so the ones made here are
 //! interned: each distinct definition is allocated once for the life of the process and
 //! reused when a rebuild produces it again. A CRD whose names or subresources change
 //! therefore keeps a few hundred bytes of its old shape alive; definitions that do not
 //! change cost nothing more.
+
+mod strategy;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
