@@ -43,7 +43,6 @@ pub(crate) mod pod;
 pub(crate) mod policy;
 pub(crate) mod quota;
 pub(crate) mod rbac;
-pub(crate) mod service;
 pub(crate) mod storage;
 
 pub use apps::*;

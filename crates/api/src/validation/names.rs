@@ -13,4 +13,4 @@ pub(crate) fn is_valid_ip(value: &str) -> bool {
     value.parse::<IpAddr>().is_ok()
 }
 
-pub(super) const INVALID_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+pub(crate) const INVALID_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";

@@ -2,12 +2,14 @@
 
 use crate::kinds::prelude::*;
 
+mod defaults;
 mod table;
+mod validation;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::pod::default_pod),
-    validate: Some(crate::validation::pod::validate_pod),
-    validate_update: Some(crate::validation::pod::validate_pod_update),
+    default: Some(defaults::default_pod),
+    validate: Some(validation::validate_pod),
+    validate_update: Some(validation::validate_pod_update),
     columns: Some(columns),
     row: Some(table::row),
     row_conditions: Some(table::row_conditions),

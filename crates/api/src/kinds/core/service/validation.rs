@@ -1,9 +1,12 @@
 //! Services: ports, ClusterIPs, IP families, node ports and their updates.
 
-use super::pod::validate_port_num_or_name;
-use super::*;
+use crate::status::Cause;
+use crate::validation::pod::validate_port_num_or_name;
+use crate::validation::*;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
 
-pub(crate) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(super) fn validate_service(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let svc_type = s(spec, "type");
@@ -250,7 +253,7 @@ fn validate_traffic_policies(spec: &Map<String, Value>, svc_type: &str, errs: &m
     }
 }
 
-pub(crate) fn validate_service_update(
+pub(super) fn validate_service_update(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     errs: &mut Vec<Cause>,

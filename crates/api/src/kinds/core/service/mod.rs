@@ -2,10 +2,13 @@
 
 use crate::kinds::prelude::*;
 
+mod defaults;
+mod validation;
+
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_service),
-    validate: Some(crate::validation::service::validate_service),
-    validate_update: Some(crate::validation::service::validate_service_update),
+    default: Some(defaults::default_service),
+    validate: Some(validation::validate_service),
+    validate_update: Some(validation::validate_service_update),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Service>,
