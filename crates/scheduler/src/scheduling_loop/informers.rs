@@ -20,11 +20,11 @@ pub enum Input {
     Claim(Box<Event<PersistentVolumeClaim>>),
     Volume(Box<Event<PersistentVolume>>),
     Class(Box<Event<StorageClass>>),
-    /// A bind finished (Err: the message).
+    /// A bind finished.
     Bound {
         uid: String,
         pod: std::sync::Arc<Pod>,
-        result: Result<(), String>,
+        result: Result<(), super::bind_error::BindError>,
     },
 }
 

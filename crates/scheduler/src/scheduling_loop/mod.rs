@@ -3,6 +3,7 @@
 //! a concurrent task (assume-then-bind); a failed bind forgets the assumption and
 //! requeues the pod.
 
+pub mod bind_error;
 pub mod cycle;
 pub mod extender;
 pub mod informers;
@@ -28,6 +29,7 @@ use crate::pod_info::PodInfo;
 use crate::preemption::{self, Preemption};
 use crate::queue::SchedulingQueue;
 use crate::snapshot::Snapshot;
+use bind_error::BindError;
 use cycle::CycleError;
 use extender::Extender;
 use informers::Input;
@@ -312,8 +314,14 @@ impl Scheduler {
         self.queue.upsert(Arc::new(pod), now);
     }
 
-    fn on_bound(&mut self, uid: String, pod: Arc<Pod>, result: Result<(), String>, now: Instant) {
-        let Err(message) = result else {
+    fn on_bound(
+        &mut self,
+        uid: String,
+        pod: Arc<Pod>,
+        result: Result<(), BindError>,
+        now: Instant,
+    ) {
+        let Err(error) = result else {
             return;
         };
         // The pod may be gone already (then the informer forgot it and nothing requeues).
@@ -321,12 +329,18 @@ impl Scheduler {
             return;
         }
         self.snapshot.remove_pod(&uid);
+        if error.pod_gone() {
+            // Deleted while binding: its delete event may still be on its way; nothing
+            // to retry and nobody to tell.
+            self.queue.remove(&uid);
+            return;
+        }
         self.queue.move_all(now);
         self.reporter.event(
             &pod,
             cairn_events::EventType::Warning,
             "FailedScheduling",
-            &format!("Binding rejected: {message}"),
+            &format!("Binding rejected: {error}"),
         );
         self.queue.upsert(pod, now);
         self.queue.retry_later(&uid, now);
@@ -490,10 +504,10 @@ impl Scheduler {
         let reporter = self.reporter.clone();
         tokio::spawn(async move {
             let result = match volumes::pre_bind(&client, &claims, &node).await {
-                Err(e) => Err(e),
+                Err(e) => Err(BindError::Volumes(e)),
                 Ok(()) => match binder {
-                    Some(e) => e.bind(&pod, &node).await.map_err(|e| e.to_string()),
-                    None => bind(&client, &pod, &node).await,
+                    Some(e) => e.bind(&pod, &node).await.map_err(BindError::from),
+                    None => bind(&client, &pod, &node).await.map_err(BindError::from),
                 },
             };
             drop(permit);
@@ -514,7 +528,7 @@ impl Scheduler {
 }
 
 /// `POST pods/<name>/binding`.
-async fn bind(client: &Client, pod: &Pod, node: &str) -> Result<(), String> {
+async fn bind(client: &Client, pod: &Pod, node: &str) -> Result<(), kube::Error> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let binding = Binding {
@@ -535,5 +549,4 @@ async fn bind(client: &Client, pod: &Pod, node: &str) -> Result<(), String> {
         .create_subresource::<Binding, Status>("binding", &name, &PostParams::default(), &binding)
         .await
         .map(|_| ())
-        .map_err(|e| e.to_string())
 }
