@@ -116,34 +116,7 @@ pub(crate) fn default_template(spec: &mut Map<String, Value>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// apps/v1
-
-pub(crate) fn default_deployment(o: &mut Map<String, Value>) {
-    let Some(spec) = child_obj(o, "spec") else {
-        return;
-    };
-    set_default(spec, "replicas", json!(1));
-    if let Some(strategy) = child_obj(spec, "strategy") {
-        set_default_str(strategy, "type", "RollingUpdate");
-        if str_of(strategy, "type") == "RollingUpdate" {
-            if let Some(ru) = child_obj(strategy, "rollingUpdate") {
-                set_default(ru, "maxUnavailable", json!("25%"));
-                set_default(ru, "maxSurge", json!("25%"));
-            }
-        }
-    }
-    set_default(spec, "revisionHistoryLimit", json!(10));
-    set_default(spec, "progressDeadlineSeconds", json!(600));
-    default_template(spec);
-}
-
-pub(crate) fn default_replica_set(o: &mut Map<String, Value>) {
-    let Some(spec) = child_obj(o, "spec") else {
-        return;
-    };
-    set_default(spec, "replicas", json!(1));
-    default_template(spec);
-}
+// Status counters and claims (the workloads' own defaults are their kinds')
 
 /// Status fields Go serializes even when zero (not `omitempty`): kube-apiserver's answers
 /// always carry them, and clients (the Python client) refuse objects without them.
@@ -191,34 +164,6 @@ pub(crate) fn default_volume(pv: &mut Map<String, Value>) {
     }
 }
 
-pub(crate) fn default_stateful_set(o: &mut Map<String, Value>) {
-    let Some(spec) = child_obj(o, "spec") else {
-        return;
-    };
-    set_default_str(spec, "podManagementPolicy", "OrderedReady");
-    if let Some(strategy) = child_obj(spec, "updateStrategy") {
-        set_default_str(strategy, "type", "RollingUpdate");
-        if str_of(strategy, "type") == "RollingUpdate" {
-            if let Some(ru) = child_obj(strategy, "rollingUpdate") {
-                set_default(ru, "partition", json!(0));
-            }
-        }
-    }
-    if let Some(policy) = child_obj(spec, "persistentVolumeClaimRetentionPolicy") {
-        set_default_str(policy, "whenDeleted", "Retain");
-        set_default_str(policy, "whenScaled", "Retain");
-    }
-    set_default(spec, "replicas", json!(1));
-    set_default(spec, "revisionHistoryLimit", json!(10));
-    for pvc in list_objs(spec, "volumeClaimTemplates") {
-        // Embedded claims are defaulted as PersistentVolumeClaims are.
-        set_default_str(pvc, "apiVersion", "v1");
-        set_default_str(pvc, "kind", "PersistentVolumeClaim");
-        default_claim(pvc);
-    }
-    default_template(spec);
-}
-
 /// Template labels, as a map, when the object's own `field` (labels or selector) is empty.
 pub(crate) fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
     spec.get("template")?
@@ -234,30 +179,6 @@ pub(crate) fn is_empty_map(v: Option<&Value>) -> bool {
         Some(Value::Object(m)) => m.is_empty(),
         _ => false,
     }
-}
-
-pub(crate) fn default_replication_controller(o: &mut Map<String, Value>) {
-    let labels = o
-        .get("spec")
-        .and_then(Value::as_object)
-        .and_then(template_labels);
-    if let Some(labels) = labels {
-        if let Some(spec) = child_obj(o, "spec") {
-            if is_empty_map(spec.get("selector")) {
-                spec.insert("selector".into(), labels.clone());
-            }
-        }
-        if let Some(meta) = child_obj(o, "metadata") {
-            if is_empty_map(meta.get("labels")) {
-                meta.insert("labels".into(), labels);
-            }
-        }
-    }
-    let Some(spec) = child_obj(o, "spec") else {
-        return;
-    };
-    set_default(spec, "replicas", json!(1));
-    default_template(spec);
 }
 
 /// `SetDefaults_Job` (the server's selector is generated at admission, before this).
@@ -367,23 +288,6 @@ pub(crate) fn default_cron_job(o: &mut Map<String, Value>) {
     if let Some(job_spec) = existing_obj(spec, "jobTemplate").and_then(|t| child_obj(t, "spec")) {
         default_template(job_spec);
     }
-}
-
-pub(crate) fn default_daemon_set(o: &mut Map<String, Value>) {
-    let Some(spec) = child_obj(o, "spec") else {
-        return;
-    };
-    if let Some(strategy) = child_obj(spec, "updateStrategy") {
-        set_default_str(strategy, "type", "RollingUpdate");
-        if str_of(strategy, "type") == "RollingUpdate" {
-            if let Some(ru) = child_obj(strategy, "rollingUpdate") {
-                set_default(ru, "maxUnavailable", json!(1));
-                set_default(ru, "maxSurge", json!(0));
-            }
-        }
-    }
-    set_default(spec, "revisionHistoryLimit", json!(10));
-    default_template(spec);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-//! Label selectors and the workloads that use them (Deployment, ReplicaSet, DaemonSet,
-//! StatefulSet, ReplicationController).
+//! Label selectors and the checks the workloads that use them share (selector, pod template,
+//! rolling update, claim spec); each workload's own rules are its kind's (`kinds/apps/*`,
+//! `kinds/core/replication_controller.rs`).
 
 use super::pod::validate_pod_spec;
 use super::*;
@@ -182,53 +183,6 @@ pub(crate) fn validate_template(
     }
 }
 
-pub(crate) fn validate_deployment(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    nonnegative(spec, "replicas", "spec", errs);
-    validate_workload(spec, "deployment", errs);
-    if let Some(strategy) = obj(spec, "strategy") {
-        let t = s(strategy, "type");
-        match t {
-            "Recreate" => {
-                if field(strategy, "rollingUpdate").is_some() {
-                    errs.push(Cause::forbidden(
-                        "spec.strategy.rollingUpdate",
-                        "may not be specified when strategy `type` is 'Recreate'",
-                    ));
-                }
-            }
-            "RollingUpdate" => {
-                if let Some(ru) = obj(strategy, "rollingUpdate") {
-                    validate_rolling_update(ru, "spec.strategy.rollingUpdate", true, errs);
-                }
-            }
-            "" => errs.push(Cause::required("spec.strategy.type")),
-            other => errs.push(Cause::not_supported(
-                "spec.strategy.type",
-                other,
-                &["Recreate", "RollingUpdate"],
-            )),
-        }
-    }
-    for key in [
-        "minReadySeconds",
-        "revisionHistoryLimit",
-        "progressDeadlineSeconds",
-    ] {
-        nonnegative(spec, key, "spec", errs);
-    }
-    if let Some(pds) = int(spec, "progressDeadlineSeconds") {
-        if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
-            errs.push(Cause::invalid_value(
-                "spec.progressDeadlineSeconds",
-                &Value::from(pds),
-                "must be greater than minReadySeconds",
-            ));
-        }
-    }
-}
-
 /// A non-negative int or a percentage (`max_100`: at most 100 %), upstream's
 /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`; its number when valid.
 pub(crate) fn int_or_percent(
@@ -294,158 +248,6 @@ pub(crate) fn validate_rolling_update(
     }
 }
 
-pub(crate) fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    nonnegative(spec, "replicas", "spec", errs);
-    nonnegative(spec, "minReadySeconds", "spec", errs);
-    // Kubernetes says "deployment" here too.
-    validate_workload(spec, "deployment", errs);
-}
-
-pub(crate) fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    validate_workload(spec, "daemonset", errs);
-    nonnegative(spec, "minReadySeconds", "spec", errs);
-    nonnegative(spec, "revisionHistoryLimit", "spec", errs);
-    if let Some(strategy) = obj(spec, "updateStrategy") {
-        match s(strategy, "type") {
-            "OnDelete" => {}
-            "RollingUpdate" => {
-                if let Some(ru) = obj(strategy, "rollingUpdate") {
-                    validate_rolling_update(ru, "spec.updateStrategy.rollingUpdate", true, errs);
-                }
-            }
-            "" => errs.push(Cause::required("spec.updateStrategy.type")),
-            other => errs.push(Cause::not_supported(
-                "spec.updateStrategy.type",
-                other,
-                &["OnDelete", "RollingUpdate"],
-            )),
-        }
-    }
-}
-
-pub(crate) fn validate_replication_controller(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    nonnegative(spec, "replicas", "spec", errs);
-    nonnegative(spec, "minReadySeconds", "spec", errs);
-    // An equality selector: a map of labels, required and non-empty.
-    let selector = obj(spec, "selector").filter(|m| !m.is_empty());
-    match selector {
-        None => errs.push(Cause::required("spec.selector")),
-        Some(_) => validate_labels(spec, "selector", "spec.selector", errs),
-    }
-    let as_label_selector = selector.map(|m| {
-        let mut sel = Map::new();
-        sel.insert("matchLabels".into(), Value::Object(m.clone()));
-        sel
-    });
-    validate_template(
-        spec,
-        "spec",
-        as_label_selector.as_ref(),
-        &["Always"],
-        Some("ReplicationController"),
-        errs,
-    );
-}
-
-pub(crate) fn validate_stateful_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    for key in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
-        nonnegative(spec, key, "spec", errs);
-    }
-    let policy = s(spec, "podManagementPolicy");
-    require_one_of(
-        errs,
-        "spec.podManagementPolicy".into(),
-        policy,
-        &["OrderedReady", "Parallel"],
-    );
-    if let Some(strategy) = obj(spec, "updateStrategy") {
-        match s(strategy, "type") {
-            "OnDelete" => {
-                if field(strategy, "rollingUpdate").is_some() {
-                    errs.push(Cause::invalid(
-                        "spec.updateStrategy.rollingUpdate",
-                        "OnDelete",
-                        "only allowed for updateStrategy 'RollingUpdate'",
-                    ));
-                }
-            }
-            "RollingUpdate" => {
-                if let Some(ru) = obj(strategy, "rollingUpdate") {
-                    nonnegative(ru, "partition", "spec.updateStrategy.rollingUpdate", errs);
-                }
-            }
-            "" => errs.push(Cause::required("spec.updateStrategy")),
-            other => errs.push(Cause::invalid(
-                "spec.updateStrategy",
-                other,
-                "must be 'RollingUpdate' or 'OnDelete'",
-            )),
-        }
-    }
-    if let Some(retention) = obj(spec, "persistentVolumeClaimRetentionPolicy") {
-        for key in ["whenDeleted", "whenScaled"] {
-            let p = format!("spec.persistentVolumeClaimRetentionPolicy.{key}");
-            require_one_of(errs, p, s(retention, key), &["Retain", "Delete"]);
-        }
-    }
-    for (i, pvc) in objs(spec, "volumeClaimTemplates") {
-        let name = obj(pvc, "metadata").map(|m| s(m, "name")).unwrap_or("");
-        let p = format!("spec.volumeClaimTemplates[{i}].metadata.name");
-        if name.is_empty() {
-            errs.push(Cause::required(p));
-        } else {
-            for msg in is_dns1123_subdomain(name) {
-                errs.push(Cause::invalid(&p, name, &msg));
-            }
-        }
-        validate_claim(pvc, &format!("spec.volumeClaimTemplates[{i}].spec"), errs);
-    }
-    validate_workload(&with_claim_volumes(spec), "statefulset", errs);
-}
-
-/// The spec with each claim template as a template volume, as the controller adds them
-/// to the pods, so mounts of claim templates are found.
-pub(crate) fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
-    let names: Vec<String> = objs(spec, "volumeClaimTemplates")
-        .filter_map(|(_, pvc)| obj(pvc, "metadata").map(|m| s(m, "name").to_string()))
-        .filter(|n| !n.is_empty())
-        .collect();
-    let mut out = spec.clone();
-    if names.is_empty() {
-        return out;
-    }
-    let pod_spec = out
-        .get_mut("template")
-        .and_then(|t| t.get_mut("spec"))
-        .and_then(Value::as_object_mut);
-    if let Some(pod_spec) = pod_spec {
-        let volumes = pod_spec
-            .entry("volumes")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Some(list) = volumes.as_array_mut() {
-            for n in names {
-                let claim =
-                    serde_json::json!({"name": n, "persistentVolumeClaim": {"claimName": n}});
-                if !list
-                    .iter()
-                    .any(|v| v.get("name").and_then(Value::as_str) == Some(n.as_str()))
-                {
-                    list.push(claim);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A PersistentVolumeClaim's spec (`ValidatePersistentVolumeClaimSpec`): access modes and
 /// a storage request.
 pub(crate) fn validate_claim(pvc: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
@@ -488,34 +290,6 @@ pub(crate) fn selector_immutable(
             "spec.selector",
             &go_selector(new_sel),
             IMMUTABLE,
-        ));
-    }
-}
-
-/// The spec fields a StatefulSet update may change (upstream `ValidateStatefulSetUpdate`).
-pub(crate) fn validate_stateful_set_update(
-    old: &Map<String, Value>,
-    new: &Map<String, Value>,
-    errs: &mut Vec<Cause>,
-) {
-    const MUTABLE: [&str; 7] = [
-        "replicas",
-        "ordinals",
-        "template",
-        "updateStrategy",
-        "persistentVolumeClaimRetentionPolicy",
-        "minReadySeconds",
-        "revisionHistoryLimit",
-    ];
-    let fixed = |o: &Map<String, Value>| -> Value {
-        let mut spec = obj(o, "spec").cloned().unwrap_or_default();
-        spec.retain(|k, _| !MUTABLE.contains(&k.as_str()));
-        strip(Some(&Value::Object(spec)))
-    };
-    if fixed(old) != fixed(new) {
-        errs.push(Cause::forbidden(
-            "spec",
-            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
         ));
     }
 }

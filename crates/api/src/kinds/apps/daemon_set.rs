@@ -3,8 +3,8 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_daemon_set),
-    validate: Some(crate::validation::apps::validate_daemon_set),
+    default: Some(default_daemon_set),
+    validate: Some(validate_daemon_set),
     validate_update: Some(selector_immutable),
     columns: Some(columns),
     row: Some(row),
@@ -15,6 +15,47 @@ pub const STRATEGY: Strategy = Strategy {
     zero_values: Some(zero_values),
     ..Strategy::NONE
 };
+
+fn default_daemon_set(o: &mut Map<String, Value>) {
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    if let Some(strategy) = child_obj(spec, "updateStrategy") {
+        set_default_str(strategy, "type", "RollingUpdate");
+        if str_of(strategy, "type") == "RollingUpdate" {
+            if let Some(ru) = child_obj(strategy, "rollingUpdate") {
+                set_default(ru, "maxUnavailable", json!(1));
+                set_default(ru, "maxSurge", json!(0));
+            }
+        }
+    }
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    default_template(spec);
+}
+
+fn validate_daemon_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_workload(spec, "daemonset", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    nonnegative(spec, "revisionHistoryLimit", "spec", errs);
+    if let Some(strategy) = obj(spec, "updateStrategy") {
+        match s(strategy, "type") {
+            "OnDelete" => {}
+            "RollingUpdate" => {
+                if let Some(ru) = obj(strategy, "rollingUpdate") {
+                    validate_rolling_update(ru, "spec.updateStrategy.rollingUpdate", true, errs);
+                }
+            }
+            "" => errs.push(Cause::required("spec.updateStrategy.type")),
+            other => errs.push(Cause::not_supported(
+                "spec.updateStrategy.type",
+                other,
+                &["OnDelete", "RollingUpdate"],
+            )),
+        }
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

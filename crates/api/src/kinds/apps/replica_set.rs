@@ -3,8 +3,8 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_replica_set),
-    validate: Some(crate::validation::apps::validate_replica_set),
+    default: Some(default_replica_set),
+    validate: Some(validate_replica_set),
     validate_update: Some(selector_immutable),
     columns: Some(columns),
     row: Some(row),
@@ -15,6 +15,23 @@ pub const STRATEGY: Strategy = Strategy {
     zero_values: Some(zero_values),
     ..Strategy::NONE
 };
+
+fn default_replica_set(o: &mut Map<String, Value>) {
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default(spec, "replicas", json!(1));
+    default_template(spec);
+}
+
+fn validate_replica_set(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    // Kubernetes says "deployment" here too.
+    validate_workload(spec, "deployment", errs);
+}
 
 fn columns() -> Vec<Col> {
     vec![

@@ -3,8 +3,8 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_replication_controller),
-    validate: Some(crate::validation::apps::validate_replication_controller),
+    default: Some(default_replication_controller),
+    validate: Some(validate_replication_controller),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::ReplicationController>,
@@ -14,6 +14,56 @@ pub const STRATEGY: Strategy = Strategy {
     zero_values: Some(zero_values),
     ..Strategy::NONE
 };
+
+fn default_replication_controller(o: &mut Map<String, Value>) {
+    let labels = o
+        .get("spec")
+        .and_then(Value::as_object)
+        .and_then(template_labels);
+    if let Some(labels) = labels {
+        if let Some(spec) = child_obj(o, "spec") {
+            if is_empty_map(spec.get("selector")) {
+                spec.insert("selector".into(), labels.clone());
+            }
+        }
+        if let Some(meta) = child_obj(o, "metadata") {
+            if is_empty_map(meta.get("labels")) {
+                meta.insert("labels".into(), labels);
+            }
+        }
+    }
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default(spec, "replicas", json!(1));
+    default_template(spec);
+}
+
+fn validate_replication_controller(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    // An equality selector: a map of labels, required and non-empty.
+    let selector = obj(spec, "selector").filter(|m| !m.is_empty());
+    match selector {
+        None => errs.push(Cause::required("spec.selector")),
+        Some(_) => validate_labels(spec, "selector", "spec.selector", errs),
+    }
+    let as_label_selector = selector.map(|m| {
+        let mut sel = Map::new();
+        sel.insert("matchLabels".into(), Value::Object(m.clone()));
+        sel
+    });
+    validate_template(
+        spec,
+        "spec",
+        as_label_selector.as_ref(),
+        &["Always"],
+        Some("ReplicationController"),
+        errs,
+    );
+}
 
 fn columns() -> Vec<Col> {
     vec![
