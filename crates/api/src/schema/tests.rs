@@ -371,76 +371,112 @@ fn subresource_bodies() {
     assert_eq!(status.value["status"]["phase"], "Running");
 }
 
+/// Real field names the random shapes of `random_shapes_never_panic` are keyed by.
+const KEYS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "spec",
+    "status",
+    "containers",
+    "initContainers",
+    "image",
+    "ports",
+    "containerPort",
+    "port",
+    "targetPort",
+    "nodePort",
+    "protocol",
+    "selector",
+    "matchLabels",
+    "matchExpressions",
+    "template",
+    "replicas",
+    "resources",
+    "limits",
+    "requests",
+    "cpu",
+    "memory",
+    "volumes",
+    "emptyDir",
+    "configMap",
+    "data",
+    "stringData",
+    "type",
+    "conditions",
+    "containerStatuses",
+    "state",
+    "waiting",
+    "terminated",
+    "reason",
+    "restartCount",
+    "clusterIP",
+    "clusterIPs",
+    "subsets",
+    "addresses",
+    "ip",
+    "endpoints",
+    "tolerations",
+    "key",
+    "operator",
+    "values",
+    "strategy",
+    "rollingUpdate",
+    "maxSurge",
+    "creationTimestamp",
+    "renewTime",
+    "involvedObject",
+    "series",
+    "count",
+    "env",
+    "valueFrom",
+    "fieldRef",
+    "livenessProbe",
+    "httpGet",
+    "hostNetwork",
+];
+
+/// A random JSON value drawn from `next`: objects keyed by KEYS, no containers past depth 4.
+fn gen(next: &mut dyn FnMut() -> u64, depth: u32) -> Value {
+    match next() % if depth > 4 { 6 } else { 9 } {
+        0 => Value::Null,
+        1 => json!(matches!(next() % 3, 0)),
+        2 => json!((next() % 70000) as i64 - 10),
+        3 => json!(
+            [
+                "",
+                "a",
+                "0.5",
+                "1Gi",
+                "Always",
+                "2024-01-02T03:04:05Z",
+                "TCP",
+                "x y",
+                "YQ=="
+            ][(next() % 9) as usize]
+        ),
+        4 => json!(1.5),
+        5 => json!(-3),
+        6 | 7 => {
+            let n = next() % 5;
+            let mut m = Map::new();
+            for _ in 0..n {
+                let k = KEYS[(next() as usize) % KEYS.len()];
+                m.insert(k.to_string(), gen(next, depth + 1));
+            }
+            Value::Object(m)
+        }
+        _ => Value::Array((0..next() % 4).map(|_| gen(next, depth + 1)).collect()),
+    }
+}
+
 /// Random JSON built from real field names, through every stage: never a panic.
 #[test]
 fn random_shapes_never_panic() {
-    const KEYS: &[&str] = &[
-        "apiVersion",
-        "kind",
-        "metadata",
-        "name",
-        "namespace",
-        "labels",
-        "annotations",
-        "spec",
-        "status",
-        "containers",
-        "initContainers",
-        "image",
-        "ports",
-        "containerPort",
-        "port",
-        "targetPort",
-        "nodePort",
-        "protocol",
-        "selector",
-        "matchLabels",
-        "matchExpressions",
-        "template",
-        "replicas",
-        "resources",
-        "limits",
-        "requests",
-        "cpu",
-        "memory",
-        "volumes",
-        "emptyDir",
-        "configMap",
-        "data",
-        "stringData",
-        "type",
-        "conditions",
-        "containerStatuses",
-        "state",
-        "waiting",
-        "terminated",
-        "reason",
-        "restartCount",
-        "clusterIP",
-        "clusterIPs",
-        "subsets",
-        "addresses",
-        "ip",
-        "endpoints",
-        "tolerations",
-        "key",
-        "operator",
-        "values",
-        "strategy",
-        "rollingUpdate",
-        "maxSurge",
-        "creationTimestamp",
-        "renewTime",
-        "involvedObject",
-        "series",
-        "count",
-        "env",
-        "valueFrom",
-        "fieldRef",
-        "livenessProbe",
-        "httpGet",
-        "hostNetwork",
-    ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         seed ^= seed << 13;
@@ -448,38 +484,6 @@ fn random_shapes_never_panic() {
         seed ^= seed << 17;
         seed
     };
-    fn gen(next: &mut dyn FnMut() -> u64, depth: u32) -> Value {
-        match next() % if depth > 4 { 6 } else { 9 } {
-            0 => Value::Null,
-            1 => json!(matches!(next() % 3, 0)),
-            2 => json!((next() % 70000) as i64 - 10),
-            3 => json!(
-                [
-                    "",
-                    "a",
-                    "0.5",
-                    "1Gi",
-                    "Always",
-                    "2024-01-02T03:04:05Z",
-                    "TCP",
-                    "x y",
-                    "YQ=="
-                ][(next() % 9) as usize]
-            ),
-            4 => json!(1.5),
-            5 => json!(-3),
-            6 | 7 => {
-                let n = next() % 5;
-                let mut m = Map::new();
-                for _ in 0..n {
-                    let k = KEYS[(next() as usize) % KEYS.len()];
-                    m.insert(k.to_string(), gen(next, depth + 1));
-                }
-                Value::Object(m)
-            }
-            _ => Value::Array((0..next() % 4).map(|_| gen(next, depth + 1)).collect()),
-        }
-    }
     for _ in 0..800 {
         let v = gen(&mut next, 0);
         for r in crate::registry::RESOURCES {

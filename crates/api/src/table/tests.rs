@@ -128,6 +128,12 @@ fn pod_with(status: Value) -> Value {
 
 #[test]
 fn pod_statuses() {
+    running_creating_and_crashing_pods();
+    completed_terminating_and_initializing_pods();
+    sidecar_and_pending_pods();
+}
+
+fn running_creating_and_crashing_pods() {
     let running = json!({"phase": "Running", "podIP": "10.0.0.7",
         "conditions": [{"type": "Ready", "status": "True"}],
         "containerStatuses": [
@@ -175,7 +181,9 @@ fn pod_statuses() {
         (c[1].as_str(), c[2].as_str(), c[3].as_str()),
         (Some("1/2"), Some("CrashLoopBackOff"), Some("7 (40s ago)"))
     );
+}
 
+fn completed_terminating_and_initializing_pods() {
     let done = json!({"phase": "Succeeded", "containerStatuses": [
         {"name": "a", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
         {"name": "b", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]});
@@ -196,7 +204,9 @@ fn pod_statuses() {
     assert_eq!(cells("v1", "Pod", init.clone())[2], "Init:ErrImagePull");
     init["status"]["initContainerStatuses"][0]["state"] = json!({"terminated": {"exitCode": 3}});
     assert_eq!(cells("v1", "Pod", init)[2], "Init:ExitCode:3");
+}
 
+fn sidecar_and_pending_pods() {
     let mut sidecar = pod_with(
         json!({"phase": "Running", "conditions": [{"type": "Initialized", "status": "True"}],
         "initContainerStatuses": [{"name": "proxy", "ready": true, "started": true, "restartCount": 1, "state": {"running": {}}}],

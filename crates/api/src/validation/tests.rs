@@ -418,6 +418,13 @@ fn event_causes() {
 
 #[test]
 fn immutable_updates() {
+    pod_updates_only_change_what_kubernetes_allows();
+    deployment_selector_is_immutable();
+    service_cluster_ip_may_not_change_once_set();
+    immutable_config_map_data_is_frozen();
+}
+
+fn pod_updates_only_change_what_kubernetes_allows() {
     let p = res("v1", "Pod");
     let mut old = pod(json!({"containers": [{"name": "web", "image": "nginx:1"}]}));
     old["metadata"]["uid"] = json!("u1");
@@ -475,7 +482,9 @@ fn immutable_updates() {
             "metadata.uid: Invalid value: \"u2\": field is immutable",
         ]
     );
+}
 
+fn deployment_selector_is_immutable() {
     let d = res("apps/v1", "Deployment");
     let mut old = deployment(
         json!({"matchLabels": {"app": "web"}}),
@@ -489,7 +498,9 @@ fn immutable_updates() {
         validate_update(d, &old, &new).iter().map(Cause::describe).collect::<Vec<_>>(),
         vec!["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"web\", \"v\":\"2\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"]
     );
+}
 
+fn service_cluster_ip_may_not_change_once_set() {
     let s = res("v1", "Service");
     let old = json!({"metadata": {"name": "web", "namespace": "d"}, "spec": {"clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.5"],
         "ports": [{"port": 80, "protocol": "TCP"}], "type": "ClusterIP", "sessionAffinity": "None"}});
@@ -510,7 +521,9 @@ fn immutable_updates() {
         "{:?}",
         validate_update(s, &old, &new)
     );
+}
 
+fn immutable_config_map_data_is_frozen() {
     let cm = res("v1", "ConfigMap");
     let old =
         json!({"metadata": {"name": "c", "namespace": "d"}, "immutable": true, "data": {"a": "1"}});
