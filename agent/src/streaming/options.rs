@@ -270,9 +270,27 @@ mod tests {
     /// `ws_client.py`, Debian's 22.6 and PyPI's 36.0.3), and what each gets.
     #[test]
     fn captured_client_handshakes_negotiate() {
-        /// Client, port-forward endpoint, upgrade headers sent, what it gets.
-        type Case<'a> = (&'a str, bool, &'a [(&'a str, &'a str)], Wire);
-        let cases: &[Case] = &[
+        let mut cases = kubectl_handshakes();
+        cases.extend(python_client_handshakes());
+        for (client, port_forward, sent, wanted) in &cases {
+            assert_eq!(
+                &negotiate(&headers(sent), *port_forward).unwrap(),
+                wanted,
+                "{client}"
+            );
+        }
+    }
+
+    /// Client, port-forward endpoint, upgrade headers sent, what it gets.
+    type Case = (
+        &'static str,
+        bool,
+        &'static [(&'static str, &'static str)],
+        Wire,
+    );
+
+    fn kubectl_handshakes() -> Vec<Case> {
+        vec![
             (
                 "kubectl 1.33 exec (websocket executor)",
                 false,
@@ -335,6 +353,11 @@ mod tests {
                     protocol: "portforward.k8s.io".into(),
                 },
             ),
+        ]
+    }
+
+    fn python_client_handshakes() -> Vec<Case> {
+        vec![
             (
                 "Python client 22.6 stream()",
                 false,
@@ -374,14 +397,7 @@ mod tests {
                     protocol: "v4.channel.k8s.io".into(),
                 },
             ),
-        ];
-        for (client, port_forward, sent, wanted) in cases {
-            assert_eq!(
-                &negotiate(&headers(sent), *port_forward).unwrap(),
-                wanted,
-                "{client}"
-            );
-        }
+        ]
     }
 
     #[test]
