@@ -235,6 +235,14 @@ fn widgets(k: &Kubectl) {
     });
     let stored = k.json(&["get", "wd", "w"]);
     assert_eq!(stored["spec"]["replicas"], 1, "default: {stored}");
+    widget_scales_and_columns_follow(k);
+    widget_cel_and_enum_rules(k);
+    widget_status_only_through_subresource(k);
+    widget_other_version_and_explain(k);
+    deleting_the_crd_deletes_widgets(k);
+}
+
+fn widget_scales_and_columns_follow(k: &Kubectl) {
     // Scale through the subresource; the printer columns follow.
     k.ok(&["scale", "widget/w", "--replicas=3"]);
     let table = k.ok(&["get", "widgets"]);
@@ -246,6 +254,9 @@ fn widgets(k: &Kubectl) {
     );
     let all = k.ok(&["get", "all"]);
     assert!(all.contains("widget.example.com/w"), "{all}");
+}
+
+fn widget_cel_and_enum_rules(k: &Kubectl) {
     // CEL with a messageExpression; a transition rule.
     let err = k.fails(&["scale", "widget/w", "--replicas=11"]);
     assert!(
@@ -276,6 +287,9 @@ fn widgets(k: &Kubectl) {
         err.contains("spec.size: Unsupported value: \"XL\""),
         "{err}"
     );
+}
+
+fn widget_status_only_through_subresource(k: &Kubectl) {
     // Status only through /status.
     k.ok(&[
         "patch",
@@ -305,6 +319,9 @@ fn widgets(k: &Kubectl) {
         json!({"replicas": 3, "selector": "app=w"}),
         "{scale}"
     );
+}
+
+fn widget_other_version_and_explain(k: &Kubectl) {
     // The other version, and generation.
     let beta = k.json(&["get", "widgets.v1beta1.example.com", "w"]);
     assert_eq!(beta["apiVersion"], "example.com/v1beta1");
@@ -322,6 +339,9 @@ fn widgets(k: &Kubectl) {
         recursive.contains("replicas") && recursive.contains("selector"),
         "{recursive}"
     );
+}
+
+fn deleting_the_crd_deletes_widgets(k: &Kubectl) {
     // Deleting the CRD deletes its objects.
     k.ok(&["delete", "crd", "widgets.example.com"]);
     wait_for("widgets to stop being served", 20, || {

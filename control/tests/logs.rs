@@ -108,6 +108,26 @@ spec:
 fn kubectl_logs_through_the_api_server() {
     let tmp = tempfile::tempdir().unwrap();
     let logs = tmp.path().join("logs");
+    write_fixture_logs(&logs);
+    let running = Arc::new(AtomicBool::new(true));
+    let port = start_log_server(FixtureNode {
+        dir: logs.clone(),
+        running: Arc::clone(&running),
+    });
+
+    let server = Server::start(&tmp.path().join("control"));
+    let k = Kubectl::new(33, &server);
+    register_node_and_pods(&k, port);
+
+    for minor in [33, 27] {
+        let k = Kubectl::new(minor, &server);
+        logs_options_and_errors(&k);
+    }
+
+    follow_sees_appended_lines_and_ends(&k, &logs, &running);
+}
+
+fn write_fixture_logs(logs: &Path) {
     write_log(
         &logs.join("single/app/1.log"),
         &(record(1, "stdout", "F", "one")
@@ -131,14 +151,10 @@ fn kubectl_logs_through_the_api_server() {
         &logs.join("multi/setup/1.log"),
         &record(1, "stdout", "F", "init"),
     );
-    let running = Arc::new(AtomicBool::new(true));
-    let port = start_log_server(FixtureNode {
-        dir: logs.clone(),
-        running: Arc::clone(&running),
-    });
+}
 
-    let server = Server::start(&tmp.path().join("control"));
-    let k = Kubectl::new(33, &server);
+/// node-logs with the fixture log server as its kubelet endpoint, and the pods on it.
+fn register_node_and_pods(k: &Kubectl, port: u16) {
     k.ok_stdin(
         &["create", "-f", "-"],
         "apiVersion: v1\nkind: Node\nmetadata: {name: node-logs}\n",
@@ -156,58 +172,59 @@ fn kubectl_logs_through_the_api_server() {
         &status,
     ]);
     k.ok_stdin(&["create", "-f", "-"], PODS);
+}
 
-    for minor in [33, 27] {
-        let k = Kubectl::new(minor, &server);
-        // Both streams, partial records joined.
-        assert_eq!(k.ok(&["logs", "single"]), "one\ntwo\nthree\n");
-        assert_eq!(k.ok(&["logs", "single", "--tail=2"]), "two\nthree\n");
-        assert_eq!(k.ok(&["logs", "single", "--tail=0"]), "");
-        assert_eq!(
-            k.ok(&["logs", "single", "--timestamps", "--tail=1"]),
-            "2024-03-04T05:06:03.250000000Z three\n"
-        );
-        assert_eq!(k.ok(&["logs", "single", "--limit-bytes=6"]), "one\ntw");
-        assert_eq!(
-            k.ok(&["logs", "single", "--since-time=2024-03-04T05:06:02Z"]),
-            "two\nthree\n"
-        );
-        // The fixture is years old: nothing in the last hour.
-        assert_eq!(k.ok(&["logs", "single", "--since=1h"]), "");
-        assert_eq!(
-            k.ok(&["logs", "single", "--previous"]),
-            "before the restart\n"
-        );
-        assert_eq!(k.ok(&["logs", "multi", "-c", "sidecar"]), "sidecar\n");
-        assert_eq!(k.ok(&["logs", "multi", "-c", "setup"]), "init\n");
-        assert_eq!(k.ok(&["logs", "pod/multi", "-c", "web"]), "web\n");
+fn logs_options_and_errors(k: &Kubectl) {
+    // Both streams, partial records joined.
+    assert_eq!(k.ok(&["logs", "single"]), "one\ntwo\nthree\n");
+    assert_eq!(k.ok(&["logs", "single", "--tail=2"]), "two\nthree\n");
+    assert_eq!(k.ok(&["logs", "single", "--tail=0"]), "");
+    assert_eq!(
+        k.ok(&["logs", "single", "--timestamps", "--tail=1"]),
+        "2024-03-04T05:06:03.250000000Z three\n"
+    );
+    assert_eq!(k.ok(&["logs", "single", "--limit-bytes=6"]), "one\ntw");
+    assert_eq!(
+        k.ok(&["logs", "single", "--since-time=2024-03-04T05:06:02Z"]),
+        "two\nthree\n"
+    );
+    // The fixture is years old: nothing in the last hour.
+    assert_eq!(k.ok(&["logs", "single", "--since=1h"]), "");
+    assert_eq!(
+        k.ok(&["logs", "single", "--previous"]),
+        "before the restart\n"
+    );
+    assert_eq!(k.ok(&["logs", "multi", "-c", "sidecar"]), "sidecar\n");
+    assert_eq!(k.ok(&["logs", "multi", "-c", "setup"]), "init\n");
+    assert_eq!(k.ok(&["logs", "pod/multi", "-c", "web"]), "web\n");
 
-        // kubectl itself picks the first container of a multi-container pod and says so (the
-        // API server's own refusal is checked with raw requests below).
-        let out = k.output(&["logs", "multi"]);
-        assert!(out.status.success());
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "web\n");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(r#"Defaulted container "web""#), "{err}");
-        let err = k.fails(&["logs", "single", "-c", "nope"]);
-        assert!(
-            err.contains("container nope is not valid for pod single"),
-            "{err}"
-        );
-        let err = k.fails(&["logs", "unbound"]);
-        assert!(
-            err.contains("pod unbound does not have a host assigned"),
-            "{err}"
-        );
-        let err = k.fails(&["logs", "multi", "-c", "web", "--previous"]);
-        assert!(
-            err.contains(r#"previous terminated container "web" in pod "multi" not found"#),
-            "{err}"
-        );
-        let err = k.fails(&["logs", "ghost"]);
-        assert!(err.contains(r#"pods "ghost" not found"#), "{err}");
-    }
+    // kubectl itself picks the first container of a multi-container pod and says so (the
+    // API server's own refusal is checked with raw requests below).
+    let out = k.output(&["logs", "multi"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "web\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(r#"Defaulted container "web""#), "{err}");
+    let err = k.fails(&["logs", "single", "-c", "nope"]);
+    assert!(
+        err.contains("container nope is not valid for pod single"),
+        "{err}"
+    );
+    let err = k.fails(&["logs", "unbound"]);
+    assert!(
+        err.contains("pod unbound does not have a host assigned"),
+        "{err}"
+    );
+    let err = k.fails(&["logs", "multi", "-c", "web", "--previous"]);
+    assert!(
+        err.contains(r#"previous terminated container "web" in pod "multi" not found"#),
+        "{err}"
+    );
+    let err = k.fails(&["logs", "ghost"]);
+    assert!(err.contains(r#"pods "ghost" not found"#), "{err}");
+}
 
+fn follow_sees_appended_lines_and_ends(k: &Kubectl, logs: &Path, running: &AtomicBool) {
     // follow: lines appended while kubectl waits show up, and kubectl exits 0 once the
     // container stops.
     let current = logs.join("single/app/1.log");

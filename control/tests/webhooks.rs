@@ -100,6 +100,13 @@ fn webhooks_patch_reject_and_warn_through_kubectl() {
     assert!(table.contains("WEBHOOKS"), "{table}");
     assert!(table.contains("check-configmaps   1"), "{table}");
 
+    create_is_mutated_warned_and_validated(&k, &hooks);
+    rejected_in_upstreams_words(&k, &_server);
+    updates_admitted_and_dry_run_stores_nothing(&k, &hooks);
+    other_namespaces_skipped_and_delete_sees_old_object(&k, &hooks);
+}
+
+fn create_is_mutated_warned_and_validated(k: &Kubectl, hooks: &WebhookServer) {
     // Mutated by the url webhook, allowed with a warning by the service webhook.
     let out = k.output(&[
         "create",
@@ -133,10 +140,12 @@ fn webhooks_patch_reject_and_warn_through_kubectl() {
     assert_eq!(req["object"]["data"]["injected"], "yes");
     assert_eq!(req["options"]["kind"], "CreateOptions");
     assert_eq!(req["dryRun"], false);
+}
 
+fn rejected_in_upstreams_words(k: &Kubectl, server: &Server) {
     // Rejected, in upstream's words, by both kubectl versions.
     for minor in [33, 27] {
-        let kv = Kubectl::new(minor, &_server);
+        let kv = Kubectl::new(minor, server);
         let err = kv.fails(&[
             "create",
             "configmap",
@@ -153,7 +162,9 @@ fn webhooks_patch_reject_and_warn_through_kubectl() {
     assert!(k
         .fails(&["get", "configmap", "bad", "-n", "hooked"])
         .contains("NotFound"));
+}
 
+fn updates_admitted_and_dry_run_stores_nothing(k: &Kubectl, hooks: &WebhookServer) {
     // Updates are admitted too; a dry run says so and stores nothing.
     let err = k.fails(&[
         "patch",
@@ -178,7 +189,9 @@ fn webhooks_patch_reject_and_warn_through_kubectl() {
     assert!(k
         .fails(&["get", "configmap", "dry", "-n", "hooked"])
         .contains("NotFound"));
+}
 
+fn other_namespaces_skipped_and_delete_sees_old_object(k: &Kubectl, hooks: &WebhookServer) {
     // Outside the selected namespace neither webhook applies.
     k.ok(&[
         "create",
