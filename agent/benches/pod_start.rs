@@ -427,34 +427,8 @@ async fn measure(
     // Let status writes, events and probes of the last pod settle before reading RSS.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_kb = status_kb(pids.agent, "VmRSS:");
-    // Steady state with n pods: one full resync period of every pod worker.
-    let idle0 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
-    tokio::time::sleep(IDLE_WINDOW).await;
-    let idle1 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
-    let idle_secs = IDLE_WINDOW.as_secs_f64();
-    let agent_idle = (idle1[0].0 - idle0[0].0) / idle_secs;
-    let containerd_idle = (idle1[1].0 - idle0[1].0) / idle_secs;
-    let hold = env_usize("CAIRN_BENCH_HOLD_SECS", 0);
-    if hold > 0 {
-        println!(
-            "[cairn] {mode}: holding {n} pods for {hold} s (agent pid {}, containerd pid {})",
-            pids.agent, pids.containerd
-        );
-        tokio::time::sleep(Duration::from_secs(hold as u64)).await;
-    }
-    let running = cluster
-        .pods()
-        .list(&ListParams::default().labels(LABEL))
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .filter(|p| is_running(p))
-        .count();
-    assert_eq!(
-        running, n,
-        "{mode}: only {running} of {n} bench pods Running"
-    );
+    let (idle_secs, agent_idle, containerd_idle) = steady_state_cpu_then_hold(pids, mode, n).await;
+    all_bench_pods_running(cluster, mode, n).await;
     let phase_ms = phases(&cluster.agent_log(), &prefix, &timings);
     let teardown = delete_all(cluster).await;
     let s = summary(&lat);
@@ -477,11 +451,65 @@ async fn measure(
     println!(
         "         steady state with {n} pods over {idle_secs:.0} s: agent cpu {agent_idle:.1} ms/s, containerd cpu {containerd_idle:.1} ms/s"
     );
+    let phase_json = phase_summaries(&phase_ms);
+    Mode {
+        name: mode.to_string(),
+        json: json!({
+            "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "phases_ms": phase_json, "batch_wall_ms": wall,
+            "teardown_ms": teardown.as_secs_f64() * 1000.0, "host_busy_cores": busy_cores,
+            "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb,
+            "steady_agent_cpu_ms_per_s": agent_idle, "steady_containerd_cpu_ms_per_s": containerd_idle,
+            "agent_cpu_ms": agent_cpu, "agent_children_cpu_ms": agent_children,
+            "control_cpu_ms": cpu1[1].0 - cpu0[1].0,
+            "containerd_cpu_ms": cpu1[2].0 - cpu0[2].0, "containerd_children_cpu_ms": cpu1[2].1 - cpu0[2].1,
+        }),
+    }
+}
+
+/// Agent and containerd cpu (ms/s) over one idle window with the pods running, then
+/// the optional hold for inspection; returns the window (s) and the two rates.
+async fn steady_state_cpu_then_hold(pids: &Pids, mode: &str, n: usize) -> (f64, f64, f64) {
+    // Steady state with n pods: one full resync period of every pod worker.
+    let idle0 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle1 = [cpu_ms(pids.agent), cpu_ms(pids.containerd)];
+    let idle_secs = IDLE_WINDOW.as_secs_f64();
+    let agent_idle = (idle1[0].0 - idle0[0].0) / idle_secs;
+    let containerd_idle = (idle1[1].0 - idle0[1].0) / idle_secs;
+    let hold = env_usize("CAIRN_BENCH_HOLD_SECS", 0);
+    if hold > 0 {
+        println!(
+            "[cairn] {mode}: holding {n} pods for {hold} s (agent pid {}, containerd pid {})",
+            pids.agent, pids.containerd
+        );
+        tokio::time::sleep(Duration::from_secs(hold as u64)).await;
+    }
+    (idle_secs, agent_idle, containerd_idle)
+}
+
+async fn all_bench_pods_running(cluster: &Cluster, mode: &str, n: usize) {
+    let running = cluster
+        .pods()
+        .list(&ListParams::default().labels(LABEL))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|p| is_running(p))
+        .count();
+    assert_eq!(
+        running, n,
+        "{mode}: only {running} of {n} bench pods Running"
+    );
+}
+
+/// p50/p99 per agent phase, printed and as JSON (empty when the log lacks events).
+fn phase_summaries(phase_ms: &[Vec<f64>]) -> serde_json::Map<String, Value> {
     let mut phase_json = serde_json::Map::new();
     if phase_ms.iter().all(|p| !p.is_empty()) {
         let parts: Vec<String> = PHASES
             .iter()
-            .zip(&phase_ms)
+            .zip(phase_ms)
             .map(|(name, v)| {
                 let sum = summary(v);
                 let text = format!(
@@ -503,18 +531,7 @@ async fn measure(
             "         phases: the agent log lacks Pulled/Created/Started lines for these pods"
         );
     }
-    Mode {
-        name: mode.to_string(),
-        json: json!({
-            "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "phases_ms": phase_json, "batch_wall_ms": wall,
-            "teardown_ms": teardown.as_secs_f64() * 1000.0, "host_busy_cores": busy_cores,
-            "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb,
-            "steady_agent_cpu_ms_per_s": agent_idle, "steady_containerd_cpu_ms_per_s": containerd_idle,
-            "agent_cpu_ms": agent_cpu, "agent_children_cpu_ms": agent_children,
-            "control_cpu_ms": cpu1[1].0 - cpu0[1].0,
-            "containerd_cpu_ms": cpu1[2].0 - cpu0[2].0, "containerd_children_cpu_ms": cpu1[2].1 - cpu0[2].1,
-        }),
-    }
+    phase_json
 }
 
 async fn bench() {

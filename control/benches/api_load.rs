@@ -17,6 +17,12 @@ use std::time::{Duration, Instant};
 use common::{env_usize, percentile, start_server};
 use futures::StreamExt;
 use serde_json::json;
+use tokio::task::JoinHandle;
+
+/// Per watcher, when each pod's ADDED event arrived.
+type Arrivals = Arc<Vec<Mutex<Vec<Option<Instant>>>>>;
+/// When each pod's create was acknowledged.
+type Acks = Arc<Mutex<Vec<Option<Instant>>>>;
 
 fn report(verb: &str, mut samples: Vec<Duration>) {
     samples.sort();
@@ -90,6 +96,28 @@ async fn main() {
     println!("cairn-control load benchmark: {pods} pods, {clients} clients, {watchers} watchers");
     println!("server RSS idle: {} MiB", rss_kib(pid, "VmRSS:") / 1024);
 
+    let (arrivals, watch_tasks) = start_watchers(&http, &url, pods, watchers).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let acked = create_pods_and_report(&http, &url, pods, clients).await;
+    report_watch_delivery(watch_tasks, &acked, &arrivals, pid, pods).await;
+    get_pods_and_report(&http, &url, pods, clients).await;
+    list_pods_and_report(&http, &url, clients).await;
+    println!(
+        "server RSS at end: {} MiB (peak {} MiB)",
+        rss_kib(pid, "VmRSS:") / 1024,
+        rss_kib(pid, "VmHWM:") / 1024
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+async fn start_watchers(
+    http: &reqwest::Client,
+    url: &str,
+    pods: usize,
+    watchers: usize,
+) -> (Arrivals, Vec<JoinHandle<()>>) {
     // Watchers record when each pod's ADDED event arrives.
     let list: serde_json::Value = http
         .get(format!("{url}/api/v1/namespaces/bench/pods"))
@@ -110,7 +138,8 @@ async fn main() {
     );
     let mut watch_tasks = Vec::new();
     for w in 0..watchers {
-        let (http, url, rv, arrivals) = (http.clone(), url.clone(), rv.clone(), arrivals.clone());
+        let (http, url, rv, arrivals) =
+            (http.clone(), url.to_owned(), rv.clone(), arrivals.clone());
         watch_tasks.push(tokio::spawn(async move {
             let resp = http
                 .get(format!("{url}/api/v1/namespaces/bench/pods?watch=true&resourceVersion={rv}&timeoutSeconds=600"))
@@ -139,14 +168,21 @@ async fn main() {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    (arrivals, watch_tasks)
+}
 
+async fn create_pods_and_report(
+    http: &reqwest::Client,
+    url: &str,
+    pods: usize,
+    clients: usize,
+) -> Acks {
     // Creates.
     let acked: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; pods]));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (http, url, acked) = (http.clone(), url.clone(), acked.clone());
+        let (http, url, acked) = (http.clone(), url.to_owned(), acked.clone());
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             for i in (c..pods).step_by(clients) {
@@ -176,7 +212,16 @@ async fn main() {
     let create_secs = started.elapsed().as_secs_f64();
     report("create", create_lat);
     println!("create throughput: {:.0} pods/s", pods as f64 / create_secs);
+    acked
+}
 
+async fn report_watch_delivery(
+    watch_tasks: Vec<JoinHandle<()>>,
+    acked: &Acks,
+    arrivals: &Arrivals,
+    pid: u32,
+    pods: usize,
+) {
     // Watch delivery: acknowledged → event received, over every watcher.
     let deadline = Instant::now() + Duration::from_secs(60);
     for t in watch_tasks {
@@ -200,11 +245,13 @@ async fn main() {
         "server RSS with {pods} pods: {} MiB",
         rss_kib(pid, "VmRSS:") / 1024
     );
+}
 
+async fn get_pods_and_report(http: &reqwest::Client, url: &str, pods: usize, clients: usize) {
     // Gets.
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (http, url) = (http.clone(), url.clone());
+        let (http, url) = (http.clone(), url.to_owned());
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             for i in (c..pods).step_by(clients).take(200) {
@@ -225,7 +272,9 @@ async fn main() {
         get_lat.extend(t.await.expect("client"));
     }
     report("get", get_lat);
+}
 
+async fn list_pods_and_report(http: &reqwest::Client, url: &str, clients: usize) {
     // Lists: a labelled shard (1,000 pods) and pages of 500; then whole-namespace lists.
     for (verb, query, per_client) in [
         ("list shard (1k)", "labelSelector=shard%3Ds3", 4usize),
@@ -234,7 +283,7 @@ async fn main() {
     ] {
         let mut tasks = Vec::new();
         for _ in 0..clients {
-            let (http, url) = (http.clone(), url.clone());
+            let (http, url) = (http.clone(), url.to_owned());
             let query = query.to_string();
             tasks.push(tokio::spawn(async move {
                 let mut lat = Vec::new();
@@ -257,11 +306,4 @@ async fn main() {
         }
         report(verb, lat);
     }
-    println!(
-        "server RSS at end: {} MiB (peak {} MiB)",
-        rss_kib(pid, "VmRSS:") / 1024,
-        rss_kib(pid, "VmHWM:") / 1024
-    );
-    let _ = server.kill();
-    let _ = server.wait();
 }

@@ -49,30 +49,7 @@ async fn main() {
         .expect("webhook server");
     let http = reqwest::Client::new();
     let namespaces = ["plain", "validated", "mutated"];
-    for ns in namespaces {
-        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"bench": ns}}});
-        timed_create(&http, &format!("{url}/api/v1/namespaces"), &body).await;
-    }
-    let admission = format!("{url}/apis/admissionregistration.k8s.io/v1");
-    let validating = configuration(
-        "ValidatingWebhookConfiguration",
-        "/allow",
-        "validated",
-        &hooks,
-    );
-    timed_create(
-        &http,
-        &format!("{admission}/validatingwebhookconfigurations"),
-        &validating,
-    )
-    .await;
-    let mutating = configuration("MutatingWebhookConfiguration", "/mutate", "mutated", &hooks);
-    timed_create(
-        &http,
-        &format!("{admission}/mutatingwebhookconfigurations"),
-        &mutating,
-    )
-    .await;
+    create_namespaces_and_webhooks(&http, &url, &hooks, &namespaces).await;
     println!("webhook_write: {objects} ConfigMaps per namespace, {clients} clients");
     let target = |ns: &str| format!("{url}/api/v1/namespaces/{ns}/configmaps");
     for ns in namespaces {
@@ -101,7 +78,56 @@ async fn main() {
             }
         }
     }
-    for l in &mut latencies {
+    report(&mut latencies);
+    println!(
+        "webhook calls served: {} validating, {} mutating",
+        hooks.requests("/allow").len(),
+        hooks.requests("/mutate").len()
+    );
+    // The webhook server's runtime may not be dropped inside this one.
+    tokio::task::spawn_blocking(move || drop(hooks))
+        .await
+        .expect("stop webhook server");
+    let _ = server.kill(); // Best effort: the tempdir goes with the process either way.
+    let _ = server.wait(); // Reaped so no zombie outlives the benchmark.
+}
+
+/// The namespaces, and the two webhook configurations each selecting its own.
+async fn create_namespaces_and_webhooks(
+    http: &reqwest::Client,
+    url: &str,
+    hooks: &WebhookServer,
+    namespaces: &[&str],
+) {
+    for ns in namespaces {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"bench": ns}}});
+        timed_create(http, &format!("{url}/api/v1/namespaces"), &body).await;
+    }
+    let admission = format!("{url}/apis/admissionregistration.k8s.io/v1");
+    let validating = configuration(
+        "ValidatingWebhookConfiguration",
+        "/allow",
+        "validated",
+        hooks,
+    );
+    timed_create(
+        http,
+        &format!("{admission}/validatingwebhookconfigurations"),
+        &validating,
+    )
+    .await;
+    let mutating = configuration("MutatingWebhookConfiguration", "/mutate", "mutated", hooks);
+    timed_create(
+        http,
+        &format!("{admission}/mutatingwebhookconfigurations"),
+        &mutating,
+    )
+    .await;
+}
+
+/// p50/p99 per namespace, and what one webhook call adds over the peer.
+fn report(latencies: &mut [Vec<Duration>]) {
+    for l in latencies.iter_mut() {
         l.sort();
     }
     let p = |k: usize, q: f64| ms(percentile(&latencies[k], q));
@@ -129,15 +155,4 @@ async fn main() {
             p(k, 0.99) / p(0, 0.99)
         );
     }
-    println!(
-        "webhook calls served: {} validating, {} mutating",
-        hooks.requests("/allow").len(),
-        hooks.requests("/mutate").len()
-    );
-    // The webhook server's runtime may not be dropped inside this one.
-    tokio::task::spawn_blocking(move || drop(hooks))
-        .await
-        .expect("stop webhook server");
-    let _ = server.kill(); // Best effort: the tempdir goes with the process either way.
-    let _ = server.wait(); // Reaped so no zombie outlives the benchmark.
 }
