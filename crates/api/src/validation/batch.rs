@@ -1,17 +1,10 @@
-//! Jobs and CronJobs (upstream `pkg/apis/batch/validation`).
+//! The job spec checks Jobs and CronJobs share (upstream `pkg/apis/batch/validation`): each
+//! kind's own rules are in `kinds/batch/`.
 
 use super::*;
 
 /// Most completions or parallelism of an Indexed Job.
 pub(crate) const MAX_INDEXED: i64 = 100_000;
-/// Longest CronJob name: its Jobs are named `<cronjob>-<minutes since epoch>` (11 digits).
-pub(crate) const MAX_CRON_JOB_NAME: usize = 52;
-
-pub(crate) fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    validate_job_spec(spec, "spec", true, errs);
-}
 
 /// `spec` of a Job, or `spec.jobTemplate.spec` of a CronJob (`with_selector` false: a
 /// template's selector is generated per Job).
@@ -155,94 +148,4 @@ pub(crate) fn validate_exit_codes(codes: &Map<String, Value>, p: &str, errs: &mu
             ));
         }
     }
-}
-
-/// Fields a Job update may not change (the template only while suspended, as upstream
-/// allows its scheduling directives then; cairn allows the whole template).
-pub(crate) fn validate_job_update(
-    old: &Map<String, Value>,
-    new: &Map<String, Value>,
-    errs: &mut Vec<Cause>,
-) {
-    let suspended = path(new, &["spec", "suspend"]) == Some(&Value::Bool(true));
-    for key in ["selector", "completionMode", "template", "podFailurePolicy"] {
-        if key == "template" && suspended {
-            continue;
-        }
-        let before = strip(path(old, &["spec", key]));
-        let after = strip(path(new, &["spec", key]));
-        if before != after {
-            errs.push(Cause::invalid_repr(
-                format!("spec.{key}"),
-                &go_repr(&after),
-                IMMUTABLE,
-            ));
-        }
-    }
-}
-
-pub(crate) fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
-    let empty = Map::new();
-    let name = obj(o, "metadata").map(|m| s(m, "name")).unwrap_or("");
-    if name.len() > MAX_CRON_JOB_NAME {
-        errs.push(Cause::invalid(
-            "metadata.name",
-            name,
-            "must be no more than 52 characters",
-        ));
-    }
-    let spec = obj(o, "spec").unwrap_or(&empty);
-    validate_schedule(s(spec, "schedule"), errs);
-    if let Some(tz) = field(spec, "timeZone").and_then(Value::as_str) {
-        if let Err(msg) = check_time_zone(tz) {
-            errs.push(Cause::invalid("spec.timeZone", tz, &msg));
-        }
-    }
-    require_one_of(
-        errs,
-        "spec.concurrencyPolicy".into(),
-        s(spec, "concurrencyPolicy"),
-        &["Allow", "Forbid", "Replace"],
-    );
-    for key in [
-        "startingDeadlineSeconds",
-        "successfulJobsHistoryLimit",
-        "failedJobsHistoryLimit",
-    ] {
-        nonnegative(spec, key, "spec", errs);
-    }
-    match obj(spec, "jobTemplate").and_then(|t| obj(t, "spec")) {
-        Some(job_spec) => validate_job_spec(job_spec, "spec.jobTemplate.spec", false, errs),
-        None => errs.push(Cause::required("spec.jobTemplate.spec.template")),
-    }
-}
-
-pub(crate) fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
-    if schedule.is_empty() {
-        errs.push(Cause::required("spec.schedule"));
-        return;
-    }
-    if schedule.contains("TZ") {
-        errs.push(Cause::invalid(
-            "spec.schedule",
-            schedule,
-            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
-        ));
-        return;
-    }
-    if let Err(e) = cairn_semantics::cron::parse(schedule) {
-        errs.push(Cause::invalid("spec.schedule", schedule, &e));
-    }
-}
-
-/// Go's `time.LoadLocation` acceptance: an IANA name the node's zone database knows, not
-/// `Local`.
-pub(crate) fn check_time_zone(tz: &str) -> Result<(), String> {
-    if tz.eq_ignore_ascii_case("local") || tz.contains(' ') {
-        return Err(
-            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
-                .into(),
-        );
-    }
-    cairn_semantics::cron::time_zone(tz).map(|_| ())
 }

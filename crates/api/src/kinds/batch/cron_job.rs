@@ -1,10 +1,11 @@
 //! CronJob (batch): what cairn does that is specific to it.
 
 use crate::kinds::prelude::*;
+use crate::validation::batch::validate_job_spec;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_cron_job),
-    validate: Some(crate::validation::batch::validate_cron_job),
+    default: Some(default_cron_job),
+    validate: Some(validate_cron_job),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::batch::v1::CronJob>,
@@ -13,6 +14,90 @@ pub const STRATEGY: Strategy = Strategy {
     zero_values: Some(zero_values),
     ..Strategy::NONE
 };
+
+fn default_cron_job(o: &mut Map<String, Value>) {
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
+    set_default_str(spec, "concurrencyPolicy", "Allow");
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "successfulJobsHistoryLimit", json!(3));
+    set_default(spec, "failedJobsHistoryLimit", json!(1));
+    // Only the nested pod template is defaulted (SetDefaults_Job is for Jobs, not their
+    // templates): each Job gets its defaults and selector when it is created.
+    if let Some(job_spec) = existing_obj(spec, "jobTemplate").and_then(|t| child_obj(t, "spec")) {
+        default_template(job_spec);
+    }
+}
+
+/// Longest CronJob name: its Jobs are named `<cronjob>-<minutes since epoch>` (11 digits).
+const MAX_CRON_JOB_NAME: usize = 52;
+
+fn validate_cron_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let name = obj(o, "metadata").map(|m| s(m, "name")).unwrap_or("");
+    if name.len() > MAX_CRON_JOB_NAME {
+        errs.push(Cause::invalid(
+            "metadata.name",
+            name,
+            "must be no more than 52 characters",
+        ));
+    }
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    validate_schedule(s(spec, "schedule"), errs);
+    if let Some(tz) = field(spec, "timeZone").and_then(Value::as_str) {
+        if let Err(msg) = check_time_zone(tz) {
+            errs.push(Cause::invalid("spec.timeZone", tz, &msg));
+        }
+    }
+    require_one_of(
+        errs,
+        "spec.concurrencyPolicy".into(),
+        s(spec, "concurrencyPolicy"),
+        &["Allow", "Forbid", "Replace"],
+    );
+    for key in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
+        nonnegative(spec, key, "spec", errs);
+    }
+    match obj(spec, "jobTemplate").and_then(|t| obj(t, "spec")) {
+        Some(job_spec) => validate_job_spec(job_spec, "spec.jobTemplate.spec", false, errs),
+        None => errs.push(Cause::required("spec.jobTemplate.spec.template")),
+    }
+}
+
+fn validate_schedule(schedule: &str, errs: &mut Vec<Cause>) {
+    if schedule.is_empty() {
+        errs.push(Cause::required("spec.schedule"));
+        return;
+    }
+    if schedule.contains("TZ") {
+        errs.push(Cause::invalid(
+            "spec.schedule",
+            schedule,
+            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ));
+        return;
+    }
+    if let Err(e) = cairn_semantics::cron::parse(schedule) {
+        errs.push(Cause::invalid("spec.schedule", schedule, &e));
+    }
+}
+
+/// Go's `time.LoadLocation` acceptance: an IANA name the node's zone database knows, not
+/// `Local`.
+fn check_time_zone(tz: &str) -> Result<(), String> {
+    if tz.eq_ignore_ascii_case("local") || tz.contains(' ') {
+        return Err(
+            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
+                .into(),
+        );
+    }
+    cairn_semantics::cron::time_zone(tz).map(|_| ())
+}
 
 fn columns() -> Vec<Col> {
     vec![
