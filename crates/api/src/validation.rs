@@ -38,7 +38,6 @@ pub(crate) mod crd;
 pub(crate) mod limits;
 pub(crate) mod name_rule;
 pub(crate) mod names;
-pub(crate) mod networking;
 pub(crate) mod pod;
 pub(crate) mod policy;
 pub(crate) mod quota;

@@ -2,7 +2,6 @@
 //! validation): RuntimeClass, CertificateSigningRequest, APIService and
 //! HorizontalPodAutoscaler.
 
-use super::networking::domain_prefixed_path_error;
 use super::*;
 
 pub(crate) fn validate_runtime_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
