@@ -153,17 +153,6 @@ pub(crate) fn default_claim(pvc: &mut Map<String, Value>) {
     }
 }
 
-/// `SetDefaults_PersistentVolume`: Retain, Filesystem, phase Pending.
-pub(crate) fn default_volume(pv: &mut Map<String, Value>) {
-    if let Some(spec) = child_obj(pv, "spec") {
-        set_default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
-        set_default_str(spec, "volumeMode", "Filesystem");
-    }
-    if let Some(status) = child_obj(pv, "status") {
-        set_default_str(status, "phase", "Pending");
-    }
-}
-
 /// Template labels, as a map, when the object's own `field` (labels or selector) is empty.
 pub(crate) fn template_labels(spec: &Map<String, Value>) -> Option<Value> {
     spec.get("template")?

@@ -1,5 +1,6 @@
 //! Names and values with upstream's messages: the generic checks are
-//! `cairn-apimachinery`'s (upstream's `util/validation`); ports, IPs and domain-prefixed paths are the API's.
+//! `cairn-apimachinery`'s (upstream's `util/validation`); ports, IPs and domain-prefixed
+//! paths are the API's.
 
 use super::*;
 

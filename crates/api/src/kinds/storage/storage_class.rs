@@ -4,13 +4,55 @@ use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
     default: Some(default),
-    validate: Some(crate::validation::storage::validate_storage_class),
-    validate_update: Some(crate::validation::storage::validate_storage_class_update),
+    validate: Some(validate_storage_class),
+    validate_update: Some(validate_storage_class_update),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::storage::v1::StorageClass>,
     ..Strategy::NONE
 };
+
+fn validate_storage_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let provisioner = s(o, "provisioner");
+    if provisioner.is_empty() {
+        errs.push(Cause::required("provisioner"));
+    } else {
+        for msg in is_qualified_name(provisioner) {
+            errs.push(Cause::invalid("provisioner", provisioner, &msg));
+        }
+    }
+    let policy = s(o, "reclaimPolicy");
+    if !matches!(policy, "Delete" | "Retain") {
+        errs.push(Cause::not_supported(
+            "reclaimPolicy",
+            policy,
+            &["Delete", "Retain"],
+        ));
+    }
+    let mode = s(o, "volumeBindingMode");
+    let modes = ["Immediate", "WaitForFirstConsumer"];
+    if !modes.contains(&mode) {
+        errs.push(Cause::not_supported("volumeBindingMode", mode, &modes));
+    }
+}
+
+/// A class's provisioner, parameters, reclaim policy and binding mode are fixed.
+fn validate_storage_class_update(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    errs: &mut Vec<Cause>,
+) {
+    for (key, msg) in [
+        ("parameters", "updates to parameters are forbidden."),
+        ("provisioner", "updates to provisioner are forbidden."),
+        ("reclaimPolicy", "updates to reclaimPolicy are forbidden."),
+        ("volumeBindingMode", "field is immutable"),
+    ] {
+        if field(old, key) != field(new, key) {
+            errs.push(Cause::forbidden(key, msg));
+        }
+    }
+}
 
 fn default(o: &mut Map<String, Value>) {
     set_default_str(o, "reclaimPolicy", "Delete");
