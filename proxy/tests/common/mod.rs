@@ -13,7 +13,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -256,69 +256,92 @@ pub fn scenario(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
     let (_control, kc) = start_control(dir.path());
 
+    let (vip, empty_vip) = create_services(&kc);
+    let before = nft_ruleset();
+
+    let proxy_log = dir.path().join("proxy.log");
+    let proxy = start_proxy(&kc, mode, &proxy_log);
+    let to_vip = cluster_ip_spreads_and_node_port_masquerades(&client, &vip);
+    empty_service_refuses_at_once(&empty_vip);
+    not_ready_endpoint_leaves_rotation_and_metrics_show(&kc, to_vip);
+    load_balancer_and_affinity(&kc, &client, mode);
+    killed_proxy_leaves_rules_and_a_new_one_converges(
+        proxy, &kc, mode, &proxy_log, to_vip, &empty_vip,
+    );
+    cleanup_restores_the_ruleset(mode, &before);
+}
+
+/// The services of the scenario; their cluster IPs (web's, then empty's).
+fn create_services(kc: &PathBuf) -> (String, String) {
     let web = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
         "spec": {"type": "NodePort", "ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080}]}});
-    kubectl(&kc, &["apply", "-f", "-"], Some(web.to_string()));
-    kubectl(&kc, &["apply", "-f", "-"], Some(slice(true)));
+    kubectl(kc, &["apply", "-f", "-"], Some(web.to_string()));
+    kubectl(kc, &["apply", "-f", "-"], Some(slice(true)));
     kubectl(
-        &kc,
+        kc,
         &["create", "service", "clusterip", "empty", "--tcp=80"],
         None,
     );
     let vip = kubectl(
-        &kc,
+        kc,
         &["get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"],
         None,
     );
     let empty_vip = kubectl(
-        &kc,
+        kc,
         &["get", "svc", "empty", "-o", "jsonpath={.spec.clusterIP}"],
         None,
     );
-    let before = String::from_utf8(
+    (vip, empty_vip)
+}
+
+fn nft_ruleset() -> String {
+    String::from_utf8(
         Command::new("nft")
             .args(["list", "ruleset"])
             .output()
             .unwrap()
             .stdout,
     )
-    .unwrap();
+    .unwrap()
+}
 
-    let proxy_log = dir.path().join("proxy.log");
-    let start_proxy = || {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&proxy_log)
-            .unwrap();
-        Kill(
-            Command::new(env!("CARGO_BIN_EXE_cairn-proxy"))
-                .arg("--kubeconfig")
-                .arg(&kc)
-                .args([
-                    "--mode",
-                    mode.flag(),
-                    "--hostname-override",
-                    "node-a",
-                    "--cluster-cidr",
-                    "10.244.0.0/16",
-                    "--min-sync-period",
-                    "0.1",
-                    // No periodic full sync during the test: on a slow machine one could
-                    // absorb the endpoint change the partial-sync metric is checked on.
-                    "--sync-period",
-                    "600",
-                    "--healthz-bind-address",
-                    "127.0.0.1:10256",
-                    "--nodeport-addresses",
-                    "198.18.0.0/24",
-                ])
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        )
-    };
-    let mut proxy = start_proxy();
+/// cairn-proxy in `mode`, logging to `proxy_log`; killed when dropped.
+fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path) -> Kill {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(proxy_log)
+        .unwrap();
+    Kill(
+        Command::new(env!("CARGO_BIN_EXE_cairn-proxy"))
+            .arg("--kubeconfig")
+            .arg(kc)
+            .args([
+                "--mode",
+                mode.flag(),
+                "--hostname-override",
+                "node-a",
+                "--cluster-cidr",
+                "10.244.0.0/16",
+                "--min-sync-period",
+                "0.1",
+                // No periodic full sync during the test: on a slow machine one could
+                // absorb the endpoint change the partial-sync metric is checked on.
+                "--sync-period",
+                "600",
+                "--healthz-bind-address",
+                "127.0.0.1:10256",
+                "--nodeport-addresses",
+                "198.18.0.0/24",
+            ])
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn cluster_ip_spreads_and_node_port_masquerades(client: &NetNs, vip: &str) -> &'static str {
     let to_vip: &'static str = Box::leak(format!("{vip}:80").into_boxed_str());
     wait("the cluster IP answering", || fetch(to_vip).ok());
     let mut seen = std::collections::BTreeSet::new();
@@ -330,7 +353,7 @@ pub fn scenario(mode: Mode) {
         ["pod-a", "pod-b"],
         "spread over both endpoints"
     );
-    let outside = fetch_from(&client, "198.18.0.10:30080").unwrap();
+    let outside = fetch_from(client, "198.18.0.10:30080").unwrap();
     let masqueraded = ["pod-a 10.244.1.1", "pod-b 10.244.2.1"];
     assert!(masqueraded.contains(&outside.as_str()), "{outside}");
     // --nodeport-addresses: not on the node's other addresses.
@@ -340,7 +363,10 @@ pub fn scenario(mode: Mode) {
         std::io::ErrorKind::ConnectionRefused,
         "{elsewhere}"
     );
+    to_vip
+}
 
+fn empty_service_refuses_at_once(empty_vip: &str) {
     let t = Instant::now();
     let refused = fetch(&format!("{empty_vip}:80")).unwrap_err();
     assert_eq!(
@@ -352,8 +378,10 @@ pub fn scenario(mode: Mode) {
         t.elapsed() < Duration::from_secs(1),
         "refused at once, not a timeout"
     );
+}
 
-    kubectl(&kc, &["apply", "-f", "-"], Some(slice(false)));
+fn not_ready_endpoint_leaves_rotation_and_metrics_show(kc: &PathBuf, to_vip: &str) {
+    kubectl(kc, &["apply", "-f", "-"], Some(slice(false)));
     wait("pod-b out of rotation", || {
         (0..20)
             .all(|_| fetch(to_vip).ok().as_deref() == Some("pod-a"))
@@ -374,24 +402,35 @@ pub fn scenario(mode: Mode) {
     ] {
         assert!(metrics.contains(name), "{name} in {metrics}");
     }
-    load_balancer_and_affinity(&kc, &client, mode);
+}
 
+fn killed_proxy_leaves_rules_and_a_new_one_converges(
+    mut proxy: Kill,
+    kc: &PathBuf,
+    mode: Mode,
+    proxy_log: &Path,
+    to_vip: &str,
+    empty_vip: &str,
+) {
     // A killed proxy leaves its rules: traffic keeps flowing; a new one converges.
     drop(proxy);
     assert_eq!(fetch(to_vip).unwrap(), "pod-a");
-    kubectl(&kc, &["delete", "svc", "empty"], None);
-    proxy = start_proxy();
-    let empty_key = mode.key(&empty_vip, 80);
+    kubectl(kc, &["delete", "svc", "empty"], None);
+    proxy = start_proxy(kc, mode, proxy_log);
+    let empty_key = mode.key(empty_vip, 80);
     wait("the deleted service's rule gone", || {
         let rules = mode.rules();
         (!rules.contains(&empty_key) && rules.contains(mode.skeleton())).then_some(())
     });
     drop(proxy);
-    let log = std::fs::read_to_string(&proxy_log).unwrap();
+    let log = std::fs::read_to_string(proxy_log).unwrap();
     assert!(
         !log.contains("partial sync failed"),
         "every change applied as a partial sync:\n{log}"
     );
+}
+
+fn cleanup_restores_the_ruleset(mode: Mode, before: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn-proxy"))
         .args(["--cleanup", "--mode", mode.flag()])
         .output()
@@ -401,14 +440,7 @@ pub fn scenario(mode: Mode) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let after = String::from_utf8(
-        Command::new("nft")
-            .args(["list", "ruleset"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let after = nft_ruleset();
     assert_eq!(before, after);
 }
 
