@@ -194,114 +194,10 @@ fn exercise_ipvs() -> Result<()> {
     let b = RealServer::new(ip("10.244.2.5"), 8080, 1);
     let dns = RealServer::new(ip("10.244.1.5"), 5353, 1);
 
-    ipvs.add_service(&tcp).map_err(text)?;
-    ipvs.add_service(&udp).map_err(text)?;
-    let dup = ipvs.add_service(&tcp).unwrap_err();
-    ensure!(dup.is_already_exists(), "adding twice: {dup}");
-    ensure!(
-        dup.to_string()
-            .starts_with("adding IPVS service TCP 10.96.0.10:80: "),
-        "{dup}"
-    );
-    ipvs.add_real_server(&tcp, &a).map_err(text)?;
-    ipvs.add_real_server(&tcp, &b).map_err(text)?;
-    ipvs.add_real_server(&udp, &dns).map_err(text)?;
-    let dup = ipvs.add_real_server(&tcp, &a).unwrap_err();
-    ensure!(dup.is_already_exists(), "adding a real server twice: {dup}");
-    phase("services added");
-
-    ensure!(
-        sorted(ipvs.services().map_err(text)?) == sorted(vec![tcp.clone(), udp.clone()]),
-        "listed {:?}",
-        ipvs.services().map_err(text)?
-    );
-    ensure_eq!(
-        sorted(ipvs.real_servers(&tcp).map_err(text)?),
-        sorted(vec![a.clone(), b.clone()])
-    );
-    ensure_eq!(
-        sorted(ipvs.real_servers(&udp).map_err(text)?),
-        vec![dns.clone()]
-    );
-    expect_table(&[
-        (
-            "TCP 10.96.0.10:80 rr",
-            &[
-                "-> 10.244.1.5:8080 Masq 1 0 0",
-                "-> 10.244.2.5:8080 Masq 1 0 0",
-            ],
-        ),
-        (
-            "UDP 10.96.0.10:53 rr persistent 600",
-            &["-> 10.244.1.5:5353 Masq 1 0 0"],
-        ),
-    ])?;
-
-    // Settings change in place: scheduler and persistence on, then off again.
-    tcp.scheduler = "sh".into();
-    tcp.persistent_timeout = Some(120);
-    ipvs.update_service(&tcp).map_err(text)?;
-    ensure!(
-        ipvs.services().map_err(text)?.contains(&tcp),
-        "after update: {:?}",
-        ipvs.services().map_err(text)?
-    );
-    tcp.scheduler = "rr".into();
-    tcp.persistent_timeout = None;
-    ipvs.update_service(&tcp).map_err(text)?;
-    ensure!(
-        ipvs.services().map_err(text)?.contains(&tcp),
-        "after update: {:?}",
-        ipvs.services().map_err(text)?
-    );
-
-    // Draining: weight 0, then removal; removing again is no error.
-    let drained = RealServer {
-        weight: 0,
-        ..a.clone()
-    };
-    ipvs.update_real_server(&tcp, &drained).map_err(text)?;
-    ensure_eq!(
-        sorted(ipvs.real_servers(&tcp).map_err(text)?),
-        vec![drained.clone(), b.clone()]
-    );
-    ipvs.delete_real_server(&tcp, &b).map_err(text)?;
-    ipvs.delete_real_server(&tcp, &b).map_err(text)?;
-    ensure_eq!(
-        sorted(ipvs.real_servers(&tcp).map_err(text)?),
-        vec![drained.clone()]
-    );
-    let missing = ipvs.update_real_server(&tcp, &b).unwrap_err();
-    ensure!(
-        missing.errno() == Some(libc::ENOENT),
-        "updating a removed real server: {missing}"
-    );
-    expect_table(&[
-        ("TCP 10.96.0.10:80 rr", &["-> 10.244.1.5:8080 Masq 0 0 0"]),
-        (
-            "UDP 10.96.0.10:53 rr persistent 600",
-            &["-> 10.244.1.5:5353 Masq 1 0 0"],
-        ),
-    ])?;
-    phase("real servers changed");
-
-    // A service goes with its real servers; deleting it again is no error.
-    ipvs.delete_service(&udp).map_err(text)?;
-    ipvs.delete_service(&udp).map_err(text)?;
-    ipvs.delete_real_server(&udp, &dns).map_err(text)?;
-    ensure_eq!(ipvs.services().map_err(text)?, vec![tcp.clone()]);
-    ensure!(ipvs.real_servers(&udp).map_err(text)?.is_empty());
-    let gone = ipvs.add_real_server(&udp, &dns).unwrap_err();
-    ensure!(
-        gone.errno() == Some(libc::ESRCH)
-            && gone.to_string().starts_with(
-                "adding real server 10.244.1.5:5353 to IPVS service UDP 10.96.0.10:53"
-            ),
-        "adding to a deleted service: {gone}"
-    );
-    let gone = ipvs.update_service(&udp).unwrap_err();
-    ensure!(gone.errno() == Some(libc::ESRCH), "{gone}");
-    expect_table(&[("TCP 10.96.0.10:80 rr", &["-> 10.244.1.5:8080 Masq 0 0 0"])])?;
+    add_services_and_list_them(&ipvs, &tcp, &udp, &a, &b, &dns, &phase)?;
+    service_settings_change_in_place(&ipvs, &mut tcp)?;
+    drain_and_remove_real_servers(&ipvs, &tcp, &a, &b, &phase)?;
+    service_goes_with_its_real_servers(&ipvs, &tcp, &udp, &dns)?;
 
     // Calls act in the calling thread's network namespace: a fresh one has no services.
     let in_new_ns = std::thread::spawn(move || -> Result<Vec<VirtualServer>> {
@@ -319,5 +215,145 @@ fn exercise_ipvs() -> Result<()> {
     ensure!(ipvs.services().map_err(text)?.is_empty());
     expect_table(&[])?;
     phase("services deleted");
+    Ok(())
+}
+
+fn add_services_and_list_them(
+    ipvs: &IpvsNetlink,
+    tcp: &VirtualServer,
+    udp: &VirtualServer,
+    a: &RealServer,
+    b: &RealServer,
+    dns: &RealServer,
+    phase: &impl Fn(&str),
+) -> Result<()> {
+    ipvs.add_service(tcp).map_err(text)?;
+    ipvs.add_service(udp).map_err(text)?;
+    let dup = ipvs.add_service(tcp).unwrap_err();
+    ensure!(dup.is_already_exists(), "adding twice: {dup}");
+    ensure!(
+        dup.to_string()
+            .starts_with("adding IPVS service TCP 10.96.0.10:80: "),
+        "{dup}"
+    );
+    ipvs.add_real_server(tcp, a).map_err(text)?;
+    ipvs.add_real_server(tcp, b).map_err(text)?;
+    ipvs.add_real_server(udp, dns).map_err(text)?;
+    let dup = ipvs.add_real_server(tcp, a).unwrap_err();
+    ensure!(dup.is_already_exists(), "adding a real server twice: {dup}");
+    phase("services added");
+
+    ensure!(
+        sorted(ipvs.services().map_err(text)?) == sorted(vec![tcp.clone(), udp.clone()]),
+        "listed {:?}",
+        ipvs.services().map_err(text)?
+    );
+    ensure_eq!(
+        sorted(ipvs.real_servers(tcp).map_err(text)?),
+        sorted(vec![a.clone(), b.clone()])
+    );
+    ensure_eq!(
+        sorted(ipvs.real_servers(udp).map_err(text)?),
+        vec![dns.clone()]
+    );
+    expect_table(&[
+        (
+            "TCP 10.96.0.10:80 rr",
+            &[
+                "-> 10.244.1.5:8080 Masq 1 0 0",
+                "-> 10.244.2.5:8080 Masq 1 0 0",
+            ],
+        ),
+        (
+            "UDP 10.96.0.10:53 rr persistent 600",
+            &["-> 10.244.1.5:5353 Masq 1 0 0"],
+        ),
+    ])?;
+    Ok(())
+}
+
+fn service_settings_change_in_place(ipvs: &IpvsNetlink, tcp: &mut VirtualServer) -> Result<()> {
+    // Settings change in place: scheduler and persistence on, then off again.
+    tcp.scheduler = "sh".into();
+    tcp.persistent_timeout = Some(120);
+    ipvs.update_service(tcp).map_err(text)?;
+    ensure!(
+        ipvs.services().map_err(text)?.contains(tcp),
+        "after update: {:?}",
+        ipvs.services().map_err(text)?
+    );
+    tcp.scheduler = "rr".into();
+    tcp.persistent_timeout = None;
+    ipvs.update_service(tcp).map_err(text)?;
+    ensure!(
+        ipvs.services().map_err(text)?.contains(tcp),
+        "after update: {:?}",
+        ipvs.services().map_err(text)?
+    );
+    Ok(())
+}
+
+fn drain_and_remove_real_servers(
+    ipvs: &IpvsNetlink,
+    tcp: &VirtualServer,
+    a: &RealServer,
+    b: &RealServer,
+    phase: &impl Fn(&str),
+) -> Result<()> {
+    // Draining: weight 0, then removal; removing again is no error.
+    let drained = RealServer {
+        weight: 0,
+        ..a.clone()
+    };
+    ipvs.update_real_server(tcp, &drained).map_err(text)?;
+    ensure_eq!(
+        sorted(ipvs.real_servers(tcp).map_err(text)?),
+        vec![drained.clone(), b.clone()]
+    );
+    ipvs.delete_real_server(tcp, b).map_err(text)?;
+    ipvs.delete_real_server(tcp, b).map_err(text)?;
+    ensure_eq!(
+        sorted(ipvs.real_servers(tcp).map_err(text)?),
+        vec![drained.clone()]
+    );
+    let missing = ipvs.update_real_server(tcp, b).unwrap_err();
+    ensure!(
+        missing.errno() == Some(libc::ENOENT),
+        "updating a removed real server: {missing}"
+    );
+    expect_table(&[
+        ("TCP 10.96.0.10:80 rr", &["-> 10.244.1.5:8080 Masq 0 0 0"]),
+        (
+            "UDP 10.96.0.10:53 rr persistent 600",
+            &["-> 10.244.1.5:5353 Masq 1 0 0"],
+        ),
+    ])?;
+    phase("real servers changed");
+    Ok(())
+}
+
+fn service_goes_with_its_real_servers(
+    ipvs: &IpvsNetlink,
+    tcp: &VirtualServer,
+    udp: &VirtualServer,
+    dns: &RealServer,
+) -> Result<()> {
+    // A service goes with its real servers; deleting it again is no error.
+    ipvs.delete_service(udp).map_err(text)?;
+    ipvs.delete_service(udp).map_err(text)?;
+    ipvs.delete_real_server(udp, dns).map_err(text)?;
+    ensure_eq!(ipvs.services().map_err(text)?, vec![tcp.clone()]);
+    ensure!(ipvs.real_servers(udp).map_err(text)?.is_empty());
+    let gone = ipvs.add_real_server(udp, dns).unwrap_err();
+    ensure!(
+        gone.errno() == Some(libc::ESRCH)
+            && gone.to_string().starts_with(
+                "adding real server 10.244.1.5:5353 to IPVS service UDP 10.96.0.10:53"
+            ),
+        "adding to a deleted service: {gone}"
+    );
+    let gone = ipvs.update_service(udp).unwrap_err();
+    ensure!(gone.errno() == Some(libc::ESRCH), "{gone}");
+    expect_table(&[("TCP 10.96.0.10:80 rr", &["-> 10.244.1.5:8080 Masq 0 0 0"])])?;
     Ok(())
 }
