@@ -13,7 +13,8 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use cairn_runtime::cgroups::CgroupVersion;
 use cairn_runtime::{
-    ContainerConfig, ContainerState, PodResources, PodSandboxConfig, Resources, Runtime,
+    CgroupManager, ContainerConfig, ContainerState, ContainerdRuntime, PodResources, PodSandbox,
+    PodSandboxConfig, Resources, Runtime,
 };
 use cairn_testsupport::qemu::{in_guest, Guest};
 use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
@@ -112,19 +113,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     let work = tempfile::tempdir()?;
     phase("containerd started");
 
-    // The busybox test image, imported from the OCI layout tar the host side wrote into
-    // the shared dir (no registry in the guest).
-    let tar = PathBuf::from(
-        std::env::var_os(IMAGE_TAR_ENV).with_context(|| format!("{IMAGE_TAR_ENV} unset"))?,
-    );
-    let infos = cairn_image::import_archive(
-        containerd.channel().await?,
-        NAMESPACE,
-        &tar,
-        &cairn_image::PullOptions::default(),
-    )
-    .await
-    .context("importing the busybox image")?;
+    let infos = import_busybox_image(&containerd).await?;
     let info = infos.first().context("import returned no image")?;
     phase("image imported");
     let image = common::image_spec(info);
@@ -140,8 +129,104 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     // The pod cgroup under its QoS parent, as the agent makes it for a Burstable pod.
     let uid = "5b3c0d2e-cg2";
     let pod_cgroup = format!("/cairn/kubepods/burstable/pod{uid}");
-    cgroups.ensure(
+    let pod_dir = make_burstable_pod_cgroup(&cgroups, &pod_cgroup)?;
+
+    let sandbox = host_network_sandbox(&runtime, uid, &pod_cgroup).await?;
+
+    let container = |name: &str, command: &[&str], resources: Resources| ContainerConfig {
+        name: name.into(),
+        image: image.clone(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+        resources,
+        spec_hash: format!("hash-{name}"),
+        ..Default::default()
+    };
+
+    let limited = start_limited_container(&runtime, &sandbox, &container).await?;
+    limited_container_cgroup_files_and_stats(
+        &runtime,
+        &limited,
+        &cgroups,
         &pod_cgroup,
+        &pod_dir,
+        &phase,
+    )
+    .await?;
+    limited_container_sees_its_own_cgroup(&runtime, &limited).await?;
+    let hog = hog_container_is_oom_killed(
+        &runtime,
+        &sandbox,
+        &container,
+        &cgroups,
+        &pod_cgroup,
+        &phase,
+    )
+    .await?;
+
+    // Removal: nothing left under the QoS parent.
+    runtime.remove_container(&limited).await?;
+    runtime.remove_container(&hog).await?;
+    runtime.remove_pod_sandbox(&sandbox.id).await?;
+    cgroups.remove(&pod_cgroup);
+    ensure!(
+        !pod_dir.exists(),
+        "pod cgroup left behind with {:?}",
+        sub_dirs(&pod_dir)
+    );
+    let left = sub_dirs(&cgroup_dir("/cairn/kubepods/burstable"));
+    ensure!(
+        left.is_empty(),
+        "cgroups left under the QoS parent: {left:?}"
+    );
+    phase("pod removed");
+    ensure!(
+        runtime.list_containers().await?.is_empty(),
+        "containers left in containerd"
+    );
+    Ok(())
+}
+
+async fn host_network_sandbox(
+    runtime: &ContainerdRuntime,
+    uid: &str,
+    pod_cgroup: &str,
+) -> Result<PodSandbox> {
+    // Host network: no CNI needed, the guest's own namespace.
+    let sandbox = runtime
+        .run_pod_sandbox(&PodSandboxConfig {
+            uid: uid.into(),
+            namespace: "default".into(),
+            name: "cgv2".into(),
+            attempt: 0,
+            hostname: "cgv2".into(),
+            host_network: true,
+            cgroup_parent: pod_cgroup.to_owned(),
+        })
+        .await
+        .context("creating the sandbox")?;
+    Ok(sandbox)
+}
+
+async fn import_busybox_image(containerd: &Containerd) -> Result<Vec<cairn_image::ImageInfo>> {
+    // The busybox test image, imported from the OCI layout tar the host side wrote into
+    // the shared dir (no registry in the guest).
+    let tar = PathBuf::from(
+        std::env::var_os(IMAGE_TAR_ENV).with_context(|| format!("{IMAGE_TAR_ENV} unset"))?,
+    );
+    let infos = cairn_image::import_archive(
+        containerd.channel().await?,
+        NAMESPACE,
+        &tar,
+        &cairn_image::PullOptions::default(),
+    )
+    .await
+    .context("importing the busybox image")?;
+    Ok(infos)
+}
+
+fn make_burstable_pod_cgroup(cgroups: &CgroupManager, pod_cgroup: &str) -> Result<PathBuf> {
+    cgroups.ensure(
+        pod_cgroup,
         &PodResources {
             cpu_shares: Some(512),
             cpu_quota: Some(50_000),
@@ -149,7 +234,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
             memory_limit: Some(96 << 20),
         },
     )?;
-    let pod_dir = cgroup_dir(&pod_cgroup);
+    let pod_dir = cgroup_dir(pod_cgroup);
     ensure!(read(&pod_dir, "memory.max")? == (96u64 << 20).to_string());
     ensure!(read(&pod_dir, "cpu.max")? == "50000 100000");
     ensure!(read(&pod_dir, "cpu.weight")? == "20");
@@ -163,34 +248,18 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
             "{c} not enabled for the pod cgroups: {parent_controllers:?}"
         );
     }
+    Ok(pod_dir)
+}
 
-    // Host network: no CNI needed, the guest's own namespace.
-    let sandbox = runtime
-        .run_pod_sandbox(&PodSandboxConfig {
-            uid: uid.into(),
-            namespace: "default".into(),
-            name: "cgv2".into(),
-            attempt: 0,
-            hostname: "cgv2".into(),
-            host_network: true,
-            cgroup_parent: pod_cgroup.clone(),
-        })
-        .await
-        .context("creating the sandbox")?;
-
-    let container = |name: &str, command: &[&str], resources: Resources| ContainerConfig {
-        name: name.into(),
-        image: image.clone(),
-        command: command.iter().map(|s| s.to_string()).collect(),
-        resources,
-        spec_hash: format!("hash-{name}"),
-        ..Default::default()
-    };
-
+async fn start_limited_container(
+    runtime: &ContainerdRuntime,
+    sandbox: &PodSandbox,
+    container: &impl Fn(&str, &[&str], Resources) -> ContainerConfig,
+) -> Result<String> {
     // A container with cpu and memory limits: v2 files, membership, stats.
     let limited = runtime
         .create_container(
-            &sandbox,
+            sandbox,
             &container(
                 "limited",
                 &[
@@ -213,7 +282,18 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
         .start_container(&limited)
         .await
         .context("starting the limited container")?;
-    let status = runtime.container_status(&limited).await?;
+    Ok(limited)
+}
+
+async fn limited_container_cgroup_files_and_stats(
+    runtime: &ContainerdRuntime,
+    limited: &str,
+    cgroups: &CgroupManager,
+    pod_cgroup: &str,
+    pod_dir: &Path,
+    phase: &impl Fn(&str),
+) -> Result<()> {
+    let status = runtime.container_status(limited).await?;
     ensure!(
         status.state == ContainerState::Running,
         "limited container is {:?} ({:?} {:?})",
@@ -225,7 +305,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     phase("limited container running");
     let dir = cgroup_dir(&status.cgroup);
     ensure!(
-        dir.parent() == Some(pod_dir.as_path()),
+        dir.parent() == Some(pod_dir),
         "container cgroup {} is not directly below the pod's",
         dir.display()
     );
@@ -234,7 +314,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     ensure!(read(&dir, "cpu.weight")? == "10");
     // As the kubelet asks on v2: no swap beyond the memory limit (its default NoSwap),
     // and an OOM kill takes the whole container.
-    ensure!(cgroups.v2_has_file(&pod_cgroup, "memory.swap.max"));
+    ensure!(cgroups.v2_has_file(pod_cgroup, "memory.swap.max"));
     ensure!(read(&dir, "memory.swap.max")? == "0");
     ensure!(read(&dir, "memory.oom.group")? == "1");
     let procs = read(&dir, "cgroup.procs")?;
@@ -256,12 +336,19 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     ensure!(stats.pids.is_some_and(|n| n >= 1), "pids: {stats:?}");
     ensure!(stats.oom_kills == Some(0), "oom kills: {stats:?}");
     // Read right after the container's: cpu usage only grows and the pod's includes it.
-    let pod_stats = cgroups.stats(&pod_cgroup);
+    let pod_stats = cgroups.stats(pod_cgroup);
     ensure!(
         pod_stats.cpu_usage_nanos >= stats.cpu_usage_nanos
             && pod_stats.memory_working_set_bytes.is_some_and(|n| n > 0),
         "pod stats {pod_stats:?} do not cover the container's {stats:?}"
     );
+    Ok(())
+}
+
+async fn limited_container_sees_its_own_cgroup(
+    runtime: &ContainerdRuntime,
+    limited: &str,
+) -> Result<()> {
     // Like containerd's CRI on v2: a private cgroup namespace, so the container's
     // /sys/fs/cgroup is its own cgroup (runtimes that size themselves from memory.max and
     // cpu.max read the container's limits, not the host root's).
@@ -281,7 +368,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     ] {
         let command = ["sh".to_owned(), "-c".to_owned(), check.to_owned()];
         let result = runtime
-            .exec_sync(&limited, &command, Duration::from_secs(60))
+            .exec_sync(limited, &command, Duration::from_secs(60))
             .await
             .with_context(|| format!("exec {check:?}"))?;
         ensure!(
@@ -290,12 +377,22 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
             result.exit_code
         );
     }
+    Ok(())
+}
 
+async fn hog_container_is_oom_killed(
+    runtime: &ContainerdRuntime,
+    sandbox: &PodSandbox,
+    container: &impl Fn(&str, &[&str], Resources) -> ContainerConfig,
+    cgroups: &CgroupManager,
+    pod_cgroup: &str,
+    phase: &impl Fn(&str),
+) -> Result<String> {
     // A container that needs more memory than its limit: OOM-killed, reported as such.
     let mut exits = runtime.subscribe_exits();
     let hog = runtime
         .create_container(
-            &sandbox,
+            sandbox,
             &container(
                 "hog",
                 &["dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"],
@@ -334,7 +431,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
         status.exit_code
     );
     ensure!(
-        cgroups.stats(&pod_cgroup).oom_kills.is_some_and(|n| n >= 1),
+        cgroups.stats(pod_cgroup).oom_kills.is_some_and(|n| n >= 1),
         "pod memory.events has no oom_kill"
     );
     ensure!(
@@ -342,26 +439,5 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
         "the exited container's cgroup {} was left behind",
         status.cgroup
     );
-
-    // Removal: nothing left under the QoS parent.
-    runtime.remove_container(&limited).await?;
-    runtime.remove_container(&hog).await?;
-    runtime.remove_pod_sandbox(&sandbox.id).await?;
-    cgroups.remove(&pod_cgroup);
-    ensure!(
-        !pod_dir.exists(),
-        "pod cgroup left behind with {:?}",
-        sub_dirs(&pod_dir)
-    );
-    let left = sub_dirs(&cgroup_dir("/cairn/kubepods/burstable"));
-    ensure!(
-        left.is_empty(),
-        "cgroups left under the QoS parent: {left:?}"
-    );
-    phase("pod removed");
-    ensure!(
-        runtime.list_containers().await?.is_empty(),
-        "containers left in containerd"
-    );
-    Ok(())
+    Ok(hog)
 }
