@@ -13,7 +13,6 @@ use crate::registry::ResourceInfo;
 
 /// Default `obj`, an object of `resource`, in place.
 pub(crate) mod admission;
-pub(crate) mod limits;
 pub(crate) mod pod;
 
 use pod::default_pod_spec;
@@ -169,80 +168,6 @@ pub(crate) fn is_empty_map(v: Option<&Value>) -> bool {
         _ => false,
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Other core kinds
-
-pub(crate) fn default_namespace(o: &mut Map<String, Value>) {
-    let name = o
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    if !name.is_empty() {
-        if let Some(labels) = child_obj(o, "metadata").and_then(|m| child_obj(m, "labels")) {
-            labels.insert("kubernetes.io/metadata.name".into(), Value::from(name));
-        }
-    }
-    if let Some(spec) = child_obj(o, "spec") {
-        set_default(spec, "finalizers", json!(["kubernetes"]));
-    }
-    if let Some(status) = child_obj(o, "status") {
-        set_default_str(status, "phase", "Active");
-    }
-}
-
-pub(crate) fn default_node(o: &mut Map<String, Value>) {
-    if let Some(status) = existing_obj(o, "status") {
-        if is_unset(status.get("allocatable")) {
-            if let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned() {
-                status.insert("allocatable".into(), capacity);
-            }
-        }
-    }
-}
-
-pub(crate) fn default_secret(o: &mut Map<String, Value>) {
-    set_default_str(o, "type", "Opaque");
-    // The v1 conversion folds `stringData` into `data`, the string winning; it is never stored.
-    if let Some(string_data) = o.remove("stringData") {
-        let Value::Object(entries) = string_data else {
-            return;
-        };
-        if entries.is_empty() {
-            return;
-        }
-        let Some(data) = child_obj(o, "data") else {
-            return;
-        };
-        for (k, v) in entries {
-            if let Value::String(s) = v {
-                let encoded = serde_json::to_value(k8s_openapi::ByteString(s.into_bytes()))
-                    .unwrap_or(Value::Null);
-                data.insert(k, encoded);
-            }
-        }
-    }
-}
-
-pub(crate) fn default_endpoints(o: &mut Map<String, Value>) {
-    for subset in list_objs(o, "subsets") {
-        for port in list_objs(subset, "ports") {
-            set_default_str(port, "protocol", "TCP");
-        }
-    }
-}
-
-pub(crate) fn default_endpoint_slice(o: &mut Map<String, Value>) {
-    for port in list_objs(o, "ports") {
-        set_default(port, "name", json!(""));
-        set_default(port, "protocol", json!("TCP"));
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Image references
 
 #[cfg(test)]
 mod tests;

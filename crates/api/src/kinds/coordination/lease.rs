@@ -3,7 +3,7 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    validate: Some(crate::validation::validate_lease),
+    validate: Some(validate_lease),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::coordination::v1::Lease>,
@@ -11,6 +11,21 @@ pub const STRATEGY: Strategy = Strategy {
     allow_create_on_update: true,
     ..Strategy::NONE
 };
+
+fn validate_lease(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    if let Some(d) = int(spec, "leaseDurationSeconds") {
+        if d <= 0 {
+            errs.push(Cause::invalid_value(
+                "spec.leaseDurationSeconds",
+                &Value::from(d),
+                "must be greater than 0",
+            ));
+        }
+    }
+    nonnegative(spec, "leaseTransitions", "spec", errs);
+}
 
 fn columns() -> Vec<Col> {
     vec![

@@ -3,14 +3,58 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_endpoints),
-    validate: Some(crate::validation::validate_endpoints),
+    default: Some(default_endpoints),
+    validate: Some(validate_endpoints),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Endpoints>,
     allow_create_on_update: true,
     ..Strategy::NONE
 };
+
+fn default_endpoints(o: &mut Map<String, Value>) {
+    for subset in list_objs(o, "subsets") {
+        for port in list_objs(subset, "ports") {
+            set_default_str(port, "protocol", "TCP");
+        }
+    }
+}
+
+fn validate_endpoints(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    for (i, subset) in objs(o, "subsets") {
+        let sp = format!("subsets[{i}]");
+        for key in ["addresses", "notReadyAddresses"] {
+            for (j, addr) in objs(subset, key) {
+                let ip = s(addr, "ip");
+                if !is_valid_ip(ip) {
+                    errs.push(Cause::invalid(
+                        format!("{sp}.{key}[{j}].ip"),
+                        ip,
+                        "must be a valid IP address",
+                    ));
+                }
+            }
+        }
+        for (j, port) in objs(subset, "ports") {
+            let pp = format!("{sp}.ports[{j}]");
+            let name = s(port, "name");
+            if !name.is_empty() {
+                for msg in is_dns1123_label(name) {
+                    errs.push(Cause::invalid(format!("{pp}.name"), name, &msg));
+                }
+            }
+            let num = int(port, "port").unwrap_or(0);
+            if !(1..=65535).contains(&num) {
+                errs.push(Cause::invalid_value(
+                    format!("{pp}.port"),
+                    &Value::from(num),
+                    &port_range_error(),
+                ));
+            }
+            validate_protocol(port, &pp, errs);
+        }
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

@@ -3,7 +3,7 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    validate: Some(crate::validation::validate_event),
+    validate: Some(validate_event),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Event>,
@@ -11,6 +11,65 @@ pub const STRATEGY: Strategy = Strategy {
     allow_create_on_update: true,
     ..Strategy::NONE
 };
+
+/// `legacyValidateEvent` for core/v1 Events: namespaces must agree; events with `eventTime`
+/// (the new style) must also say who reported them, which action and why.
+fn validate_event(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let ns = path(o, &["metadata", "namespace"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let involved_ns = path(o, &["involvedObject", "namespace"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mismatch = || {
+        Cause::invalid(
+            "involvedObject.namespace",
+            involved_ns,
+            "does not match event.namespace",
+        )
+    };
+    if field(o, "eventTime").is_none() {
+        let ok = if involved_ns.is_empty() {
+            ns.is_empty() || ns == "default"
+        } else {
+            ns == involved_ns
+        };
+        if !ok {
+            errs.push(mismatch());
+        }
+        return;
+    }
+    if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+        errs.push(mismatch());
+    }
+    let controller = s(o, "reportingComponent");
+    if controller.is_empty() {
+        errs.push(Cause::required("reportingComponent"));
+    }
+    for msg in is_qualified_name(controller) {
+        errs.push(Cause::invalid("reportingComponent", controller, &msg));
+    }
+    let limits = [("reportingInstance", 128), ("action", 128), ("reason", 128)];
+    for (key, max) in limits {
+        let v = s(o, key);
+        if v.is_empty() {
+            errs.push(Cause::required(key));
+        } else if v.len() > max {
+            errs.push(Cause::invalid(
+                key,
+                "",
+                &format!("can have at most {max} characters"),
+            ));
+        }
+    }
+    if s(o, "message").len() > 1024 {
+        errs.push(Cause::invalid(
+            "message",
+            "",
+            "can have at most 1024 characters",
+        ));
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

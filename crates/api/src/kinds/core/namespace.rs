@@ -3,8 +3,8 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_namespace),
-    validate: Some(crate::validation::validate_namespace),
+    default: Some(default_namespace),
+    validate: Some(validate_namespace),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Namespace>,
@@ -15,6 +15,43 @@ pub const STRATEGY: Strategy = Strategy {
     zero_values: Some(zero_values),
     ..Strategy::NONE
 };
+
+fn default_namespace(o: &mut Map<String, Value>) {
+    let name = o
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if !name.is_empty() {
+        if let Some(labels) = child_obj(o, "metadata").and_then(|m| child_obj(m, "labels")) {
+            labels.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+        }
+    }
+    if let Some(spec) = child_obj(o, "spec") {
+        set_default(spec, "finalizers", json!(["kubernetes"]));
+    }
+    if let Some(status) = child_obj(o, "status") {
+        set_default_str(status, "phase", "Active");
+    }
+}
+
+fn validate_namespace(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    for (i, f) in arr(
+        path(o, &["spec"])
+            .and_then(Value::as_object)
+            .unwrap_or(&Map::new()),
+        "finalizers",
+    )
+    .iter()
+    .enumerate()
+    {
+        let f = f.as_str().unwrap_or("");
+        for msg in is_qualified_name(f) {
+            errs.push(Cause::invalid(format!("spec.finalizers[{i}]"), f, &msg));
+        }
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

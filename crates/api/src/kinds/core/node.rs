@@ -3,9 +3,9 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_node),
-    validate: Some(crate::validation::validate_node),
-    validate_update: Some(crate::validation::validate_node_update),
+    default: Some(default_node),
+    validate: Some(validate_node),
+    validate_update: Some(validate_node_update),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::Node>,
@@ -13,6 +13,68 @@ pub const STRATEGY: Strategy = Strategy {
     allow_create_on_update: true,
     ..Strategy::NONE
 };
+
+fn default_node(o: &mut Map<String, Value>) {
+    if let Some(status) = existing_obj(o, "status") {
+        if is_unset(status.get("allocatable")) {
+            if let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned() {
+                status.insert("allocatable".into(), capacity);
+            }
+        }
+    }
+}
+
+fn validate_node(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    for (i, t) in objs(spec, "taints") {
+        let tp = format!("spec.taints[{i}]");
+        let key = s(t, "key");
+        if key.is_empty() {
+            errs.push(Cause::required(format!("{tp}.key")));
+        }
+        for msg in is_qualified_name(key)
+            .into_iter()
+            .filter(|_| !key.is_empty())
+        {
+            errs.push(Cause::invalid(format!("{tp}.key"), key, &msg));
+        }
+        match s(t, "effect") {
+            "NoSchedule" | "PreferNoSchedule" | "NoExecute" => {}
+            "" => errs.push(Cause::required(format!("{tp}.effect"))),
+            other => errs.push(Cause::not_supported(
+                format!("{tp}.effect"),
+                other,
+                &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+            )),
+        }
+    }
+    for (i, cidr) in arr(spec, "podCIDRs").iter().enumerate() {
+        let c = cidr.as_str().unwrap_or("");
+        if c.parse::<ipnetwork::IpNetwork>().is_err() {
+            errs.push(Cause::invalid(
+                format!("spec.podCIDRs[{i}]"),
+                c,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            ));
+        }
+    }
+}
+
+fn validate_node_update(old: &Map<String, Value>, new: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let old_cidrs = path(old, &["spec", "podCIDRs"])
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty());
+    let new_cidrs = path(new, &["spec", "podCIDRs"]);
+    if let Some(o) = old_cidrs {
+        if new_cidrs.and_then(Value::as_array) != Some(o) {
+            errs.push(Cause::forbidden(
+                "spec.podCIDRs",
+                "node updates may not change podCIDR except from \"\" to valid",
+            ));
+        }
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

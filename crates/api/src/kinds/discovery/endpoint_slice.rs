@@ -3,8 +3,8 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::default_endpoint_slice),
-    validate: Some(crate::validation::validate_endpoint_slice),
+    default: Some(default_endpoint_slice),
+    validate: Some(validate_endpoint_slice),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::discovery::v1::EndpointSlice>,
@@ -12,6 +12,78 @@ pub const STRATEGY: Strategy = Strategy {
     allow_create_on_update: true,
     ..Strategy::NONE
 };
+
+fn default_endpoint_slice(o: &mut Map<String, Value>) {
+    for port in list_objs(o, "ports") {
+        set_default(port, "name", json!(""));
+        set_default(port, "protocol", json!("TCP"));
+    }
+}
+
+fn validate_endpoint_slice(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let address_type = s(o, "addressType");
+    match address_type {
+        "IPv4" | "IPv6" | "FQDN" => {}
+        "" => errs.push(Cause::required("addressType")),
+        other => errs.push(Cause::not_supported(
+            "addressType",
+            other,
+            &["FQDN", "IPv4", "IPv6"],
+        )),
+    }
+    for (i, ep) in objs(o, "endpoints") {
+        let addrs = arr(ep, "addresses");
+        if addrs.is_empty() {
+            errs.push(Cause::required(format!("endpoints[{i}].addresses")));
+        } else if addrs.len() > 100 {
+            errs.push(Cause::invalid(
+                format!("endpoints[{i}].addresses"),
+                "",
+                "must have at most 100 items",
+            ));
+        }
+        for (j, a) in addrs.iter().enumerate() {
+            let a = a.as_str().unwrap_or("");
+            let ok = match address_type {
+                "IPv4" => a.parse::<std::net::Ipv4Addr>().is_ok(),
+                "IPv6" => a.parse::<std::net::Ipv6Addr>().is_ok(),
+                _ => is_dns1123_subdomain(a).is_empty(),
+            };
+            if !ok {
+                let msg = match address_type {
+                    "IPv4" => "must be a valid IPv4 address",
+                    "IPv6" => "must be a valid IPv6 address",
+                    _ => "must be a valid DNS subdomain",
+                };
+                errs.push(Cause::invalid(
+                    format!("endpoints[{i}].addresses[{j}]"),
+                    a,
+                    msg,
+                ));
+            }
+        }
+    }
+    for (i, port) in objs(o, "ports") {
+        let pp = format!("ports[{i}]");
+        if let Some(num) = int(port, "port") {
+            if !(1..=65535).contains(&num) {
+                errs.push(Cause::invalid_value(
+                    format!("{pp}.port"),
+                    &Value::from(num),
+                    &port_range_error(),
+                ));
+            }
+        }
+        let proto = s(port, "protocol");
+        if !proto.is_empty() && !matches!(proto, "TCP" | "UDP" | "SCTP") {
+            errs.push(Cause::not_supported(
+                format!("{pp}.protocol"),
+                proto,
+                &["SCTP", "TCP", "UDP"],
+            ));
+        }
+    }
+}
 
 fn columns() -> Vec<Col> {
     vec![

@@ -2,10 +2,16 @@
 //! request ≤ default ≤ max, a max limit/request ratio of at least 1 that min and max allow,
 //! and no defaults for `Pod` items.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use cairn_apimachinery::quantity;
+use serde_json::{Map, Value};
+
+use crate::status::Cause;
+use crate::validation::*;
 
 /// A quantity's text and its value in nano-units.
-pub(crate) fn quantity(v: &Value) -> Option<(String, i128)> {
+fn quantity(v: &Value) -> Option<(String, i128)> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -17,7 +23,7 @@ pub(crate) fn quantity(v: &Value) -> Option<(String, i128)> {
 
 type Quantities = BTreeMap<String, (String, i128)>;
 
-pub(crate) fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
+fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
     obj(item, key)
         .into_iter()
         .flatten()
@@ -25,7 +31,7 @@ pub(crate) fn quantities(item: &Map<String, Value>, key: &str) -> Quantities {
         .collect()
 }
 
-pub(crate) fn validate_limit_range(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(super) fn validate_limit_range(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     for (i, item) in objs(spec, "limits") {
@@ -55,7 +61,7 @@ struct Order<'a> {
     message: &'a str,
 }
 
-pub(crate) fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let (min, max) = (quantities(item, "min"), quantities(item, "max"));
     let (default, request) = (
         quantities(item, "default"),
@@ -150,7 +156,7 @@ pub(crate) fn validate_item(item: &Map<String, Value>, p: &str, errs: &mut Vec<C
     }
 }
 
-pub(crate) fn validate_ratio(
+fn validate_ratio(
     p: &str,
     k: &str,
     ratio: &(String, i128),

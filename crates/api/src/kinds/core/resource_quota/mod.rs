@@ -2,8 +2,10 @@
 
 use crate::kinds::prelude::*;
 
+mod validation;
+
 pub const STRATEGY: Strategy = Strategy {
-    validate: Some(crate::validation::quota::validate_resource_quota),
+    validate: Some(validation::validate_resource_quota),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::core::v1::ResourceQuota>,

@@ -2,9 +2,12 @@
 
 use crate::kinds::prelude::*;
 
+mod defaults;
+mod validation;
+
 pub const STRATEGY: Strategy = Strategy {
-    default: Some(crate::defaults::limits::default_limit_range),
-    validate: Some(crate::validation::limits::validate_limit_range),
+    default: Some(defaults::default_limit_range),
+    validate: Some(validation::validate_limit_range),
     normalize: roundtrip::<k8s_openapi::api::core::v1::LimitRange>,
     ..Strategy::NONE
 };

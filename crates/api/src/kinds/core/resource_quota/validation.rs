@@ -2,16 +2,19 @@
 //! qualified with a `/`), amounts not negative and whole for counts, known scopes that
 //! do not conflict and suit the tracked resources, and well-formed scope selectors.
 
+use cairn_apimachinery::quantity;
 use cairn_semantics::quota::{is_integer_resource, is_standard_quota_resource, STANDARD_SCOPES};
+use serde_json::{Map, Value};
 
-use super::*;
+use crate::status::Cause;
+use crate::validation::*;
 
-pub(crate) const CONFLICTING: [(&str, &str); 2] = [
+const CONFLICTING: [(&str, &str); 2] = [
     ("BestEffort", "NotBestEffort"),
     ("Terminating", "NotTerminating"),
 ];
 
-pub(crate) fn validate_resource_quota(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(super) fn validate_resource_quota(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     validate_amounts(spec, "hard", "spec.hard", errs);
@@ -25,7 +28,7 @@ pub(crate) fn validate_resource_quota(o: &Map<String, Value>, errs: &mut Vec<Cau
 }
 
 /// `spec.hard` (or a status list): names and amounts.
-pub(crate) fn validate_amounts(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
+fn validate_amounts(o: &Map<String, Value>, key: &str, p: &str, errs: &mut Vec<Cause>) {
     for (name, v) in obj(o, key).into_iter().flatten() {
         let path = format!("{p}[{name}]");
         for msg in is_qualified_name(name) {
@@ -55,7 +58,7 @@ pub(crate) fn validate_amounts(o: &Map<String, Value>, key: &str, p: &str, errs:
 }
 
 /// Upstream `IsResourceQuotaScopeValidForResource`: pod scopes fit pod counts and compute.
-pub(crate) fn scope_fits(scope: &str, resource: &str) -> bool {
+fn scope_fits(scope: &str, resource: &str) -> bool {
     const POD_COMPUTE: [&str; 8] = [
         "pods",
         "count/pods",
@@ -73,12 +76,12 @@ pub(crate) fn scope_fits(scope: &str, resource: &str) -> bool {
     }
 }
 
-pub(crate) fn scopes_repr(scopes: &[&str]) -> String {
+fn scopes_repr(scopes: &[&str]) -> String {
     let quoted: Vec<String> = scopes.iter().map(|s| format!("{s:?}")).collect();
     format!("[]core.ResourceQuotaScope{{{}}}", quoted.join(", "))
 }
 
-pub(crate) fn validate_scopes(spec: &Map<String, Value>, hard: &[&str], errs: &mut Vec<Cause>) {
+fn validate_scopes(spec: &Map<String, Value>, hard: &[&str], errs: &mut Vec<Cause>) {
     let scopes: Vec<&str> = arr(spec, "scopes")
         .iter()
         .filter_map(Value::as_str)
@@ -113,13 +116,9 @@ pub(crate) fn validate_scopes(spec: &Map<String, Value>, hard: &[&str], errs: &m
     }
 }
 
-pub(crate) const EXISTS_ONLY: &str = "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity";
+const EXISTS_ONLY: &str = "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity";
 
-pub(crate) fn validate_scope_selector(
-    selector: &Map<String, Value>,
-    hard: &[&str],
-    errs: &mut Vec<Cause>,
-) {
+fn validate_scope_selector(selector: &Map<String, Value>, hard: &[&str], errs: &mut Vec<Cause>) {
     let p = "spec.scopeSelector.matchExpressions";
     let selector_value = Value::Object(selector.clone());
     let mut seen = Vec::new();

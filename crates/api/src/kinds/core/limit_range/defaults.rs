@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-pub(crate) fn default_limit_range(o: &mut Map<String, Value>) {
+pub(super) fn default_limit_range(o: &mut Map<String, Value>) {
     let Some(items) = o
         .get_mut("spec")
         .and_then(|s| s.get_mut("limits"))
