@@ -30,7 +30,6 @@ pub(crate) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 /// A required enum field: `Required value` when empty, `Unsupported value` when not one of
 /// `supported` (listed in the order Kubernetes prints them).
 pub(crate) mod admission;
-pub(crate) mod admission_policy;
 pub(crate) mod apps;
 pub(crate) mod batch;
 pub(crate) mod cluster;

@@ -14,7 +14,6 @@ pub(crate) use crate::table::storage_quota::*;
 pub(crate) use crate::table::workloads::*;
 pub(crate) use crate::table::*;
 pub(crate) use crate::validation::admission::*;
-pub(crate) use crate::validation::admission_policy::*;
 pub(crate) use crate::validation::rbac::*;
 pub(crate) use crate::validation::storage::*;
 pub(crate) use crate::validation::*;

@@ -4,13 +4,41 @@ use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
     default: Some(default),
-    validate: Some(crate::validation::admission_policy::validate_policy),
+    validate: Some(validate_policy),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>,
     admission: &[Admission::PolicyCompile],
     ..Strategy::NONE
 };
+
+/// A policy's failurePolicy and validations (their CEL is compiled by the server).
+fn validate_policy(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    let failure = s(spec, "failurePolicy");
+    if !matches!(failure, "" | "Fail" | "Ignore") {
+        errs.push(Cause::not_supported(
+            "spec.failurePolicy",
+            failure,
+            &["Fail", "Ignore"],
+        ));
+    }
+    if obj(spec, "matchConstraints").is_none_or(|m| arr(m, "resourceRules").is_empty()) {
+        errs.push(Cause::required("spec.matchConstraints.resourceRules"));
+    }
+    for (i, v) in objs(spec, "validations") {
+        if s(v, "expression").is_empty() {
+            errs.push(Cause::required(format!("spec.validations[{i}].expression")));
+        }
+    }
+    if arr(spec, "validations").is_empty() && arr(spec, "auditAnnotations").is_empty() {
+        errs.push(Cause::required_detail(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+}
 
 fn default(o: &mut Map<String, Value>) {
     crate::defaults::admission::default_policy(o)
