@@ -32,12 +32,9 @@ pub(crate) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 pub(crate) mod admission;
 pub(crate) mod apps;
 pub(crate) mod batch;
-pub(crate) mod cluster;
-pub(crate) mod crd;
 pub(crate) mod name_rule;
 pub(crate) mod names;
 pub(crate) mod pod;
-pub(crate) mod policy;
 pub(crate) mod rbac;
 pub(crate) mod storage;
 

@@ -4,16 +4,143 @@ use crate::kinds::prelude::*;
 
 pub const STRATEGY_V1: Strategy = Strategy {
     default: Some(default_v1),
-    validate: Some(crate::validation::cluster::validate_hpa),
+    validate: Some(validate_hpa),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>,
     ..Strategy::NONE
 };
 
+const METRIC_TYPES: &[&str] = &[
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
+
+/// HorizontalPodAutoscaler, in its stored autoscaling/v2 shape.
+fn validate_hpa(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let empty = Map::new();
+    let spec = obj(o, "spec").unwrap_or(&empty);
+    let min = int(spec, "minReplicas");
+    let max = int(spec, "maxReplicas").unwrap_or(0);
+    if let Some(min) = min.filter(|m| *m < 1) {
+        errs.push(Cause::invalid_value(
+            "spec.minReplicas",
+            &Value::from(min),
+            "must be greater than or equal to 1",
+        ));
+    }
+    if max < 1 {
+        errs.push(Cause::invalid_value(
+            "spec.maxReplicas",
+            &Value::from(max),
+            "must be greater than 0",
+        ));
+    }
+    if min.is_some_and(|min| max < min) {
+        errs.push(Cause::invalid_value(
+            "spec.maxReplicas",
+            &Value::from(max),
+            "must be greater than or equal to `minReplicas`",
+        ));
+    }
+    let target = obj(spec, "scaleTargetRef").unwrap_or(&empty);
+    for key in ["kind", "name"] {
+        let v = s(target, key);
+        if v.is_empty() {
+            errs.push(Cause::required(format!("spec.scaleTargetRef.{key}")));
+        }
+        for msg in is_path_segment_name(v) {
+            errs.push(Cause::invalid(
+                format!("spec.scaleTargetRef.{key}"),
+                v,
+                &msg,
+            ));
+        }
+    }
+    for (i, m) in objs(spec, "metrics") {
+        validate_metric(m, &format!("spec.metrics[{i}]"), errs);
+    }
+}
+
+fn validate_metric(m: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    let kind = s(m, "type");
+    if kind.is_empty() {
+        errs.push(Cause::required_detail(
+            format!("{p}.type"),
+            "must specify a metric source type",
+        ));
+        return;
+    }
+    if !METRIC_TYPES.contains(&kind) {
+        errs.push(Cause::not_supported(
+            format!("{p}.type"),
+            kind,
+            METRIC_TYPES,
+        ));
+        return;
+    }
+    let source_key = {
+        let mut k = kind.to_string();
+        k[..1].make_ascii_lowercase();
+        k
+    };
+    let Some(source) = obj(m, &source_key) else {
+        errs.push(Cause::required_detail(
+            format!("{p}.{source_key}"),
+            &format!("must populate information for the given metric source (only allowed when type is {kind})"),
+        ));
+        return;
+    };
+    let sp = format!("{p}.{source_key}");
+    if matches!(kind, "Resource" | "ContainerResource") && s(source, "name").is_empty() {
+        errs.push(Cause::required(format!("{sp}.name")));
+    }
+    match obj(source, "target") {
+        Some(t) => validate_metric_target(t, &format!("{sp}.target"), errs),
+        None => errs.push(Cause::required(format!("{sp}.target"))),
+    }
+}
+
+fn validate_metric_target(t: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+    let (kind, key) = match s(t, "type") {
+        "Utilization" => ("Utilization", "averageUtilization"),
+        "Value" => ("Value", "value"),
+        "AverageValue" => ("AverageValue", "averageValue"),
+        "" => {
+            return errs.push(Cause::required_detail(
+                format!("{p}.type"),
+                "must specify a metric target type",
+            ))
+        }
+        other => {
+            return errs.push(Cause::not_supported(
+                format!("{p}.type"),
+                other,
+                &["AverageValue", "Utilization", "Value"],
+            ))
+        }
+    };
+    if field(t, key).is_none() {
+        errs.push(Cause::required_detail(
+            format!("{p}.{key}"),
+            &format!("must set {key} when the target type is {kind}"),
+        ));
+    }
+    if let Some(u) = int(t, "averageUtilization").filter(|u| *u <= 0) {
+        errs.push(Cause::invalid_value(
+            format!("{p}.averageUtilization"),
+            &Value::from(u),
+            "must be greater than 0",
+        ));
+    }
+}
+
 pub const STRATEGY_V2: Strategy = Strategy {
     default: Some(default_v2),
-    validate: Some(crate::validation::cluster::validate_hpa),
+    validate: Some(validate_hpa),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>,

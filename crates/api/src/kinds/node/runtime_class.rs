@@ -3,13 +3,20 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
-    validate: Some(crate::validation::cluster::validate_runtime_class),
+    validate: Some(validate_runtime_class),
     validate_update: Some(validate_update),
     columns: Some(columns),
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::node::v1::RuntimeClass>,
     ..Strategy::NONE
 };
+
+fn validate_runtime_class(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+    let handler = s(o, "handler");
+    for msg in is_dns1123_label(handler) {
+        errs.push(Cause::invalid("handler", handler, &msg));
+    }
+}
 
 fn validate_update(o: &Map<String, Value>, n: &Map<String, Value>, errs: &mut Vec<Cause>) {
     immutable_fields(o, n, &[&["handler"]], errs)

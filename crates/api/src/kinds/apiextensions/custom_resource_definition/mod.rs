@@ -3,10 +3,12 @@
 use crate::kinds::prelude::*;
 use crate::schema::{Normalized, SchemaError};
 
+mod validation;
+
 pub const STRATEGY: Strategy = Strategy {
     default: Some(default_crd),
-    validate: Some(crate::validation::crd::validate_crd),
-    validate_update: Some(crate::validation::crd::validate_crd_update),
+    validate: Some(validation::validate_crd),
+    validate_update: Some(validation::validate_crd_update),
     normalize,
     admission: &[Admission::CustomResourceDefinition],
     ..Strategy::NONE

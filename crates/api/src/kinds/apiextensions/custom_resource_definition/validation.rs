@@ -3,11 +3,16 @@
 //! [`crate::crd::structural::check_structural`]), printer columns, subresources and
 //! conversion.
 
-use super::*;
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
 use crate::crd::structural::check_structural;
 use crate::jsonpath::JsonPath;
+use crate::status::Cause;
+use crate::validation::*;
 
-pub(crate) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
+pub(super) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let empty = Map::new();
     let spec = obj(o, "spec").unwrap_or(&empty);
     let names = obj(spec, "names").unwrap_or(&empty);
@@ -48,7 +53,7 @@ pub(crate) fn validate_crd(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
     validate_crd_conversion(spec, errs);
 }
 
-pub(crate) fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Cause>) {
+fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Cause>) {
     for key in ["plural", "singular"] {
         let v = s(names, key);
         if v.is_empty() && key == "plural" {
@@ -89,7 +94,7 @@ pub(crate) fn validate_crd_names(names: &Map<String, Value>, errs: &mut Vec<Caus
     }
 }
 
-pub(crate) fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
+fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let versions: Vec<(usize, &Map<String, Value>)> = objs(spec, "versions").collect();
     if versions.is_empty() {
         errs.push(Cause::required_detail(
@@ -151,9 +156,9 @@ pub(crate) fn validate_crd_versions(spec: &Map<String, Value>, errs: &mut Vec<Ca
     }
 }
 
-pub(crate) const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
+const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
 
-pub(crate) fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     if s(c, "name").is_empty() {
         errs.push(Cause::required(format!("{p}.name")));
     }
@@ -175,7 +180,7 @@ pub(crate) fn validate_printer_column(c: &Map<String, Value>, p: &str, errs: &mu
     }
 }
 
-pub(crate) fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
+fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec<Cause>) {
     let spec_path = s(scale, "specReplicasPath");
     if spec_path.is_empty() {
         errs.push(Cause::required(format!("{p}.specReplicasPath")));
@@ -198,7 +203,7 @@ pub(crate) fn validate_scale(scale: &Map<String, Value>, p: &str, errs: &mut Vec
     }
 }
 
-pub(crate) fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
+fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<Cause>) {
     let Some(conversion) = obj(spec, "conversion") else {
         return;
     };
@@ -235,7 +240,7 @@ pub(crate) fn validate_crd_conversion(spec: &Map<String, Value>, errs: &mut Vec<
 }
 
 /// The scope never changes, and every version objects were stored in stays listed.
-pub(crate) fn validate_crd_update(
+pub(super) fn validate_crd_update(
     o: &Map<String, Value>,
     n: &Map<String, Value>,
     errs: &mut Vec<Cause>,
