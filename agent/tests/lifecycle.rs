@@ -158,14 +158,23 @@ async fn hooks_run_in_kubelet_order() {
         "echo \"prestop-http $HTTP_X_HOOK\" >> /shared/web",
     );
 
+    create_order_and_web_pods(&cluster, &img, &shared).await;
+    create_slow_badstop_and_poststart_pods(&cluster, &img, &shared).await;
+    poststart_holds_container_until_it_returns(&cluster, &shared).await;
+    http_poststart_reached_and_all_run(&cluster, &shared).await;
+    failing_poststart_kills_and_restarts(&cluster).await;
+    prestop_hooks_run_before_sigterm(&cluster, &shared).await;
+}
+
+async fn create_order_and_web_pods(cluster: &Cluster, img: &str, shared: &Path) {
     // preStop exec runs before SIGTERM (postStart sleep on the way in).
     cluster
         .create(pod(
             "order",
-            &shared,
+            shared,
             10,
             json!([container(
-                &img,
+                img,
                 &trap_term("order"),
                 json!({"lifecycle": {
                     "postStart": {"sleep": {"seconds": 1}},
@@ -181,7 +190,7 @@ async fn hooks_run_in_kubelet_order() {
     let httpd =
         "trap 'echo term >> /shared/web; exit 0' TERM; httpd -f -p 8080 -h /shared/www & wait";
     let mut web = container(
-        &img,
+        img,
         httpd,
         json!({
             "ports": [{"name": "http", "containerPort": 8080}],
@@ -194,22 +203,25 @@ async fn hooks_run_in_kubelet_order() {
     );
     web["name"] = json!("web");
     let mut client = container(
-        &img,
+        img,
         "exec sleep 3600",
         json!({"lifecycle": {"postStart": {"httpGet": {"path": "/cgi-bin/start", "port": 8080}}}}),
     );
     client["name"] = json!("client");
     cluster
-        .create(pod("web", &shared, 10, json!([web, client])))
+        .create(pod("web", shared, 10, json!([web, client])))
         .await;
+}
+
+async fn create_slow_badstop_and_poststart_pods(cluster: &Cluster, img: &str, shared: &Path) {
     // A preStop sleep longer than the grace period is cut short; SIGTERM still comes.
     cluster
         .create(pod(
             "slow",
-            &shared,
+            shared,
             2,
             json!([container(
-                &img,
+                img,
                 &trap_term("slow"),
                 json!({"lifecycle": {
                     "preStop": {"sleep": {"seconds": 3600}},
@@ -221,10 +233,10 @@ async fn hooks_run_in_kubelet_order() {
     cluster
         .create(pod(
             "badstop",
-            &shared,
+            shared,
             10,
             json!([container(
-                &img,
+                img,
                 &trap_term("badstop"),
                 json!({"lifecycle": {
                     "preStop": {"exec": {"command": ["sh", "-c", "exit 3"]}},
@@ -237,10 +249,10 @@ async fn hooks_run_in_kubelet_order() {
     cluster
         .create(pod(
             "poststart",
-            &shared,
+            shared,
             2,
             json!([container(
-                &img,
+                img,
                 "until [ -f /tmp/post ]; do sleep 0.1; done; cat /tmp/post > /shared/main-saw; exec sleep 3600",
                 json!({"lifecycle": {"postStart": {"exec": {"command": ["sh", "-c",
                     "echo from-hook > /tmp/post; touch /shared/hook-running; until [ -f /shared/release ]; do sleep 0.1; done"]}}}}),
@@ -251,19 +263,21 @@ async fn hooks_run_in_kubelet_order() {
     cluster
         .create(pod(
             "badpost",
-            &shared,
+            shared,
             1,
             json!([container(
-                &img,
+                img,
                 "exec sleep 3600",
                 json!({"lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "exit 7"]}}}}),
             )]),
         ))
         .await;
+}
 
+async fn poststart_holds_container_until_it_returns(cluster: &Cluster, shared: &Path) {
     // postStart ordering: the hook ran inside the container (the main process read its
     // file) and holds the container out of Running until it returns.
-    wait_lines(&cluster, &shared.join("main-saw"), 1).await;
+    wait_lines(cluster, &shared.join("main-saw"), 1).await;
     assert_eq!(read(&shared.join("main-saw")), "from-hook\n");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !shared.join("hook-running").exists() {
@@ -286,7 +300,9 @@ async fn hooks_run_in_kubelet_order() {
             running(p, "main") && is_ready(p)
         })
         .await;
+}
 
+async fn http_poststart_reached_and_all_run(cluster: &Cluster, shared: &Path) {
     // httpGet postStart reached httpd; web and client both run.
     cluster
         .wait_for("web", "Running and Ready", 60, |p| {
@@ -302,11 +318,13 @@ async fn hooks_run_in_kubelet_order() {
             .wait_for(name, "Running", 60, |p| running(p, "main"))
             .await;
     }
+}
 
+async fn failing_poststart_kills_and_restarts(cluster: &Cluster) {
     // Failing postStart: event, kill, restart.
-    let kind = wait_event(&cluster, "badpost", "FailedPostStartHook", "").await;
+    let kind = wait_event(cluster, "badpost", "FailedPostStartHook", "").await;
     assert_eq!(kind, "Warning");
-    wait_event(&cluster, "badpost", "Killing", "FailedPostStartHook").await;
+    wait_event(cluster, "badpost", "Killing", "FailedPostStartHook").await;
     let restarted = cluster
         .wait_for(
             "badpost",
@@ -327,7 +345,9 @@ async fn hooks_run_in_kubelet_order() {
             .contains(r#"Exec lifecycle hook ([sh -c exit 7]) for Container "main""#),
         "hook failure message missing from the agent log"
     );
+}
 
+async fn prestop_hooks_run_before_sigterm(cluster: &Cluster, shared: &Path) {
     // Delete the preStop pods together; each must run its hook before SIGTERM.
     for name in ["order", "web", "slow", "badstop"] {
         cluster
@@ -337,13 +357,13 @@ async fn hooks_run_in_kubelet_order() {
             .unwrap();
     }
     for name in ["order", "web", "slow", "badstop"] {
-        wait_gone(&cluster, name).await;
+        wait_gone(cluster, name).await;
     }
     assert_eq!(read(&shared.join("order")), "prestop\nterm\n");
     assert_eq!(read(&shared.join("web")), "prestop-http bye\nterm\n");
     assert_eq!(read(&shared.join("slow")), "term\n");
     assert_eq!(read(&shared.join("badstop")), "term\n");
-    let kind = wait_event(&cluster, "badstop", "FailedPreStopHook", "").await;
+    let kind = wait_event(cluster, "badstop", "FailedPreStopHook", "").await;
     assert_eq!(kind, "Warning");
     assert!(
         !cluster
@@ -365,12 +385,21 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     let shared = shared_dir(&cluster);
     let idle = "trap 'exit 0' TERM; sleep 3600 & wait";
 
+    create_probe_pods(&cluster, &img, &shared, idle).await;
+    liveness_restarts_the_container(&cluster).await;
+    readiness_toggles_without_restart(&cluster).await;
+    startup_probe_holds_off_liveness(&cluster, &shared).await;
+    failing_startup_probe_restarts(&cluster).await;
+    grpc_liveness_passes_then_restarts(&cluster).await;
+}
+
+async fn create_probe_pods(cluster: &Cluster, img: &str, shared: &Path, idle: &str) {
     cluster
         .create(pod(
             "live",
-            &shared,
+            shared,
             5,
-            json!([container(&img, &format!("touch /tmp/healthy; {idle}"), json!({
+            json!([container(img, &format!("touch /tmp/healthy; {idle}"), json!({
                 "livenessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}, "periodSeconds": 1, "failureThreshold": 2},
             }))]),
         ))
@@ -378,9 +407,9 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     cluster
         .create(pod(
             "ready",
-            &shared,
+            shared,
             5,
-            json!([container(&img, idle, json!({
+            json!([container(img, idle, json!({
                 "readinessProbe": {"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1, "failureThreshold": 1},
             }))]),
         ))
@@ -389,9 +418,9 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     cluster
         .create(pod(
             "startup",
-            &shared,
+            shared,
             2,
-            json!([container(&img, idle, json!({
+            json!([container(img, idle, json!({
                 "startupProbe": {"exec": {"command": ["sh", "-c", "echo s >> /shared/startup-runs; cat /tmp/started"]}, "periodSeconds": 1, "failureThreshold": 600},
                 "livenessProbe": {"exec": {"command": ["sh", "-c", "echo l >> /shared/liveness-runs; exit 1"]}, "periodSeconds": 1, "failureThreshold": 1},
             }))]),
@@ -401,9 +430,9 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     cluster
         .create(pod(
             "neverstarts",
-            &shared,
+            shared,
             1,
-            json!([container(&img, idle, json!({
+            json!([container(img, idle, json!({
                 "startupProbe": {"exec": {"command": ["cat", "/tmp/never"]}, "periodSeconds": 1, "failureThreshold": 2},
             }))]),
         ))
@@ -411,8 +440,10 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
 
     // gRPC: a server speaking grpc.health.v1 that answers SERVING for 8 s, then NOT_SERVING
     // (a startup probe gates the liveness probe until it answers).
-    cluster.create(grpc_pod(&img)).await;
+    cluster.create(grpc_pod(img)).await;
+}
 
+async fn liveness_restarts_the_container(cluster: &Cluster) {
     // Liveness: remove the file, the container is killed and restarted.
     let live = cluster
         .wait_for("live", "Running", 60, |p| running(p, "main"))
@@ -421,7 +452,7 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     assert!(out.status.success(), "{out:?}");
     // The message carries the probe command's own output, as the kubelet's does.
     let kind = wait_event(
-        &cluster,
+        cluster,
         "live",
         "Unhealthy",
         "Liveness probe failed: cat: can't open '/tmp/healthy': No such file or directory",
@@ -429,7 +460,7 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
     .await;
     assert_eq!(kind, "Warning");
     wait_event(
-        &cluster,
+        cluster,
         "live",
         "Killing",
         "Container main failed liveness probe, will be restarted",
@@ -440,14 +471,16 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
             restarts(p, "main") >= 1 && running(p, "main")
         })
         .await;
+}
 
+async fn readiness_toggles_without_restart(cluster: &Cluster) {
     // Readiness: False until the file exists, True with it, False again without it; never
     // a restart.
     let unready = cluster
         .wait_for("ready", "Running", 60, |p| running(p, "main"))
         .await;
     let first_id = container_id(&unready, "main");
-    wait_event(&cluster, "ready", "Unhealthy", "Readiness probe failed").await;
+    wait_event(cluster, "ready", "Unhealthy", "Readiness probe failed").await;
     let unready = cluster
         .wait_for("ready", "Ready=False after a failed probe", 30, |p| {
             condition(p, "Ready").as_deref() == Some("False")
@@ -471,9 +504,11 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         .await;
     assert_eq!(restarts(&again, "main"), 0);
     assert_eq!(container_id(&again, "main"), first_id);
+}
 
+async fn startup_probe_holds_off_liveness(cluster: &Cluster, shared: &Path) {
     // Startup: liveness does not run while the startup probe fails, then it does.
-    wait_lines(&cluster, &shared.join("startup-runs"), 3).await;
+    wait_lines(cluster, &shared.join("startup-runs"), 3).await;
     let waiting = cluster.pods().get("startup").await.unwrap();
     assert!(
         !shared.join("liveness-runs").exists(),
@@ -492,16 +527,18 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         .await;
     assert!(read(&shared.join("liveness-runs")).starts_with("l\n"));
     wait_event(
-        &cluster,
+        cluster,
         "startup",
         "Killing",
         "Container main failed liveness probe",
     )
     .await;
+}
 
+async fn failing_startup_probe_restarts(cluster: &Cluster) {
     // A startup probe that keeps failing restarts the container.
     wait_event(
-        &cluster,
+        cluster,
         "neverstarts",
         "Killing",
         "Container main failed startup probe, will be restarted",
@@ -512,10 +549,12 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
             restarts(p, "main") >= 1
         })
         .await;
+}
 
+async fn grpc_liveness_passes_then_restarts(cluster: &Cluster) {
     // gRPC liveness: passes while the server serves, then restarts it once it stops.
     let kind = wait_event(
-        &cluster,
+        cluster,
         "grpc",
         "Unhealthy",
         "Liveness probe failed: service unhealthy (responded with \"NOT_SERVING\")",
@@ -530,7 +569,7 @@ async fn probes_restart_mark_ready_and_wait_for_startup() {
         "the liveness probe could not reach the server: {early:?}"
     );
     wait_event(
-        &cluster,
+        cluster,
         "grpc",
         "Killing",
         "Container main failed liveness probe, will be restarted",

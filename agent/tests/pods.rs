@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
@@ -35,6 +35,19 @@ async fn pods_run_crash_finish_and_terminate() {
     _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
     let img = cluster.image.clone();
 
+    create_config_map_and_secret(&cluster).await;
+    let web = start_web_pod(&cluster, &img).await;
+    web_sees_env_files_and_network(&cluster, &web);
+    qos_parents_carry_kubelet_cpu_weights(&cluster, &img).await;
+    web_log_file_has_kubelet_layout(&cluster, &web).await;
+    crash_loop_backs_off(&cluster, &img).await;
+    restart_never_succeeds_and_fails(&cluster, &img).await;
+    memory_limit_oom_kills(&cluster, &img).await;
+    graceful_deletion_waits_for_grace_period(&cluster, &img).await;
+    web_has_normal_start_events(&cluster).await;
+}
+
+async fn create_config_map_and_secret(cluster: &Cluster) {
     // ConfigMap and Secret for env and volumes.
     let cms: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), "default");
     cms.create(
@@ -57,12 +70,14 @@ async fn pods_run_crash_finish_and_terminate() {
         )
         .await
         .unwrap();
+}
 
+async fn start_web_pod(cluster: &Cluster, img: &str) -> Pod {
     // 1. Two containers, env from every source, volumes of every kind.
     cluster
         .create(busybox_pod(
             "web",
-            &img,
+            img,
             json!([
                 {"name": "main", "image": img, "command": ["sh", "-c", "echo hello-$POD_NAME; exec sleep 3600"],
                  "env": [
@@ -88,18 +103,21 @@ async fn pods_run_crash_finish_and_terminate() {
             ]}),
         ))
         .await;
-    let web = cluster
+    cluster
         .wait_for("web", "Running and Ready", 90, |p| {
             phase(p) == "Running" && is_ready(p)
         })
-        .await;
+        .await
+}
+
+fn web_sees_env_files_and_network(cluster: &Cluster, web: &Pod) {
     let ip = web.status.as_ref().unwrap().pod_ip.clone().unwrap();
     assert!(ip.starts_with("10.244.7."), "pod IP {ip}");
     assert_eq!(
         web.status.as_ref().unwrap().host_ip.as_deref(),
         Some(NODE_IP)
     );
-    let main_id = container_id(&web, "main");
+    let main_id = container_id(web, "main");
     let env = cluster.exec(&main_id, &["env"]);
     let env = String::from_utf8_lossy(&env.stdout).to_string();
     for want in [
@@ -129,12 +147,15 @@ async fn pods_run_crash_finish_and_terminate() {
         "ping {ip}: {}",
         String::from_utf8_lossy(&ping.stdout)
     );
+}
+
+async fn qos_parents_carry_kubelet_cpu_weights(cluster: &Cluster, img: &str) {
     // QoS parents as the kubelet keeps them: besteffort at the minimum cpu weight,
     // burstable weighted by its pods' cpu requests, kubepods by the node's allocatable cpu.
     cluster
         .create(busybox_pod(
             "burst",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sleep", "3600"],
                     "resources": {"requests": {"cpu": "300m"}}}]),
             json!({}),
@@ -168,7 +189,9 @@ async fn pods_run_crash_finish_and_terminate() {
     assert_eq!(cpu_weight("/besteffort"), expect(2));
     assert_eq!(cpu_weight("/burstable"), expect(300 * 1024 / 1000));
     assert_eq!(cpu_weight(""), expect(cpus * 1024));
+}
 
+async fn web_log_file_has_kubelet_layout(cluster: &Cluster, web: &Pod) {
     // CRI log file with the kubelet layout.
     let uid = web.metadata.uid.clone().unwrap();
     let log = cluster
@@ -187,12 +210,14 @@ async fn pods_run_crash_finish_and_terminate() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
 
+async fn crash_loop_backs_off(cluster: &Cluster, img: &str) {
     // 2. Crash loop with growing back-off.
     cluster
         .create(busybox_pod(
             "crash",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo boom; exit 3"]}]),
             json!({}),
         ))
@@ -224,12 +249,14 @@ async fn pods_run_crash_finish_and_terminate() {
         .await
         .iter()
         .any(|(_, r, _)| r == "BackOff"));
+}
 
+async fn restart_never_succeeds_and_fails(cluster: &Cluster, img: &str) {
     // 3. restartPolicy Never: success and failure.
     cluster
         .create(busybox_pod(
             "once-ok",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["true"]}]),
             json!({"restartPolicy": "Never"}),
         ))
@@ -237,7 +264,7 @@ async fn pods_run_crash_finish_and_terminate() {
     cluster
         .create(busybox_pod(
             "once-fail",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sh", "-c", "exit 7"]}]),
             json!({"restartPolicy": "Never"}),
         ))
@@ -255,12 +282,14 @@ async fn pods_run_crash_finish_and_terminate() {
         .terminated
         .unwrap();
     assert_eq!(t.exit_code, 7);
+}
 
+async fn memory_limit_oom_kills(cluster: &Cluster, img: &str) {
     // 4. Memory limit enforced: OOMKilled.
     cluster
         .create(busybox_pod(
             "oom",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sh", "-c", "dd if=/dev/zero of=/dev/null bs=128M count=1"],
                     "resources": {"limits": {"memory": "16Mi"}}}]),
             json!({"restartPolicy": "Never"}),
@@ -277,12 +306,14 @@ async fn pods_run_crash_finish_and_terminate() {
         .unwrap();
     assert_eq!(t.reason.as_deref(), Some("OOMKilled"), "{t:?}");
     assert_eq!(t.exit_code, 137);
+}
 
+async fn graceful_deletion_waits_for_grace_period(cluster: &Cluster, img: &str) {
     // 5. Graceful deletion: a SIGTERM-ignoring container dies at the deadline, not before.
     cluster
         .create(busybox_pod(
             "stubborn",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]}]),
             json!({"terminationGracePeriodSeconds": 3}),
         ))
@@ -322,7 +353,9 @@ async fn pods_run_crash_finish_and_terminate() {
         .await
         .iter()
         .any(|(_, r, _)| r == "Killing"));
+}
 
+async fn web_has_normal_start_events(cluster: &Cluster) {
     // Events of a normal start.
     let reasons: Vec<String> = cluster
         .events("web")
@@ -375,6 +408,28 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
     let doomed_id = container_id(&doomed, "c");
     let graceful_id = container_id(&graceful, "c");
 
+    kill_agent_and_delete_two_pods(&mut cluster).await;
+    deleted_pods_cleaned_up_after_restart(&cluster, &doomed_id, &graceful_id).await;
+    // Healthy containers were not restarted: same container, same start time, no restarts.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = cluster.pods().get("steady").await.unwrap();
+    let status = container_status(&after, "c").unwrap();
+    assert_eq!(container_id(&after, "c"), steady_id);
+    assert_eq!(status.restart_count, 0);
+    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
+    assert!(is_ready(&after));
+
+    let cue = stop_containerd_until_node_reports_runtime_down(&mut cluster, &img).await;
+    restarted_containerd_still_sees_exit(&mut cluster, &cue).await;
+    let after = cluster.pods().get("steady").await.unwrap();
+    let status = container_status(&after, "c").unwrap();
+    assert_eq!(container_id(&after, "c"), steady_id);
+    assert_eq!(status.restart_count, 0);
+    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
+    cluster.wait_node_ready().await;
+}
+
+async fn kill_agent_and_delete_two_pods(cluster: &mut Cluster) {
     // Agent crashes; meanwhile one pod is force-deleted and one deleted gracefully.
     cluster.kill_agent();
     cluster
@@ -395,7 +450,13 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
         .unwrap();
     assert!(cluster.pods().get_opt("doomed").await.unwrap().is_none());
     cluster.start_agent();
+}
 
+async fn deleted_pods_cleaned_up_after_restart(
+    cluster: &Cluster,
+    doomed_id: &str,
+    graceful_id: &str,
+) {
     // The graceful one is finished by the returning agent; the forced one is cleaned up.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -406,7 +467,7 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
             .unwrap()
             .is_none();
         let ids = cluster.ctr(&["containers", "ls", "-q"]);
-        if gone_api && !ids.contains(&doomed_id) && !ids.contains(&graceful_id) {
+        if gone_api && !ids.contains(doomed_id) && !ids.contains(graceful_id) {
             break;
         }
         assert!(
@@ -416,21 +477,15 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // Healthy containers were not restarted: same container, same start time, no restarts.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = cluster.pods().get("steady").await.unwrap();
-    let status = container_status(&after, "c").unwrap();
-    assert_eq!(container_id(&after, "c"), steady_id);
-    assert_eq!(status.restart_count, 0);
-    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
-    assert!(is_ready(&after));
+}
 
+async fn stop_containerd_until_node_reports_runtime_down(cluster: &mut Cluster, img: &str) -> Pod {
     // containerd restarts (an upgrade): containers keep running under their shims, and an
     // exit that happens after the restart is still noticed and recorded.
     cluster
         .create(busybox_pod(
             "exits-on-cue",
-            &img,
+            img,
             json!([{"name": "c", "image": img, "command": ["sh", "-c", "while [ ! -f /tmp/go ]; do sleep 0.2; done; exit 3"]}]),
             json!({"restartPolicy": "Never"}),
         ))
@@ -468,9 +523,13 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    cue
+}
+
+async fn restarted_containerd_still_sees_exit(cluster: &mut Cluster, cue: &Pod) {
     cluster.containerd.start_daemon().unwrap();
     cluster.wait_node_ready().await;
-    let out = cluster.exec(&container_id(&cue, "c"), &["touch", "/tmp/go"]);
+    let out = cluster.exec(&container_id(cue, "c"), &["touch", "/tmp/go"]);
     assert!(out.status.success(), "{out:?}");
     let done = cluster
         .wait_for("exits-on-cue", "Failed after containerd restart", 60, |p| {
@@ -484,12 +543,6 @@ async fn agent_restart_keeps_containers_and_cleans_up_after_downtime() {
         .terminated
         .unwrap();
     assert_eq!(t.exit_code, 3, "{t:?}");
-    let after = cluster.pods().get("steady").await.unwrap();
-    let status = container_status(&after, "c").unwrap();
-    assert_eq!(container_id(&after, "c"), steady_id);
-    assert_eq!(status.restart_count, 0);
-    assert_eq!(status.state.unwrap().running.unwrap().started_at, started);
-    cluster.wait_node_ready().await;
 }
 
 #[tokio::test]
@@ -505,6 +558,28 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         busybox_pod(name, &img, json!([container]), extra)
     };
 
+    create_bad_input_pods(&cluster, &img, &private_img, &registry, &one).await;
+    pull_failures_get_pull_reasons(&cluster).await;
+    start_mount_and_memory_failures_get_reasons(&cluster).await;
+    failures_have_events_and_healthy_keeps_running(&cluster).await;
+    private_image_runs_with_pull_secret(&cluster, &private, &private_img, &one).await;
+}
+
+fn waiting_reason(p: &Pod) -> String {
+    container_status(p, "c")
+        .and_then(|c| c.state)
+        .and_then(|s| s.waiting)
+        .and_then(|w| w.reason)
+        .unwrap_or_default()
+}
+
+async fn create_bad_input_pods(
+    cluster: &Cluster,
+    img: &str,
+    private_img: &str,
+    registry: &str,
+    one: &dyn Fn(&str, serde_json::Value, serde_json::Value) -> serde_json::Value,
+) {
     cluster
         .create(one(
             "healthy",
@@ -547,14 +622,9 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
             json!({}),
         ))
         .await;
+}
 
-    let waiting_reason = |p: &k8s_openapi::api::core::v1::Pod| {
-        container_status(p, "c")
-            .and_then(|c| c.state)
-            .and_then(|s| s.waiting)
-            .and_then(|w| w.reason)
-            .unwrap_or_default()
-    };
+async fn pull_failures_get_pull_reasons(cluster: &Cluster) {
     let p = cluster
         .wait_for("unknown-image", "ErrImagePull/ImagePullBackOff", 60, |p| {
             matches!(
@@ -592,6 +662,9 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         msg.to_lowercase().contains("unauthorized") || msg.contains("401"),
         "{msg}"
     );
+}
+
+async fn start_mount_and_memory_failures_get_reasons(cluster: &Cluster) {
     let p = cluster
         .wait_for("bad-command", "StartError", 60, |p| {
             container_status(p, "c").is_some_and(|c| {
@@ -628,7 +701,9 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         p.status.as_ref().unwrap().reason.as_deref(),
         Some("OutOfmemory")
     );
+}
 
+async fn failures_have_events_and_healthy_keeps_running(cluster: &Cluster) {
     for (pod, reason) in [
         ("unknown-image", "Failed"),
         ("bad-hostpath", "FailedMount"),
@@ -647,7 +722,14 @@ async fn bad_input_gets_kubernetes_reasons_and_others_keep_running() {
         })
         .await;
     assert_eq!(container_status(&healthy, "c").unwrap().restart_count, 0);
+}
 
+async fn private_image_runs_with_pull_secret(
+    cluster: &Cluster,
+    private: &cairn_testsupport::Registry,
+    private_img: &str,
+    one: &dyn Fn(&str, serde_json::Value, serde_json::Value) -> serde_json::Value,
+) {
     // The same private image with a kubernetes.io/dockerconfigjson pull secret runs.
     let docker_config =
         json!({"auths": {private.addr().to_string(): {"username": "alice", "password": "s3cret"}}});
@@ -681,17 +763,7 @@ async fn kubectl_logs_and_static_pods() {
     let cluster = Cluster::start().await;
     _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
     let img = cluster.image.clone();
-    cluster
-        .create(busybox_pod(
-            "talker",
-            &img,
-            json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo first; sleep 2; echo second; sleep 3600"]}]),
-            json!({}),
-        ))
-        .await;
-    cluster
-        .wait_for("talker", "Running", 60, |p| phase(p) == "Running")
-        .await;
+    start_talker(&cluster, &img).await;
     let follow = std::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(&cluster.kubeconfig)
@@ -699,6 +771,27 @@ async fn kubectl_logs_and_static_pods() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    logs_show_both_lines_and_tail(&cluster).await;
+    stats_summary_reports_pod_and_node().await;
+    deleting_pod_ends_follow(&cluster, follow).await;
+    static_pod_runs_mirrors_and_goes(&cluster, &img).await;
+}
+
+async fn start_talker(cluster: &Cluster, img: &str) {
+    cluster
+        .create(busybox_pod(
+            "talker",
+            img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo first; sleep 2; echo second; sleep 3600"]}]),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .wait_for("talker", "Running", 60, |p| phase(p) == "Running")
+        .await;
+}
+
+async fn logs_show_both_lines_and_tail(cluster: &Cluster) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let out = cluster.kubectl(&["logs", "talker"]);
@@ -715,6 +808,9 @@ async fn kubectl_logs_and_static_pods() {
     }
     let tail = cluster.kubectl(&["logs", "--tail=1", "talker"]);
     assert_eq!(String::from_utf8_lossy(&tail.stdout), "second\n");
+}
+
+async fn stats_summary_reports_pod_and_node() {
     // cAdvisor-style stats from the pod's cgroups on the agent's port.
     let summary: serde_json::Value = reqwest::get(format!("http://{NODE_IP}:10250/stats/summary"))
         .await
@@ -746,6 +842,9 @@ async fn kubectl_logs_and_static_pods() {
             .unwrap()
             > 0
     );
+}
+
+async fn deleting_pod_ends_follow(cluster: &Cluster, follow: std::process::Child) {
     // -f saw both lines live; deleting the pod ends the stream.
     cluster
         .pods()
@@ -758,7 +857,9 @@ async fn kubectl_logs_and_static_pods() {
         "{:?}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
 
+async fn static_pod_runs_mirrors_and_goes(cluster: &Cluster, img: &str) {
     // Static pod: runs from the manifest dir, mirrored into the API, gone with its file.
     let manifest = cluster.path("manifests").join("static-web.yaml");
     std::fs::write(
