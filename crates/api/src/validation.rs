@@ -407,6 +407,23 @@ pub(crate) fn validate_protocol(port: &Map<String, Value>, pp: &str, errs: &mut 
     );
 }
 
+/// A port object's required `port` (1-65535) and its protocol (Services, Endpoints).
+pub(crate) fn validate_port_and_protocol(
+    port: &Map<String, Value>,
+    pp: &str,
+    errs: &mut Vec<Cause>,
+) {
+    let num = int(port, "port").unwrap_or(0);
+    if !(1..=65535).contains(&num) {
+        errs.push(Cause::invalid_value(
+            format!("{pp}.port"),
+            &Value::from(num),
+            &port_range_error(),
+        ));
+    }
+    validate_protocol(port, pp, errs);
+}
+
 /// `field is immutable` for each of `paths` that differs (nil and empty are equal).
 pub(crate) fn immutable_fields(
     o: &Map<String, Value>,

@@ -21,6 +21,14 @@ pub const STRATEGY: Strategy = Strategy {
 };
 
 fn default_job(o: &mut Map<String, Value>) {
+    take_template_labels(o);
+    if let Some(spec) = child_obj(o, "spec") {
+        default_job_spec(spec);
+    }
+}
+
+/// A Job without labels of its own takes its pod template's.
+fn take_template_labels(o: &mut Map<String, Value>) {
     let labels = o
         .get("spec")
         .and_then(Value::as_object)
@@ -29,9 +37,6 @@ fn default_job(o: &mut Map<String, Value>) {
         if is_empty_map(meta.get("labels")) {
             meta.insert("labels".into(), labels);
         }
-    }
-    if let Some(spec) = child_obj(o, "spec") {
-        default_job_spec(spec);
     }
 }
 
@@ -103,15 +108,7 @@ fn generate_job_selector(obj: &mut Value) {
         labels.insert("controller-uid".into(), json!(uid));
         labels.insert("job-name".into(), json!(name));
     }
-    let labels = o
-        .get("spec")
-        .and_then(Value::as_object)
-        .and_then(template_labels);
-    if let (Some(labels), Some(meta)) = (labels, child_obj(o, "metadata")) {
-        if is_empty_map(meta.get("labels")) {
-            meta.insert("labels".into(), labels);
-        }
-    }
+    take_template_labels(o);
 }
 
 fn validate_job(o: &Map<String, Value>, errs: &mut Vec<Cause>) {

@@ -43,15 +43,7 @@ fn validate_endpoints(o: &Map<String, Value>, errs: &mut Vec<Cause>) {
                     errs.push(Cause::invalid(format!("{pp}.name"), name, &msg));
                 }
             }
-            let num = int(port, "port").unwrap_or(0);
-            if !(1..=65535).contains(&num) {
-                errs.push(Cause::invalid_value(
-                    format!("{pp}.port"),
-                    &Value::from(num),
-                    &port_range_error(),
-                ));
-            }
-            validate_protocol(port, &pp, errs);
+            validate_port_and_protocol(port, &pp, errs);
         }
     }
 }

@@ -81,15 +81,7 @@ fn validate_service_ports(spec: &Map<String, Value>, svc_type: &str, errs: &mut 
                 errs.push(Cause::duplicate(format!("{pp}.name"), name));
             }
         }
-        let num = int(port, "port").unwrap_or(0);
-        if !(1..=65535).contains(&num) {
-            errs.push(Cause::invalid_value(
-                format!("{pp}.port"),
-                &Value::from(num),
-                &port_range_error(),
-            ));
-        }
-        validate_protocol(port, &pp, errs);
+        validate_port_and_protocol(port, &pp, errs);
         if let Some(tp) = field(port, "targetPort") {
             validate_port_num_or_name(tp, &format!("{pp}.targetPort"), errs);
         }
