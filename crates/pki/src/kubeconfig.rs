@@ -1,0 +1,42 @@
+//! A kubeconfig that stock kubectl and client libraries use as is: the cluster CA and a
+//! client certificate embedded as `*-data`, so the file is all a client needs.
+
+use base64::Engine;
+
+use crate::IssuedCert;
+
+/// A kubeconfig for `server`, trusting `ca_pem`, authenticating with `client`.
+pub fn render(server: &str, ca_pem: &str, user: &str, client: &IssuedCert) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: cairn
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+contexts:
+- name: cairn
+  context:
+    cluster: cairn
+    user: {user}
+    namespace: default
+current-context: cairn
+users:
+- name: {user}
+  user:
+    client-certificate-data: {cert}
+    client-key-data: {key}
+",
+        ca = b64(ca_pem),
+        cert = b64(&client.cert_pem),
+        key = b64(&client.key_pem),
+        user = yaml_name(user),
+    )
+}
+
+/// User names like `system:node:node-1` hold colons: quoted, they stay one YAML scalar.
+fn yaml_name(name: &str) -> String {
+    format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""))
+}

@@ -1,0 +1,35 @@
+//! The cluster's public key infrastructure, as kubeadm lays it out: a cluster CA that
+//! signs serving certificates, a client CA that signs every client certificate (admin,
+//! nodes, components), a ServiceAccount signing key pair, and the kubeconfigs built from
+//! them. Keys are ECDSA P-256; private key files are written `0600`.
+//!
+//! - [`authority`]: make or load a CA and issue leaf certificates from it.
+//! - [`inspect`]: read a certificate's subject, names and validity; when to renew.
+//! - [`cluster`]: the files in a data directory, created on first start, renewed after.
+//! - [`kubeconfig`]: a kubeconfig with the CA and a client certificate embedded.
+//! - [`files`]: atomic writes with the right modes.
+
+pub mod authority;
+pub mod cluster;
+pub mod files;
+pub mod inspect;
+pub mod kubeconfig;
+
+use std::path::PathBuf;
+
+pub use authority::{Authority, IssuedCert};
+pub use cluster::{ClusterPki, Lifetimes, ServingNames};
+pub use inspect::CertInfo;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("generating {what}: {source}")]
+    Generate { what: String, source: rcgen::Error },
+    #[error("reading certificate {what}: {reason}")]
+    Parse { what: String, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
