@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+mod certs;
+
 #[derive(Parser)]
 #[command(
     name = "cairn-control",
@@ -39,13 +41,25 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Print a kubeconfig for this server.
+    /// Print a kubeconfig for this server with a new client certificate (default: the
+    /// admin, `cairn-admin` in `system:masters`). Needs the data dir's client CA key.
     Kubeconfig {
         #[arg(long, default_value = "/var/lib/cairn/control")]
         data_dir: PathBuf,
         /// Server URL (default: the one the server recorded in the data dir).
         #[arg(long)]
         server: Option<String>,
+        /// User name of the certificate (its CN).
+        #[arg(long)]
+        user: Option<String>,
+        /// Group of the certificate (its O); at most one.
+        #[arg(long)]
+        group: Vec<String>,
+    },
+    /// The cluster's certificates.
+    Certs {
+        #[command(subcommand)]
+        command: certs::CertsCommand,
     },
 }
 
@@ -55,9 +69,20 @@ struct ServeArgs {
     /// Where the embedded store and server state live.
     #[arg(long, default_value = "/var/lib/cairn/control")]
     data_dir: PathBuf,
-    /// Address to listen on (plain HTTP: keep it on loopback until TLS lands).
-    #[arg(long, default_value = "127.0.0.1:6443")]
+    /// Address to listen on (HTTPS; clients authenticate, see ARCHITECTURE.md's
+    /// "Security model").
+    #[arg(long, default_value = "0.0.0.0:6443")]
     bind: SocketAddr,
+    /// Extra names or addresses for the serving certificate (repeatable).
+    #[arg(long = "tls-san")]
+    tls_sans: Vec<String>,
+    /// Static bearer tokens, upstream's CSV: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Lifetime of the leaf certificates cairn-control issues, in seconds (tests shorten
+    /// it to watch renewal; upstream's and kubeadm's one year by default).
+    #[arg(long, default_value_t = 365 * 86400, hide = true)]
+    cert_lifetime_seconds: u64,
     /// Range ClusterIPs are allocated from; the first address is the `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12")]
     service_cluster_ip_range: ipnetwork::Ipv4Network,
@@ -115,12 +140,20 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     Ok((a, b))
 }
 
-fn kube_client_for_url(url: &str) -> anyhow::Result<kube::Client> {
-    let uri: http::Uri = url.parse().with_context(|| format!("server URL {url}"))?;
-    let mut config = kube::Config::new(uri);
+/// A client for a component inside this process, as `user` (its own bearer token).
+async fn loopback_client(
+    server: &cairn_apiserver::RunningServer,
+    user: &str,
+) -> anyhow::Result<kube::Client> {
+    let yaml = server.loopback_kubeconfig(user, Vec::new());
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml).context("loopback kubeconfig")?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .context("loopback kubeconfig")?;
     // The embedded scheduler is the API server's busiest client.
     config.read_timeout = Some(Duration::from_secs(295));
-    kube::Client::try_from(config).context("building the scheduler's API client")
+    kube::Client::try_from(config).with_context(|| format!("building the API client of {user}"))
 }
 
 async fn run_scheduler(
@@ -235,11 +268,12 @@ async fn serve(
     controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
 ) -> anyhow::Result<()> {
     let server = cairn_apiserver::start(config).await?;
-    let url = server.url();
-    let controllers_client = kube_client_for_url(&url)?;
+    // The identities upstream's bootstrap policy binds for these two components.
+    let controllers_client = loopback_client(&server, "system:kube-controller-manager").await?;
+    let scheduler_client = loopback_client(&server, "system:kube-scheduler").await?;
     let scheduler_task = async move {
         match scheduler_config {
-            Some(cfg) => run_scheduler(kube_client_for_url(&url)?, cfg).await,
+            Some(cfg) => run_scheduler(scheduler_client, cfg).await,
             None => std::future::pending().await,
         }
     };
@@ -279,6 +313,9 @@ fn serve_config(
         default_unreachable_toleration_seconds,
         local_path_storage_class,
         cluster_dns_service,
+        tls_sans,
+        token_auth_file,
+        cert_lifetime_seconds,
         controllers,
     } = args;
     let controllers = controllers.parse()?;
@@ -312,6 +349,13 @@ fn serve_config(
     );
     config.local_path_storage_class = local_path_storage_class;
     config.cluster_dns_service = cluster_dns_service;
+    config.tls_sans = tls_sans;
+    config.token_auth_file = token_auth_file;
+    anyhow::ensure!(
+        cert_lifetime_seconds >= 3,
+        "--cert-lifetime-seconds {cert_lifetime_seconds}: must be at least 3"
+    );
+    config.cert_lifetimes.leaf = Duration::from_secs(cert_lifetime_seconds);
     config.node_ipam = if allocate_node_cidrs {
         Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
             cluster_cidr,
@@ -360,15 +404,12 @@ async fn main() -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }
-        Command::Kubeconfig { data_dir, server } => {
-            let url = match server {
-                Some(s) => s,
-                None => cairn_apiserver::server_url_from_data_dir(&data_dir).with_context(|| {
-                    format!("no server URL recorded in {} (start `cairn-control serve` first, or pass --server)", data_dir.display())
-                })?,
-            };
-            print!("{}", cairn_apiserver::kubeconfig(&url));
-            Ok(())
-        }
+        Command::Kubeconfig {
+            data_dir,
+            server,
+            user,
+            group,
+        } => certs::print_kubeconfig(&data_dir, server, user, &group),
+        Command::Certs { command } => certs::run(command),
     }
 }

@@ -29,6 +29,7 @@ use crate::watch::{self, WatchRequest};
 mod delete;
 mod list;
 mod patch;
+mod reviews;
 mod router;
 mod scale;
 

@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod allocator;
+pub mod authn;
 pub mod conversion_webhook;
 pub mod custom;
 pub mod decorate;
@@ -26,8 +27,11 @@ mod quota;
 pub mod render;
 pub mod request;
 pub mod selectors;
+mod serve;
 pub mod state;
 pub mod storage;
+pub mod tls;
+mod tls_setup;
 pub mod watch;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -69,6 +73,12 @@ pub struct ServerConfig {
     pub local_path_storage_class: bool,
     /// Create the `kube-system/kube-dns` Service when missing.
     pub cluster_dns_service: bool,
+    /// Names and addresses the serving certificate carries besides the ones found.
+    pub tls_sans: Vec<String>,
+    /// Lifetimes of the CAs and of the certificates issued from them.
+    pub cert_lifetimes: cairn_pki::Lifetimes,
+    /// Static bearer tokens (`--token-auth-file`, upstream's CSV format).
+    pub token_auth_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -89,6 +99,9 @@ impl ServerConfig {
             ),
             local_path_storage_class: true,
             cluster_dns_service: true,
+            tls_sans: Vec::new(),
+            cert_lifetimes: cairn_pki::Lifetimes::default(),
+            token_auth_file: None,
         }
     }
 }
@@ -119,20 +132,55 @@ pub enum ServerError {
     },
     #[error("serving HTTP: {0}")]
     Serve(std::io::Error),
+    #[error("certificates: {0}")]
+    Pki(cairn_pki::PkiError),
+    #[error("{0}")]
+    Tls(tls::TlsError),
+    #[error("{0}")]
+    TokenFile(authn::token_file::TokenFileError),
 }
 
 /// A server running in the background of the current tokio runtime.
 pub struct RunningServer {
     pub addr: SocketAddr,
     pub state: Arc<ApiState>,
+    pki: Arc<cairn_pki::ClusterPki>,
+    authn: Arc<authn::Authenticator>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
     background: Vec<JoinHandle<()>>,
 }
 
 impl RunningServer {
+    /// The URL clients in this process use (loopback when bound to every address).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("https://{}", loopback_addr(self.addr))
+    }
+
+    /// A kubeconfig with a fresh client certificate for `user` in `groups`.
+    pub fn kubeconfig_for(&self, user: &str, groups: &[String]) -> Result<String, ServerError> {
+        self.pki
+            .client_kubeconfig(&self.url(), user, groups)
+            .map_err(ServerError::Pki)
+    }
+
+    /// A kubeconfig of the admin (`system:masters`).
+    pub fn admin_kubeconfig(&self) -> Result<String, ServerError> {
+        self.kubeconfig_for(tls_setup::ADMIN_USER, &[tls_setup::ADMIN_GROUP.to_string()])
+    }
+
+    /// A kubeconfig for a component in this process: a bearer token made now, known to
+    /// this process only, for `user` in `groups` (kube-apiserver's loopback client).
+    pub fn loopback_kubeconfig(&self, user: &str, groups: Vec<String>) -> String {
+        let token = tls_setup::random_token();
+        self.authn
+            .add_token(token.clone(), cairn_auth::UserInfo::new(user, groups));
+        cairn_pki::kubeconfig::render_token(
+            &self.url(),
+            self.pki.cluster_ca.cert_pem(),
+            user,
+            &token,
+        )
     }
 
     /// Stops accepting requests and waits for the server task.
@@ -195,6 +243,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         std::net::IpAddr::V4(ip) if !ip.is_unspecified() => ip,
         _ => Ipv4Addr::LOCALHOST,
     });
+    let security = tls_setup::setup(&config, addr.ip(), advertise)?;
+    let url = format!("https://{}", loopback_addr(addr));
+    tls_setup::refresh_admin_kubeconfig(&security.pki, &config.data_dir, &url)?;
     let state = ApiState::new(
         cache,
         ServerSettings {
@@ -209,34 +260,42 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
     state.refresh_custom_resources();
-    write_server_url(&config.data_dir, &format!("http://{addr}"))?;
+    write_server_url(&config.data_dir, &url)?;
 
-    let mut background = vec![tokio::spawn(compaction_loop(
-        backend,
-        config.compaction_interval,
-    ))];
+    let mut background = vec![
+        tokio::spawn(compaction_loop(backend, config.compaction_interval)),
+        tokio::spawn(tls_setup::renewal_loop(
+            Arc::clone(&security.pki),
+            security.names.clone(),
+            Arc::clone(&security.cert),
+            config.data_dir.clone(),
+            url,
+        )),
+    ];
     if let Some(ipam) = config.node_ipam {
         background.push(tokio::spawn(nodeipam::node_ipam_loop(
             Arc::clone(&state),
             ipam,
         )));
     }
-    let app = axum::Router::new()
-        .fallback(handlers::handle)
-        .with_state(Arc::clone(&state));
     let (tx, rx) = oneshot::channel::<()>();
+    let serving = serve::serve(
+        listener,
+        security.tls,
+        Arc::clone(&state),
+        Arc::clone(&security.authn),
+        rx,
+    );
     let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .await
-            .map_err(ServerError::Serve)
+        serving.await;
+        Ok(())
     });
-    info!(%addr, data_dir = %config.data_dir.display(), "cairn-control serving");
+    info!(%addr, data_dir = %config.data_dir.display(), "cairn-control serving HTTPS");
     Ok(RunningServer {
         addr,
         state,
+        pki: security.pki,
+        authn: security.authn,
         shutdown: Some(tx),
         task,
         background,
@@ -274,28 +333,16 @@ async fn compaction_loop(backend: Arc<dyn Backend>, interval: Duration) {
     }
 }
 
-/// A kubeconfig that stock kubectl uses as is, for the server at `server`.
-pub fn kubeconfig(server: &str) -> String {
-    format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: cairn
-  cluster:
-    server: {server}
-contexts:
-- name: cairn
-  context:
-    cluster: cairn
-    user: cairn-admin
-    namespace: default
-current-context: cairn
-users:
-- name: cairn-admin
-  user: {{}}
-"
-    )
+/// The address clients in this host dial: loopback for a server bound to all addresses.
+fn loopback_addr(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()))
+    } else {
+        addr
+    }
 }
+
+pub use tls_setup::{ADMIN_GROUP, ADMIN_USER};
 
 /// The server URL recorded in a data dir by a running (or previous) server.
 pub fn server_url_from_data_dir(data_dir: &Path) -> Result<String, std::io::Error> {

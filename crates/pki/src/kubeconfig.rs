@@ -40,3 +40,31 @@ users:
 fn yaml_name(name: &str) -> String {
     format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""))
 }
+
+/// A kubeconfig for `server`, trusting `ca_pem`, authenticating with a bearer token.
+pub fn render_token(server: &str, ca_pem: &str, user: &str, token: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: cairn
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+contexts:
+- name: cairn
+  context:
+    cluster: cairn
+    user: {user}
+    namespace: default
+current-context: cairn
+users:
+- name: {user}
+  user:
+    token: {token}
+",
+        ca = b64(ca_pem),
+        user = yaml_name(user),
+    )
+}

@@ -30,6 +30,9 @@ pub(super) async fn route(state: AppState, req: Request) -> Response {
     if let Some(resp) = fixed_path(&state, &path, is_get, &parts.headers) {
         return resp;
     }
+    if let Some(resp) = reviews::self_subject_review(&parts.method, &path, &parts.extensions) {
+        return resp;
+    }
     if is_get {
         if let Some(resp) = discovery_path(&state, &path) {
             return resp;

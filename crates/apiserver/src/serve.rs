@@ -1,0 +1,112 @@
+//! Accepting connections: TLS (with a handshake deadline, so a client that never
+//! finishes one holds no more than a socket for a while), the client certificate judged
+//! once per connection, HTTP/1.1 with a header read deadline (slowloris), then every
+//! request authenticated before the handlers see it.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, warn};
+
+use crate::authn::{Authenticator, PeerCert, RequestUser};
+use crate::handlers::{self, AppState};
+
+/// Upstream's TLS handshake timeout for its HTTP server (`net/http`'s 10 s).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves until `shutdown` fires; connections already open finish on their own.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    state: AppState,
+    authn: Arc<Authenticator>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut shutdown => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((tcp, _)) => {
+                tokio::spawn(connection(
+                    tcp,
+                    acceptor.clone(),
+                    Arc::clone(&state),
+                    Arc::clone(&authn),
+                ));
+            }
+            Err(e) => {
+                // Out of descriptors, most likely: back off rather than spin.
+                warn!(error = %e, "accepting a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn connection(
+    tcp: TcpStream,
+    acceptor: TlsAcceptor,
+    state: AppState,
+    authn: Arc<Authenticator>,
+) {
+    let _ = tcp.set_nodelay(true);
+    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
+        Err(_) => return debug!("TLS handshake timed out"),
+    };
+    let peer = Arc::new(authn.x509.peer(stream.get_ref().1.peer_certificates()));
+    let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+        let state = Arc::clone(&state);
+        let authn = Arc::clone(&authn);
+        let peer = Arc::clone(&peer);
+        async move {
+            let req = req.map(axum::body::Body::new);
+            Ok::<_, Infallible>(authenticated(state, &authn, &peer, req).await)
+        }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+    if let Err(e) = served {
+        debug!(error = %e, "connection ended");
+    }
+}
+
+async fn authenticated(
+    state: AppState,
+    authn: &Authenticator,
+    peer: &PeerCert,
+    mut req: axum::extract::Request,
+) -> axum::response::Response {
+    let user = authn.authenticate(req.method(), req.uri().path(), req.headers(), Some(peer));
+    match user {
+        Ok(user) => {
+            req.extensions_mut().insert(RequestUser(user));
+            handlers::handle(State(state), req).await
+        }
+        Err(why) => {
+            debug!(reason = %why.0, path = %req.uri().path(), "unauthorized");
+            handlers::status_response(&cairn_api::status::Status::new(
+                401,
+                "Unauthorized",
+                "Unauthorized",
+            ))
+        }
+    }
+}
