@@ -93,7 +93,7 @@ impl Cluster {
             .unwrap()
             .unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, cairn_apiserver::kubeconfig(&server.url())).unwrap();
+        std::fs::write(&kubeconfig, server.admin_kubeconfig().unwrap()).unwrap();
         let kc = kubeconfig.clone();
         let client = rt
             .block_on(async {

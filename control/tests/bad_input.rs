@@ -64,7 +64,8 @@ async fn bad_requests_get_status_errors() {
     // and turn the stale-resourceVersion checks into races.
     let server = Server::start_with(dir.path(), &["--scheduler=false"]);
     let api = Api {
-        c: reqwest::Client::builder()
+        c: server
+            .http_builder()
             .timeout(Duration::from_secs(20))
             .build()
             .unwrap(),
@@ -346,7 +347,7 @@ async fn bad_patches(api: &Api, pods: &str) {
 async fn serialized_like_kube_apiserver() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
-    let c = reqwest::Client::new();
+    let c = server.http();
     let url = &server.url;
     workload_status_counters_written_when_zero(&c, url).await;
     not_found_status_byte_for_byte(&c, url).await;

@@ -51,7 +51,7 @@ fn job(name: &str, exit: Option<&str>, spec: Value) -> String {
 
 fn start(dir: &std::path::Path, kubectl_minor: u32) -> (Server, common::sim::FakeKubelet, Kubectl) {
     let server = Server::start_with(dir, &["--job-backoff-seconds=0.2"]);
-    let kubelet = start_kubelet(&server.url);
+    let kubelet = start_kubelet(&server);
     let k = Kubectl::new(kubectl_minor, &server);
     add_node(&k, "node-1", "8");
     add_node(&k, "node-2", "8");

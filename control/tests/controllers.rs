@@ -58,7 +58,8 @@ struct RolloutWatch {
 }
 
 impl RolloutWatch {
-    fn start(url: &str, app: &str, max_total: usize, min_ready: usize) -> RolloutWatch {
+    fn start(server: &Server, app: &str, max_total: usize, min_ready: usize) -> RolloutWatch {
+        let (url, http) = (&server.url, server.http());
         let stop = Arc::new(AtomicBool::new(false));
         let violations = Arc::new(Mutex::new(Vec::new()));
         let events = Arc::new(Mutex::new(0));
@@ -71,7 +72,7 @@ impl RolloutWatch {
                 .build()
                 .unwrap();
             let body =
-                rt.block_on(async { reqwest::get(&watch_url).await.unwrap().bytes_stream() });
+                rt.block_on(async { http.get(&watch_url).send().await.unwrap().bytes_stream() });
             let mut body = Box::pin(body);
             let mut state: HashMap<String, (bool, bool)> = HashMap::new();
             let mut buf = Vec::new();
@@ -137,7 +138,7 @@ impl RolloutWatch {
 fn seed_scenario_scale_rollout_undo_pause() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "4");
     add_node(&k, "node-2", "4");
@@ -223,7 +224,7 @@ fn rolling_update_keeps_surge_bounds(k: &Kubectl, server: &Server) {
         r#"{"spec":{"replicas":4,"strategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}}}"#,
     ]);
     wait_until("4/4", 30, || ready_replicas(k, "httpd-app") == "4/4/4");
-    let watch = RolloutWatch::start(&server.url, "httpd-app", 5, 3);
+    let watch = RolloutWatch::start(&server, "httpd-app", 5, 3);
     std::thread::sleep(Duration::from_millis(300));
     k.ok(&["set", "image", "deployment/httpd-app", "httpd=httpd:2.4"]);
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=60s"]);
@@ -318,7 +319,7 @@ fn deleted_pod_is_replaced(k: &Kubectl) {
 fn deadline_adoption_service_accounts_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(27, &server);
     add_node(&k, "node-1", "4");
 
@@ -463,7 +464,7 @@ fn apply_fails(k: &Kubectl, body: &str) -> String {
 fn daemonset_follows_nodes_taints_and_rolls() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     for n in ["node-1", "node-2", "node-3"] {
         add_node(&k, n, "4");
@@ -501,7 +502,7 @@ fn daemonset_follows_nodes_taints_and_rolls() {
     });
     wait_until("2/2", 30, || ready() == "2/2/2");
     // Tolerating the taint brings node-3 back, through a rolling update.
-    let watch = RolloutWatch::start(&server.url, "agent", 4, 2);
+    let watch = RolloutWatch::start(&server, "agent", 4, 2);
     std::thread::sleep(Duration::from_millis(300));
     k.ok(&["patch", "ds", "agent", "-p", r#"{"spec":{"template":{"spec":{"tolerations":[{"key":"dedicated","operator":"Exists"}]}}}}"#]);
     let out = k.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]);
@@ -519,7 +520,7 @@ fn daemonset_follows_nodes_taints_and_rolls() {
     assert_eq!(status["numberAvailable"], 3);
 
     // maxSurge: each node gets its new pod before the old one goes, one node at a time.
-    let watch = RolloutWatch::start(&server.url, "agent", 4, 3);
+    let watch = RolloutWatch::start(&server, "agent", 4, 3);
     std::thread::sleep(Duration::from_millis(300));
     k.ok(&["patch", "ds", "agent", "-p", r#"{"spec":{"updateStrategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":0}},"template":{"spec":{"containers":[{"name":"c","image":"busybox:1.36"}]}}}}"#]);
     let out = k.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]);

@@ -44,7 +44,7 @@ fn allowed(k: &Kubectl, pdb: &str) -> i64 {
 fn drain_respects_the_disruption_budget() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &[]);
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "4");
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},

@@ -62,7 +62,7 @@ fn apply(k: &Kubectl, v: &Value) {
 fn endpoints_and_slices_follow_pods() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &[]);
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "64");
     apply(

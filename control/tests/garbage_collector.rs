@@ -44,14 +44,14 @@ fn deploy(k: &Kubectl, name: &str) {
 fn background_foreground_and_orphan_propagation() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "8");
 
     background(&k);
     foreground(&k);
     orphan(&k);
-    job_default_orphan(&k, &server.url);
+    job_default_orphan(&k, &server);
 }
 
 /// Background: the Deployment goes at once, its ReplicaSet and pods after it.
@@ -137,7 +137,8 @@ fn orphan(k: &Kubectl) {
 }
 
 /// A Job deleted without a policy keeps its pods, with kube-apiserver's warning.
-fn job_default_orphan(k: &Kubectl, url: &str) {
+fn job_default_orphan(k: &Kubectl, server: &Server) {
+    let url = &server.url;
     k.ok(&[
         "create",
         "job",
@@ -153,7 +154,8 @@ fn job_default_orphan(k: &Kubectl, url: &str) {
         .build()
         .unwrap();
     let warning = rt.block_on(async {
-        let resp = reqwest::Client::new()
+        let resp = server
+            .http()
             .delete(format!("{url}/apis/batch/v1/namespaces/default/jobs/keep"))
             .send()
             .await

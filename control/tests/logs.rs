@@ -268,7 +268,7 @@ async fn raw_requests_get_kubernetes_statuses() {
     k.ok_stdin(&["create", "-f", "-"], PODS);
     // A node without addresses and the same for the pods bound to it: the errors below come
     // before any connection is tried.
-    let client = reqwest::Client::new();
+    let client = server.http();
     let get = |q: &str| {
         let url = format!("{}/api/v1/namespaces/default/pods/{q}", server.url);
         let client = client.clone();

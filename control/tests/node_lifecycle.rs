@@ -74,7 +74,7 @@ fn a_silent_node_is_tainted_its_pods_evicted_and_replaced() {
         "6",
     ];
     let server = Server::start_with(dir.path(), &args);
-    let kubelet = start_kubelet(&server.url);
+    let kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     for n in ["node-1", "node-2", "node-3"] {
         add_node(&k, n, "4");
@@ -223,7 +223,7 @@ fn all_nodes_dark_evicts_nobody(k: &Kubectl, kubelet: &FakeKubelet) {
 fn pods_of_a_deleted_node_are_collected() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &[]);
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "4");
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "orphan"},

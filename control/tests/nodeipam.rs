@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use common::{Kubectl, Server};
 use serde_json::{json, Value};
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+fn client(server: &Server) -> reqwest::Client {
+    server
+        .http_builder()
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
@@ -105,7 +106,7 @@ fn in_cluster(cidr: &str, cluster_prefix: &str, mask: &str) -> bool {
 async fn many_nodes_get_distinct_cidrs() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let c = client();
+    let c = client(&server);
     let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
     futures::future::join_all(names.iter().map(|n| create_node(&c, &server.url, n, None))).await;
     let mut seen = BTreeSet::new();
@@ -121,7 +122,7 @@ async fn many_nodes_get_distinct_cidrs() {
 async fn preset_cidr_is_kept_and_marked_used() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let c = client();
+    let c = client(&server);
     // The first two blocks are taken by hand; a CIDR outside the cluster CIDR is left alone.
     create_node(&c, &server.url, "manual-0", Some("10.244.0.0/24")).await;
     create_node(&c, &server.url, "manual-1", Some("10.244.1.0/24")).await;
@@ -159,7 +160,7 @@ async fn exhaustion_is_reported_and_released_blocks_are_reused() {
             "24",
         ],
     );
-    let c = client();
+    let c = client(&server);
     let mut cidrs = BTreeSet::new();
     for i in 0..4 {
         let name = format!("n{i}");
@@ -218,10 +219,11 @@ async fn exhaustion_is_reported_and_released_blocks_are_reused() {
 #[tokio::test]
 async fn allocations_survive_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let c = client();
+    let c;
     let mut before = BTreeSet::new();
     {
         let mut server = Server::start(dir.path());
+        c = client(&server);
         for i in 0..5 {
             create_node(&c, &server.url, &format!("a{i}"), None).await;
         }
@@ -262,7 +264,7 @@ async fn kubectl_shows_pod_cidr() {
         &["create", "-f", "-"],
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-1\n",
     );
-    let c = client();
+    let c = client(&server);
     let cidr = wait_cidr(&c, &server.url, "worker-1").await;
     assert_eq!(
         k.ok(&["get", "node", "worker-1", "-o", "jsonpath={.spec.podCIDR}"]),
@@ -292,7 +294,7 @@ async fn kubectl_shows_pod_cidr() {
 async fn allocation_can_be_turned_off() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &["--allocate-node-cidrs=false"]);
-    let c = client();
+    let c = client(&server);
     create_node(&c, &server.url, "plain", None).await;
     assert_eq!(pod_cidr(&get_node(&c, &server.url, "plain").await), None);
     assert!(!server.log().contains("node IPAM started"));

@@ -13,8 +13,9 @@ use std::time::Duration;
 use common::Server;
 use serde_json::{json, Value};
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+fn client(server: &Server) -> reqwest::Client {
+    server
+        .http_builder()
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
@@ -73,11 +74,12 @@ async fn configmap_names(c: &reqwest::Client, url: &str) -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_objects_and_resumes_watches() {
     let dir = tempfile::tempdir().unwrap();
-    let c = client();
+    let c;
     let mut rvs = Vec::new();
     let mark;
     {
         let mut server = Server::start(dir.path());
+        c = client(&server);
         for i in 0..5 {
             let resp = create_cm(&c, &server.url, &format!("cm-{i}"))
                 .await
@@ -168,7 +170,7 @@ async fn watch_from_compacted_revision_is_gone() {
             "10",
         ],
     );
-    let c = client();
+    let c = client(&server);
     let first: Value = create_cm(&c, &server.url, "old")
         .await
         .unwrap()
@@ -196,9 +198,11 @@ async fn watch_from_compacted_revision_is_gone() {
 async fn sigkill_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let acked: Arc<Mutex<BTreeSet<String>>> = Arc::default();
-    let c = client();
+    // The CA outlives the restarts: one client for all of them.
+    let mut client_once: Option<reqwest::Client> = None;
     for round in 0..6 {
         let mut server = Server::start(dir.path());
+        let c = client_once.get_or_insert_with(|| client(&server)).clone();
         let url = server.url.clone();
         // Everything acknowledged so far survived the previous kill.
         let present = configmap_names(&c, &url).await;
@@ -239,6 +243,7 @@ async fn sigkill_loses_no_acknowledged_write() {
         }
     }
     let server = Server::start(dir.path());
+    let c = client(&server);
     let present = configmap_names(&c, &server.url).await;
     let acked = acked.lock().unwrap();
     assert!(

@@ -480,7 +480,7 @@ struct TestExtender {
     _rt: tokio::runtime::Runtime,
 }
 
-fn start_extender(api: Arc<Mutex<String>>, garbage: bool) -> TestExtender {
+fn start_extender(api: Arc<Mutex<Option<(String, reqwest::Client)>>>, garbage: bool) -> TestExtender {
     use axum::routing::post;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let binds = Arc::new(Mutex::new(Vec::new()));
@@ -502,14 +502,14 @@ fn start_extender(api: Arc<Mutex<String>>, garbage: bool) -> TestExtender {
         .route("/sched/prioritize", post(|| async { json!([{"host": "n3", "score": 10}]).to_string() }))
         .route("/sched/bind", post(move |body: String| {
             let args: Value = serde_json::from_str(&body).unwrap();
-            let api = api.lock().unwrap().clone();
+            let (api, http) = api.lock().unwrap().clone().unwrap();
             let recorded = recorded.clone();
             async move {
                 let ns = args["podNamespace"].as_str().unwrap().to_string();
                 let name = args["podName"].as_str().unwrap().to_string();
                 let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
                     "target": {"apiVersion": "v1", "kind": "Node", "name": args["node"]}});
-                let r = reqwest::Client::new()
+                let r = http
                     .post(format!("{api}/api/v1/namespaces/{ns}/pods/{name}/binding"))
                     .json(&binding)
                     .send()
@@ -540,14 +540,14 @@ fn extender_config(dir: &std::path::Path, name: &str, body: &str) -> String {
 #[test]
 fn extenders_filter_prioritize_bind_and_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
-    let api = Arc::new(Mutex::new(String::new()));
+    let api = Arc::new(Mutex::new(None));
     let ext = start_extender(api.clone(), false);
     let cfg = extender_config(dir.path(), "sched.yaml", &format!(
         "extenders:\n- urlPrefix: {}\n  filterVerb: filter\n  prioritizeVerb: prioritize\n  bindVerb: bind\n  weight: 5\n  nodeCacheCapable: true\n  httpTimeout: 5s\n",
         ext.url
     ));
     let server = Server::start_with(&dir.path().join("data"), &["--scheduler-config", &cfg]);
-    *api.lock().unwrap() = server.url.clone();
+    *api.lock().unwrap() = Some((server.url.clone(), server.http()));
     let k = Kubectl::new(33, &server);
     add_nodes(&k, &[("n1", "2", &[]), ("n2", "4", &[]), ("n3", "4", &[])]);
     let half_cpu = json!({"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}]});

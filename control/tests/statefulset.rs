@@ -67,7 +67,7 @@ const WEB: &str = r#"{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"n
 fn statefulset_orders_claims_scales_and_rolls() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &[]);
-    let _kubelet = start_kubelet(&server.url);
+    let _kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "8");
     k.ok_stdin(&["apply", "-f", "-"], WEB);

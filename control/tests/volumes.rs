@@ -62,7 +62,7 @@ fn pod_with_claim(name: &str, claim: &str) -> String {
 fn volumes_bind_protect_and_release() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let kubelet = start_kubelet(&server.url);
+    let kubelet = start_kubelet(&server);
     let k = Kubectl::new(33, &server);
     add_node(&k, "node-1", "4");
     invalid_objects(&k);

@@ -105,8 +105,15 @@ pub fn registry_hosts_toml(plan: &LabPlan) -> String {
     )
 }
 
+/// The node's credentials (`system:node:<name>` in `system:nodes`), for its agent.
 pub fn agent_kubeconfig(node: &NodePlan) -> PathBuf {
     node.data_dir.join("kubeconfig")
+}
+
+/// The proxy's credentials (`system:kube-proxy`, which upstream's bootstrap policy binds
+/// to `system:node-proxier`).
+pub fn proxy_kubeconfig(node: &NodePlan) -> PathBuf {
+    node.data_dir.join("proxy-kubeconfig")
 }
 
 /// The `kube-dns` Service's address cairn-control creates: the 10th of the service range.
@@ -169,7 +176,7 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
 }
 
 pub fn proxy(plan: &LabPlan, node: &NodePlan) -> Daemon {
-    let kubeconfig = agent_kubeconfig(node).display().to_string();
+    let kubeconfig = proxy_kubeconfig(node).display().to_string();
     Daemon {
         component: "proxy",
         argv: args![

@@ -260,11 +260,20 @@ impl LabPlan {
     }
     /// The API as the nodes reach it.
     pub fn api_url_inside(&self) -> String {
-        format!("http://{}:{API_PORT}", self.control_node().ip)
+        format!("https://{}:{API_PORT}", self.control_node().ip)
     }
     /// The API as the host reaches it (through the forward).
     pub fn api_url_host(&self) -> String {
-        format!("http://127.0.0.1:{}", self.options.api_port)
+        format!("https://127.0.0.1:{}", self.options.api_port)
+    }
+    /// cairn-control's data dir on the control node.
+    pub fn control_data_dir(&self) -> PathBuf {
+        self.control_node().data_dir.join("control")
+    }
+    /// The cluster CA, which every client of the API trusts (the same path on the host
+    /// and in every node).
+    pub fn cluster_ca(&self) -> PathBuf {
+        self.control_data_dir().join("pki/ca.crt")
     }
     pub fn registry(&self) -> String {
         format!("{}:{REGISTRY_PORT}", self.registry_ip)
@@ -330,8 +339,8 @@ mod tests {
         );
         assert!(plan.control_node().runs_control());
         assert!(!plan.nodes[1].runs_control());
-        assert_eq!(plan.api_url_inside(), "http://198.18.0.11:6443");
-        assert_eq!(plan.api_url_host(), "http://127.0.0.1:16443");
+        assert_eq!(plan.api_url_inside(), "https://198.18.0.11:6443");
+        assert_eq!(plan.api_url_host(), "https://127.0.0.1:16443");
         assert_eq!(plan.registry(), "198.18.0.1:5000");
         // Interface names fit IFNAMSIZ even at the largest lab.
         let big = LabPlan::new(options(MAX_NODES)).unwrap();

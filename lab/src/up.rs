@@ -185,23 +185,35 @@ fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
     start_proxies(state, t)
 }
 
+/// A kubeconfig from cairn-control's PKI: the admin's, or `(user, group)`'s.
+fn kubeconfig(plan: &LabPlan, server: &str, who: Option<(&str, Option<&str>)>) -> Result<String> {
+    let mut argv = args![
+        plan.bin("cairn-control").display(),
+        "kubeconfig",
+        "--data-dir",
+        plan.control_data_dir().display(),
+        "--server",
+        server
+    ];
+    if let Some((user, group)) = who {
+        argv.extend(args!["--user", user]);
+        if let Some(g) = group {
+            argv.extend(args!["--group", g]);
+        }
+    }
+    run(argv)
+}
+
 fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
     let plan = state.plan.clone();
-    let control_dir = plan.control_node().data_dir.join("control");
-    let kubeconfig = |server: &str| {
-        run(args![
-            plan.bin("cairn-control").display(),
-            "kubeconfig",
-            "--data-dir",
-            control_dir.display(),
-            "--server",
-            server
-        ])
-    };
-    write(&plan.kubeconfig(), &kubeconfig(&plan.api_url_host())?)?;
-    let inside = kubeconfig(&plan.api_url_inside())?;
+    write(&plan.kubeconfig(), &kubeconfig(&plan, &plan.api_url_host(), None)?)?;
+    let inside = plan.api_url_inside();
     for node in &plan.nodes {
-        write(&components::agent_kubeconfig(node), &inside)?;
+        let node_user = format!("system:node:{}", node.name);
+        let creds = kubeconfig(&plan, &inside, Some((&node_user, Some("system:nodes"))))?;
+        write(&components::agent_kubeconfig(node), &creds)?;
+        let creds = kubeconfig(&plan, &inside, Some(("system:kube-proxy", None)))?;
+        write(&components::proxy_kubeconfig(node), &creds)?;
         write(
             &node.data_dir.join("certs.d/docker.io/hosts.toml"),
             &components::registry_hosts_toml(&plan),
@@ -215,8 +227,9 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
     } else {
         record_of(state, &plan.control_node().name, "control")?
     };
+    let ca = plan.cluster_ca();
     wait_for(&through, "the API from the host", t, || {
-        succeeds(args!["curl", "-fsS", api])
+        succeeds(args!["curl", "-fsS", "--cacert", ca.display(), api])
     })?;
     for node in &plan.nodes {
         let agent = record_of(state, &node.name, "agent")?;
@@ -397,7 +410,12 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
                 "version"
             ]);
         }
-        "control" => format!("http://127.0.0.1:{API_PORT}/readyz"),
+        "control" => {
+            let url = format!("https://127.0.0.1:{API_PORT}/readyz");
+            let ca = plan.cluster_ca();
+            let curl = args!["curl", "-fsS", "--cacert", ca.display(), url];
+            return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
+        }
         "agent" => format!("http://{}:10250/healthz", node.ip),
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
         _ => return false,

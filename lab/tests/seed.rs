@@ -245,10 +245,11 @@ fn scenario_service_reachable(lab: &Lab) -> String {
     }
     // The `kubernetes` Service (its EndpointSlice written by cairn-control) reaches the
     // API on node-1 from the other node.
+    let ca = lab.cluster_ca();
     let version = eventually("the kubernetes Service from node-2", MINUTE, || {
         lab.on_node(
             "node-2",
-            &["curl", "-fsS", "-m", "3", "http://10.96.0.1:443/version"],
+            &["curl", "-fsS", "-m", "3", "--cacert", &ca, "https://10.96.0.1:443/version"],
         )
         .ok()
     });

@@ -76,6 +76,18 @@ impl Server {
         }
     }
 
+    /// An HTTPS client as the admin of the kubeconfig above.
+    pub fn http(&self) -> reqwest::Client {
+        self.http_builder().build().unwrap()
+    }
+
+    pub fn http_builder(&self) -> reqwest::ClientBuilder {
+        cairn_testsupport::api_client::Credentials::from_kubeconfig(&self.kubeconfig)
+            .unwrap()
+            .reqwest_builder()
+            .unwrap()
+    }
+
     /// SIGKILL, as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -279,19 +279,20 @@ async fn sync_once(
 }
 
 /// Starts the simulated kubelet for every node of the server at `url`.
-pub fn start_kubelet(url: &str) -> FakeKubelet {
+pub fn start_kubelet(server: &super::Server) -> FakeKubelet {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let paused: Paused = Arc::default();
     let dark = paused.clone();
-    let url = url.to_string();
+    let url = server.url.clone();
+    let http = server.http();
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async move {
-            let c = reqwest::Client::new();
+            let c = http;
             let mut seq = 0;
             let mut pass = 0u32;
             while !flag.load(Ordering::SeqCst) {

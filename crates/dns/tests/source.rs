@@ -19,9 +19,9 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
-async fn api_client(url: &str) -> Client {
+async fn api_client(api: &cairn_apiserver::RunningServer) -> Client {
     let kubeconfig =
-        kube::config::Kubeconfig::from_yaml(&cairn_apiserver::kubeconfig(url)).unwrap();
+        kube::config::Kubeconfig::from_yaml(&api.admin_kubeconfig().unwrap()).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
@@ -53,7 +53,7 @@ async fn the_zone_follows_services_and_endpoint_slices() {
     let mut config = cairn_apiserver::ServerConfig::new(dir.path().join("control"));
     config.bind = "127.0.0.1:0".parse().unwrap();
     let api = cairn_apiserver::start(config).await.unwrap();
-    let client = api_client(&api.url()).await;
+    let client = api_client(&api).await;
     let dns = Arc::new(
         start(
             ClusterZone::pending(&ZoneConfig::default()).unwrap(),

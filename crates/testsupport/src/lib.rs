@@ -4,6 +4,7 @@
 //! production code free of panics are relaxed here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod api_client;
 pub mod containerd;
 pub mod control_plane;
 pub mod images;

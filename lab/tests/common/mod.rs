@@ -138,6 +138,12 @@ impl Lab {
         self.roots.path()
     }
 
+    /// The cluster CA (the same path on the host and in every node).
+    pub fn cluster_ca(&self) -> String {
+        let node1 = self.roots.path().join("data").join(&self.name).join("nodes/node-1");
+        node1.join("control/pki/ca.crt").display().to_string()
+    }
+
     pub fn lab(&self, args: &[&str]) -> String {
         output(self.cmd().args(args)).unwrap_or_else(|e| panic!("{e}"))
     }

@@ -1,0 +1,104 @@
+//! HTTPS clients of a cairn-control for tests that speak raw HTTP: the cluster CA and the
+//! credentials are read from a kubeconfig (embedded data, as `cairn-control kubeconfig`
+//! prints it), so a test authenticates exactly as kubectl would.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use base64::Engine;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// What a kubeconfig's current user and cluster hold.
+pub struct Credentials {
+    pub server: String,
+    pub ca_pem: String,
+    pub client_cert_pem: Option<String>,
+    pub client_key_pem: Option<String>,
+    pub token: Option<String>,
+}
+
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(key))
+        .map(|v| v.trim().trim_matches('"'))
+}
+
+fn decoded(text: &str, key: &str) -> Result<Option<String>> {
+    let Some(v) = field(text, key) else {
+        return Ok(None);
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v)
+        .with_context(|| format!("{key} is not base64"))?;
+    Ok(Some(String::from_utf8(bytes)?))
+}
+
+impl Credentials {
+    /// Reads a single-cluster, single-user kubeconfig.
+    pub fn from_kubeconfig(path: &Path) -> Result<Credentials> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Credentials::from_kubeconfig_text(&text)
+    }
+
+    pub fn from_kubeconfig_text(text: &str) -> Result<Credentials> {
+        Ok(Credentials {
+            server: field(text, "server:")
+                .ok_or_else(|| anyhow!("kubeconfig has no server"))?
+                .to_string(),
+            ca_pem: decoded(text, "certificate-authority-data:")?
+                .ok_or_else(|| anyhow!("kubeconfig has no certificate-authority-data"))?,
+            client_cert_pem: decoded(text, "client-certificate-data:")?,
+            client_key_pem: decoded(text, "client-key-data:")?,
+            token: field(text, "token:").map(str::to_string),
+        })
+    }
+
+    /// A rustls client configuration trusting the cluster CA, presenting the client
+    /// certificate if there is one.
+    pub fn tls_config(&self) -> Result<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(self.ca_pem.as_bytes()) {
+            roots.add(cert?)?;
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots);
+        Ok(match (&self.client_cert_pem, &self.client_key_pem) {
+            (Some(cert), Some(key)) => {
+                let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let key = PrivateKeyDer::from_pem_slice(key.as_bytes())?;
+                builder.with_client_auth_cert(chain, key)?
+            }
+            _ => builder.with_no_client_auth(),
+        })
+    }
+
+    /// A reqwest client builder with this TLS and, for token users, the bearer token.
+    pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder> {
+        let mut builder = reqwest::Client::builder().use_preconfigured_tls(self.tls_config()?);
+        if let Some(token) = &self.token {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {token}").parse()?,
+            );
+            builder = builder.default_headers(headers);
+        }
+        Ok(builder)
+    }
+
+    /// A blocking-free reqwest client as the kubeconfig's user.
+    pub fn reqwest(&self) -> Result<reqwest::Client> {
+        Ok(self.reqwest_builder()?.build()?)
+    }
+}
+
+/// A reqwest client as the user of the kubeconfig at `path`.
+pub fn http_client(kubeconfig: &Path) -> Result<reqwest::Client> {
+    Credentials::from_kubeconfig(kubeconfig)?.reqwest()
+}
