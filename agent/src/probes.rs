@@ -154,8 +154,7 @@ type HttpsClient = hyper_util::client::legacy::Client<
 
 /// One client for all probes and hooks: HTTP/1.1, no kept-alive connections (the kubelet
 /// disables keep-alive for probes), HTTPS without certificate checks. It carries its own
-/// rustls config with the ring provider, so it does not depend on a process-wide provider
-/// (and reqwest's TLS feature, which would impose one on every binary, stays off).
+/// rustls config with the ring provider, so it does not depend on a process-wide provider.
 fn client() -> Result<&'static HttpsClient, String> {
     static CLIENT: std::sync::OnceLock<Result<HttpsClient, String>> = std::sync::OnceLock::new();
     CLIENT

@@ -376,6 +376,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // One TLS provider for every rustls user in the process (kube, reqwest): ring, which
+    // needs no C toolchain. Failing means one is already installed, which is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
         Command::Serve(args) => {
             let (config, scheduler_config, controllers) = serve_config(*args)?;

@@ -480,7 +480,10 @@ struct TestExtender {
     _rt: tokio::runtime::Runtime,
 }
 
-fn start_extender(api: Arc<Mutex<Option<(String, reqwest::Client)>>>, garbage: bool) -> TestExtender {
+fn start_extender(
+    api: Arc<Mutex<Option<(String, reqwest::Client)>>>,
+    garbage: bool,
+) -> TestExtender {
     use axum::routing::post;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let binds = Arc::new(Mutex::new(Vec::new()));

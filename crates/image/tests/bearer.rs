@@ -60,7 +60,10 @@ async fn proxy(State(s): State<Arc<Shared>>, req: Request) -> Response {
         )
             .into_response();
     }
-    let mut upstream = reqwest::Client::new().get(format!("http://{}{path}", s.backend));
+    let mut upstream = cairn_testsupport::api_client::plain_http_builder()
+        .build()
+        .unwrap()
+        .get(format!("http://{}{path}", s.backend));
     if let Some(accept) = req.headers().get("accept") {
         upstream = upstream.header("accept", accept.clone());
     }

@@ -37,11 +37,13 @@ fn generate_err(what: &str) -> impl FnOnce(rcgen::Error) -> PkiError + '_ {
     }
 }
 
-/// Validity from a minute ago (clocks of clients a little behind still accept it), for
+/// Valid from a little before now (clients whose clocks lag still accept it: a minute,
+/// or a tenth of a short lifetime, so renewal at a third left still means a third) for
 /// `lifetime` from now.
 fn validity(params: &mut CertificateParams, lifetime: Duration) {
     let now = OffsetDateTime::now_utc();
-    params.not_before = now - time::Duration::minutes(1);
+    let backdate = (lifetime / 10).min(Duration::from_secs(60));
+    params.not_before = now - backdate;
     params.not_after = now + lifetime;
 }
 

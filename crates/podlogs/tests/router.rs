@@ -67,6 +67,7 @@ async fn serves_logs_and_kubelet_errors() {
         line(2, "a") + &line(3, "b") + &line(4, "c"),
     )
     .unwrap();
+    cairn_testsupport::api_client::install_crypto_provider();
     let running = Arc::new(AtomicBool::new(true));
     let base = serve(Fixture {
         dir: dir.path().to_path_buf(),

@@ -5,10 +5,23 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// reqwest's TLS (on, for the cluster's HTTPS) needs a process-wide rustls provider even
+/// for plain-HTTP clients: ring, as every cairn binary installs it.
+pub fn install_crypto_provider() {
+    // Err: one is installed already, which is all that is needed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A reqwest builder for plain HTTP (agents' ports, test servers).
+pub fn plain_http_builder() -> reqwest::ClientBuilder {
+    install_crypto_provider();
+    reqwest::Client::builder()
+}
 
 /// What a kubeconfig's current user and cluster hold.
 pub struct Credentials {
@@ -38,18 +51,24 @@ fn decoded(text: &str, key: &str) -> Result<Option<String>> {
 impl Credentials {
     /// Reads a single-cluster, single-user kubeconfig.
     pub fn from_kubeconfig(path: &Path) -> Result<Credentials> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         Credentials::from_kubeconfig_text(&text)
     }
 
+    /// A plain-HTTP server (an older cairn-control) needs no certificate-authority-data.
     pub fn from_kubeconfig_text(text: &str) -> Result<Credentials> {
+        let server = field(text, "server:")
+            .ok_or_else(|| anyhow!("kubeconfig has no server"))?
+            .to_string();
+        let ca_pem = match decoded(text, "certificate-authority-data:")? {
+            Some(ca) => ca,
+            None if server.starts_with("http://") => String::new(),
+            None => bail!("kubeconfig has no certificate-authority-data"),
+        };
         Ok(Credentials {
-            server: field(text, "server:")
-                .ok_or_else(|| anyhow!("kubeconfig has no server"))?
-                .to_string(),
-            ca_pem: decoded(text, "certificate-authority-data:")?
-                .ok_or_else(|| anyhow!("kubeconfig has no certificate-authority-data"))?,
+            server,
+            ca_pem,
             client_cert_pem: decoded(text, "client-certificate-data:")?,
             client_key_pem: decoded(text, "client-key-data:")?,
             token: field(text, "token:").map(str::to_string),
@@ -78,8 +97,17 @@ impl Credentials {
         })
     }
 
-    /// A reqwest client builder with this TLS and, for token users, the bearer token.
+    /// Whether the server speaks plain HTTP (an older cairn-control, for A/B runs).
+    pub fn is_plain_http(&self) -> bool {
+        self.server.starts_with("http://")
+    }
+
+    /// A reqwest client builder with this TLS and, for token users, the bearer token; for
+    /// a plain-HTTP server a plain builder (no TLS, no credentials sent in the clear).
     pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder> {
+        if self.is_plain_http() {
+            return Ok(plain_http_builder());
+        }
         let mut builder = reqwest::Client::builder().use_preconfigured_tls(self.tls_config()?);
         if let Some(token) = &self.token {
             let mut headers = reqwest::header::HeaderMap::new();

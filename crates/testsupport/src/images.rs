@@ -446,7 +446,7 @@ pub fn busybox_index(spec: &ImageSpec, architectures: &[&str]) -> Result<BuiltIn
 
 impl Registry {
     fn http_client() -> Result<reqwest::Client> {
-        reqwest::Client::builder()
+        crate::api_client::plain_http_builder()
             .no_proxy()
             .build()
             .context("building HTTP client")

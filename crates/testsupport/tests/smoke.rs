@@ -103,7 +103,9 @@ async fn private_registry_requires_credentials() {
         "http://{}/v2/cairn/busybox/manifests/latest",
         registry.addr()
     );
-    let client = reqwest::Client::new();
+    let client = cairn_testsupport::api_client::plain_http_builder()
+        .build()
+        .unwrap();
     let anon = client.get(&url).send().await.unwrap();
     assert_eq!(anon.status().as_u16(), 401);
     let authed = client

@@ -1,0 +1,348 @@
+//! Secure by default: HTTPS only, every request authenticated (client certificates of
+//! the cluster's client CA, bearer tokens), anonymous requests limited to the public
+//! paths, the PKI's files and their renewal.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_testsupport::api_client::Credentials;
+use common::{wait_for, Kubectl, Server, BIN};
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+/// kube-apiserver's 401 body, byte for byte.
+const UNAUTHORIZED: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n";
+
+fn anonymous(server: &Server) -> reqwest::Client {
+    let mut creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    creds.client_cert_pem = None;
+    creds.client_key_pem = None;
+    creds.reqwest().unwrap()
+}
+
+async fn get(c: &reqwest::Client, url: &str) -> (u16, String) {
+    let r = c.get(url).send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+fn write_token_file(dir: &Path) -> String {
+    let path = dir.join("tokens.csv");
+    std::fs::write(&path, "alice-token,alice,1001,\"dev,ops\"\n").unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_public_paths_answer_anonymous_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
+    let anon = anonymous(&server);
+    for path in ["/healthz", "/livez", "/readyz", "/version"] {
+        let (code, _) = get(&anon, &format!("{}{path}", server.url)).await;
+        assert_eq!(code, 200, "{path}");
+    }
+    for path in [
+        "/api",
+        "/apis",
+        "/api/v1/namespaces/default/pods",
+        "/openapi/v2",
+        "/metrics",
+    ] {
+        assert_eq!(
+            get(&anon, &format!("{}{path}", server.url)).await,
+            (401, UNAUTHORIZED.to_string()),
+            "{path}"
+        );
+    }
+    let post = anon
+        .post(format!(
+            "{}/api/v1/namespaces/default/configmaps",
+            server.url
+        ))
+        .json(&json!({"metadata": {"name": "x"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status().as_u16(), 401);
+    // Plain HTTP is not served at all.
+    let plain = server.url.replace("https://", "http://");
+    let r = cairn_testsupport::api_client::plain_http_builder()
+        .build()
+        .unwrap()
+        .get(format!("{plain}/healthz"))
+        .send()
+        .await;
+    assert!(r.map(|r| !r.status().is_success()).unwrap_or(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_credentials_are_401_even_on_public_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_token_file(dir.path());
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[
+            "--scheduler=false",
+            "--controllers=",
+            "--token-auth-file",
+            &tokens,
+        ],
+    );
+    // A client certificate from another CA, with a name the cluster would accept.
+    let other = cairn_pki::Authority::generate("other-ca", Duration::from_secs(3600)).unwrap();
+    let cert = other
+        .issue_client(
+            "cairn-admin",
+            &["system:masters".into()],
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+    let mut foreign = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    foreign.client_cert_pem = Some(cert.cert_pem);
+    foreign.client_key_pem = Some(cert.key_pem);
+    let foreign = foreign.reqwest().unwrap();
+    let mut wrong_token = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    wrong_token.client_cert_pem = None;
+    wrong_token.client_key_pem = None;
+    wrong_token.token = Some("not-a-token".into());
+    let wrong_token = wrong_token.reqwest().unwrap();
+    for c in [&foreign, &wrong_token] {
+        for path in ["/api/v1/namespaces", "/healthz"] {
+            assert_eq!(
+                get(c, &format!("{}{path}", server.url)).await,
+                (401, UNAUTHORIZED.to_string()),
+                "{path}"
+            );
+        }
+    }
+    // The admin's certificate still works beside them.
+    let (code, _) = get(&server.http(), &format!("{}/api/v1/namespaces", server.url)).await;
+    assert_eq!(code, 200);
+}
+
+fn whoami(k: &Kubectl, kubeconfig: &Path) -> Value {
+    let out = k
+        .command(&["auth", "whoami", "-o", "json"])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `kubectl auth whoami` for the admin, a node's certificate and a static token.
+#[test]
+fn whoami_names_certificate_and_token_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_token_file(dir.path());
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[
+            "--scheduler=false",
+            "--controllers=",
+            "--token-auth-file",
+            &tokens,
+        ],
+    );
+    let k = Kubectl::new(33, &server);
+    let admin = whoami(&k, &server.kubeconfig);
+    assert_eq!(admin["status"]["userInfo"]["username"], "cairn-admin");
+    assert_eq!(
+        admin["status"]["userInfo"]["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
+    let node_kc = dir.path().join("node.kubeconfig");
+    let out = std::process::Command::new(BIN)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(&server.data_dir)
+        .args(["--user", "system:node:n1", "--group", "system:nodes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&node_kc, &out.stdout).unwrap();
+    let node = whoami(&Kubectl::new(27, &server), &node_kc);
+    assert_eq!(node["status"]["userInfo"]["username"], "system:node:n1");
+    assert_eq!(
+        node["status"]["userInfo"]["groups"],
+        json!(["system:nodes", "system:authenticated"])
+    );
+    let token_kc = dir.path().join("alice.kubeconfig");
+    let admin_text = std::fs::read_to_string(&server.kubeconfig).unwrap();
+    let ca = Credentials::from_kubeconfig_text(&admin_text)
+        .unwrap()
+        .ca_pem;
+    std::fs::write(
+        &token_kc,
+        cairn_pki::kubeconfig::render_token(&server.url, &ca, "alice", "alice-token"),
+    )
+    .unwrap();
+    let alice = whoami(&k, &token_kc);
+    assert_eq!(alice["status"]["userInfo"]["username"], "alice");
+    assert_eq!(alice["status"]["userInfo"]["uid"], "1001");
+    assert_eq!(
+        alice["status"]["userInfo"]["groups"],
+        json!(["dev", "ops", "system:authenticated"])
+    );
+    let bad_kc = dir.path().join("bad.kubeconfig");
+    std::fs::write(
+        &bad_kc,
+        cairn_pki::kubeconfig::render_token(&server.url, &ca, "mallory", "guess"),
+    )
+    .unwrap();
+    let out = k
+        .command(&["get", "pods"])
+        .env("KUBECONFIG", &bad_kc)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // What kubectl prints for kube-apiserver's 401 too.
+    assert!(err.contains("You must be logged in to the server"), "{err}");
+}
+
+/// The PKI's files: private keys 0600, `certs check` lists each certificate.
+#[test]
+fn pki_files_are_private_and_listed_by_certs_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &["--scheduler=false", "--controllers="]);
+    let pki = server.data_dir.join("pki");
+    for key in ["ca.key", "client-ca.key", "apiserver.key", "sa.key"] {
+        let mode = std::fs::metadata(pki.join(key))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{key}");
+    }
+    let mode = std::fs::metadata(server.data_dir.join("admin.kubeconfig"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "admin.kubeconfig");
+    let out = std::process::Command::new(BIN)
+        .args(["certs", "check", "--data-dir"])
+        .arg(&server.data_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Ten years for the CAs, one for the leaves (a second either way at the edges).
+    for (cn, residual) in [
+        ("cairn-ca", ["9y", "10y"]),
+        ("cairn-client-ca", ["9y", "10y"]),
+        ("cairn-control", ["364d", "365d"]),
+        ("cairn-admin", ["364d", "365d"]),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{cn} ")))
+            .unwrap_or_else(|| panic!("{cn} missing:\n{text}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert!(residual.contains(&cols[4]) && cols[5] == "ok", "{line}");
+    }
+    // Without a PKI: one clear line, non-zero exit.
+    let empty = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["certs", "check", "--data-dir"])
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no cluster certificates"), "{err}");
+}
+
+/// The certificate the server presents to a new connection.
+async fn served_certificate(server: &Server) -> Vec<u8> {
+    let creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(creds.tls_config().unwrap()));
+    let addr = server.url.trim_start_matches("https://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = connector.connect(name, tcp).await.unwrap();
+    tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+fn stored_serving_certificate(server: &Server) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    let pem = std::fs::read(server.data_dir.join("pki/apiserver.crt")).unwrap();
+    rustls::pki_types::CertificateDer::from_pem_slice(&pem)
+        .unwrap()
+        .to_vec()
+}
+
+/// With 6-second certificates the serving certificate is replaced twice while a watch
+/// opened before stays open and delivers; new connections get the new certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serving_certificate_renews_without_dropping_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_token_file(dir.path());
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[
+            "--scheduler=false",
+            "--controllers=",
+            "--token-auth-file",
+            &tokens,
+            "--cert-lifetime-seconds",
+            "6",
+        ],
+    );
+    // A token client: its credentials do not expire with the short-lived certificates.
+    let mut creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    creds.client_cert_pem = None;
+    creds.client_key_pem = None;
+    creds.token = Some("alice-token".into());
+    let c = creds.reqwest().unwrap();
+    let cms = format!("{}/api/v1/namespaces/default/configmaps", server.url);
+    let watch = c.get(format!("{cms}?watch=true")).send().await.unwrap();
+    assert_eq!(watch.status().as_u16(), 200);
+    let mut events = watch.bytes_stream();
+    let first = stored_serving_certificate(&server);
+    assert_eq!(served_certificate(&server).await, first);
+    let mut seen = vec![first];
+    for round in 0..2 {
+        let previous = seen.last().unwrap().clone();
+        let renewed = wait_for("the serving certificate renewed", 20, || {
+            let now = stored_serving_certificate(&server);
+            (now != previous).then_some(now)
+        });
+        // The swap follows the file at once; a handshake may still race it.
+        let mut served = served_certificate(&server).await;
+        for _ in 0..50 {
+            if served == renewed {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            served = served_certificate(&server).await;
+        }
+        assert_eq!(
+            served, renewed,
+            "round {round}: new connections get the new certificate"
+        );
+        seen.push(renewed);
+        let name = format!("after-renewal-{round}");
+        let r = c
+            .post(&cms)
+            .json(&json!({"metadata": {"name": name}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let mut text = String::new();
+        while !text.contains(&name) {
+            let chunk = tokio::time::timeout(Duration::from_secs(20), events.next())
+                .await
+                .expect("the watch opened before the renewal still delivers")
+                .expect("the watch stays open")
+                .unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
