@@ -1,0 +1,1 @@
+//! Authorizer tests over hand-made objects: index upkeep, reasons, errors.
