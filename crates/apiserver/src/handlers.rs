@@ -32,6 +32,7 @@ mod patch;
 mod reviews;
 mod router;
 mod scale;
+mod tokens;
 
 use delete::*;
 use list::*;

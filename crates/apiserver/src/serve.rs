@@ -90,14 +90,22 @@ async fn connection(
 
 async fn authenticated(
     state: AppState,
-    authn: &Authenticator,
+    authn: &Arc<Authenticator>,
     peer: &PeerCert,
     mut req: axum::extract::Request,
 ) -> axum::response::Response {
-    let user = authn.authenticate(req.method(), req.uri().path(), req.headers(), Some(peer));
+    let user = authn.authenticate(
+        req.method(),
+        req.uri().path(),
+        req.headers(),
+        Some(peer),
+        &*state,
+    );
     match user {
         Ok(user) => {
             req.extensions_mut().insert(RequestUser(user));
+            // The token handlers issue and review through it.
+            req.extensions_mut().insert(Arc::clone(authn));
             handlers::handle(State(state), req).await
         }
         Err(why) => {

@@ -487,3 +487,25 @@ mod tests {
         assert_eq!(qos_class(&mismatch), "Burstable");
     }
 }
+
+/// Token checks read ServiceAccounts and the objects tokens are bound to from the cache.
+impl crate::authn::ObjectLookup for ApiState {
+    fn live(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<crate::authn::serviceaccount::LiveObject> {
+        let r = cairn_api::registry::find("", "v1", resource)?;
+        let (v, _) = self.get_value(r, namespace, name).ok()?;
+        let deletion = v
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp());
+        Some(crate::authn::serviceaccount::LiveObject {
+            uid: v.pointer("/metadata/uid")?.as_str()?.to_string(),
+            deletion,
+        })
+    }
+}

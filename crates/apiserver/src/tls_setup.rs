@@ -48,7 +48,14 @@ pub(crate) fn setup(
         Some(path) => token_file::load(path).map_err(ServerError::TokenFile)?,
         None => Default::default(),
     };
-    let authn = Authenticator::new(ClientCertAuthenticator::new(chain_check), tokens);
+    let sa_key = cairn_pki::files::read(&pki.sa_key_paths().0).map_err(ServerError::Pki)?;
+    let sa_key = crate::authn::jwt::SigningKey::from_pkcs8_pem(&sa_key)
+        .map_err(|e| ServerError::Tls(tls::TlsError::Certificate(e.to_string())))?;
+    let authn = Authenticator::new(
+        ClientCertAuthenticator::new(chain_check),
+        tokens,
+        Some(crate::authn::ServiceAccountTokens::new(sa_key)),
+    );
     Ok(Security {
         pki: Arc::new(pki),
         names,

@@ -292,7 +292,14 @@ pub static RESOURCES: &[ResourceInfo] = &[
         short_names: &["sa"],
         categories: &[],
         verbs: ALL_VERBS,
-        subresources: &[],
+        // The TokenRequest API, served by cairn-apiserver's token handler.
+        subresources: &[Subresource {
+            name: "token",
+            kind: "TokenRequest",
+            group: "authentication.k8s.io",
+            version: "v1",
+            verbs: &["create"],
+        }],
         field_selectors: &[],
     },
     ResourceInfo {

@@ -9,6 +9,8 @@
 //! as with kube-apiserver's anonymous authenticator limited to those paths
 //! (`AuthenticationConfiguration.anonymous.conditions`).
 
+pub mod jwt;
+pub mod serviceaccount;
 pub mod token_file;
 pub mod x509;
 
@@ -18,6 +20,7 @@ use cairn_auth::UserInfo;
 use http::{header, HeaderMap, Method};
 use parking_lot::RwLock;
 
+pub use serviceaccount::{ObjectLookup, ServiceAccountTokens};
 pub use x509::{ClientCertAuthenticator, PeerCert};
 
 /// The non-resource paths anonymous requests may read (`system:public-info-viewer`).
@@ -34,13 +37,19 @@ pub struct RequestUser(pub UserInfo);
 pub struct Authenticator {
     pub x509: ClientCertAuthenticator,
     tokens: RwLock<HashMap<String, UserInfo>>,
+    pub service_accounts: Option<ServiceAccountTokens>,
 }
 
 impl Authenticator {
-    pub fn new(x509: ClientCertAuthenticator, tokens: HashMap<String, UserInfo>) -> Authenticator {
+    pub fn new(
+        x509: ClientCertAuthenticator,
+        tokens: HashMap<String, UserInfo>,
+        service_accounts: Option<ServiceAccountTokens>,
+    ) -> Authenticator {
         Authenticator {
             x509,
             tokens: RwLock::new(tokens),
+            service_accounts,
         }
     }
 
@@ -56,8 +65,9 @@ impl Authenticator {
         path: &str,
         headers: &HeaderMap,
         peer: Option<&PeerCert>,
+        objects: &dyn ObjectLookup,
     ) -> Result<UserInfo, Unauthorized> {
-        match self.credentials(headers, peer)? {
+        match self.credentials(headers, peer, objects)? {
             Some(user) => Ok(user.authenticated()),
             None if anonymous_allowed(method, path) => Ok(UserInfo::anonymous()),
             None => Err(Unauthorized("no credentials".into())),
@@ -69,6 +79,7 @@ impl Authenticator {
         &self,
         headers: &HeaderMap,
         peer: Option<&PeerCert>,
+        objects: &dyn ObjectLookup,
     ) -> Result<Option<UserInfo>, Unauthorized> {
         let mut failure = None;
         match peer {
@@ -82,12 +93,29 @@ impl Authenticator {
             Some(PeerCert::Absent) | None => {}
         }
         if let Some(token) = bearer_token(headers)? {
-            return match self.tokens.read().get(token) {
-                Some(user) => Ok(Some(user.clone())),
-                None => Err(Unauthorized("invalid bearer token".into())),
-            };
+            return self.token_user(token, objects).map(Some);
         }
         failure.map_or(Ok(None), Err)
+    }
+
+    /// A bearer token's user: a ServiceAccount token for this API's audiences, else a
+    /// static or loopback token.
+    pub fn token_user(
+        &self,
+        token: &str,
+        objects: &dyn ObjectLookup,
+    ) -> Result<UserInfo, Unauthorized> {
+        if let Some(sa) = &self.service_accounts {
+            let now = cairn_pki::inspect::now();
+            if let Some((user, _)) = sa.authenticate(token, &sa.api_audiences, objects, now)? {
+                return Ok(user);
+            }
+        }
+        self.tokens
+            .read()
+            .get(token)
+            .cloned()
+            .ok_or_else(|| Unauthorized("invalid bearer token".into()))
     }
 }
 
@@ -126,7 +154,20 @@ mod tests {
             .unwrap();
         let check = crate::tls::client_chain_verifier(ca.cert_pem()).unwrap();
         let tokens = token_file::parse("good,alice,1,dev\n").unwrap();
-        Authenticator::new(ClientCertAuthenticator::new(check), tokens)
+        Authenticator::new(
+            ClientCertAuthenticator::new(check),
+            tokens,
+            None,
+            &NoObjects,
+        )
+    }
+
+    struct NoObjects;
+
+    impl ObjectLookup for NoObjects {
+        fn live(&self, _: &str, _: Option<&str>, _: &str) -> Option<serviceaccount::LiveObject> {
+            None
+        }
     }
 
     fn bearer(t: &str) -> HeaderMap {
@@ -143,12 +184,14 @@ mod tests {
         let a = authenticator();
         let none = HeaderMap::new();
         let u = a
-            .authenticate(&Method::GET, "/healthz", &none, None)
+            .authenticate(&Method::GET, "/healthz", &none, None, &NoObjects)
             .unwrap();
         assert_eq!(u.username, "system:anonymous");
-        assert!(a.authenticate(&Method::GET, "/api", &none, None).is_err());
         assert!(a
-            .authenticate(&Method::POST, "/healthz", &none, None)
+            .authenticate(&Method::GET, "/api", &none, None, &NoObjects)
+            .is_err());
+        assert!(a
+            .authenticate(&Method::POST, "/healthz", &none, None, &NoObjects)
             .is_err());
     }
 
@@ -156,21 +199,27 @@ mod tests {
     fn tokens_name_users_and_wrong_credentials_fail_even_on_public_paths() {
         let a = authenticator();
         let u = a
-            .authenticate(&Method::GET, "/api", &bearer("good"), None)
+            .authenticate(&Method::GET, "/api", &bearer("good"), None, &NoObjects)
             .unwrap();
         assert_eq!(u.username, "alice");
         assert_eq!(u.groups, vec!["dev", "system:authenticated"]);
         assert!(a
-            .authenticate(&Method::GET, "/healthz", &bearer("bad"), None)
+            .authenticate(&Method::GET, "/healthz", &bearer("bad"), None, &NoObjects)
             .is_err());
         let bad_cert = PeerCert::Invalid("unknown CA".into());
         let none = HeaderMap::new();
         assert!(a
-            .authenticate(&Method::GET, "/healthz", &none, Some(&bad_cert))
+            .authenticate(&Method::GET, "/healthz", &none, Some(&bad_cert), &NoObjects)
             .is_err());
         // A good token wins over a bad certificate, as upstream's union tries both.
         assert!(a
-            .authenticate(&Method::GET, "/api", &bearer("good"), Some(&bad_cert))
+            .authenticate(
+                &Method::GET,
+                "/api",
+                &bearer("good"),
+                Some(&bad_cert),
+                &NoObjects
+            )
             .is_ok());
     }
 
@@ -183,7 +232,7 @@ mod tests {
         };
         let none = HeaderMap::new();
         assert!(a
-            .authenticate(&Method::GET, "/api", &none, Some(&expired))
+            .authenticate(&Method::GET, "/api", &none, Some(&expired), &NoObjects)
             .is_err());
     }
 }

@@ -33,6 +33,16 @@ pub(super) async fn route(state: AppState, req: Request) -> Response {
     if let Some(resp) = reviews::self_subject_review(&parts.method, &path, &parts.extensions) {
         return resp;
     }
+    if parts.method == Method::POST {
+        if let Some(sa) = tokens::match_token_request(&path) {
+            return tokens::token_request(&state, sa, &parts, body)
+                .unwrap_or_else(|s| status_response(&s));
+        }
+        if path == "/apis/authentication.k8s.io/v1/tokenreviews" {
+            return tokens::token_review(&state, &parts, body)
+                .unwrap_or_else(|s| status_response(&s));
+        }
+    }
     if is_get {
         if let Some(resp) = discovery_path(&state, &path) {
             return resp;
