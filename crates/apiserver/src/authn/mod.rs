@@ -154,12 +154,7 @@ mod tests {
             .unwrap();
         let check = crate::tls::client_chain_verifier(ca.cert_pem()).unwrap();
         let tokens = token_file::parse("good,alice,1,dev\n").unwrap();
-        Authenticator::new(
-            ClientCertAuthenticator::new(check),
-            tokens,
-            None,
-            &NoObjects,
-        )
+        Authenticator::new(ClientCertAuthenticator::new(check), tokens, None)
     }
 
     struct NoObjects;
