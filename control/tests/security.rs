@@ -493,3 +493,63 @@ fn service_account_tokens_follow_their_account_and_pod() {
     }
     k.ok(&["get", "ns"]);
 }
+
+fn bootstrap_secret(k: &Kubectl, id: &str, secret: &str, expiration: &str) {
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        &format!("bootstrap-token-{id}"),
+        "-n",
+        "kube-system",
+        "--type=bootstrap.kubernetes.io/token",
+        &format!("--from-literal=token-id={id}"),
+        &format!("--from-literal=token-secret={secret}"),
+        "--from-literal=usage-bootstrap-authentication=true",
+        "--from-literal=auth-extra-groups=system:bootstrappers:cairn:nodes",
+        &format!("--from-literal=expiration={expiration}"),
+    ]);
+}
+
+/// Bootstrap tokens: `system:bootstrap:<id>` in `system:bootstrappers` while the Secret
+/// holds the secret and has not expired.
+#[test]
+fn bootstrap_tokens_authenticate_until_they_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--scheduler=false", "--controllers="],
+    );
+    let k = Kubectl::new(33, &server);
+    bootstrap_secret(&k, "abcdef", "0123456789abcdef", "2100-01-01T00:00:00Z");
+    bootstrap_secret(&k, "oldold", "0123456789abcdef", "2020-01-01T00:00:00Z");
+    let good = token_kubeconfig(&server, dir.path(), "good", "abcdef.0123456789abcdef");
+    let me = whoami(&k, &good);
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:bootstrap:abcdef"
+    );
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!([
+            "system:bootstrappers",
+            "system:bootstrappers:cairn:nodes",
+            "system:authenticated"
+        ])
+    );
+    for (name, token) in [
+        ("expired", "oldold.0123456789abcdef"),
+        ("wrong", "abcdef.aaaaaaaaaaaaaaaa"),
+        ("unknown", "zzzzzz.0123456789abcdef"),
+    ] {
+        fails_unauthorized(&k, &token_kubeconfig(&server, dir.path(), name, token));
+    }
+    k.ok(&[
+        "delete",
+        "secret",
+        "-n",
+        "kube-system",
+        "bootstrap-token-abcdef",
+    ]);
+    fails_unauthorized(&k, &good);
+}

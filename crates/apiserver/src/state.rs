@@ -508,4 +508,37 @@ impl crate::authn::ObjectLookup for ApiState {
             deletion,
         })
     }
+
+    fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<crate::authn::serviceaccount::SecretView> {
+        use base64::Engine;
+        let r = cairn_api::registry::find("", "v1", "secrets")?;
+        let (v, _) = self.get_value(r, Some(namespace), name).ok()?;
+        let data = v
+            .get("data")
+            .and_then(Value::as_object)
+            .map(|d| {
+                d.iter()
+                    .filter_map(|(k, b)| {
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(b.as_str()?)
+                            .ok()?;
+                        Some((k.clone(), bytes))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(crate::authn::serviceaccount::SecretView {
+            type_: v
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            data,
+            deleting: v.pointer("/metadata/deletionTimestamp").is_some(),
+        })
+    }
 }

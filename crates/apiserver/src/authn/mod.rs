@@ -1,6 +1,7 @@
 //! Authentication: who a request is, in upstream's order: the connection's client
-//! certificate, then a bearer token (the static token file, and the tokens of the
-//! components running inside cairn-control), else anonymous. Credentials that are
+//! certificate, then a bearer token (ServiceAccount JWTs, bootstrap tokens, the static
+//! token file, and the tokens of the components running inside cairn-control), else
+//! anonymous. Credentials that are
 //! present but wrong are a 401 even where anonymous requests are allowed (upstream's
 //! fail-on-error union before the anonymous authenticator).
 //!
@@ -9,6 +10,7 @@
 //! as with kube-apiserver's anonymous authenticator limited to those paths
 //! (`AuthenticationConfiguration.anonymous.conditions`).
 
+pub mod bootstrap;
 pub mod jwt;
 pub mod serviceaccount;
 pub mod token_file;
@@ -105,11 +107,14 @@ impl Authenticator {
         token: &str,
         objects: &dyn ObjectLookup,
     ) -> Result<UserInfo, Unauthorized> {
+        let now = cairn_pki::inspect::now();
         if let Some(sa) = &self.service_accounts {
-            let now = cairn_pki::inspect::now();
             if let Some((user, _)) = sa.authenticate(token, &sa.api_audiences, objects, now)? {
                 return Ok(user);
             }
+        }
+        if let Some(user) = bootstrap::authenticate(token, objects, now)? {
+            return Ok(user);
         }
         self.tokens
             .read()

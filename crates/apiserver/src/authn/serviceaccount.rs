@@ -51,10 +51,23 @@ pub struct LiveObject {
     pub deletion: Option<i64>,
 }
 
+/// A Secret as the bootstrap token authenticator reads it (data decoded).
+#[derive(Debug, Clone)]
+pub struct SecretView {
+    pub type_: String,
+    pub data: BTreeMap<String, Vec<u8>>,
+    pub deleting: bool,
+}
+
 /// Reads the objects tokens are bound to (the watch cache, in the server).
 pub trait ObjectLookup: Send + Sync {
     /// `resource` is a core/v1 plural: `serviceaccounts`, `pods`, `secrets`, `nodes`.
     fn live(&self, resource: &str, namespace: Option<&str>, name: &str) -> Option<LiveObject>;
+
+    /// A Secret's type and decoded data.
+    fn secret(&self, _namespace: &str, _name: &str) -> Option<SecretView> {
+        None
+    }
 }
 
 pub struct ServiceAccountTokens {
