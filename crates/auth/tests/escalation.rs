@@ -202,8 +202,33 @@ fn bindings_need_the_roles_rules_or_bind() {
         text.contains("{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}"),
         "{text}"
     );
+    assert_eq!(
+        check_role_binding(&a, &admin, &binding("ns1", "b", "Role", "missing", "x")),
+        Err(EscalationError::RoleNotFound {
+            resource: "roles",
+            name: "missing".into()
+        })
+    );
+    assert_eq!(
+        EscalationError::RoleNotFound {
+            resource: "roles",
+            name: "missing".into()
+        }
+        .to_string(),
+        "roles.rbac.authorization.k8s.io \"missing\" not found"
+    );
+    // A namespaced Role the admin created is bindable by the admin.
+    a.upsert_role(ns1_role("mine", vec![rule(&["get"], &[""], &["pods"])]));
+    assert_eq!(
+        check_role_binding(&a, &admin, &binding("ns1", "b", "Role", "mine", "x")),
+        Ok(())
+    );
+}
 
-    // `bind` on one named ClusterRole lets a user bind that one only.
+#[test]
+fn bind_on_a_named_cluster_role_allows_binding_that_one_only() {
+    let mut a = cluster();
+    let admin = user("ns-admin");
     a.upsert_cluster_role(ClusterRole {
         metadata: meta(None, "binder"),
         rules: Some(vec![named(
@@ -242,25 +267,4 @@ fn bindings_need_the_roles_rules_or_bind() {
     };
     assert_eq!(check_cluster_role_binding(&a, &bob, &crb("view")), Ok(()));
     assert!(check_cluster_role_binding(&a, &admin, &crb("view")).is_err());
-    assert_eq!(
-        check_role_binding(&a, &admin, &binding("ns1", "b", "Role", "missing", "x")),
-        Err(EscalationError::RoleNotFound {
-            resource: "roles",
-            name: "missing".into()
-        })
-    );
-    assert_eq!(
-        EscalationError::RoleNotFound {
-            resource: "roles",
-            name: "missing".into()
-        }
-        .to_string(),
-        "roles.rbac.authorization.k8s.io \"missing\" not found"
-    );
-    // A namespaced Role the admin created is bindable by the admin.
-    a.upsert_role(ns1_role("mine", vec![rule(&["get"], &[""], &["pods"])]));
-    assert_eq!(
-        check_role_binding(&a, &admin, &binding("ns1", "b", "Role", "mine", "x")),
-        Ok(())
-    );
 }

@@ -99,6 +99,16 @@ pub(super) fn cluster_roles() -> Vec<ClusterRole> {
                 &["/livez", "/readyz", "/healthz", "/version", "/version/"],
             )],
         ),
+    ];
+    roles.extend(user_facing_roles());
+    roles.extend(component_roles());
+    roles.extend(certificate_roles());
+    roles
+}
+
+/// `admin`, `edit`, `view` and the roles they aggregate.
+fn user_facing_roles() -> Vec<ClusterRole> {
+    vec![
         aggregated("admin", AGGREGATE_TO_ADMIN, &[]),
         aggregated("edit", AGGREGATE_TO_EDIT, &[(AGGREGATE_TO_ADMIN, "true")]),
         aggregated("view", AGGREGATE_TO_VIEW, &[(AGGREGATE_TO_EDIT, "true")]),
@@ -124,14 +134,18 @@ pub(super) fn cluster_roles() -> Vec<ClusterRole> {
             AGGREGATE_TO_VIEW,
             aggregate_to_view(),
         ),
-    ];
-    roles.extend(component_roles());
-    roles.extend(certificate_roles());
-    roles
+    ]
 }
 
 /// `edit`'s own rules: write workloads, read secrets, exec into pods; never RBAC.
 fn aggregate_to_edit() -> Vec<PolicyRule> {
+    let mut all = edit_core();
+    all.extend(edit_groups());
+    all
+}
+
+/// The core group.
+fn edit_core() -> Vec<PolicyRule> {
     vec![
         rule(
             READ,
@@ -174,6 +188,12 @@ fn aggregate_to_edit() -> Vec<PolicyRule> {
             ],
         ),
         rule(&["create"], &[""], &["serviceaccounts/token"]),
+    ]
+}
+
+/// Workload and other groups.
+fn edit_groups() -> Vec<PolicyRule> {
+    vec![
         rule(
             WRITE,
             &["apps"],
@@ -217,6 +237,13 @@ fn aggregate_to_edit() -> Vec<PolicyRule> {
 
 /// `view`'s rules: read everything in a namespace but secrets and RBAC.
 fn aggregate_to_view() -> Vec<PolicyRule> {
+    let mut all = view_core();
+    all.extend(view_groups());
+    all
+}
+
+/// The core group.
+fn view_core() -> Vec<PolicyRule> {
     vec![
         rule(
             READ,
@@ -251,6 +278,12 @@ fn aggregate_to_view() -> Vec<PolicyRule> {
         ),
         // Read access to namespaces in a namespace: the one namespace itself.
         rule(READ, &[""], &["namespaces"]),
+    ]
+}
+
+/// Workload and other groups.
+fn view_groups() -> Vec<PolicyRule> {
+    vec![
         rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
         rule(
             READ,
@@ -316,6 +349,13 @@ fn aggregate_to_view() -> Vec<PolicyRule> {
 
 /// The control plane's and node components' roles.
 fn component_roles() -> Vec<ClusterRole> {
+    let mut all = node_component_roles();
+    all.extend(control_plane_roles());
+    all
+}
+
+/// Nodes, kube-proxy, kubelet clients, node bootstrap, delegated authentication.
+fn node_component_roles() -> Vec<ClusterRole> {
     vec![
         cluster_role("system:node", node_rules()),
         cluster_role(
@@ -358,6 +398,12 @@ fn component_roles() -> Vec<ClusterRole> {
                 rule(&["create"], &[AUTHZ], &["subjectaccessreviews"]),
             ],
         ),
+    ]
+}
+
+/// Control-plane components, DNS, volume provisioning, node problem detection.
+fn control_plane_roles() -> Vec<ClusterRole> {
+    vec![
         cluster_role(
             "system:kube-aggregator",
             vec![rule(READ, &[""], &["services", "endpoints"])],

@@ -22,6 +22,13 @@ fn controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
 }
 
 fn workload_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    let mut all = cronjob_daemonset_deployment_controllers();
+    all.extend(disruption_and_job_controllers());
+    all.extend(replicaset_statefulset_ttl_controllers());
+    all
+}
+
+fn cronjob_daemonset_deployment_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
     vec![
         (
             "cronjob-controller",
@@ -88,6 +95,11 @@ fn workload_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
                 events_rule(),
             ],
         ),
+    ]
+}
+
+fn disruption_and_job_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    vec![
         (
             "disruption-controller",
             vec![
@@ -120,6 +132,12 @@ fn workload_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
                 events_rule(),
             ],
         ),
+    ]
+}
+
+/// ReplicaSets, ReplicationControllers, StatefulSets, finished-Job TTLs.
+fn replicaset_statefulset_ttl_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    vec![
         (
             "replicaset-controller",
             vec![
@@ -200,6 +218,14 @@ fn workload_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
 }
 
 fn cluster_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    let mut all = aggregation_and_endpoint_controllers();
+    all.extend(lifecycle_controllers());
+    all.extend(certificate_controllers());
+    all
+}
+
+/// ClusterRole aggregation; Endpoints and EndpointSlices.
+fn aggregation_and_endpoint_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
     vec![
         (
             "clusterrole-aggregation-controller",
@@ -252,6 +278,12 @@ fn cluster_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
                 events_rule(),
             ],
         ),
+    ]
+}
+
+/// Garbage collection, namespaces, nodes, quota, service accounts.
+fn lifecycle_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    vec![
         (
             "generic-garbage-collector",
             vec![
@@ -316,6 +348,12 @@ fn cluster_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
                 events_rule(),
             ],
         ),
+    ]
+}
+
+/// CSR approval and signing; the root CA ConfigMap.
+fn certificate_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+    vec![
         (
             "certificate-controller",
             vec![
