@@ -79,6 +79,11 @@ struct ServeArgs {
     /// Static bearer tokens, upstream's CSV: `token,user,uid,"group1,group2"`.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// Authorization: `Node,RBAC` (RBAC over the stored roles and bindings, with
+    /// upstream's bootstrap policy) or `AlwaysAllow` (every authenticated user may do
+    /// everything). `system:masters` is always allowed.
+    #[arg(long, default_value = "Node,RBAC")]
+    authorization_mode: String,
     /// Lifetime of the leaf certificates cairn-control issues, in seconds (tests shorten
     /// it to watch renewal; upstream's and kubeadm's one year by default).
     #[arg(long, default_value_t = 365 * 86400, hide = true)]
@@ -315,6 +320,7 @@ fn serve_config(
         cluster_dns_service,
         tls_sans,
         token_auth_file,
+        authorization_mode,
         cert_lifetime_seconds,
         controllers,
     } = args;
@@ -351,6 +357,8 @@ fn serve_config(
     config.cluster_dns_service = cluster_dns_service;
     config.tls_sans = tls_sans;
     config.token_auth_file = token_auth_file;
+    config.authorization_mode =
+        cairn_apiserver::authz::Mode::parse(&authorization_mode).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
         cert_lifetime_seconds >= 3,
         "--cert-lifetime-seconds {cert_lifetime_seconds}: must be at least 3"

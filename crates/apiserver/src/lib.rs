@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod allocator;
 pub mod authn;
+pub mod authz;
 pub mod conversion_webhook;
 pub mod custom;
 pub mod decorate;
@@ -79,6 +80,8 @@ pub struct ServerConfig {
     pub cert_lifetimes: cairn_pki::Lifetimes,
     /// Static bearer tokens (`--token-auth-file`, upstream's CSV format).
     pub token_auth_file: Option<PathBuf>,
+    /// `--authorization-mode`.
+    pub authorization_mode: authz::Mode,
 }
 
 impl ServerConfig {
@@ -102,6 +105,7 @@ impl ServerConfig {
             tls_sans: Vec::new(),
             cert_lifetimes: cairn_pki::Lifetimes::default(),
             token_auth_file: None,
+            authorization_mode: authz::Mode::Rbac,
         }
     }
 }
@@ -259,10 +263,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.node_port_range,
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    let authorizer = Arc::new(authz::Authorizer::new(config.authorization_mode));
+    let rbac_sync = authz::sync::start(Arc::clone(&authorizer), Arc::clone(&state.cache));
     state.refresh_custom_resources();
     write_server_url(&config.data_dir, &url)?;
 
     let mut background = vec![
+        rbac_sync,
         tokio::spawn(compaction_loop(backend, config.compaction_interval)),
         tokio::spawn(tls_setup::renewal_loop(
             Arc::clone(&security.pki),
@@ -284,6 +291,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         security.tls,
         Arc::clone(&state),
         Arc::clone(&security.authn),
+        authorizer,
         rx,
     );
     let task = tokio::spawn(async move {

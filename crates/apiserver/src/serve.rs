@@ -16,6 +16,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::authn::{Authenticator, PeerCert, RequestUser};
+use crate::authz::{self, Authorizer, RequestInfo};
 use crate::handlers::{self, AppState};
 
 /// Upstream's TLS handshake timeout for its HTTP server (`net/http`'s 10 s).
@@ -29,8 +30,10 @@ pub async fn serve(
     tls: Arc<rustls::ServerConfig>,
     state: AppState,
     authn: Arc<Authenticator>,
+    authorizer: Arc<Authorizer>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
+    let guards = Guards { authn, authorizer };
     let acceptor = TlsAcceptor::from(tls);
     loop {
         let accepted = tokio::select! {
@@ -43,7 +46,7 @@ pub async fn serve(
                     tcp,
                     acceptor.clone(),
                     Arc::clone(&state),
-                    Arc::clone(&authn),
+                    guards.clone(),
                 ));
             }
             Err(e) => {
@@ -55,26 +58,28 @@ pub async fn serve(
     }
 }
 
-async fn connection(
-    tcp: TcpStream,
-    acceptor: TlsAcceptor,
-    state: AppState,
+/// What every request passes before the handlers: who it is, and whether it may.
+#[derive(Clone)]
+struct Guards {
     authn: Arc<Authenticator>,
-) {
+    authorizer: Arc<Authorizer>,
+}
+
+async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guards: Guards) {
     let _ = tcp.set_nodelay(true);
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
         Err(_) => return debug!("TLS handshake timed out"),
     };
-    let peer = Arc::new(authn.x509.peer(stream.get_ref().1.peer_certificates()));
+    let peer = Arc::new(guards.authn.x509.peer(stream.get_ref().1.peer_certificates()));
     let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let state = Arc::clone(&state);
-        let authn = Arc::clone(&authn);
+        let guards = guards.clone();
         let peer = Arc::clone(&peer);
         async move {
             let req = req.map(axum::body::Body::new);
-            Ok::<_, Infallible>(authenticated(state, &authn, &peer, req).await)
+            Ok::<_, Infallible>(guarded(state, &guards, &peer, req).await)
         }
     });
     let served = hyper::server::conn::http1::Builder::new()
@@ -88,13 +93,13 @@ async fn connection(
     }
 }
 
-async fn authenticated(
+async fn guarded(
     state: AppState,
-    authn: &Arc<Authenticator>,
+    guards: &Guards,
     peer: &PeerCert,
     mut req: axum::extract::Request,
 ) -> axum::response::Response {
-    let user = authn.authenticate(
+    let user = guards.authn.authenticate(
         req.method(),
         req.uri().path(),
         req.headers(),
@@ -103,9 +108,17 @@ async fn authenticated(
     );
     match user {
         Ok(user) => {
+            let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
+            let attrs = authz::attributes(&user, &info);
+            let decision = guards.authorizer.decide(&attrs);
+            if !decision.is_allowed() {
+                debug!(user = %user.username, verb = %info.verb, path = %info.path, "forbidden");
+                return handlers::status_response(&authz::forbidden(&attrs, &decision));
+            }
             req.extensions_mut().insert(RequestUser(user));
-            // The token handlers issue and review through it.
-            req.extensions_mut().insert(Arc::clone(authn));
+            // The token, review and RBAC handlers issue, review and check through them.
+            req.extensions_mut().insert(Arc::clone(&guards.authn));
+            req.extensions_mut().insert(Arc::clone(&guards.authorizer));
             handlers::handle(State(state), req).await
         }
         Err(why) => {

@@ -29,6 +29,7 @@ mod custom_admission;
 mod delete;
 mod eviction;
 mod policy_admission;
+mod rbac_defaults;
 mod update;
 mod webhook_admission;
 

@@ -71,6 +71,7 @@ impl ApiState {
         if self.settings.cluster_dns_service {
             self.ensure_cluster_dns_service(&opts).await;
         }
+        self.ensure_rbac_defaults(&opts).await?;
         self.ensure_api_defaults(&opts).await
     }
 

@@ -12,6 +12,7 @@
 //! cloud controllers cairn does not run (attach-detach, expand, HPA, route, service,
 //! resource-claim, storage-version ones, ...).
 
+pub mod cairn;
 mod cluster_roles;
 pub mod controller_roles;
 pub mod namespaced;
@@ -63,9 +64,13 @@ pub struct BootstrapPolicy {
 /// Upstream's bootstrap policy, aggregated roles still empty.
 pub fn policy() -> BootstrapPolicy {
     let mut cluster_roles = cluster_roles::cluster_roles();
-    cluster_roles.extend(controller_roles::controller_roles());
+    let controllers = controller_roles::controller_roles();
+    let cairn_roles = cairn::roles(&cluster_roles, &controllers);
+    cluster_roles.extend(controllers);
+    cluster_roles.extend(cairn_roles);
     let mut cluster_role_bindings = cluster_role_bindings();
     cluster_role_bindings.extend(controller_roles::controller_role_bindings());
+    cluster_role_bindings.extend(cairn::bindings());
     BootstrapPolicy {
         cluster_roles,
         cluster_role_bindings,

@@ -1,0 +1,73 @@
+//! cairn's own additions to the bootstrap policy, for components that upstream splits
+//! into several identities and cairn runs as one:
+//!
+//! - `cairn:controller-manager` (user `system:kube-controller-manager`): the in-process
+//!   controllers share one client, so one role holds the union of the
+//!   `system:controller:*` roles of the controllers cairn runs (upstream runs each under
+//!   its own ServiceAccount with `--use-service-account-credentials`), plus what
+//!   ServiceLB needs.
+//! - `cairn:node` (group `system:nodes`): `system:node`'s rules for every node until the
+//!   Node authorizer narrows them to the node's own objects, plus what the agent's
+//!   embedded components need (upstream: CoreDNS's and the local-path provisioner's
+//!   ServiceAccounts): cluster DNS reads Services, EndpointSlices and Namespaces and
+//!   publishes the node in `kube-dns`'s EndpointSlices; the provisioner manages
+//!   PersistentVolumes.
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+
+use super::{cluster_binding, cluster_role, group, rule, user};
+
+pub const CONTROLLER_MANAGER_ROLE: &str = "cairn:controller-manager";
+pub const NODE_ROLE: &str = "cairn:node";
+
+fn node_extras() -> Vec<PolicyRule> {
+    let read = ["get", "list", "watch"];
+    vec![
+        rule(&read, &[""], &["services", "namespaces", "endpoints"]),
+        rule(
+            &["get", "list", "watch", "create", "update", "patch", "delete"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+        rule(
+            &["get", "list", "watch", "create", "update", "patch", "delete"],
+            &[""],
+            &["persistentvolumes"],
+        ),
+        rule(&["get", "list", "watch", "update", "patch"], &[""], &["persistentvolumeclaims"]),
+        rule(&read, &["storage.k8s.io"], &["storageclasses", "csinodes"]),
+    ]
+}
+
+fn controller_extras() -> Vec<PolicyRule> {
+    vec![
+        rule(&["get", "list", "watch", "update", "patch"], &[""], &["services", "services/status"]),
+        rule(&["get", "list", "watch"], &[""], &["nodes", "pods"]),
+    ]
+}
+
+/// The roles, built from the bootstrap roles they extend.
+pub fn roles(cluster_roles: &[ClusterRole], controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
+    let mut controllers: Vec<PolicyRule> = controller_roles
+        .iter()
+        .flat_map(|r| r.rules.clone().unwrap_or_default())
+        .collect();
+    controllers.extend(controller_extras());
+    let mut node: Vec<PolicyRule> = cluster_roles
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some("system:node"))
+        .and_then(|r| r.rules.clone())
+        .unwrap_or_default();
+    node.extend(node_extras());
+    vec![
+        cluster_role(CONTROLLER_MANAGER_ROLE, controllers),
+        cluster_role(NODE_ROLE, node),
+    ]
+}
+
+pub fn bindings() -> Vec<ClusterRoleBinding> {
+    vec![
+        cluster_binding(CONTROLLER_MANAGER_ROLE, vec![user("system:kube-controller-manager")]),
+        cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
+    ]
+}
