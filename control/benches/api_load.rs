@@ -4,7 +4,8 @@
 //! follow the namespace. Prints p50/p99 per verb, the delay from a create's
 //! acknowledgement to its event reaching each watcher, and the server's RSS.
 //!
-//! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS).
+//! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS;
+//! CAIRN_CONTROL_BIN for another binary, e.g. an older plain-HTTP one in an A/B run).
 
 // A benchmark driver: failing loudly on a broken setup is what we want here.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -82,12 +83,10 @@ async fn main() {
     let clients = env_usize("CLIENTS", 50);
     let watchers = env_usize("WATCHERS", 100);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
+    let (mut server, url, http) =
+        start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
     let pid = server.id();
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(200)
-        .build()
-        .expect("client");
+    let http = http.pool_max_idle_per_host(200).build().expect("client");
     http.post(format!("{url}/api/v1/namespaces"))
         .json(&json!({"metadata": {"name": "bench"}}))
         .send()

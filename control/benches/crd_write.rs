@@ -106,8 +106,9 @@ async fn main() {
     let objects = env_usize("OBJECTS", 2000);
     let clients = env_usize("CLIENTS", 4);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
-    let http = reqwest::Client::new();
+    let (mut server, url, http) =
+        start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
+    let http = http.build().expect("client");
     timed_create(
         &http,
         &format!("{url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),

@@ -43,11 +43,12 @@ async fn main() {
     let objects = env_usize("OBJECTS", 2000);
     let clients = env_usize("CLIENTS", 4);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut server, url) = start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
+    let (mut server, url, http) =
+        start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
     let hooks = tokio::task::spawn_blocking(WebhookServer::start)
         .await
         .expect("webhook server");
-    let http = reqwest::Client::new();
+    let http = http.build().expect("client");
     let namespaces = ["plain", "validated", "mutated"];
     create_namespaces_and_webhooks(&http, &url, &hooks, &namespaces).await;
     println!("webhook_write: {objects} ConfigMaps per namespace, {clients} clients");

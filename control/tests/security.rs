@@ -31,7 +31,11 @@ async fn get(c: &reqwest::Client, url: &str) -> (u16, String) {
 
 fn write_token_file(dir: &Path) -> String {
     let path = dir.join("tokens.csv");
-    std::fs::write(&path, "alice-token,alice,1001,\"dev,ops\"\n").unwrap();
+    std::fs::write(
+        &path,
+        "alice-token,alice,1001,\"dev,ops\"\nroot-token,root,0,system:masters\n",
+    )
+    .unwrap();
     path.display().to_string()
 }
 
@@ -298,7 +302,7 @@ async fn serving_certificate_renews_without_dropping_watches() {
     let mut creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
     creds.client_cert_pem = None;
     creds.client_key_pem = None;
-    creds.token = Some("alice-token".into());
+    creds.token = Some("root-token".into());
     let c = creds.reqwest().unwrap();
     let cms = format!("{}/api/v1/namespaces/default/configmaps", server.url);
     let watch = c.get(format!("{cms}?watch=true")).send().await.unwrap();
@@ -552,4 +556,240 @@ fn bootstrap_tokens_authenticate_until_they_expire() {
         "bootstrap-token-abcdef",
     ]);
     fails_unauthorized(&k, &good);
+}
+
+fn user_kubeconfig(server: &Server, dir: &Path, user: &str) -> std::path::PathBuf {
+    let out = std::process::Command::new(BIN)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(&server.data_dir)
+        .args(["--user", user])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = dir.join(format!("{user}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+/// `kubectl auth can-i --as USER VERB RESOURCE [--subresource S] -n NS`: yes or no.
+fn can_i(k: &Kubectl, user: &str, verb: &str, resource: &str, ns: &str) -> bool {
+    let (resource, sub) = resource.split_once('/').unwrap_or((resource, ""));
+    let mut args = vec!["auth", "can-i", "--as", user, verb, resource, "-n", ns];
+    let sub_flag = format!("--subresource={sub}");
+    if !sub.is_empty() {
+        args.push(&sub_flag);
+    }
+    let out = k.output(&args);
+    let answer = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        answer == "yes" || answer == "no",
+        "can-i {args:?}: {answer} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    answer == "yes"
+}
+
+const RBAC_SETUP: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: ns2}}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: Role
+  metadata: {name: pod-reader, namespace: ns1}
+  rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: Role
+  metadata: {name: binding-writer, namespace: ns1}
+  rules: [{apiGroups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [create]}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: viewer, namespace: ns1}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: viewer}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: editor, namespace: ns1}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: editor}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: editor-binds, namespace: ns1}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: binding-writer}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: editor}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: nsadmin, namespace: ns1}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: nsadmin}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: reader, namespace: ns1}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
+"#;
+
+/// `kubectl auth can-i` for view, edit, admin and a namespaced Role, as upstream's
+/// bootstrap policy answers them (asked by the admin with `--as`: impersonation).
+#[test]
+fn can_i_matches_upstreams_default_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--scheduler=false", "--controllers="],
+    );
+    let k = Kubectl::new(33, &server);
+    k.ok_stdin(&["create", "-f", "-"], RBAC_SETUP);
+    #[rustfmt::skip]
+    let table: &[(&str, &str, &str, &str, bool)] = &[
+        ("viewer", "get", "pods", "ns1", true),
+        ("viewer", "list", "deployments", "ns1", true),
+        ("viewer", "watch", "services", "ns1", true),
+        ("viewer", "get", "pods/log", "ns1", true),
+        ("viewer", "get", "secrets", "ns1", false),
+        ("viewer", "create", "pods", "ns1", false),
+        ("viewer", "create", "pods/exec", "ns1", false),
+        ("viewer", "delete", "pods", "ns1", false),
+        ("viewer", "get", "pods", "ns2", false),
+        ("editor", "create", "pods", "ns1", true),
+        ("editor", "get", "secrets", "ns1", true),
+        ("editor", "update", "secrets", "ns1", true),
+        ("editor", "create", "pods/exec", "ns1", true),
+        ("editor", "delete", "deployments", "ns1", true),
+        ("editor", "patch", "services", "ns1", true),
+        ("editor", "create", "roles", "ns1", false),
+        ("editor", "get", "pods", "ns2", false),
+        ("nsadmin", "create", "rolebindings", "ns1", true),
+        ("nsadmin", "create", "roles", "ns1", true),
+        ("nsadmin", "get", "resourcequotas", "ns1", true),
+        ("nsadmin", "create", "rolebindings", "ns2", false),
+        ("nsadmin", "delete", "namespaces", "ns1", false),
+        ("reader", "get", "pods", "ns1", true),
+        ("reader", "list", "pods", "ns1", true),
+        ("reader", "delete", "pods", "ns1", false),
+        ("reader", "get", "pods", "ns2", false),
+        ("reader", "get", "configmaps", "ns1", false),
+    ];
+    // Bindings take effect when the authorizer has seen them: wait on the first one.
+    wait_for("the bindings in effect", 10, || {
+        can_i(&k, "reader", "get", "pods", "ns1").then_some(())
+    });
+    let wrong: Vec<String> = table
+        .iter()
+        .filter(|(u, v, r, ns, want)| can_i(&k, u, v, r, ns) != *want)
+        .map(|(u, v, r, ns, want)| format!("{u} {v} {r} -n {ns}: want {want}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "can-i disagrees with upstream:\n{}",
+        wrong.join("\n")
+    );
+    let list = k.ok(&["auth", "can-i", "--list", "-n", "ns1", "--as", "reader"]);
+    let pods = list
+        .lines()
+        .find(|l| l.starts_with("pods "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(pods.contains("[get list]"), "{list}");
+    let k27 = Kubectl::new(27, &server);
+    assert!(can_i(&k27, "editor", "create", "pods", "ns1"));
+    assert!(!can_i(&k27, "viewer", "get", "secrets", "ns1"));
+}
+
+/// Forbidden requests get upstream's 403; impersonation needs `impersonate`; binding a
+/// role one does not hold is an escalation.
+#[test]
+fn forbidden_impersonation_and_escalation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--scheduler=false", "--controllers="],
+    );
+    let admin = Kubectl::new(33, &server);
+    admin.ok_stdin(&["create", "-f", "-"], RBAC_SETUP);
+    let as_user = |user: &str| {
+        let mut k = Kubectl::new(33, &server);
+        k.kubeconfig = user_kubeconfig(&server, dir.path(), user);
+        k
+    };
+    let viewer = as_user("viewer");
+    wait_for("view in effect", 10, || {
+        viewer
+            .output(&["get", "pods", "-n", "ns1"])
+            .status
+            .success()
+            .then_some(())
+    });
+    let err = viewer.fails(&["get", "secrets", "-n", "ns1"]);
+    assert!(
+        err.contains(r#"secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "ns1""#),
+        "{err}"
+    );
+    let me = whoami(&admin, &server.kubeconfig);
+    assert_eq!(me["status"]["userInfo"]["username"], "cairn-admin");
+    // Impersonation: only with the impersonate verb.
+    let err = viewer.fails(&["get", "pods", "-n", "ns1", "--as", "editor"]);
+    assert!(
+        err.contains(r#"users "editor" is forbidden: User "viewer" cannot impersonate resource "users" in API group "" at the cluster scope"#),
+        "{err}"
+    );
+    admin.ok(&[
+        "create",
+        "clusterrole",
+        "impersonate-editor",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=editor",
+    ]);
+    admin.ok(&[
+        "create",
+        "clusterrolebinding",
+        "viewer-impersonates",
+        "--clusterrole=impersonate-editor",
+        "--user=viewer",
+    ]);
+    wait_for("impersonation allowed", 10, || {
+        viewer
+            .output(&["get", "secrets", "-n", "ns1", "--as", "editor"])
+            .status
+            .success()
+            .then_some(())
+    });
+    assert!(!viewer
+        .output(&["get", "pods", "-n", "ns1", "--as", "nsadmin"])
+        .status
+        .success());
+    // Escalation: the editor may create rolebindings, but not of cluster-admin.
+    let editor = as_user("editor");
+    let err = editor.fails(&[
+        "create",
+        "rolebinding",
+        "grab",
+        "-n",
+        "ns1",
+        "--clusterrole=cluster-admin",
+        "--user=editor",
+    ]);
+    assert!(
+        err.contains("attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"rolebindings.rbac.authorization.k8s.io "grab" is forbidden"#),
+        "{err}"
+    );
+    // What it holds, it may bind.
+    editor.ok(&[
+        "create",
+        "rolebinding",
+        "share-view",
+        "-n",
+        "ns1",
+        "--clusterrole=view",
+        "--user=someone",
+    ]);
 }

@@ -1,7 +1,9 @@
-//! What the benchmarks share: environment knobs, percentiles, starting the server and
-//! timing one create.
+//! What the benchmarks share: environment knobs, percentiles, starting the server (and a
+//! client with its admin credentials) and timing one create.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use cairn_testsupport::api_client::Credentials;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,12 +22,16 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-/// Starts `cairn-control` on a private data dir and loopback port; returns the process
-/// and the URL it serves.
+/// Starts `cairn-control` (`CAIRN_CONTROL_BIN` if set, for A/B runs, else `bin`) on a
+/// private data dir and loopback port; returns the process, the URL it serves and a client
+/// builder for it: HTTPS as the admin of its kubeconfig, or plain for an older binary's
+/// `http://` URL.
 // The caller owns the child and kills and waits for it when the benchmark ends.
 #[allow(clippy::zombie_processes)]
-pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String) {
-    let server = Command::new(bin)
+pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String, reqwest::ClientBuilder) {
+    let bin =
+        std::env::var_os("CAIRN_CONTROL_BIN").map_or_else(|| PathBuf::from(bin), PathBuf::from);
+    let server = Command::new(&bin)
         .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .env("RUST_LOG", "warn")
@@ -34,12 +40,37 @@ pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String) {
         .spawn()
         .expect("spawn cairn-control");
     let url_file = data_dir.join("server-url");
-    loop {
+    let url = loop {
         if let Ok(u) = std::fs::read_to_string(&url_file) {
-            return (server, u.trim().to_string());
+            break u.trim().to_string();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let http = credentials(&bin, data_dir, &url)
+        .reqwest_builder()
+        .expect("client");
+    (server, url, http)
+}
+
+/// The admin credentials `bin kubeconfig` prints; none for a plain-HTTP server whose
+/// binary has no such subcommand.
+fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
+    let out = Command::new(bin)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(data_dir)
+        .output()
+        .expect("run cairn-control kubeconfig");
+    if !out.status.success() && url.starts_with("http://") {
+        return Credentials {
+            server: url.to_string(),
+            ca_pem: String::new(),
+            client_cert_pem: None,
+            client_key_pem: None,
+            token: None,
+        };
     }
+    let text = String::from_utf8(out.stdout).expect("kubeconfig is UTF-8");
+    Credentials::from_kubeconfig_text(&text).expect("admin kubeconfig")
 }
 
 /// POSTs `body` to `url`, expects 201 Created, and returns how long it took.

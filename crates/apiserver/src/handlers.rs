@@ -26,6 +26,7 @@ use crate::selectors::Selectors;
 use crate::state::{store_status, ApiState, DeleteOptions, FieldValidation, WriteOptions, Written};
 use crate::watch::{self, WatchRequest};
 
+mod access_reviews;
 mod delete;
 mod list;
 mod patch;
@@ -148,6 +149,7 @@ fn write_options(q: &Query, headers: &HeaderMap) -> Result<WriteOptions, Status>
         }
     }
     Ok(WriteOptions {
+        requester: None,
         field_manager,
         dry_run,
         field_validation,
@@ -182,6 +184,14 @@ fn check_subresource_verb(
     )))
 }
 
+/// The authenticated user and the authorizer, as the connection layer left them.
+fn requester(extensions: &http::Extensions) -> Option<crate::state::Requester> {
+    Some(crate::state::Requester {
+        user: extensions.get::<crate::authn::RequestUser>()?.0.clone(),
+        authorizer: extensions.get::<Arc<crate::authz::Authorizer>>()?.clone(),
+    })
+}
+
 /// One request on a resource path: what every verb's handler reads.
 struct Call {
     state: AppState,
@@ -190,6 +200,7 @@ struct Call {
     q: Query,
     headers: HeaderMap,
     body: Result<Bytes, Status>,
+    requester: Option<crate::state::Requester>,
 }
 
 impl Call {
@@ -215,7 +226,9 @@ impl Call {
     }
 
     fn write_options(&self) -> Result<WriteOptions, Status> {
-        write_options(&self.q, &self.headers)
+        let mut opts = write_options(&self.q, &self.headers)?;
+        opts.requester = self.requester.clone();
+        Ok(opts)
     }
 
     fn delete_options(&self) -> Result<DeleteOptions, Status> {
@@ -241,6 +254,7 @@ async fn resource(
         r,
         ns: rp.namespace.clone(),
         q: Query::parse(parts.uri.query()),
+        requester: requester(&parts.extensions),
         headers: parts.headers,
         body,
     };

@@ -72,7 +72,12 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guar
         Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
         Err(_) => return debug!("TLS handshake timed out"),
     };
-    let peer = Arc::new(guards.authn.x509.peer(stream.get_ref().1.peer_certificates()));
+    let peer = Arc::new(
+        guards
+            .authn
+            .x509
+            .peer(stream.get_ref().1.peer_certificates()),
+    );
     let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let state = Arc::clone(&state);
         let guards = guards.clone();
@@ -93,6 +98,16 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guar
     }
 }
 
+/// The user a request acts as: the impersonated one when its headers ask and the
+/// requester may.
+fn impersonation(
+    authorizer: &Authorizer,
+    user: cairn_auth::UserInfo,
+    headers: &http::HeaderMap,
+) -> Result<cairn_auth::UserInfo, cairn_api::status::Status> {
+    Ok(authz::impersonation::impersonated(&user, headers, authorizer)?.unwrap_or(user))
+}
+
 async fn guarded(
     state: AppState,
     guards: &Guards,
@@ -106,8 +121,15 @@ async fn guarded(
         Some(peer),
         &*state,
     );
+    let user = user.map(
+        |u| match impersonation(&guards.authorizer, u, req.headers()) {
+            Ok(acting) => Ok(acting),
+            Err(status) => Err(status),
+        },
+    );
     match user {
-        Ok(user) => {
+        Ok(Err(status)) => handlers::status_response(&status),
+        Ok(Ok(user)) => {
             let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
             let attrs = authz::attributes(&user, &info);
             let decision = guards.authorizer.decide(&attrs);

@@ -30,6 +30,7 @@ mod delete;
 mod eviction;
 mod policy_admission;
 mod rbac_defaults;
+mod rbac_escalation;
 mod update;
 mod webhook_admission;
 
@@ -48,11 +49,29 @@ pub enum FieldValidation {
 /// Options of a write request.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
+    /// Who writes, for the checks that depend on it (RBAC escalation); None for the
+    /// server's own writes.
+    pub requester: Option<Requester>,
     pub field_manager: Option<String>,
     pub dry_run: bool,
     pub field_validation: FieldValidation,
     /// Server-side apply: recorded as an `Apply` operation in managedFields.
     pub apply: bool,
+}
+
+/// The authenticated writer of a request and the authorizer its rights come from.
+#[derive(Clone)]
+pub struct Requester {
+    pub user: cairn_auth::UserInfo,
+    pub authorizer: Arc<crate::authz::Authorizer>,
+}
+
+impl std::fmt::Debug for Requester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Requester")
+            .field("user", &self.user.username)
+            .finish()
+    }
 }
 
 /// Options of a delete request (query and DeleteOptions body merged).

@@ -237,7 +237,7 @@ async fn main() {
         std::env::var("CONTROLLERS").unwrap_or_else(|_| "*".into())
     );
     let mut controllers = cp.sidecar("controllers", &[&selection]).unwrap();
-    let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
+    let client = cp.kube_client().await.unwrap();
     add_nodes(&client).await;
     tokio::spawn(keep_leases(client.clone()));
     let seen = Arc::new(Mutex::new(Seen::default()));

@@ -103,7 +103,7 @@ async fn main() {
     let cp = ControlPlane::start(&bin, dir.path(), &args).unwrap();
     let selection = "--controllers=endpointslice,endpoints,endpointslicemirroring";
     let controllers = cp.sidecar("controllers", &[selection]).unwrap();
-    let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
+    let client = cp.kube_client().await.unwrap();
     let seen: Seen = Arc::default();
     tokio::spawn(watch_slices(client.clone(), seen.clone()));
     let t0 = Instant::now();

@@ -75,7 +75,7 @@ async fn end_to_end() {
     let controllers = cp
         .sidecar("controllers", &["--controllers=resourcequota"])
         .unwrap();
-    let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
+    let client = cp.kube_client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let t0 = Instant::now();
     futures::stream::iter(0..PODS)

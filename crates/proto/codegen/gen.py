@@ -81,6 +81,16 @@ ROOTS = [
     ("policy/v1", "PodDisruptionBudget", "api::policy::v1::PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass", "api::scheduling::v1::PriorityClass"),
     ("authentication.k8s.io/v1", "TokenRequest", "api::authentication::v1::TokenRequest"),
+    # `kubectl auth can-i|whoami` and other reviewers (typed clients)
+    ("authentication.k8s.io/v1", "TokenReview", "api::authentication::v1::TokenReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", "api::authentication::v1::SelfSubjectReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+     "api::authorization::v1::SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview",
+     "api::authorization::v1::SelfSubjectRulesReview"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview", "api::authorization::v1::SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview",
+     "api::authorization::v1::LocalSubjectAccessReview"),
     # `kubectl autoscale` and `kubectl certificate approve|deny` (typed clients)
     ("autoscaling/v1", "HorizontalPodAutoscaler", "api::autoscaling::v1::HorizontalPodAutoscaler"),
     ("autoscaling/v2", "HorizontalPodAutoscaler", "api::autoscaling::v2::HorizontalPodAutoscaler"),
@@ -96,6 +106,8 @@ SPECIAL = {
     "apimachinery::pkg::util::intstr::IntOrString": "special_int_or_string",
     META + "FieldsV1": "special_fields_v1",
     "api::certificates::v1::ExtraValue": "special_extra_value",
+    "api::authentication::v1::ExtraValue": "special_authentication_extra_value",
+    "api::authorization::v1::ExtraValue": "special_authorization_extra_value",
 }
 
 # Go `json:",inline"` embeddings (types.go): the protobuf message has a field holding the

@@ -353,6 +353,26 @@ pub(crate) fn special_extra_value(
     )))
 }
 
+/// authentication/v1 ExtraValue (TokenReview's user): a Go `[]string`.
+pub(crate) fn special_authentication_extra_value(
+    m: k8s_pb::api::authentication::v1::ExtraValue,
+    _path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    Ok(Some(Value::Array(
+        m.items.into_iter().map(Value::String).collect(),
+    )))
+}
+
+/// authorization/v1 ExtraValue (SubjectAccessReview's user): a Go `[]string`.
+pub(crate) fn special_authorization_extra_value(
+    m: k8s_pb::api::authorization::v1::ExtraValue,
+    _path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    Ok(Some(Value::Array(
+        m.items.into_iter().map(Value::String).collect(),
+    )))
+}
+
 /// metav1.FieldsV1: raw JSON, embedded as is.
 pub(crate) fn special_fields_v1(m: FieldsV1, path: &Path<'_>) -> Result<Option<Value>, ProtoError> {
     let FieldsV1 { raw } = m;

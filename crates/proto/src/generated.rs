@@ -969,6 +969,208 @@ pub(crate) fn conv_authentication_v1_token_request(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::authentication::v1::TokenReview`
+pub(crate) fn conv_authentication_v1_token_review(
+    m: k8s_pb::api::authentication::v1::TokenReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::TokenReview {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_authentication_v1_token_review_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authentication_v1_token_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authentication::v1::SelfSubjectReview`
+pub(crate) fn conv_authentication_v1_self_subject_review(
+    m: k8s_pb::api::authentication::v1::SelfSubjectReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::SelfSubjectReview {
+        metadata: f_metadata,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authentication_v1_self_subject_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SelfSubjectAccessReview`
+pub(crate) fn conv_authorization_v1_self_subject_access_review(
+    m: k8s_pb::api::authorization::v1::SelfSubjectAccessReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SelfSubjectAccessReview {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_authorization_v1_self_subject_access_review_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authorization_v1_subject_access_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SelfSubjectRulesReview`
+pub(crate) fn conv_authorization_v1_self_subject_rules_review(
+    m: k8s_pb::api::authorization::v1::SelfSubjectRulesReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SelfSubjectRulesReview {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_authorization_v1_self_subject_rules_review_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authorization_v1_subject_rules_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SubjectAccessReview`
+pub(crate) fn conv_authorization_v1_subject_access_review(
+    m: k8s_pb::api::authorization::v1::SubjectAccessReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SubjectAccessReview {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_authorization_v1_subject_access_review_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authorization_v1_subject_access_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::LocalSubjectAccessReview`
+pub(crate) fn conv_authorization_v1_local_subject_access_review(
+    m: k8s_pb::api::authorization::v1::LocalSubjectAccessReview,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::LocalSubjectAccessReview {
+        metadata: f_metadata,
+        spec: f_spec,
+        status: f_status,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "metadata",
+        f_metadata,
+        path,
+        conv_apis_meta_v1_object_meta,
+    )?;
+    message(
+        &mut out,
+        "spec",
+        f_spec,
+        path,
+        conv_authorization_v1_subject_access_review_spec,
+    )?;
+    message(
+        &mut out,
+        "status",
+        f_status,
+        path,
+        conv_authorization_v1_subject_access_review_status,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::autoscaling::v1::HorizontalPodAutoscaler`
 pub(crate) fn conv_autoscaling_v1_horizontal_pod_autoscaler(
     m: k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler,
@@ -3044,6 +3246,196 @@ pub(crate) fn conv_authentication_v1_token_request_status(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::authentication::v1::TokenReviewSpec`
+pub(crate) fn conv_authentication_v1_token_review_spec(
+    m: k8s_pb::api::authentication::v1::TokenReviewSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::TokenReviewSpec {
+        token: f_token,
+        audiences: f_audiences,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "token", f_token, path)?;
+    scalars(&mut out, "audiences", f_audiences, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authentication::v1::TokenReviewStatus`
+pub(crate) fn conv_authentication_v1_token_review_status(
+    m: k8s_pb::api::authentication::v1::TokenReviewStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::TokenReviewStatus {
+        authenticated: f_authenticated,
+        user: f_user,
+        audiences: f_audiences,
+        error: f_error,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "authenticated", f_authenticated, path)?;
+    message(
+        &mut out,
+        "user",
+        f_user,
+        path,
+        conv_authentication_v1_user_info,
+    )?;
+    scalars(&mut out, "audiences", f_audiences, path)?;
+    omitempty(&mut out, "error", f_error, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authentication::v1::SelfSubjectReviewStatus`
+pub(crate) fn conv_authentication_v1_self_subject_review_status(
+    m: k8s_pb::api::authentication::v1::SelfSubjectReviewStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::SelfSubjectReviewStatus {
+        user_info: f_user_info,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "userInfo",
+        f_user_info,
+        path,
+        conv_authentication_v1_user_info,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SelfSubjectAccessReviewSpec`
+pub(crate) fn conv_authorization_v1_self_subject_access_review_spec(
+    m: k8s_pb::api::authorization::v1::SelfSubjectAccessReviewSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SelfSubjectAccessReviewSpec {
+        resource_attributes: f_resource_attributes,
+        non_resource_attributes: f_non_resource_attributes,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "resourceAttributes",
+        f_resource_attributes,
+        path,
+        conv_authorization_v1_resource_attributes,
+    )?;
+    message(
+        &mut out,
+        "nonResourceAttributes",
+        f_non_resource_attributes,
+        path,
+        conv_authorization_v1_non_resource_attributes,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SubjectAccessReviewStatus`
+pub(crate) fn conv_authorization_v1_subject_access_review_status(
+    m: k8s_pb::api::authorization::v1::SubjectAccessReviewStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SubjectAccessReviewStatus {
+        allowed: f_allowed,
+        denied: f_denied,
+        reason: f_reason,
+        evaluation_error: f_evaluation_error,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "allowed", f_allowed, path)?;
+    omitempty(&mut out, "denied", f_denied, path)?;
+    omitempty(&mut out, "reason", f_reason, path)?;
+    omitempty(&mut out, "evaluationError", f_evaluation_error, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SelfSubjectRulesReviewSpec`
+pub(crate) fn conv_authorization_v1_self_subject_rules_review_spec(
+    m: k8s_pb::api::authorization::v1::SelfSubjectRulesReviewSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SelfSubjectRulesReviewSpec {
+        namespace: f_namespace,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "namespace", f_namespace, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SubjectRulesReviewStatus`
+pub(crate) fn conv_authorization_v1_subject_rules_review_status(
+    m: k8s_pb::api::authorization::v1::SubjectRulesReviewStatus,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SubjectRulesReviewStatus {
+        resource_rules: f_resource_rules,
+        non_resource_rules: f_non_resource_rules,
+        incomplete: f_incomplete,
+        evaluation_error: f_evaluation_error,
+    } = m;
+    let mut out = Map::new();
+    messages(
+        &mut out,
+        "resourceRules",
+        f_resource_rules,
+        path,
+        conv_authorization_v1_resource_rule,
+    )?;
+    messages(
+        &mut out,
+        "nonResourceRules",
+        f_non_resource_rules,
+        path,
+        conv_authorization_v1_non_resource_rule,
+    )?;
+    required(&mut out, "incomplete", f_incomplete, path)?;
+    omitempty(&mut out, "evaluationError", f_evaluation_error, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::SubjectAccessReviewSpec`
+pub(crate) fn conv_authorization_v1_subject_access_review_spec(
+    m: k8s_pb::api::authorization::v1::SubjectAccessReviewSpec,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::SubjectAccessReviewSpec {
+        resource_attributes: f_resource_attributes,
+        non_resource_attributes: f_non_resource_attributes,
+        user: f_user,
+        groups: f_groups,
+        extra: f_extra,
+        uid: f_uid,
+    } = m;
+    let mut out = Map::new();
+    message(
+        &mut out,
+        "resourceAttributes",
+        f_resource_attributes,
+        path,
+        conv_authorization_v1_resource_attributes,
+    )?;
+    message(
+        &mut out,
+        "nonResourceAttributes",
+        f_non_resource_attributes,
+        path,
+        conv_authorization_v1_non_resource_attributes,
+    )?;
+    omitempty(&mut out, "user", f_user, path)?;
+    scalars(&mut out, "groups", f_groups, path)?;
+    message_map(
+        &mut out,
+        "extra",
+        f_extra,
+        path,
+        special_authorization_extra_value,
+    )?;
+    omitempty(&mut out, "uid", f_uid, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::autoscaling::v1::HorizontalPodAutoscalerSpec`
 pub(crate) fn conv_autoscaling_v1_horizontal_pod_autoscaler_spec(
     m: k8s_pb::api::autoscaling::v1::HorizontalPodAutoscalerSpec,
@@ -5010,6 +5402,121 @@ pub(crate) fn conv_authentication_v1_bound_object_reference(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::authentication::v1::UserInfo`
+pub(crate) fn conv_authentication_v1_user_info(
+    m: k8s_pb::api::authentication::v1::UserInfo,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authentication::v1::UserInfo {
+        username: f_username,
+        uid: f_uid,
+        groups: f_groups,
+        extra: f_extra,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "username", f_username, path)?;
+    omitempty(&mut out, "uid", f_uid, path)?;
+    scalars(&mut out, "groups", f_groups, path)?;
+    message_map(
+        &mut out,
+        "extra",
+        f_extra,
+        path,
+        special_authentication_extra_value,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::ResourceAttributes`
+pub(crate) fn conv_authorization_v1_resource_attributes(
+    m: k8s_pb::api::authorization::v1::ResourceAttributes,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::ResourceAttributes {
+        namespace: f_namespace,
+        verb: f_verb,
+        group: f_group,
+        version: f_version,
+        resource: f_resource,
+        subresource: f_subresource,
+        name: f_name,
+        field_selector: f_field_selector,
+        label_selector: f_label_selector,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "namespace", f_namespace, path)?;
+    omitempty(&mut out, "verb", f_verb, path)?;
+    omitempty(&mut out, "group", f_group, path)?;
+    omitempty(&mut out, "version", f_version, path)?;
+    omitempty(&mut out, "resource", f_resource, path)?;
+    omitempty(&mut out, "subresource", f_subresource, path)?;
+    omitempty(&mut out, "name", f_name, path)?;
+    message(
+        &mut out,
+        "fieldSelector",
+        f_field_selector,
+        path,
+        conv_authorization_v1_field_selector_attributes,
+    )?;
+    message(
+        &mut out,
+        "labelSelector",
+        f_label_selector,
+        path,
+        conv_authorization_v1_label_selector_attributes,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::NonResourceAttributes`
+pub(crate) fn conv_authorization_v1_non_resource_attributes(
+    m: k8s_pb::api::authorization::v1::NonResourceAttributes,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::NonResourceAttributes {
+        path: f_path,
+        verb: f_verb,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "path", f_path, path)?;
+    omitempty(&mut out, "verb", f_verb, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::ResourceRule`
+pub(crate) fn conv_authorization_v1_resource_rule(
+    m: k8s_pb::api::authorization::v1::ResourceRule,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::ResourceRule {
+        verbs: f_verbs,
+        api_groups: f_api_groups,
+        resources: f_resources,
+        resource_names: f_resource_names,
+    } = m;
+    let mut out = Map::new();
+    scalars(&mut out, "verbs", f_verbs, path)?;
+    scalars(&mut out, "apiGroups", f_api_groups, path)?;
+    scalars(&mut out, "resources", f_resources, path)?;
+    scalars(&mut out, "resourceNames", f_resource_names, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::NonResourceRule`
+pub(crate) fn conv_authorization_v1_non_resource_rule(
+    m: k8s_pb::api::authorization::v1::NonResourceRule,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::NonResourceRule {
+        verbs: f_verbs,
+        non_resource_ur_ls: f_non_resource_ur_ls,
+    } = m;
+    let mut out = Map::new();
+    scalars(&mut out, "verbs", f_verbs, path)?;
+    scalars(&mut out, "nonResourceURLs", f_non_resource_ur_ls, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::autoscaling::v1::CrossVersionObjectReference`
 pub(crate) fn conv_autoscaling_v1_cross_version_object_reference(
     m: k8s_pb::api::autoscaling::v1::CrossVersionObjectReference,
@@ -6544,6 +7051,48 @@ pub(crate) fn conv_networking_v1_ingress_load_balancer_ingress(
     Ok(Some(Value::Object(out)))
 }
 
+/// `api::authorization::v1::FieldSelectorAttributes`
+pub(crate) fn conv_authorization_v1_field_selector_attributes(
+    m: k8s_pb::api::authorization::v1::FieldSelectorAttributes,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::FieldSelectorAttributes {
+        raw_selector: f_raw_selector,
+        requirements: f_requirements,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "rawSelector", f_raw_selector, path)?;
+    messages(
+        &mut out,
+        "requirements",
+        f_requirements,
+        path,
+        conv_apis_meta_v1_field_selector_requirement,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
+/// `api::authorization::v1::LabelSelectorAttributes`
+pub(crate) fn conv_authorization_v1_label_selector_attributes(
+    m: k8s_pb::api::authorization::v1::LabelSelectorAttributes,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::api::authorization::v1::LabelSelectorAttributes {
+        raw_selector: f_raw_selector,
+        requirements: f_requirements,
+    } = m;
+    let mut out = Map::new();
+    omitempty(&mut out, "rawSelector", f_raw_selector, path)?;
+    messages(
+        &mut out,
+        "requirements",
+        f_requirements,
+        path,
+        conv_apis_meta_v1_label_selector_requirement,
+    )?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::autoscaling::v2::ObjectMetricSource`
 pub(crate) fn conv_autoscaling_v2_object_metric_source(
     m: k8s_pb::api::autoscaling::v2::ObjectMetricSource,
@@ -7949,6 +8498,23 @@ pub(crate) fn conv_networking_v1_ingress_port_status(
     Ok(Some(Value::Object(out)))
 }
 
+/// `apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement`
+pub(crate) fn conv_apis_meta_v1_field_selector_requirement(
+    m: k8s_pb::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement,
+    path: &Path<'_>,
+) -> Result<Option<Value>, ProtoError> {
+    let k8s_pb::apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement {
+        key: f_key,
+        operator: f_operator,
+        values: f_values,
+    } = m;
+    let mut out = Map::new();
+    required(&mut out, "key", f_key, path)?;
+    required(&mut out, "operator", f_operator, path)?;
+    scalars(&mut out, "values", f_values, path)?;
+    Ok(Some(Value::Object(out)))
+}
+
 /// `api::autoscaling::v2::MetricTarget`
 pub(crate) fn conv_autoscaling_v2_metric_target(
     m: k8s_pb::api::autoscaling::v2::MetricTarget,
@@ -8602,6 +9168,12 @@ pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("authentication.k8s.io/v1", "TokenRequest"),
+    ("authentication.k8s.io/v1", "TokenReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
     ("autoscaling/v1", "HorizontalPodAutoscaler"),
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("certificates.k8s.io/v1", "CertificateSigningRequest"),
@@ -8766,11 +9338,59 @@ pub(crate) fn decode_kind(
                 conv_authentication_v1_token_request,
             )
         }
+        ("authentication.k8s.io/v1", "TokenReview") => {
+            root::<k8s_pb::api::authentication::v1::TokenReview>(
+                raw,
+                "TokenReview",
+                30,
+                conv_authentication_v1_token_review,
+            )
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            root::<k8s_pb::api::authentication::v1::SelfSubjectReview>(
+                raw,
+                "SelfSubjectReview",
+                31,
+                conv_authentication_v1_self_subject_review,
+            )
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            root::<k8s_pb::api::authorization::v1::SelfSubjectAccessReview>(
+                raw,
+                "SelfSubjectAccessReview",
+                32,
+                conv_authorization_v1_self_subject_access_review,
+            )
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            root::<k8s_pb::api::authorization::v1::SelfSubjectRulesReview>(
+                raw,
+                "SelfSubjectRulesReview",
+                33,
+                conv_authorization_v1_self_subject_rules_review,
+            )
+        }
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
+            root::<k8s_pb::api::authorization::v1::SubjectAccessReview>(
+                raw,
+                "SubjectAccessReview",
+                34,
+                conv_authorization_v1_subject_access_review,
+            )
+        }
+        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => {
+            root::<k8s_pb::api::authorization::v1::LocalSubjectAccessReview>(
+                raw,
+                "LocalSubjectAccessReview",
+                35,
+                conv_authorization_v1_local_subject_access_review,
+            )
+        }
         ("autoscaling/v1", "HorizontalPodAutoscaler") => {
             root::<k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler>(
                 raw,
                 "HorizontalPodAutoscaler",
-                30,
+                36,
                 conv_autoscaling_v1_horizontal_pod_autoscaler,
             )
         }
@@ -8778,7 +9398,7 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::autoscaling::v2::HorizontalPodAutoscaler>(
                 raw,
                 "HorizontalPodAutoscaler",
-                31,
+                37,
                 conv_autoscaling_v2_horizontal_pod_autoscaler,
             )
         }
@@ -8786,7 +9406,7 @@ pub(crate) fn decode_kind(
             root::<k8s_pb::api::certificates::v1::CertificateSigningRequest>(
                 raw,
                 "CertificateSigningRequest",
-                32,
+                38,
                 conv_certificates_v1_certificate_signing_request,
             )
         }

@@ -11,19 +11,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(34),
+                shape: FieldShape::Message(40),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(35),
+                shape: FieldShape::Message(41),
                 repeated: false,
             },
         ],
@@ -34,19 +34,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(36),
+                shape: FieldShape::Message(42),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(37),
+                shape: FieldShape::Message(43),
                 repeated: false,
             },
         ],
@@ -57,7 +57,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -86,7 +86,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -121,19 +121,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "secrets",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: true,
             },
             SchemaField {
@@ -150,19 +150,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(40),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(41),
+                shape: FieldShape::Message(47),
                 repeated: false,
             },
         ],
@@ -173,19 +173,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(42),
+                shape: FieldShape::Message(48),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(43),
+                shape: FieldShape::Message(49),
                 repeated: false,
             },
         ],
@@ -196,13 +196,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "subsets",
-                shape: FieldShape::Message(44),
+                shape: FieldShape::Message(50),
                 repeated: true,
             },
         ],
@@ -213,13 +213,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "involvedObject",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
@@ -237,19 +237,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "source",
-                shape: FieldShape::Message(45),
+                shape: FieldShape::Message(51),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "firstTimestamp",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTimestamp",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -267,13 +267,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "eventTime",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "series",
-                shape: FieldShape::Message(48),
+                shape: FieldShape::Message(54),
                 repeated: false,
             },
             SchemaField {
@@ -285,7 +285,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "related",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
@@ -308,76 +308,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(49),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(50),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "Deployment",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(51),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(52),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "ReplicaSet",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(53),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(54),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "DaemonSet",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -395,18 +326,87 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
-        name: "Lease",
+        name: "Deployment",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
                 shape: FieldShape::Message(57),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(58),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ReplicaSet",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(59),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(60),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "DaemonSet",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(61),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(62),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "Lease",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(63),
                 repeated: false,
             },
         ],
@@ -417,7 +417,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -429,13 +429,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "endpoints",
-                shape: FieldShape::Message(58),
+                shape: FieldShape::Message(64),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(59),
+                shape: FieldShape::Message(65),
                 repeated: true,
             },
         ],
@@ -446,19 +446,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(60),
+                shape: FieldShape::Message(66),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(61),
+                shape: FieldShape::Message(67),
                 repeated: false,
             },
         ],
@@ -475,7 +475,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preconditions",
-                shape: FieldShape::Message(62),
+                shape: FieldShape::Message(68),
                 repeated: false,
             },
             SchemaField {
@@ -510,76 +510,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(63),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(64),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "PersistentVolumeClaim",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(65),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(66),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "StatefulSet",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(67),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(68),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "Job",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -597,12 +528,12 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
-        name: "CronJob",
+        name: "PersistentVolumeClaim",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -620,98 +551,58 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
-        name: "Role",
+        name: "StatefulSet",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
-                json: "rules",
+                json: "spec",
                 shape: FieldShape::Message(73),
-                repeated: true,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "ClusterRole",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
                 repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "rules",
-                shape: FieldShape::Message(73),
-                repeated: true,
             },
             SchemaField {
                 tag: 3,
-                json: "aggregationRule",
+                json: "status",
                 shape: FieldShape::Message(74),
                 repeated: false,
             },
         ],
     },
     MsgSchema {
-        name: "RoleBinding",
+        name: "Job",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
-                json: "subjects",
+                json: "spec",
                 shape: FieldShape::Message(75),
-                repeated: true,
+                repeated: false,
             },
             SchemaField {
                 tag: 3,
-                json: "roleRef",
+                json: "status",
                 shape: FieldShape::Message(76),
                 repeated: false,
             },
         ],
     },
     MsgSchema {
-        name: "ClusterRoleBinding",
+        name: "CronJob",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "subjects",
-                shape: FieldShape::Message(75),
-                repeated: true,
-            },
-            SchemaField {
-                tag: 3,
-                json: "roleRef",
-                shape: FieldShape::Message(76),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "Ingress",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -729,24 +620,133 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
-        name: "PodDisruptionBudget",
+        name: "Role",
         fields: &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "rules",
+                shape: FieldShape::Message(79),
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ClusterRole",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "rules",
+                shape: FieldShape::Message(79),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "aggregationRule",
+                shape: FieldShape::Message(80),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "RoleBinding",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "subjects",
+                shape: FieldShape::Message(81),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "roleRef",
+                shape: FieldShape::Message(82),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ClusterRoleBinding",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "subjects",
+                shape: FieldShape::Message(81),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "roleRef",
+                shape: FieldShape::Message(82),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "Ingress",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(79),
+                shape: FieldShape::Message(83),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "status",
-                shape: FieldShape::Message(80),
+                shape: FieldShape::Message(84),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "PodDisruptionBudget",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(85),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(86),
                 repeated: false,
             },
         ],
@@ -757,7 +757,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -792,76 +792,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(81),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(82),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "HorizontalPodAutoscaler",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(83),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(84),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "HorizontalPodAutoscaler",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 2,
-                json: "spec",
-                shape: FieldShape::Message(85),
-                repeated: false,
-            },
-            SchemaField {
-                tag: 3,
-                json: "status",
-                shape: FieldShape::Message(86),
-                repeated: false,
-            },
-        ],
-    },
-    MsgSchema {
-        name: "CertificateSigningRequest",
-        fields: &[
-            SchemaField {
-                tag: 1,
-                json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
@@ -874,6 +805,207 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
                 tag: 3,
                 json: "status",
                 shape: FieldShape::Message(88),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "TokenReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(89),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(90),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SelfSubjectReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "status",
+                shape: FieldShape::Message(91),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SelfSubjectAccessReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(92),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(93),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SelfSubjectRulesReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(94),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(95),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SubjectAccessReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(96),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(93),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "LocalSubjectAccessReview",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(96),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(93),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscaler",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(97),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(98),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "HorizontalPodAutoscaler",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(99),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(100),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "CertificateSigningRequest",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "metadata",
+                shape: FieldShape::Message(39),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "spec",
+                shape: FieldShape::Message(101),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "status",
+                shape: FieldShape::Message(102),
                 repeated: false,
             },
         ],
@@ -926,13 +1058,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "creationTimestamp",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "deletionTimestamp",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -956,7 +1088,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ownerReferences",
-                shape: FieldShape::Message(89),
+                shape: FieldShape::Message(103),
                 repeated: true,
             },
             SchemaField {
@@ -968,7 +1100,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 17,
                 json: "managedFields",
-                shape: FieldShape::Message(90),
+                shape: FieldShape::Message(104),
                 repeated: true,
             },
         ],
@@ -994,7 +1126,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(91),
+                shape: FieldShape::Message(105),
                 repeated: true,
             },
         ],
@@ -1005,7 +1137,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "ports",
-                shape: FieldShape::Message(92),
+                shape: FieldShape::Message(106),
                 repeated: true,
             },
             SchemaField {
@@ -1083,7 +1215,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "sessionAffinityConfig",
-                shape: FieldShape::Message(93),
+                shape: FieldShape::Message(107),
                 repeated: false,
             },
             SchemaField {
@@ -1130,13 +1262,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "loadBalancer",
-                shape: FieldShape::Message(94),
+                shape: FieldShape::Message(108),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(95),
+                shape: FieldShape::Message(109),
                 repeated: true,
             },
         ],
@@ -1203,25 +1335,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "volumes",
-                shape: FieldShape::Message(96),
+                shape: FieldShape::Message(110),
                 repeated: true,
             },
             SchemaField {
                 tag: 20,
                 json: "initContainers",
-                shape: FieldShape::Message(97),
+                shape: FieldShape::Message(111),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "containers",
-                shape: FieldShape::Message(97),
+                shape: FieldShape::Message(111),
                 repeated: true,
             },
             SchemaField {
                 tag: 34,
                 json: "ephemeralContainers",
-                shape: FieldShape::Message(98),
+                shape: FieldShape::Message(112),
                 repeated: true,
             },
             SchemaField {
@@ -1305,13 +1437,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 14,
                 json: "securityContext",
-                shape: FieldShape::Message(99),
+                shape: FieldShape::Message(113),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "imagePullSecrets",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: true,
             },
             SchemaField {
@@ -1329,7 +1461,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 18,
                 json: "affinity",
-                shape: FieldShape::Message(100),
+                shape: FieldShape::Message(114),
                 repeated: false,
             },
             SchemaField {
@@ -1341,13 +1473,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 22,
                 json: "tolerations",
-                shape: FieldShape::Message(101),
+                shape: FieldShape::Message(115),
                 repeated: true,
             },
             SchemaField {
                 tag: 23,
                 json: "hostAliases",
-                shape: FieldShape::Message(102),
+                shape: FieldShape::Message(116),
                 repeated: true,
             },
             SchemaField {
@@ -1365,13 +1497,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 26,
                 json: "dnsConfig",
-                shape: FieldShape::Message(103),
+                shape: FieldShape::Message(117),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "readinessGates",
-                shape: FieldShape::Message(104),
+                shape: FieldShape::Message(118),
                 repeated: true,
             },
             SchemaField {
@@ -1395,13 +1527,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 32,
                 json: "overhead",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 33,
                 json: "topologySpreadConstraints",
-                shape: FieldShape::Message(106),
+                shape: FieldShape::Message(120),
                 repeated: true,
             },
             SchemaField {
@@ -1413,7 +1545,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 36,
                 json: "os",
-                shape: FieldShape::Message(107),
+                shape: FieldShape::Message(121),
                 repeated: false,
             },
             SchemaField {
@@ -1425,19 +1557,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 38,
                 json: "schedulingGates",
-                shape: FieldShape::Message(108),
+                shape: FieldShape::Message(122),
                 repeated: true,
             },
             SchemaField {
                 tag: 39,
                 json: "resourceClaims",
-                shape: FieldShape::Message(109),
+                shape: FieldShape::Message(123),
                 repeated: true,
             },
             SchemaField {
                 tag: 40,
                 json: "resources",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
@@ -1449,7 +1581,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 42,
                 json: "workloadRef",
-                shape: FieldShape::Message(111),
+                shape: FieldShape::Message(125),
                 repeated: false,
             },
         ],
@@ -1472,7 +1604,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(112),
+                shape: FieldShape::Message(126),
                 repeated: true,
             },
             SchemaField {
@@ -1502,7 +1634,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 16,
                 json: "hostIPs",
-                shape: FieldShape::Message(113),
+                shape: FieldShape::Message(127),
                 repeated: true,
             },
             SchemaField {
@@ -1514,25 +1646,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 12,
                 json: "podIPs",
-                shape: FieldShape::Message(114),
+                shape: FieldShape::Message(128),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "startTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "initContainerStatuses",
-                shape: FieldShape::Message(115),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "containerStatuses",
-                shape: FieldShape::Message(115),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
             SchemaField {
@@ -1544,7 +1676,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 13,
                 json: "ephemeralContainerStatuses",
-                shape: FieldShape::Message(115),
+                shape: FieldShape::Message(129),
                 repeated: true,
             },
             SchemaField {
@@ -1556,25 +1688,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "resourceClaimStatuses",
-                shape: FieldShape::Message(116),
+                shape: FieldShape::Message(130),
                 repeated: true,
             },
             SchemaField {
                 tag: 18,
                 json: "extendedResourceClaimStatus",
-                shape: FieldShape::Message(117),
+                shape: FieldShape::Message(131),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "resources",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
         ],
@@ -1609,13 +1741,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "taints",
-                shape: FieldShape::Message(118),
+                shape: FieldShape::Message(132),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "configSource",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -1632,13 +1764,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "allocatable",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
@@ -1650,31 +1782,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(120),
+                shape: FieldShape::Message(134),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "addresses",
-                shape: FieldShape::Message(121),
+                shape: FieldShape::Message(135),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "daemonEndpoints",
-                shape: FieldShape::Message(122),
+                shape: FieldShape::Message(136),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nodeInfo",
-                shape: FieldShape::Message(123),
+                shape: FieldShape::Message(137),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "images",
-                shape: FieldShape::Message(124),
+                shape: FieldShape::Message(138),
                 repeated: true,
             },
             SchemaField {
@@ -1686,25 +1818,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "volumesAttached",
-                shape: FieldShape::Message(125),
+                shape: FieldShape::Message(139),
                 repeated: true,
             },
             SchemaField {
                 tag: 11,
                 json: "config",
-                shape: FieldShape::Message(126),
+                shape: FieldShape::Message(140),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "runtimeHandlers",
-                shape: FieldShape::Message(127),
+                shape: FieldShape::Message(141),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "features",
-                shape: FieldShape::Message(128),
+                shape: FieldShape::Message(142),
                 repeated: false,
             },
             SchemaField {
@@ -1721,19 +1853,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "addresses",
-                shape: FieldShape::Message(129),
+                shape: FieldShape::Message(143),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "notReadyAddresses",
-                shape: FieldShape::Message(129),
+                shape: FieldShape::Message(143),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "ports",
-                shape: FieldShape::Message(130),
+                shape: FieldShape::Message(144),
                 repeated: true,
             },
         ],
@@ -1801,7 +1933,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "lastObservedTime",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
         ],
@@ -1830,7 +1962,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
         ],
@@ -1871,7 +2003,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(132),
+                shape: FieldShape::Message(146),
                 repeated: true,
             },
         ],
@@ -1888,19 +2020,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "strategy",
-                shape: FieldShape::Message(134),
+                shape: FieldShape::Message(148),
                 repeated: false,
             },
             SchemaField {
@@ -1977,7 +2109,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(135),
+                shape: FieldShape::Message(149),
                 repeated: true,
             },
             SchemaField {
@@ -2006,13 +2138,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
         ],
@@ -2059,7 +2191,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(136),
+                shape: FieldShape::Message(150),
                 repeated: true,
             },
         ],
@@ -2070,19 +2202,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "updateStrategy",
-                shape: FieldShape::Message(137),
+                shape: FieldShape::Message(151),
                 repeated: false,
             },
             SchemaField {
@@ -2159,7 +2291,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(138),
+                shape: FieldShape::Message(152),
                 repeated: true,
             },
         ],
@@ -2182,13 +2314,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "acquireTime",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "renewTime",
-                shape: FieldShape::Message(47),
+                shape: FieldShape::Message(53),
                 repeated: false,
             },
             SchemaField {
@@ -2223,7 +2355,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "conditions",
-                shape: FieldShape::Message(139),
+                shape: FieldShape::Message(153),
                 repeated: false,
             },
             SchemaField {
@@ -2235,7 +2367,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetRef",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
             SchemaField {
@@ -2259,7 +2391,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "hints",
-                shape: FieldShape::Message(140),
+                shape: FieldShape::Message(154),
                 repeated: false,
             },
         ],
@@ -2342,7 +2474,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
@@ -2354,7 +2486,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "scopeSelector",
-                shape: FieldShape::Message(141),
+                shape: FieldShape::Message(155),
                 repeated: false,
             },
         ],
@@ -2365,13 +2497,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hard",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "used",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
         ],
@@ -2388,13 +2520,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(142),
+                shape: FieldShape::Message(156),
                 repeated: false,
             },
             SchemaField {
@@ -2418,13 +2550,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "dataSource",
-                shape: FieldShape::Message(143),
+                shape: FieldShape::Message(157),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "dataSourceRef",
-                shape: FieldShape::Message(144),
+                shape: FieldShape::Message(158),
                 repeated: false,
             },
             SchemaField {
@@ -2453,19 +2585,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "capacity",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "conditions",
-                shape: FieldShape::Message(145),
+                shape: FieldShape::Message(159),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
@@ -2483,7 +2615,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 9,
                 json: "modifyVolumeStatus",
-                shape: FieldShape::Message(146),
+                shape: FieldShape::Message(160),
                 repeated: false,
             },
         ],
@@ -2500,13 +2632,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
             SchemaField {
@@ -2530,7 +2662,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "updateStrategy",
-                shape: FieldShape::Message(147),
+                shape: FieldShape::Message(161),
                 repeated: false,
             },
             SchemaField {
@@ -2548,13 +2680,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaimRetentionPolicy",
-                shape: FieldShape::Message(148),
+                shape: FieldShape::Message(162),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "ordinals",
-                shape: FieldShape::Message(149),
+                shape: FieldShape::Message(163),
                 repeated: false,
             },
         ],
@@ -2613,7 +2745,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "conditions",
-                shape: FieldShape::Message(150),
+                shape: FieldShape::Message(164),
                 repeated: true,
             },
             SchemaField {
@@ -2648,13 +2780,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "podFailurePolicy",
-                shape: FieldShape::Message(151),
+                shape: FieldShape::Message(165),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "successPolicy",
-                shape: FieldShape::Message(152),
+                shape: FieldShape::Message(166),
                 repeated: false,
             },
             SchemaField {
@@ -2678,7 +2810,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
@@ -2690,7 +2822,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "template",
-                shape: FieldShape::Message(131),
+                shape: FieldShape::Message(145),
                 repeated: false,
             },
             SchemaField {
@@ -2731,19 +2863,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "conditions",
-                shape: FieldShape::Message(153),
+                shape: FieldShape::Message(167),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "startTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "completionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -2785,7 +2917,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 8,
                 json: "uncountedTerminatedPods",
-                shape: FieldShape::Message(154),
+                shape: FieldShape::Message(168),
                 repeated: false,
             },
             SchemaField {
@@ -2832,7 +2964,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "jobTemplate",
-                shape: FieldShape::Message(155),
+                shape: FieldShape::Message(169),
                 repeated: false,
             },
             SchemaField {
@@ -2855,19 +2987,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "active",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: true,
             },
             SchemaField {
                 tag: 4,
                 json: "lastScheduleTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "lastSuccessfulTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
         ],
@@ -2912,7 +3044,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clusterRoleSelectors",
-            shape: FieldShape::Message(133),
+            shape: FieldShape::Message(147),
             repeated: true,
         }],
     },
@@ -2980,19 +3112,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "defaultBackend",
-                shape: FieldShape::Message(156),
+                shape: FieldShape::Message(170),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "tls",
-                shape: FieldShape::Message(157),
+                shape: FieldShape::Message(171),
                 repeated: true,
             },
             SchemaField {
                 tag: 3,
                 json: "rules",
-                shape: FieldShape::Message(158),
+                shape: FieldShape::Message(172),
                 repeated: true,
             },
         ],
@@ -3002,7 +3134,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "loadBalancer",
-            shape: FieldShape::Message(159),
+            shape: FieldShape::Message(173),
             repeated: false,
         }],
     },
@@ -3012,19 +3144,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "minAvailable",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
@@ -3047,7 +3179,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "disruptedPods",
-                shape: FieldShape::MapOfMessages(46),
+                shape: FieldShape::MapOfMessages(52),
                 repeated: false,
             },
             SchemaField {
@@ -3077,7 +3209,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "conditions",
-                shape: FieldShape::Message(95),
+                shape: FieldShape::Message(109),
                 repeated: true,
             },
         ],
@@ -3100,7 +3232,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "boundObjectRef",
-                shape: FieldShape::Message(161),
+                shape: FieldShape::Message(175),
                 repeated: false,
             },
         ],
@@ -3117,7 +3249,187 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "expirationTimestamp",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "TokenReviewSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "token",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "audiences",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "TokenReviewStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "authenticated",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "user",
+                shape: FieldShape::Message(176),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "audiences",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "error",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SelfSubjectReviewStatus",
+        fields: &[SchemaField {
+            tag: 1,
+            json: "userInfo",
+            shape: FieldShape::Message(176),
+            repeated: false,
+        }],
+    },
+    MsgSchema {
+        name: "SelfSubjectAccessReviewSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "resourceAttributes",
+                shape: FieldShape::Message(177),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "nonResourceAttributes",
+                shape: FieldShape::Message(178),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SubjectAccessReviewStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "allowed",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "denied",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "reason",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "evaluationError",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SelfSubjectRulesReviewSpec",
+        fields: &[SchemaField {
+            tag: 1,
+            json: "namespace",
+            shape: FieldShape::Scalar,
+            repeated: false,
+        }],
+    },
+    MsgSchema {
+        name: "SubjectRulesReviewStatus",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "resourceRules",
+                shape: FieldShape::Message(179),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 2,
+                json: "nonResourceRules",
+                shape: FieldShape::Message(180),
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "incomplete",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "evaluationError",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "SubjectAccessReviewSpec",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "resourceAttributes",
+                shape: FieldShape::Message(177),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "nonResourceAttributes",
+                shape: FieldShape::Message(178),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "user",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "groups",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 5,
+                json: "extra",
+                shape: FieldShape::MapOfMessages(181),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 6,
+                json: "uid",
+                shape: FieldShape::Scalar,
                 repeated: false,
             },
         ],
@@ -3128,7 +3440,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "scaleTargetRef",
-                shape: FieldShape::Message(162),
+                shape: FieldShape::Message(182),
                 repeated: false,
             },
             SchemaField {
@@ -3163,7 +3475,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "lastScaleTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -3192,7 +3504,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "scaleTargetRef",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(183),
                 repeated: false,
             },
             SchemaField {
@@ -3210,13 +3522,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "metrics",
-                shape: FieldShape::Message(164),
+                shape: FieldShape::Message(184),
                 repeated: true,
             },
             SchemaField {
                 tag: 5,
                 json: "behavior",
-                shape: FieldShape::Message(165),
+                shape: FieldShape::Message(185),
                 repeated: false,
             },
         ],
@@ -3233,7 +3545,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "lastScaleTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -3251,13 +3563,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "currentMetrics",
-                shape: FieldShape::Message(166),
+                shape: FieldShape::Message(186),
                 repeated: true,
             },
             SchemaField {
                 tag: 6,
                 json: "conditions",
-                shape: FieldShape::Message(167),
+                shape: FieldShape::Message(187),
                 repeated: true,
             },
         ],
@@ -3310,7 +3622,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "extra",
-                shape: FieldShape::MapOfMessages(168),
+                shape: FieldShape::MapOfMessages(188),
                 repeated: false,
             },
         ],
@@ -3321,7 +3633,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "conditions",
-                shape: FieldShape::Message(169),
+                shape: FieldShape::Message(189),
                 repeated: true,
             },
             SchemaField {
@@ -3397,7 +3709,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "time",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -3409,7 +3721,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "fieldsV1",
-                shape: FieldShape::Message(170),
+                shape: FieldShape::Message(190),
                 repeated: false,
             },
             SchemaField {
@@ -3438,7 +3750,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -3485,7 +3797,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "targetPort",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
@@ -3501,7 +3813,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "clientIP",
-            shape: FieldShape::Message(171),
+            shape: FieldShape::Message(191),
             repeated: false,
         }],
     },
@@ -3510,7 +3822,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(172),
+            shape: FieldShape::Message(192),
             repeated: true,
         }],
     },
@@ -3538,7 +3850,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -3567,7 +3879,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(173),
+                shape: FieldShape::Message(193),
                 repeated: false,
             },
         ],
@@ -3608,31 +3920,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(174),
+                shape: FieldShape::Message(194),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(175),
+                shape: FieldShape::Message(195),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(176),
+                shape: FieldShape::Message(196),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(177),
+                shape: FieldShape::Message(197),
                 repeated: true,
             },
             SchemaField {
@@ -3644,43 +3956,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(178),
+                shape: FieldShape::Message(198),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(179),
+                shape: FieldShape::Message(199),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(180),
+                shape: FieldShape::Message(200),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(182),
+                shape: FieldShape::Message(202),
                 repeated: false,
             },
             SchemaField {
@@ -3704,7 +4016,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(183),
+                shape: FieldShape::Message(203),
                 repeated: false,
             },
             SchemaField {
@@ -3733,7 +4045,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(184),
+                shape: FieldShape::Message(204),
                 repeated: false,
             },
             SchemaField {
@@ -3750,13 +4062,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(185),
+                shape: FieldShape::Message(205),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "windowsOptions",
-                shape: FieldShape::Message(186),
+                shape: FieldShape::Message(206),
                 repeated: false,
             },
             SchemaField {
@@ -3798,7 +4110,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "sysctls",
-                shape: FieldShape::Message(187),
+                shape: FieldShape::Message(207),
                 repeated: true,
             },
             SchemaField {
@@ -3810,13 +4122,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "seccompProfile",
-                shape: FieldShape::Message(188),
+                shape: FieldShape::Message(208),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(189),
+                shape: FieldShape::Message(209),
                 repeated: false,
             },
             SchemaField {
@@ -3833,19 +4145,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "nodeAffinity",
-                shape: FieldShape::Message(190),
+                shape: FieldShape::Message(210),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "podAffinity",
-                shape: FieldShape::Message(191),
+                shape: FieldShape::Message(211),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "podAntiAffinity",
-                shape: FieldShape::Message(192),
+                shape: FieldShape::Message(212),
                 repeated: false,
             },
         ],
@@ -3920,7 +4232,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "options",
-                shape: FieldShape::Message(193),
+                shape: FieldShape::Message(213),
                 repeated: true,
             },
         ],
@@ -3967,7 +4279,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "labelSelector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
@@ -4043,19 +4355,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "claims",
-                shape: FieldShape::Message(194),
+                shape: FieldShape::Message(214),
                 repeated: true,
             },
         ],
@@ -4107,13 +4419,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4160,13 +4472,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "state",
-                shape: FieldShape::Message(195),
+                shape: FieldShape::Message(215),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastState",
-                shape: FieldShape::Message(195),
+                shape: FieldShape::Message(215),
                 repeated: false,
             },
             SchemaField {
@@ -4208,31 +4520,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "allocatedResources",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "resources",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "volumeMounts",
-                shape: FieldShape::Message(196),
+                shape: FieldShape::Message(216),
                 repeated: true,
             },
             SchemaField {
                 tag: 13,
                 json: "user",
-                shape: FieldShape::Message(197),
+                shape: FieldShape::Message(217),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "allocatedResourcesStatus",
-                shape: FieldShape::Message(198),
+                shape: FieldShape::Message(218),
                 repeated: true,
             },
             SchemaField {
@@ -4266,7 +4578,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requestMappings",
-                shape: FieldShape::Message(199),
+                shape: FieldShape::Message(219),
                 repeated: true,
             },
             SchemaField {
@@ -4301,7 +4613,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "timeAdded",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
         ],
@@ -4311,7 +4623,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 2,
             json: "configMap",
-            shape: FieldShape::Message(200),
+            shape: FieldShape::Message(220),
             repeated: false,
         }],
     },
@@ -4333,13 +4645,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastHeartbeatTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4378,7 +4690,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "kubeletEndpoint",
-            shape: FieldShape::Message(201),
+            shape: FieldShape::Message(221),
             repeated: false,
         }],
     },
@@ -4448,7 +4760,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "swap",
-                shape: FieldShape::Message(202),
+                shape: FieldShape::Message(222),
                 repeated: false,
             },
         ],
@@ -4493,19 +4805,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "assigned",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "active",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "lastKnownGood",
-                shape: FieldShape::Message(119),
+                shape: FieldShape::Message(133),
                 repeated: false,
             },
             SchemaField {
@@ -4528,7 +4840,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "features",
-                shape: FieldShape::Message(203),
+                shape: FieldShape::Message(223),
                 repeated: false,
             },
         ],
@@ -4566,7 +4878,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "targetRef",
-                shape: FieldShape::Message(38),
+                shape: FieldShape::Message(44),
                 repeated: false,
             },
         ],
@@ -4606,13 +4918,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(40),
+                shape: FieldShape::Message(46),
                 repeated: false,
             },
         ],
@@ -4635,7 +4947,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4664,7 +4976,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "matchExpressions",
-                shape: FieldShape::Message(204),
+                shape: FieldShape::Message(224),
                 repeated: true,
             },
         ],
@@ -4681,7 +4993,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(205),
+                shape: FieldShape::Message(225),
                 repeated: false,
             },
         ],
@@ -4704,13 +5016,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "lastUpdateTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4745,7 +5057,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4774,7 +5086,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(206),
+                shape: FieldShape::Message(226),
                 repeated: false,
             },
         ],
@@ -4797,7 +5109,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -4843,13 +5155,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "forZones",
-                shape: FieldShape::Message(207),
+                shape: FieldShape::Message(227),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "forNodes",
-                shape: FieldShape::Message(208),
+                shape: FieldShape::Message(228),
                 repeated: true,
             },
         ],
@@ -4859,7 +5171,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "matchExpressions",
-            shape: FieldShape::Message(209),
+            shape: FieldShape::Message(229),
             repeated: true,
         }],
     },
@@ -4869,13 +5181,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "limits",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "requests",
-                shape: FieldShape::MapOfMessages(105),
+                shape: FieldShape::MapOfMessages(119),
                 repeated: false,
             },
         ],
@@ -4950,13 +5262,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -5002,7 +5314,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "rollingUpdate",
-                shape: FieldShape::Message(210),
+                shape: FieldShape::Message(230),
                 repeated: false,
             },
         ],
@@ -5051,7 +5363,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -5073,7 +5385,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(211),
+            shape: FieldShape::Message(231),
             repeated: true,
         }],
     },
@@ -5082,7 +5394,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "rules",
-            shape: FieldShape::Message(212),
+            shape: FieldShape::Message(232),
             repeated: true,
         }],
     },
@@ -5104,13 +5416,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastProbeTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -5150,13 +5462,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(69),
+                shape: FieldShape::Message(75),
                 repeated: false,
             },
         ],
@@ -5167,13 +5479,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "service",
-                shape: FieldShape::Message(213),
+                shape: FieldShape::Message(233),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resource",
-                shape: FieldShape::Message(143),
+                shape: FieldShape::Message(157),
                 repeated: false,
             },
         ],
@@ -5207,7 +5519,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "",
-                shape: FieldShape::Message(214),
+                shape: FieldShape::Message(234),
                 repeated: false,
             },
         ],
@@ -5217,7 +5529,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "ingress",
-            shape: FieldShape::Message(215),
+            shape: FieldShape::Message(235),
             repeated: true,
         }],
     },
@@ -5272,6 +5584,166 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
                 repeated: false,
             },
         ],
+    },
+    MsgSchema {
+        name: "UserInfo",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "username",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "uid",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "groups",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 4,
+                json: "extra",
+                shape: FieldShape::MapOfMessages(236),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ResourceAttributes",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "namespace",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "verb",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "group",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 4,
+                json: "version",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 5,
+                json: "resource",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 6,
+                json: "subresource",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 7,
+                json: "name",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 8,
+                json: "fieldSelector",
+                shape: FieldShape::Message(237),
+                repeated: false,
+            },
+            SchemaField {
+                tag: 9,
+                json: "labelSelector",
+                shape: FieldShape::Message(238),
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "NonResourceAttributes",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "path",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "verb",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ResourceRule",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "verbs",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 2,
+                json: "apiGroups",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 3,
+                json: "resources",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 4,
+                json: "resourceNames",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "NonResourceRule",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "verbs",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+            SchemaField {
+                tag: 2,
+                json: "nonResourceURLs",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ExtraValue",
+        fields: &[SchemaField {
+            tag: 1,
+            json: "items",
+            shape: FieldShape::Scalar,
+            repeated: true,
+        }],
     },
     MsgSchema {
         name: "CrossVersionObjectReference",
@@ -5331,31 +5803,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "object",
-                shape: FieldShape::Message(216),
+                shape: FieldShape::Message(239),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "pods",
-                shape: FieldShape::Message(217),
+                shape: FieldShape::Message(240),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "resource",
-                shape: FieldShape::Message(218),
+                shape: FieldShape::Message(241),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "containerResource",
-                shape: FieldShape::Message(219),
+                shape: FieldShape::Message(242),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "external",
-                shape: FieldShape::Message(220),
+                shape: FieldShape::Message(243),
                 repeated: false,
             },
         ],
@@ -5366,13 +5838,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "scaleUp",
-                shape: FieldShape::Message(221),
+                shape: FieldShape::Message(244),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "scaleDown",
-                shape: FieldShape::Message(221),
+                shape: FieldShape::Message(244),
                 repeated: false,
             },
         ],
@@ -5389,31 +5861,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "object",
-                shape: FieldShape::Message(222),
+                shape: FieldShape::Message(245),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "pods",
-                shape: FieldShape::Message(223),
+                shape: FieldShape::Message(246),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "resource",
-                shape: FieldShape::Message(224),
+                shape: FieldShape::Message(247),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "containerResource",
-                shape: FieldShape::Message(225),
+                shape: FieldShape::Message(248),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "external",
-                shape: FieldShape::Message(226),
+                shape: FieldShape::Message(249),
                 repeated: false,
             },
         ],
@@ -5436,7 +5908,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -5492,13 +5964,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "lastUpdateTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "lastTransitionTime",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
         ],
@@ -5545,7 +6017,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(227),
+                shape: FieldShape::Message(250),
                 repeated: true,
             },
         ],
@@ -5556,181 +6028,181 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "hostPath",
-                shape: FieldShape::Message(228),
+                shape: FieldShape::Message(251),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "emptyDir",
-                shape: FieldShape::Message(229),
+                shape: FieldShape::Message(252),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "gcePersistentDisk",
-                shape: FieldShape::Message(230),
+                shape: FieldShape::Message(253),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "awsElasticBlockStore",
-                shape: FieldShape::Message(231),
+                shape: FieldShape::Message(254),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "gitRepo",
-                shape: FieldShape::Message(232),
+                shape: FieldShape::Message(255),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "secret",
-                shape: FieldShape::Message(233),
+                shape: FieldShape::Message(256),
                 repeated: false,
             },
             SchemaField {
                 tag: 7,
                 json: "nfs",
-                shape: FieldShape::Message(234),
+                shape: FieldShape::Message(257),
                 repeated: false,
             },
             SchemaField {
                 tag: 8,
                 json: "iscsi",
-                shape: FieldShape::Message(235),
+                shape: FieldShape::Message(258),
                 repeated: false,
             },
             SchemaField {
                 tag: 9,
                 json: "glusterfs",
-                shape: FieldShape::Message(236),
+                shape: FieldShape::Message(259),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "persistentVolumeClaim",
-                shape: FieldShape::Message(237),
+                shape: FieldShape::Message(260),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "rbd",
-                shape: FieldShape::Message(238),
+                shape: FieldShape::Message(261),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "flexVolume",
-                shape: FieldShape::Message(239),
+                shape: FieldShape::Message(262),
                 repeated: false,
             },
             SchemaField {
                 tag: 13,
                 json: "cinder",
-                shape: FieldShape::Message(240),
+                shape: FieldShape::Message(263),
                 repeated: false,
             },
             SchemaField {
                 tag: 14,
                 json: "cephfs",
-                shape: FieldShape::Message(241),
+                shape: FieldShape::Message(264),
                 repeated: false,
             },
             SchemaField {
                 tag: 15,
                 json: "flocker",
-                shape: FieldShape::Message(242),
+                shape: FieldShape::Message(265),
                 repeated: false,
             },
             SchemaField {
                 tag: 16,
                 json: "downwardAPI",
-                shape: FieldShape::Message(243),
+                shape: FieldShape::Message(266),
                 repeated: false,
             },
             SchemaField {
                 tag: 17,
                 json: "fc",
-                shape: FieldShape::Message(244),
+                shape: FieldShape::Message(267),
                 repeated: false,
             },
             SchemaField {
                 tag: 18,
                 json: "azureFile",
-                shape: FieldShape::Message(245),
+                shape: FieldShape::Message(268),
                 repeated: false,
             },
             SchemaField {
                 tag: 19,
                 json: "configMap",
-                shape: FieldShape::Message(246),
+                shape: FieldShape::Message(269),
                 repeated: false,
             },
             SchemaField {
                 tag: 20,
                 json: "vsphereVolume",
-                shape: FieldShape::Message(247),
+                shape: FieldShape::Message(270),
                 repeated: false,
             },
             SchemaField {
                 tag: 21,
                 json: "quobyte",
-                shape: FieldShape::Message(248),
+                shape: FieldShape::Message(271),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "azureDisk",
-                shape: FieldShape::Message(249),
+                shape: FieldShape::Message(272),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "photonPersistentDisk",
-                shape: FieldShape::Message(250),
+                shape: FieldShape::Message(273),
                 repeated: false,
             },
             SchemaField {
                 tag: 26,
                 json: "projected",
-                shape: FieldShape::Message(251),
+                shape: FieldShape::Message(274),
                 repeated: false,
             },
             SchemaField {
                 tag: 24,
                 json: "portworxVolume",
-                shape: FieldShape::Message(252),
+                shape: FieldShape::Message(275),
                 repeated: false,
             },
             SchemaField {
                 tag: 25,
                 json: "scaleIO",
-                shape: FieldShape::Message(253),
+                shape: FieldShape::Message(276),
                 repeated: false,
             },
             SchemaField {
                 tag: 27,
                 json: "storageos",
-                shape: FieldShape::Message(254),
+                shape: FieldShape::Message(277),
                 repeated: false,
             },
             SchemaField {
                 tag: 28,
                 json: "csi",
-                shape: FieldShape::Message(255),
+                shape: FieldShape::Message(278),
                 repeated: false,
             },
             SchemaField {
                 tag: 29,
                 json: "ephemeral",
-                shape: FieldShape::Message(256),
+                shape: FieldShape::Message(279),
                 repeated: false,
             },
             SchemaField {
                 tag: 30,
                 json: "image",
-                shape: FieldShape::Message(257),
+                shape: FieldShape::Message(280),
                 repeated: false,
             },
         ],
@@ -5782,13 +6254,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "configMapRef",
-                shape: FieldShape::Message(258),
+                shape: FieldShape::Message(281),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(259),
+                shape: FieldShape::Message(282),
                 repeated: false,
             },
         ],
@@ -5811,7 +6283,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "valueFrom",
-                shape: FieldShape::Message(260),
+                shape: FieldShape::Message(283),
                 repeated: false,
             },
         ],
@@ -5845,7 +6317,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "exitCodes",
-                shape: FieldShape::Message(261),
+                shape: FieldShape::Message(284),
                 repeated: false,
             },
         ],
@@ -5920,7 +6392,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(262),
+                shape: FieldShape::Message(285),
                 repeated: false,
             },
             SchemaField {
@@ -5967,13 +6439,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "postStart",
-                shape: FieldShape::Message(263),
+                shape: FieldShape::Message(286),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preStop",
-                shape: FieldShape::Message(263),
+                shape: FieldShape::Message(286),
                 repeated: false,
             },
             SchemaField {
@@ -5990,7 +6462,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "capabilities",
-                shape: FieldShape::Message(264),
+                shape: FieldShape::Message(287),
                 repeated: false,
             },
             SchemaField {
@@ -6002,13 +6474,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "seLinuxOptions",
-                shape: FieldShape::Message(185),
+                shape: FieldShape::Message(205),
                 repeated: false,
             },
             SchemaField {
                 tag: 10,
                 json: "windowsOptions",
-                shape: FieldShape::Message(186),
+                shape: FieldShape::Message(206),
                 repeated: false,
             },
             SchemaField {
@@ -6050,13 +6522,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 11,
                 json: "seccompProfile",
-                shape: FieldShape::Message(188),
+                shape: FieldShape::Message(208),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "appArmorProfile",
-                shape: FieldShape::Message(189),
+                shape: FieldShape::Message(209),
                 repeated: false,
             },
         ],
@@ -6097,31 +6569,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 6,
                 json: "ports",
-                shape: FieldShape::Message(174),
+                shape: FieldShape::Message(194),
                 repeated: true,
             },
             SchemaField {
                 tag: 19,
                 json: "envFrom",
-                shape: FieldShape::Message(175),
+                shape: FieldShape::Message(195),
                 repeated: true,
             },
             SchemaField {
                 tag: 7,
                 json: "env",
-                shape: FieldShape::Message(176),
+                shape: FieldShape::Message(196),
                 repeated: true,
             },
             SchemaField {
                 tag: 8,
                 json: "resources",
-                shape: FieldShape::Message(110),
+                shape: FieldShape::Message(124),
                 repeated: false,
             },
             SchemaField {
                 tag: 23,
                 json: "resizePolicy",
-                shape: FieldShape::Message(177),
+                shape: FieldShape::Message(197),
                 repeated: true,
             },
             SchemaField {
@@ -6133,43 +6605,43 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 25,
                 json: "restartPolicyRules",
-                shape: FieldShape::Message(178),
+                shape: FieldShape::Message(198),
                 repeated: true,
             },
             SchemaField {
                 tag: 9,
                 json: "volumeMounts",
-                shape: FieldShape::Message(179),
+                shape: FieldShape::Message(199),
                 repeated: true,
             },
             SchemaField {
                 tag: 21,
                 json: "volumeDevices",
-                shape: FieldShape::Message(180),
+                shape: FieldShape::Message(200),
                 repeated: true,
             },
             SchemaField {
                 tag: 10,
                 json: "livenessProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 11,
                 json: "readinessProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 22,
                 json: "startupProbe",
-                shape: FieldShape::Message(181),
+                shape: FieldShape::Message(201),
                 repeated: false,
             },
             SchemaField {
                 tag: 12,
                 json: "lifecycle",
-                shape: FieldShape::Message(182),
+                shape: FieldShape::Message(202),
                 repeated: false,
             },
             SchemaField {
@@ -6193,7 +6665,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 15,
                 json: "securityContext",
-                shape: FieldShape::Message(183),
+                shape: FieldShape::Message(203),
                 repeated: false,
             },
             SchemaField {
@@ -6331,13 +6803,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(265),
+                shape: FieldShape::Message(288),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(266),
+                shape: FieldShape::Message(289),
                 repeated: true,
             },
         ],
@@ -6348,13 +6820,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(267),
+                shape: FieldShape::Message(290),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(268),
+                shape: FieldShape::Message(291),
                 repeated: true,
             },
         ],
@@ -6365,13 +6837,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(267),
+                shape: FieldShape::Message(290),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                shape: FieldShape::Message(268),
+                shape: FieldShape::Message(291),
                 repeated: true,
             },
         ],
@@ -6416,19 +6888,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "waiting",
-                shape: FieldShape::Message(269),
+                shape: FieldShape::Message(292),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "running",
-                shape: FieldShape::Message(270),
+                shape: FieldShape::Message(293),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "terminated",
-                shape: FieldShape::Message(271),
+                shape: FieldShape::Message(294),
                 repeated: false,
             },
         ],
@@ -6467,7 +6939,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "linux",
-            shape: FieldShape::Message(272),
+            shape: FieldShape::Message(295),
             repeated: false,
         }],
     },
@@ -6483,7 +6955,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "resources",
-                shape: FieldShape::Message(273),
+                shape: FieldShape::Message(296),
                 repeated: true,
             },
         ],
@@ -6610,13 +7082,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
         ],
@@ -6627,13 +7099,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "maxSurge",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
         ],
@@ -6691,7 +7163,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "maxUnavailable",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
         ],
@@ -6708,13 +7180,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "onExitCodes",
-                shape: FieldShape::Message(274),
+                shape: FieldShape::Message(297),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "onPodConditions",
-                shape: FieldShape::Message(275),
+                shape: FieldShape::Message(298),
                 repeated: true,
             },
         ],
@@ -6748,7 +7220,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(276),
+                shape: FieldShape::Message(299),
                 repeated: false,
             },
         ],
@@ -6758,7 +7230,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "http",
-            shape: FieldShape::Message(277),
+            shape: FieldShape::Message(300),
             repeated: false,
         }],
     },
@@ -6780,7 +7252,50 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "ports",
-                shape: FieldShape::Message(278),
+                shape: FieldShape::Message(301),
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "ExtraValue",
+        fields: &[SchemaField {
+            tag: 1,
+            json: "items",
+            shape: FieldShape::Scalar,
+            repeated: true,
+        }],
+    },
+    MsgSchema {
+        name: "FieldSelectorAttributes",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "rawSelector",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "requirements",
+                shape: FieldShape::Message(302),
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
+        name: "LabelSelectorAttributes",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "rawSelector",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "requirements",
+                shape: FieldShape::Message(224),
                 repeated: true,
             },
         ],
@@ -6791,19 +7306,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "describedObject",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(183),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "target",
-                shape: FieldShape::Message(279),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
         ],
@@ -6814,13 +7329,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "target",
-                shape: FieldShape::Message(279),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
         ],
@@ -6837,7 +7352,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "target",
-                shape: FieldShape::Message(279),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
         ],
@@ -6854,7 +7369,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "target",
-                shape: FieldShape::Message(279),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
             SchemaField {
@@ -6871,13 +7386,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "target",
-                shape: FieldShape::Message(279),
+                shape: FieldShape::Message(303),
                 repeated: false,
             },
         ],
@@ -6900,13 +7415,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "policies",
-                shape: FieldShape::Message(281),
+                shape: FieldShape::Message(305),
                 repeated: true,
             },
             SchemaField {
                 tag: 4,
                 json: "tolerance",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
         ],
@@ -6917,19 +7432,19 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "current",
-                shape: FieldShape::Message(282),
+                shape: FieldShape::Message(306),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "describedObject",
-                shape: FieldShape::Message(163),
+                shape: FieldShape::Message(183),
                 repeated: false,
             },
         ],
@@ -6940,13 +7455,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "current",
-                shape: FieldShape::Message(282),
+                shape: FieldShape::Message(306),
                 repeated: false,
             },
         ],
@@ -6963,7 +7478,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "current",
-                shape: FieldShape::Message(282),
+                shape: FieldShape::Message(306),
                 repeated: false,
             },
         ],
@@ -6980,7 +7495,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "current",
-                shape: FieldShape::Message(282),
+                shape: FieldShape::Message(306),
                 repeated: false,
             },
             SchemaField {
@@ -6997,13 +7512,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metric",
-                shape: FieldShape::Message(280),
+                shape: FieldShape::Message(304),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "current",
-                shape: FieldShape::Message(282),
+                shape: FieldShape::Message(306),
                 repeated: false,
             },
         ],
@@ -7060,7 +7575,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "sizeLimit",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
         ],
@@ -7158,7 +7673,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(283),
+                shape: FieldShape::Message(307),
                 repeated: true,
             },
             SchemaField {
@@ -7258,7 +7773,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 10,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7351,7 +7866,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 7,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7380,7 +7895,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7421,7 +7936,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
         ],
@@ -7456,7 +7971,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7490,7 +8005,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "items",
-                shape: FieldShape::Message(284),
+                shape: FieldShape::Message(308),
                 repeated: true,
             },
             SchemaField {
@@ -7565,13 +8080,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(283),
+                shape: FieldShape::Message(307),
                 repeated: true,
             },
             SchemaField {
@@ -7722,7 +8237,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "sources",
-                shape: FieldShape::Message(285),
+                shape: FieldShape::Message(309),
                 repeated: true,
             },
             SchemaField {
@@ -7774,7 +8289,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7851,7 +8366,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "secretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
         ],
@@ -7886,7 +8401,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "nodePublishSecretRef",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
         ],
@@ -7896,7 +8411,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "volumeClaimTemplate",
-            shape: FieldShape::Message(286),
+            shape: FieldShape::Message(310),
             repeated: false,
         }],
     },
@@ -7923,7 +8438,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7940,7 +8455,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -7957,31 +8472,31 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "fieldRef",
-                shape: FieldShape::Message(287),
+                shape: FieldShape::Message(311),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(288),
+                shape: FieldShape::Message(312),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMapKeyRef",
-                shape: FieldShape::Message(289),
+                shape: FieldShape::Message(313),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "secretKeyRef",
-                shape: FieldShape::Message(290),
+                shape: FieldShape::Message(314),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "fileKeyRef",
-                shape: FieldShape::Message(291),
+                shape: FieldShape::Message(315),
                 repeated: false,
             },
         ],
@@ -8009,25 +8524,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(292),
+                shape: FieldShape::Message(316),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(293),
+                shape: FieldShape::Message(317),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(294),
+                shape: FieldShape::Message(318),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "grpc",
-                shape: FieldShape::Message(295),
+                shape: FieldShape::Message(319),
                 repeated: false,
             },
         ],
@@ -8038,25 +8553,25 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "exec",
-                shape: FieldShape::Message(292),
+                shape: FieldShape::Message(316),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "httpGet",
-                shape: FieldShape::Message(293),
+                shape: FieldShape::Message(317),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "tcpSocket",
-                shape: FieldShape::Message(294),
+                shape: FieldShape::Message(318),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "sleep",
-                shape: FieldShape::Message(296),
+                shape: FieldShape::Message(320),
                 repeated: false,
             },
         ],
@@ -8083,7 +8598,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "nodeSelectorTerms",
-            shape: FieldShape::Message(297),
+            shape: FieldShape::Message(321),
             repeated: true,
         }],
     },
@@ -8099,7 +8614,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "preference",
-                shape: FieldShape::Message(297),
+                shape: FieldShape::Message(321),
                 repeated: false,
             },
         ],
@@ -8110,7 +8625,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "labelSelector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
@@ -8128,7 +8643,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 4,
                 json: "namespaceSelector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {
@@ -8157,7 +8672,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "podAffinityTerm",
-                shape: FieldShape::Message(267),
+                shape: FieldShape::Message(290),
                 repeated: false,
             },
         ],
@@ -8184,7 +8699,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "startedAt",
-            shape: FieldShape::Message(46),
+            shape: FieldShape::Message(52),
             repeated: false,
         }],
     },
@@ -8218,13 +8733,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "startedAt",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "finishedAt",
-                shape: FieldShape::Message(46),
+                shape: FieldShape::Message(52),
                 repeated: false,
             },
             SchemaField {
@@ -8337,7 +8852,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "paths",
-            shape: FieldShape::Message(298),
+            shape: FieldShape::Message(322),
             repeated: true,
         }],
     },
@@ -8365,6 +8880,29 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         ],
     },
     MsgSchema {
+        name: "FieldSelectorRequirement",
+        fields: &[
+            SchemaField {
+                tag: 1,
+                json: "key",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 2,
+                json: "operator",
+                shape: FieldShape::Scalar,
+                repeated: false,
+            },
+            SchemaField {
+                tag: 3,
+                json: "values",
+                shape: FieldShape::Scalar,
+                repeated: true,
+            },
+        ],
+    },
+    MsgSchema {
         name: "MetricTarget",
         fields: &[
             SchemaField {
@@ -8376,13 +8914,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "value",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "averageValue",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
@@ -8405,7 +8943,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "selector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
         ],
@@ -8439,13 +8977,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "value",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "averageValue",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
             SchemaField {
@@ -8491,13 +9029,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "fieldRef",
-                shape: FieldShape::Message(287),
+                shape: FieldShape::Message(311),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "resourceFieldRef",
-                shape: FieldShape::Message(288),
+                shape: FieldShape::Message(312),
                 repeated: false,
             },
             SchemaField {
@@ -8514,37 +9052,37 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "secret",
-                shape: FieldShape::Message(299),
+                shape: FieldShape::Message(323),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "downwardAPI",
-                shape: FieldShape::Message(300),
+                shape: FieldShape::Message(324),
                 repeated: false,
             },
             SchemaField {
                 tag: 3,
                 json: "configMap",
-                shape: FieldShape::Message(301),
+                shape: FieldShape::Message(325),
                 repeated: false,
             },
             SchemaField {
                 tag: 4,
                 json: "serviceAccountToken",
-                shape: FieldShape::Message(302),
+                shape: FieldShape::Message(326),
                 repeated: false,
             },
             SchemaField {
                 tag: 5,
                 json: "clusterTrustBundle",
-                shape: FieldShape::Message(303),
+                shape: FieldShape::Message(327),
                 repeated: false,
             },
             SchemaField {
                 tag: 6,
                 json: "podCertificate",
-                shape: FieldShape::Message(304),
+                shape: FieldShape::Message(328),
                 repeated: false,
             },
         ],
@@ -8555,13 +9093,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "metadata",
-                shape: FieldShape::Message(33),
+                shape: FieldShape::Message(39),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "spec",
-                shape: FieldShape::Message(65),
+                shape: FieldShape::Message(71),
                 repeated: false,
             },
         ],
@@ -8601,7 +9139,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "divisor",
-                shape: FieldShape::Message(105),
+                shape: FieldShape::Message(119),
                 repeated: false,
             },
         ],
@@ -8612,7 +9150,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -8635,7 +9173,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
@@ -8702,7 +9240,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "port",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
@@ -8720,7 +9258,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 5,
                 json: "httpHeaders",
-                shape: FieldShape::Message(305),
+                shape: FieldShape::Message(329),
                 repeated: true,
             },
         ],
@@ -8731,7 +9269,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "port",
-                shape: FieldShape::Message(160),
+                shape: FieldShape::Message(174),
                 repeated: false,
             },
             SchemaField {
@@ -8774,13 +9312,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "matchExpressions",
-                shape: FieldShape::Message(306),
+                shape: FieldShape::Message(330),
                 repeated: true,
             },
             SchemaField {
                 tag: 2,
                 json: "matchFields",
-                shape: FieldShape::Message(306),
+                shape: FieldShape::Message(330),
                 repeated: true,
             },
         ],
@@ -8803,7 +9341,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 2,
                 json: "backend",
-                shape: FieldShape::Message(156),
+                shape: FieldShape::Message(170),
                 repeated: false,
             },
         ],
@@ -8814,13 +9352,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(283),
+                shape: FieldShape::Message(307),
                 repeated: true,
             },
             SchemaField {
@@ -8836,7 +9374,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
         fields: &[SchemaField {
             tag: 1,
             json: "items",
-            shape: FieldShape::Message(284),
+            shape: FieldShape::Message(308),
             repeated: true,
         }],
     },
@@ -8846,13 +9384,13 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 1,
                 json: "",
-                shape: FieldShape::Message(39),
+                shape: FieldShape::Message(45),
                 repeated: false,
             },
             SchemaField {
                 tag: 2,
                 json: "items",
-                shape: FieldShape::Message(283),
+                shape: FieldShape::Message(307),
                 repeated: true,
             },
             SchemaField {
@@ -8904,7 +9442,7 @@ pub(crate) static SCHEMA: &[MsgSchema] = &[
             SchemaField {
                 tag: 3,
                 json: "labelSelector",
-                shape: FieldShape::Message(133),
+                shape: FieldShape::Message(147),
                 repeated: false,
             },
             SchemaField {

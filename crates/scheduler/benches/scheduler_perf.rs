@@ -256,7 +256,7 @@ fn end_to_end(bin: &Path, shape: Shape) {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let http = reqwest::Client::builder().pool_max_idle_per_host(CLIENTS * 2).build().unwrap();
+        let http = server.http_builder().unwrap().pool_max_idle_per_host(CLIENTS * 2).build().unwrap();
         let node_objs = (0..nodes).map(|i| (format!("node-{i}"), node_json(i))).collect();
         create_all(&http, &url, "/api/v1/nodes", node_objs).await;
         let bound = Arc::new(Mutex::new(HashMap::new()));

@@ -130,3 +130,25 @@ impl Credentials {
 pub fn http_client(kubeconfig: &Path) -> Result<reqwest::Client> {
     Credentials::from_kubeconfig(kubeconfig)?.reqwest()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAIN: &str = "clusters:\n- cluster:\n    server: http://127.0.0.1:6443\n  name: cairn\n";
+
+    #[test]
+    fn a_plain_http_kubeconfig_needs_no_ca_and_gives_a_plain_client() {
+        let creds = Credentials::from_kubeconfig_text(PLAIN).unwrap();
+        assert!(creds.is_plain_http());
+        assert!(creds.ca_pem.is_empty());
+        creds.reqwest().unwrap();
+    }
+
+    #[test]
+    fn an_https_kubeconfig_without_a_ca_is_refused() {
+        let text = PLAIN.replace("http://", "https://");
+        let err = Credentials::from_kubeconfig_text(&text).err().unwrap();
+        assert!(err.to_string().contains("certificate-authority-data"));
+    }
+}

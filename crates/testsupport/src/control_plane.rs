@@ -1,13 +1,15 @@
 //! Control-plane processes for benchmarks: the release `cairn-control` binary, `serve`
 //! on a private data dir and port, sidecar processes (`scheduler`, `controllers`) against
-//! its kubeconfig, and per-process CPU and memory from `/proc`. Processes are killed by
-//! PID when dropped.
+//! its kubeconfig, clients (reqwest, kube) with its admin credentials over HTTPS, and
+//! per-process CPU and memory from `/proc`. Processes are killed by PID when dropped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+use crate::api_client::Credentials;
 
 /// A child process killed (and reaped) on drop.
 pub struct Proc(pub Child);
@@ -88,6 +90,12 @@ impl ControlPlane {
             .args(["kubeconfig", "--data-dir"])
             .arg(dir)
             .output()?;
+        if !kc.status.success() {
+            bail!(
+                "cairn-control kubeconfig failed: {}",
+                String::from_utf8_lossy(&kc.stderr)
+            );
+        }
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, &kc.stdout)?;
         Ok(ControlPlane {
@@ -97,6 +105,24 @@ impl ControlPlane {
             bin: bin.to_path_buf(),
             dir: dir.to_path_buf(),
         })
+    }
+
+    /// The admin credentials of `dir/kubeconfig`.
+    pub fn credentials(&self) -> Result<Credentials> {
+        Credentials::from_kubeconfig(&self.kubeconfig)
+    }
+
+    /// A reqwest builder speaking HTTPS to the server as the admin.
+    pub fn http_builder(&self) -> Result<reqwest::ClientBuilder> {
+        self.credentials()?.reqwest_builder()
+    }
+
+    /// A kube client as the admin, from `dir/kubeconfig`.
+    pub async fn kube_client(&self) -> Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(kc, &options).await?;
+        Ok(kube::Client::try_from(config)?)
     }
 
     /// Starts `cairn-control SUBCOMMAND --kubeconfig K ARGS` (logs to `dir/SUBCOMMAND.log`).

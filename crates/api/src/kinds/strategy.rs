@@ -63,6 +63,9 @@ pub enum Admission {
     ServiceQuota,
     /// Quota charges the claim's storage.
     ClaimQuota,
+    /// RBAC escalation prevention: a writer holds what a role grants or a binding binds
+    /// (or has `escalate`/`bind`).
+    RbacEscalation,
 }
 
 /// What a kind customises; `Strategy::NONE` is a kind with no rule of its own.

@@ -4,6 +4,7 @@
 //! (kept current from the watch cache by [`sync`]). Members of `system:masters` are
 //! always allowed, before any mode (kube-apiserver's privileged-group authorizer).
 
+pub mod impersonation;
 pub mod request_info;
 pub mod sync;
 
@@ -56,6 +57,15 @@ impl Authorizer {
         self.mode
     }
 
+    /// What `user` may do in `namespace` (SelfSubjectRulesReview): everything for
+    /// `system:masters` and under AlwaysAllow, else RBAC's rules.
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> cairn_auth::RulesReview {
+        if user.in_group(cairn_auth::user::MASTERS) || self.mode == Mode::AlwaysAllow {
+            return everything();
+        }
+        self.rbac.read().rules_for(user, namespace)
+    }
+
     pub fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         if attrs.user.in_group(cairn_auth::user::MASTERS) {
             return Decision::Allow(String::new());
@@ -92,4 +102,24 @@ pub fn forbidden(attrs: &Attributes<'_>, decision: &Decision) -> Status {
         s = s.with_details(attrs.api_group, attrs.resource, attrs.name);
     }
     s
+}
+
+/// `*` on every resource and URL, as upstream reports a privileged user's rules.
+fn everything() -> cairn_auth::RulesReview {
+    use k8s_openapi::api::authorization::v1::{NonResourceRule, ResourceRule};
+    let all = || vec!["*".to_string()];
+    cairn_auth::RulesReview {
+        resource_rules: vec![ResourceRule {
+            verbs: all(),
+            api_groups: Some(all()),
+            resources: Some(all()),
+            resource_names: None,
+        }],
+        non_resource_rules: vec![NonResourceRule {
+            verbs: all(),
+            non_resource_urls: Some(all()),
+        }],
+        incomplete: false,
+        evaluation_error: String::new(),
+    }
 }

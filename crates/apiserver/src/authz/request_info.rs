@@ -104,22 +104,52 @@ impl RequestInfo {
 mod tests {
     use super::*;
 
-    fn info(m: Method, p: &str, q: Option<&str>) -> (String, String, String, String, String, String) {
+    fn info(
+        m: Method,
+        p: &str,
+        q: Option<&str>,
+    ) -> (String, String, String, String, String, String) {
         let i = RequestInfo::new(&m, p, q);
-        (i.verb, i.api_group, i.namespace, i.resource, i.subresource, i.name)
+        (
+            i.verb,
+            i.api_group,
+            i.namespace,
+            i.resource,
+            i.subresource,
+            i.name,
+        )
     }
 
-    fn t(v: &str, g: &str, ns: &str, r: &str, s: &str, n: &str) -> (String, String, String, String, String, String) {
+    fn t(
+        v: &str,
+        g: &str,
+        ns: &str,
+        r: &str,
+        s: &str,
+        n: &str,
+    ) -> (String, String, String, String, String, String) {
         (v.into(), g.into(), ns.into(), r.into(), s.into(), n.into())
     }
 
     #[test]
     fn upstreams_cases() {
         let pods = "/api/v1/namespaces/ns1/pods";
-        assert_eq!(info(Method::GET, pods, None), t("list", "", "ns1", "pods", "", ""));
-        assert_eq!(info(Method::GET, pods, Some("watch=true")), t("watch", "", "ns1", "pods", "", ""));
-        assert_eq!(info(Method::POST, pods, None), t("create", "", "ns1", "pods", "", ""));
-        assert_eq!(info(Method::DELETE, pods, None), t("deletecollection", "", "ns1", "pods", "", ""));
+        assert_eq!(
+            info(Method::GET, pods, None),
+            t("list", "", "ns1", "pods", "", "")
+        );
+        assert_eq!(
+            info(Method::GET, pods, Some("watch=true")),
+            t("watch", "", "ns1", "pods", "", "")
+        );
+        assert_eq!(
+            info(Method::POST, pods, None),
+            t("create", "", "ns1", "pods", "", "")
+        );
+        assert_eq!(
+            info(Method::DELETE, pods, None),
+            t("deletecollection", "", "ns1", "pods", "", "")
+        );
         assert_eq!(
             info(Method::GET, "/api/v1/namespaces/ns1/pods/web/log", None),
             t("get", "", "ns1", "pods", "log", "web")
@@ -128,16 +158,26 @@ mod tests {
             info(Method::POST, "/api/v1/namespaces/ns1/pods/web/exec", None),
             t("create", "", "ns1", "pods", "exec", "web")
         );
-        assert_eq!(info(Method::GET, "/api/v1/namespaces/ns1", None), t("get", "", "", "namespaces", "", "ns1"));
+        assert_eq!(
+            info(Method::GET, "/api/v1/namespaces/ns1", None),
+            t("get", "", "", "namespaces", "", "ns1")
+        );
         assert_eq!(
             info(Method::PUT, "/api/v1/namespaces/ns1/finalize", None),
             t("update", "", "", "namespaces", "finalize", "ns1")
         );
         assert_eq!(
-            info(Method::PATCH, "/apis/apps/v1/namespaces/a/deployments/d/scale", None),
+            info(
+                Method::PATCH,
+                "/apis/apps/v1/namespaces/a/deployments/d/scale",
+                None
+            ),
             t("patch", "apps", "a", "deployments", "scale", "d")
         );
-        assert_eq!(info(Method::GET, "/api/v1/nodes", None), t("list", "", "", "nodes", "", ""));
+        assert_eq!(
+            info(Method::GET, "/api/v1/nodes", None),
+            t("list", "", "", "nodes", "", "")
+        );
         assert_eq!(
             info(Method::GET, "/api/v1/watch/namespaces/a/pods", None),
             t("watch", "", "a", "pods", "", "")
@@ -146,7 +186,15 @@ mod tests {
 
     #[test]
     fn discovery_and_health_are_non_resource() {
-        for p in ["/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/healthz", "/version"] {
+        for p in [
+            "/api",
+            "/api/v1",
+            "/apis",
+            "/apis/apps",
+            "/apis/apps/v1",
+            "/healthz",
+            "/version",
+        ] {
             let i = RequestInfo::new(&Method::GET, p, None);
             assert!(!i.resource_request, "{p}");
             assert_eq!(i.verb, "get");

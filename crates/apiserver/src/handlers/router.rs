@@ -33,6 +33,9 @@ pub(super) async fn route(state: AppState, req: Request) -> Response {
     if let Some(resp) = reviews::self_subject_review(&parts.method, &path, &parts.extensions) {
         return resp;
     }
+    if let Some(resp) = access_reviews::access_review(&path, &parts, &body) {
+        return resp;
+    }
     if parts.method == Method::POST {
         if let Some(sa) = tokens::match_token_request(&path) {
             return tokens::token_request(&state, sa, &parts, body)

@@ -58,6 +58,7 @@ impl ApiState {
             obj["status"]["qosClass"] = json!(qos_class(&obj));
         }
         warnings.extend(self.validate_new(r, &hooks, &obj, &name).await?);
+        self.check_rbac_escalation(r, &obj, None, opts)?;
         self.store_new(r, obj, &name, warnings, opts).await
     }
 

@@ -22,10 +22,18 @@ impl ApiState {
             v.map_err(|e| Status::internal(format!("encoding the bootstrap policy: {e}")))
         };
         for r in &policy.cluster_roles {
-            wanted.push((resource("clusterroles")?, None, encode(serde_json::to_value(r))?));
+            wanted.push((
+                resource("clusterroles")?,
+                None,
+                encode(serde_json::to_value(r))?,
+            ));
         }
         for b in &policy.cluster_role_bindings {
-            wanted.push((resource("clusterrolebindings")?, None, encode(serde_json::to_value(b))?));
+            wanted.push((
+                resource("clusterrolebindings")?,
+                None,
+                encode(serde_json::to_value(b))?,
+            ));
         }
         for r in &policy.roles {
             let ns = r.metadata.namespace.clone();
@@ -33,7 +41,11 @@ impl ApiState {
         }
         for b in &policy.role_bindings {
             let ns = b.metadata.namespace.clone();
-            wanted.push((resource("rolebindings")?, ns, encode(serde_json::to_value(b))?));
+            wanted.push((
+                resource("rolebindings")?,
+                ns,
+                encode(serde_json::to_value(b))?,
+            ));
         }
         // Concurrently: the store commits them in a few group commits, not ~150 fsyncs.
         let creates = wanted.into_iter().filter_map(|(r, ns, body)| {

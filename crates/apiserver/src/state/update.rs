@@ -33,6 +33,7 @@ impl ApiState {
         };
         warnings.extend(self.admit_update(r, &hooks, old, &mut obj, opts).await?);
         warnings.extend(self.validate_changed(r, &hooks, old, &obj).await?);
+        self.check_rbac_escalation(r, &obj, Some(old), opts)?;
         Ok((obj, warnings))
     }
 

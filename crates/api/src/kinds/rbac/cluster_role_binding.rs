@@ -3,6 +3,7 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
+    admission: &[Admission::RbacEscalation],
     default: Some(super::role_binding::default),
     validate: Some(validate),
     validate_update: Some(super::role_binding::validate_update),

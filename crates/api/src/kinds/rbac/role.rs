@@ -3,6 +3,7 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
+    admission: &[Admission::RbacEscalation],
     validate: Some(validate),
     normalize: roundtrip::<k8s_openapi::api::rbac::v1::Role>,
     name_rule: NameRule::PathSegment,

@@ -3,6 +3,7 @@
 use crate::kinds::prelude::*;
 
 pub const STRATEGY: Strategy = Strategy {
+    admission: &[Admission::RbacEscalation],
     default: Some(default),
     validate: Some(validate),
     validate_update: Some(validate_update),

@@ -25,23 +25,35 @@ fn node_extras() -> Vec<PolicyRule> {
     vec![
         rule(&read, &[""], &["services", "namespaces", "endpoints"]),
         rule(
-            &["get", "list", "watch", "create", "update", "patch", "delete"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
             &["discovery.k8s.io"],
             &["endpointslices"],
         ),
         rule(
-            &["get", "list", "watch", "create", "update", "patch", "delete"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
             &[""],
             &["persistentvolumes"],
         ),
-        rule(&["get", "list", "watch", "update", "patch"], &[""], &["persistentvolumeclaims"]),
+        rule(
+            &["get", "list", "watch", "update", "patch"],
+            &[""],
+            &["persistentvolumeclaims"],
+        ),
         rule(&read, &["storage.k8s.io"], &["storageclasses", "csinodes"]),
     ]
 }
 
 fn controller_extras() -> Vec<PolicyRule> {
     vec![
-        rule(&["get", "list", "watch", "update", "patch"], &[""], &["services", "services/status"]),
+        rule(
+            &["get", "list", "watch", "update", "patch"],
+            &[""],
+            &["services", "services/status"],
+        ),
         rule(&["get", "list", "watch"], &[""], &["nodes", "pods"]),
     ]
 }
@@ -67,7 +79,10 @@ pub fn roles(cluster_roles: &[ClusterRole], controller_roles: &[ClusterRole]) ->
 
 pub fn bindings() -> Vec<ClusterRoleBinding> {
     vec![
-        cluster_binding(CONTROLLER_MANAGER_ROLE, vec![user("system:kube-controller-manager")]),
+        cluster_binding(
+            CONTROLLER_MANAGER_ROLE,
+            vec![user("system:kube-controller-manager")],
+        ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
     ]
 }
