@@ -406,5 +406,6 @@ fn content_type_helper_and_kind_list() {
     assert!(SUPPORTED_KINDS.contains(&("v1", "ReplicationController")));
     assert!(SUPPORTED_KINDS.contains(&("autoscaling/v1", "HorizontalPodAutoscaler")));
     assert!(SUPPORTED_KINDS.contains(&("certificates.k8s.io/v1", "CertificateSigningRequest")));
-    assert_eq!(SUPPORTED_KINDS.len(), 33);
+    assert!(SUPPORTED_KINDS.contains(&("authorization.k8s.io/v1", "SelfSubjectAccessReview")));
+    assert_eq!(SUPPORTED_KINDS.len(), 39);
 }
