@@ -84,6 +84,15 @@ struct ServeArgs {
     /// everything). `system:masters` is always allowed.
     #[arg(long, default_value = "Node,RBAC")]
     authorization_mode: String,
+    /// Read requests served at once (0: no limit); more get 429 with Retry-After.
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// Mutating requests served at once (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
+    /// How long a request may take (watches and streams excepted): `60s`, `1m`, `90`.
+    #[arg(long, default_value = "60s")]
+    request_timeout: String,
     /// Lifetime of the leaf certificates cairn-control issues, in seconds (tests shorten
     /// it to watch renewal; upstream's and kubeadm's one year by default).
     #[arg(long, default_value_t = 365 * 86400, hide = true)]
@@ -214,6 +223,37 @@ struct ControllerArgs {
     terminated_pod_gc_threshold: usize,
 }
 
+/// `90`, `90s`, `2m`, `1m30s`, `1h`: the forms a Go duration flag takes that matter here.
+fn go_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = 0u64;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => anyhow::bail!("--{flag} {text}: not a duration (e.g. 60s, 1m30s)"),
+        };
+        let n: u64 = number
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--{flag} {text}: not a duration (e.g. 60s, 1m30s)"))?;
+        total += n * unit;
+        number.clear();
+    }
+    anyhow::ensure!(
+        number.is_empty() && total > 0,
+        "--{flag} {text}: not a duration (e.g. 60s, 1m30s)"
+    );
+    Ok(Duration::from_secs(total))
+}
+
 fn seconds(flag: &str, secs: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(secs).map_err(|e| anyhow::anyhow!("--{flag} {secs}: {e}"))
 }
@@ -321,6 +361,9 @@ fn serve_config(
         tls_sans,
         token_auth_file,
         authorization_mode,
+        max_requests_inflight,
+        max_mutating_requests_inflight,
+        request_timeout,
         cert_lifetime_seconds,
         controllers,
     } = args;
@@ -359,6 +402,11 @@ fn serve_config(
     config.token_auth_file = token_auth_file;
     config.authorization_mode =
         cairn_apiserver::authz::Mode::parse(&authorization_mode).map_err(anyhow::Error::msg)?;
+    config.limits = cairn_apiserver::limits::RequestLimits {
+        max_inflight: max_requests_inflight,
+        max_mutating_inflight: max_mutating_requests_inflight,
+        timeout: go_duration("request-timeout", &request_timeout)?,
+    };
     anyhow::ensure!(
         cert_lifetime_seconds >= 3,
         "--cert-lifetime-seconds {cert_lifetime_seconds}: must be at least 3"

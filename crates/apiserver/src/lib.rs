@@ -16,6 +16,7 @@ mod decorate_raw;
 pub mod discovery;
 pub mod handlers;
 pub mod limitranger;
+pub mod limits;
 pub mod nodeipam;
 pub mod object_fields;
 pub mod objects;
@@ -82,6 +83,8 @@ pub struct ServerConfig {
     pub token_auth_file: Option<PathBuf>,
     /// `--authorization-mode`.
     pub authorization_mode: authz::Mode,
+    /// In-flight limits and the request timeout.
+    pub limits: limits::RequestLimits,
 }
 
 impl ServerConfig {
@@ -106,6 +109,7 @@ impl ServerConfig {
             cert_lifetimes: cairn_pki::Lifetimes::default(),
             token_auth_file: None,
             authorization_mode: authz::Mode::Rbac,
+            limits: limits::RequestLimits::default(),
         }
     }
 }
@@ -292,6 +296,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         Arc::clone(&state),
         Arc::clone(&security.authn),
         authorizer,
+        limits::Limiter::new(config.limits),
         rx,
     );
     let task = tokio::spawn(async move {

@@ -18,6 +18,7 @@ use tracing::{debug, warn};
 use crate::authn::{Authenticator, PeerCert, RequestUser};
 use crate::authz::{self, Authorizer, RequestInfo};
 use crate::handlers::{self, AppState};
+use crate::limits::Limiter;
 
 /// Upstream's TLS handshake timeout for its HTTP server (`net/http`'s 10 s).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,9 +32,14 @@ pub async fn serve(
     state: AppState,
     authn: Arc<Authenticator>,
     authorizer: Arc<Authorizer>,
+    limiter: Limiter,
     mut shutdown: oneshot::Receiver<()>,
 ) {
-    let guards = Guards { authn, authorizer };
+    let guards = Guards {
+        authn,
+        authorizer,
+        limiter: Arc::new(limiter),
+    };
     let acceptor = TlsAcceptor::from(tls);
     loop {
         let accepted = tokio::select! {
@@ -63,6 +69,7 @@ pub async fn serve(
 struct Guards {
     authn: Arc<Authenticator>,
     authorizer: Arc<Authorizer>,
+    limiter: Arc<Limiter>,
 }
 
 async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guards: Guards) {
@@ -121,12 +128,7 @@ async fn guarded(
         Some(peer),
         &*state,
     );
-    let user = user.map(
-        |u| match impersonation(&guards.authorizer, u, req.headers()) {
-            Ok(acting) => Ok(acting),
-            Err(status) => Err(status),
-        },
-    );
+    let user = user.map(|u| impersonation(&guards.authorizer, u, req.headers()));
     match user {
         Ok(Err(status)) => handlers::status_response(&status),
         Ok(Ok(user)) => {
@@ -141,7 +143,9 @@ async fn guarded(
             // The token, review and RBAC handlers issue, review and check through them.
             req.extensions_mut().insert(Arc::clone(&guards.authn));
             req.extensions_mut().insert(Arc::clone(&guards.authorizer));
-            handlers::handle(State(state), req).await
+            let query = req.uri().query().map(str::to_string);
+            let handler = handlers::handle(State(state), req);
+            guards.limiter.run(&info, query.as_deref(), handler).await
         }
         Err(why) => {
             debug!(reason = %why.0, path = %req.uri().path(), "unauthorized");
