@@ -92,6 +92,12 @@ async fn main() {
         .send()
         .await
         .expect("create namespace");
+    // Over HTTPS the load runs as a user RBAC decides for (not system:masters, which
+    // skips it), with RBAC_OBJECTS Roles and RoleBindings present besides its own.
+    let http = match url.starts_with("https://") {
+        true => rbac_user_client(&http, &url, dir.path(), env_usize("RBAC_OBJECTS", 1000)).await,
+        false => http,
+    };
     println!("cairn-control load benchmark: {pods} pods, {clients} clients, {watchers} watchers");
     println!("server RSS idle: {} MiB", rss_kib(pid, "VmRSS:") / 1024);
 
@@ -305,4 +311,83 @@ async fn list_pods_and_report(http: &reqwest::Client, url: &str, clients: usize)
         }
         report(verb, lat);
     }
+}
+
+/// Creates `objects` Roles and as many RoleBindings (for other users) across 100
+/// namespaces, binds `edit` in `bench` to the user `loader`, and returns a client as
+/// `loader`.
+async fn rbac_user_client(
+    admin: &reqwest::Client,
+    url: &str,
+    data_dir: &std::path::Path,
+    objects: usize,
+) -> reqwest::Client {
+    let rbac = format!("{url}/apis/rbac.authorization.k8s.io/v1");
+    for n in 0..100.min(objects.max(1)) {
+        let ns = json!({"metadata": {"name": format!("rbac-{n}")}});
+        admin
+            .post(format!("{url}/api/v1/namespaces"))
+            .json(&ns)
+            .send()
+            .await
+            .expect("namespace");
+    }
+    let posts = (0..objects).map(|i| {
+        let ns = format!("rbac-{}", i % 100);
+        let role = json!({"metadata": {"name": format!("role-{i}")},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]});
+        let binding = json!({"metadata": {"name": format!("binding-{i}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("role-{i}")},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": format!("user-{i}")}]});
+        let (rbac, admin) = (rbac.clone(), admin.clone());
+        async move {
+            admin.post(format!("{rbac}/namespaces/{ns}/roles")).json(&role).send().await.expect("role");
+            admin.post(format!("{rbac}/namespaces/{ns}/rolebindings")).json(&binding).send().await.expect("binding");
+        }
+    });
+    futures::stream::iter(posts)
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    let binding = json!({"metadata": {"name": "loader-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "loader"}]});
+    admin
+        .post(format!("{rbac}/namespaces/bench/rolebindings"))
+        .json(&binding)
+        .send()
+        .await
+        .expect("binding");
+    let bin = std::env::var_os("CAIRN_CONTROL_BIN").map_or_else(
+        || env!("CARGO_BIN_EXE_cairn-control").into(),
+        std::path::PathBuf::from,
+    );
+    let out = std::process::Command::new(bin)
+        .args(["kubeconfig", "--user", "loader", "--data-dir"])
+        .arg(data_dir)
+        .output()
+        .expect("kubeconfig for loader");
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let client = cairn_testsupport::api_client::Credentials::from_kubeconfig_text(&text)
+        .expect("loader kubeconfig")
+        .reqwest_builder()
+        .expect("loader client")
+        .pool_max_idle_per_host(200)
+        .build()
+        .expect("client");
+    // The binding is in effect once the authorizer has seen it.
+    loop {
+        let r = client
+            .get(format!("{url}/api/v1/namespaces/bench/pods"))
+            .send()
+            .await;
+        if r.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "RBAC: {objects} Roles and RoleBindings present; load runs as user loader (edit in bench)"
+    );
+    client
 }

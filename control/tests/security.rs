@@ -17,16 +17,34 @@ use serde_json::{json, Value};
 /// kube-apiserver's 401 body, byte for byte.
 const UNAUTHORIZED: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n";
 
-fn anonymous(server: &Server) -> reqwest::Client {
+/// The admin kubeconfig's CA and server, without its client certificate.
+fn no_certificate(server: &Server) -> Credentials {
     let mut creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
     creds.client_cert_pem = None;
     creds.client_key_pem = None;
-    creds.reqwest().unwrap()
+    creds
+}
+
+fn anonymous(server: &Server) -> reqwest::Client {
+    no_certificate(server).reqwest().unwrap()
 }
 
 async fn get(c: &reqwest::Client, url: &str) -> (u16, String) {
     let r = c.get(url).send().await.unwrap();
     (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// The API alone, with the test token file, and `extra` flags.
+fn server_with_tokens(dir: &Path, extra: &[&str]) -> Server {
+    let tokens = write_token_file(dir);
+    let mut args = vec![
+        "--scheduler=false",
+        "--controllers=",
+        "--token-auth-file",
+        &tokens,
+    ];
+    args.extend(extra);
+    Server::start_with(&dir.join("data"), &args)
 }
 
 fn write_token_file(dir: &Path) -> String {
@@ -85,16 +103,7 @@ async fn only_the_public_paths_answer_anonymous_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_credentials_are_401_even_on_public_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = write_token_file(dir.path());
-    let server = Server::start_with(
-        &dir.path().join("data"),
-        &[
-            "--scheduler=false",
-            "--controllers=",
-            "--token-auth-file",
-            &tokens,
-        ],
-    );
+    let server = server_with_tokens(dir.path(), &[]);
     // A client certificate from another CA, with a name the cluster would accept.
     let other = cairn_pki::Authority::generate("other-ca", Duration::from_secs(3600)).unwrap();
     let cert = other
@@ -108,9 +117,7 @@ async fn wrong_credentials_are_401_even_on_public_paths() {
     foreign.client_cert_pem = Some(cert.cert_pem);
     foreign.client_key_pem = Some(cert.key_pem);
     let foreign = foreign.reqwest().unwrap();
-    let mut wrong_token = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
-    wrong_token.client_cert_pem = None;
-    wrong_token.client_key_pem = None;
+    let mut wrong_token = no_certificate(&server);
     wrong_token.token = Some("not-a-token".into());
     let wrong_token = wrong_token.reqwest().unwrap();
     for c in [&foreign, &wrong_token] {
@@ -145,16 +152,7 @@ fn whoami(k: &Kubectl, kubeconfig: &Path) -> Value {
 #[test]
 fn whoami_names_certificate_and_token_users() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = write_token_file(dir.path());
-    let server = Server::start_with(
-        &dir.path().join("data"),
-        &[
-            "--scheduler=false",
-            "--controllers=",
-            "--token-auth-file",
-            &tokens,
-        ],
-    );
+    let server = server_with_tokens(dir.path(), &[]);
     let k = Kubectl::new(33, &server);
     let admin = whoami(&k, &server.kubeconfig);
     assert_eq!(admin["status"]["userInfo"]["username"], "cairn-admin");
@@ -286,22 +284,9 @@ fn stored_serving_certificate(server: &Server) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serving_certificate_renews_without_dropping_watches() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = write_token_file(dir.path());
-    let server = Server::start_with(
-        &dir.path().join("data"),
-        &[
-            "--scheduler=false",
-            "--controllers=",
-            "--token-auth-file",
-            &tokens,
-            "--cert-lifetime-seconds",
-            "6",
-        ],
-    );
+    let server = server_with_tokens(dir.path(), &["--cert-lifetime-seconds", "6"]);
     // A token client: its credentials do not expire with the short-lived certificates.
-    let mut creds = Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
-    creds.client_cert_pem = None;
-    creds.client_key_pem = None;
+    let mut creds = no_certificate(&server);
     creds.token = Some("root-token".into());
     let c = creds.reqwest().unwrap();
     let cms = format!("{}/api/v1/namespaces/default/configmaps", server.url);

@@ -109,7 +109,7 @@ fn main() {
         .build()
         .unwrap();
     let _in_runtime = rt.enter();
-    let client = kube::Client::try_from(kube::Config::new(cp.url.parse().unwrap())).unwrap();
+    let client = rt.block_on(cp.kube_client()).unwrap();
     let t0 = Instant::now();
     rt.block_on(populate(&client));
     println!(
