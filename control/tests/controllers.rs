@@ -224,7 +224,7 @@ fn rolling_update_keeps_surge_bounds(k: &Kubectl, server: &Server) {
         r#"{"spec":{"replicas":4,"strategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}}}"#,
     ]);
     wait_until("4/4", 30, || ready_replicas(k, "httpd-app") == "4/4/4");
-    let watch = RolloutWatch::start(&server, "httpd-app", 5, 3);
+    let watch = RolloutWatch::start(server, "httpd-app", 5, 3);
     std::thread::sleep(Duration::from_millis(300));
     k.ok(&["set", "image", "deployment/httpd-app", "httpd=httpd:2.4"]);
     let out = k.ok(&["rollout", "status", "deployment/httpd-app", "--timeout=60s"]);

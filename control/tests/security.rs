@@ -2,6 +2,9 @@
 //! the cluster's client CA, bearer tokens), anonymous requests limited to the public
 //! paths, the PKI's files and their renewal.
 
+// Test code: a failed step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -206,7 +206,10 @@ fn kubeconfig(plan: &LabPlan, server: &str, who: Option<(&str, Option<&str>)>) -
 
 fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
     let plan = state.plan.clone();
-    write(&plan.kubeconfig(), &kubeconfig(&plan, &plan.api_url_host(), None)?)?;
+    write(
+        &plan.kubeconfig(),
+        &kubeconfig(&plan, &plan.api_url_host(), None)?,
+    )?;
     let inside = plan.api_url_inside();
     for node in &plan.nodes {
         let node_user = format!("system:node:{}", node.name);

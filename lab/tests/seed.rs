@@ -249,7 +249,15 @@ fn scenario_service_reachable(lab: &Lab) -> String {
     let version = eventually("the kubernetes Service from node-2", MINUTE, || {
         lab.on_node(
             "node-2",
-            &["curl", "-fsS", "-m", "3", "--cacert", &ca, "https://10.96.0.1:443/version"],
+            &[
+                "curl",
+                "-fsS",
+                "-m",
+                "3",
+                "--cacert",
+                &ca,
+                "https://10.96.0.1:443/version",
+            ],
         )
         .ok()
     });

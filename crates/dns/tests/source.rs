@@ -20,8 +20,7 @@ use kube::{Api, Client};
 use serde_json::json;
 
 async fn api_client(api: &cairn_apiserver::RunningServer) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::from_yaml(&api.admin_kubeconfig().unwrap()).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&api.admin_kubeconfig().unwrap()).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();

@@ -140,7 +140,12 @@ impl Lab {
 
     /// The cluster CA (the same path on the host and in every node).
     pub fn cluster_ca(&self) -> String {
-        let node1 = self.roots.path().join("data").join(&self.name).join("nodes/node-1");
+        let node1 = self
+            .roots
+            .path()
+            .join("data")
+            .join(&self.name)
+            .join("nodes/node-1");
         node1.join("control/pki/ca.crt").display().to_string()
     }
 
