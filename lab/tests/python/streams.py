@@ -71,7 +71,11 @@ def interactive():
 def base64_channels():
     server = api.api_client.configuration.host.replace("http", "ws", 1)
     url = f"{server}/api/v1/namespaces/{NS}/pods/{POD}/exec?command=echo&command=b64&stdout=true"
-    ws = websocket.create_connection(url, header=["sec-websocket-protocol: v4.base64.channel.k8s.io"])
+    c = api.api_client.configuration
+    # The API is HTTPS with client certificates: the raw websocket takes the same ones.
+    sslopt = {"ca_certs": c.ssl_ca_cert, "certfile": c.cert_file, "keyfile": c.key_file}
+    ws = websocket.create_connection(url, header=["sec-websocket-protocol: v4.base64.channel.k8s.io"],
+                                     sslopt=sslopt)
     frames = []
     while True:
         op, frame = ws.recv_data_frame(True)

@@ -160,11 +160,11 @@ mod tests {
         );
         assert_eq!(
             info(Method::GET, "/api/v1/namespaces/ns1", None),
-            t("get", "", "", "namespaces", "", "ns1")
+            t("get", "", "ns1", "namespaces", "", "ns1")
         );
         assert_eq!(
             info(Method::PUT, "/api/v1/namespaces/ns1/finalize", None),
-            t("update", "", "", "namespaces", "finalize", "ns1")
+            t("update", "", "ns1", "namespaces", "finalize", "ns1")
         );
         assert_eq!(
             info(
