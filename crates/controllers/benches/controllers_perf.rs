@@ -223,10 +223,14 @@ async fn main() {
     let cp = ControlPlane::start(
         &bin,
         dir.path(),
+        // No inflight limits: the ReplicaSet's create bursts and the scheduler's binds
+        // may pass 200 writes at once (429s), which the simulated kubelet does not retry.
         &[
             "--scheduler=false",
             "--controllers=",
             "--allocate-node-cidrs=false",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
         ],
     )
     .unwrap();
