@@ -139,13 +139,17 @@ async fn guarded(
                 debug!(user = %user.username, verb = %info.verb, path = %info.path, "forbidden");
                 return handlers::status_response(&authz::forbidden(&attrs, &decision));
             }
+            let privileged = user.in_group(cairn_auth::user::MASTERS);
             req.extensions_mut().insert(RequestUser(user));
             // The token, review and RBAC handlers issue, review and check through them.
             req.extensions_mut().insert(Arc::clone(&guards.authn));
             req.extensions_mut().insert(Arc::clone(&guards.authorizer));
             let query = req.uri().query().map(str::to_string);
             let handler = handlers::handle(State(state), req);
-            guards.limiter.run(&info, query.as_deref(), handler).await
+            guards
+                .limiter
+                .run(&info, query.as_deref(), privileged, handler)
+                .await
         }
         Err(why) => {
             debug!(reason = %why.0, path = %req.uri().path(), "unauthorized");
