@@ -80,6 +80,18 @@ pub(super) fn token_request(
     ))
 }
 
+/// `spec.audiences` of a TokenRequest or TokenReview.
+fn audiences_of(spec: &Value) -> Vec<String> {
+    spec.get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn rfc3339(secs: i64) -> String {
     chrono::DateTime::from_timestamp(secs, 0)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -96,16 +108,10 @@ fn token_spec(
     api_audiences: &[String],
 ) -> Result<TokenSpec, Status> {
     let spec = req.get("spec").cloned().unwrap_or(Value::Null);
-    let audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .filter(|a: &Vec<String>| !a.is_empty())
-        .unwrap_or_else(|| api_audiences.to_vec());
+    let mut audiences = audiences_of(&spec);
+    if audiences.is_empty() {
+        audiences = api_audiences.to_vec();
+    }
     let expiration = spec
         .get("expirationSeconds")
         .and_then(Value::as_i64)
@@ -214,15 +220,7 @@ pub(super) fn token_review(
         .pointer("/spec/token")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let wanted: Vec<String> = req
-        .pointer("/spec/audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let wanted = audiences_of(req.get("spec").unwrap_or(&Value::Null));
     let status = match review(&authn, state, token, &wanted) {
         Ok((user, audiences)) => {
             json!({"authenticated": true, "user": user, "audiences": audiences})
