@@ -6,10 +6,13 @@
 //! - [`Attributes`], [`Decision`], [`forbidden_message`]: a request, an answer, the 403 text.
 //! - [`RbacAuthorizer`]: decisions and SelfSubjectRulesReview ([`RulesReview`]).
 //! - [`rbac::escalation`]: may a user write this Role/ClusterRole/binding.
+//! - [`node`]: the Node authorizer ([`node::NodeGraph`], [`node::authorize`]) and
+//!   NodeRestriction admission ([`node::restriction`]).
 //! - [`rbac::bootstrap`]: upstream's default policy; [`rbac::aggregation`]: `admin`/`edit`/`view`.
 
 pub mod attributes;
 mod gofmt;
+pub mod node;
 pub mod rbac;
 pub mod user;
 
