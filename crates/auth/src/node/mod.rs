@@ -5,11 +5,12 @@
 //!   node's pods reach, kept current from pod and PVC events.
 //! - [`authorize`] / [`authorize_with_field_selector`]: the Node authorizer's decision
 //!   for `system:node:<name>` users; no opinion for anyone else.
-//! - `restriction::admit`: NodeRestriction's checks of a node's writes (its own
+//! - [`restriction::admit`]: NodeRestriction's checks of a node's writes (its own
 //!   Node, mirror pods, pod status, evictions, leases, CSINodes, ResourceSlices, tokens).
 
 pub mod authorizer;
 pub mod graph;
+pub mod restriction;
 
 pub use authorizer::{authorize, authorize_with_field_selector, node_identity};
 pub use graph::{Kind, NodeGraph};
