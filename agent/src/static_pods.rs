@@ -152,6 +152,9 @@ async fn ensure_mirror(agent: &Agent, pod: &Pod) {
             }
         }
         Ok(None) => {}
+        // The Node authorizer lets a node read only pods bound to it: a mirror that is
+        // not there yet is "forbidden", not "not found".
+        Err(kube::Error::Api(e)) if e.code == 403 => {}
         Err(e) => {
             warn!(pod = %name, error = %e, "looking up mirror pod");
             return;

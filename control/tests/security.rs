@@ -804,3 +804,155 @@ async fn oversized_bodies_are_413() {
     let (code, _) = get(&server.http(), &format!("{}/api/v1/namespaces", server.url)).await;
     assert_eq!(code, 200);
 }
+
+fn node_kubeconfig(server: &Server, dir: &Path, node: &str) -> std::path::PathBuf {
+    let user = format!("system:node:{node}");
+    let out = std::process::Command::new(BIN)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(&server.data_dir)
+        .args(["--user", &user, "--group", "system:nodes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = dir.join(format!("{node}.kubeconfig"));
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+const NODE_SETUP: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}
+- {apiVersion: v1, kind: Node, metadata: {name: node-1}}
+- {apiVersion: v1, kind: Node, metadata: {name: node-2}}
+- {apiVersion: v1, kind: Secret, metadata: {name: own, namespace: ns1}, stringData: {k: v}}
+- {apiVersion: v1, kind: Secret, metadata: {name: other, namespace: ns1}, stringData: {k: v}}
+- {apiVersion: v1, kind: Secret, metadata: {name: unused, namespace: ns1}, stringData: {k: v}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p1, namespace: ns1}
+  spec:
+    nodeName: node-1
+    containers: [{name: c, image: busybox}]
+    volumes: [{name: s, secret: {secretName: own}}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p2, namespace: ns1}
+  spec:
+    nodeName: node-2
+    containers: [{name: c, image: busybox}]
+    volumes: [{name: s, secret: {secretName: other}}]
+"#;
+
+/// With node-1's credentials: its own pod's Secret, Node and pod status are reachable;
+/// node-2's Node and pods and Secrets no pod of node-1 uses are not (Node authorizer +
+/// NodeRestriction, upstream's messages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_reaches_only_its_own_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--scheduler=false", "--controllers="],
+    );
+    let admin = Kubectl::new(33, &server);
+    admin.ok_stdin(&["create", "-f", "-"], NODE_SETUP);
+    let mut node1 = Kubectl::new(33, &server);
+    node1.kubeconfig = node_kubeconfig(&server, dir.path(), "node-1");
+    // The graph follows the pod a moment after its write.
+    wait_for("node-1 reads its pod's secret", 10, || {
+        node1
+            .output(&["get", "secret", "own", "-n", "ns1"])
+            .status
+            .success()
+            .then_some(())
+    });
+    let forbidden = |args: &[&str], want: &str| {
+        let err = node1.fails(args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    forbidden(
+        &["get", "secret", "other", "-n", "ns1"],
+        r#"secrets "other" is forbidden: User "system:node:node-1" cannot get resource "secrets" in API group "" in the namespace "ns1": no relationship found between node 'node-1' and this object"#,
+    );
+    forbidden(
+        &["get", "secret", "unused", "-n", "ns1"],
+        "no relationship found",
+    );
+    forbidden(
+        &["get", "secrets", "-n", "ns1"],
+        "cannot list resource \"secrets\"",
+    );
+    let label = r#"{"metadata":{"labels":{"team":"a"}}}"#;
+    forbidden(
+        &["patch", "node", "node-2", "-p", label],
+        r#"nodes "node-2" is forbidden: node "node-1" is not allowed to modify node "node-2""#,
+    );
+    node1.ok(&["patch", "node", "node-1", "-p", label]);
+    forbidden(
+        &[
+            "label",
+            "node",
+            "node-1",
+            "node-restriction.kubernetes.io/pool=x",
+        ],
+        "is not allowed to modify labels: node-restriction.kubernetes.io/pool",
+    );
+    // As a kubelet does, a PATCH of pods/status (kubectl would GET it first, which
+    // upstream's Node authorizer refuses too).
+    let http = Credentials::from_kubeconfig(&node1.kubeconfig)
+        .unwrap()
+        .reqwest()
+        .unwrap();
+    let patch_status = |pod: &str| {
+        http.patch(format!(
+            "{}/api/v1/namespaces/ns1/pods/{pod}/status",
+            server.url
+        ))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"status":{"message":"seen"}}"#)
+        .send()
+    };
+    let refused = patch_status("p2").await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let err = refused.text().await.unwrap();
+    assert!(
+        err.contains(r#"pods \"p2\" is forbidden: node \"node-1\" can only update pod status for pods with spec.nodeName set to itself"#),
+        "{err}"
+    );
+    assert_eq!(patch_status("p1").await.unwrap().status(), 200);
+    // Pods: only its own, listed by its spec.nodeName.
+    node1.ok(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=node-1",
+    ]);
+    forbidden(
+        &["get", "pods", "-A"],
+        "can only list/watch pods with spec.nodeName field selector",
+    );
+    forbidden(&["get", "pod", "p2", "-n", "ns1"], "no relationship found");
+    // Once p2 moves nothing, but p1 is deleted, node-1 loses the Secret.
+    admin.ok(&[
+        "delete",
+        "pod",
+        "p1",
+        "-n",
+        "ns1",
+        "--grace-period=0",
+        "--force",
+    ]);
+    wait_for("node-1 loses its pod's secret", 10, || {
+        (!node1
+            .output(&["get", "secret", "own", "-n", "ns1"])
+            .status
+            .success())
+        .then_some(())
+    });
+}

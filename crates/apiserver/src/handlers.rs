@@ -234,6 +234,40 @@ impl Call {
     fn delete_options(&self) -> Result<DeleteOptions, Status> {
         delete_options(&self.q, &self.headers, self.body()?)
     }
+
+    /// NodeRestriction for the writes that do not pass the create and update
+    /// pipelines: deletes (checked against the stored object) and evictions.
+    fn check_node_write(
+        &self,
+        name: &str,
+        subresource: &str,
+        object: Option<&Value>,
+    ) -> Result<(), Status> {
+        use cairn_auth::node::restriction::Operation;
+        let Some(req) = self.requester.as_ref() else {
+            return Ok(());
+        };
+        if cairn_auth::node::node_identity(&req.user).is_none() {
+            return Ok(());
+        }
+        let (operation, stored) = match object {
+            Some(_) => (Operation::Create, None),
+            None => {
+                let stored = self.state.get_value(self.r, self.ns(), name).ok();
+                (Operation::Delete, stored.map(|(v, _)| v))
+            }
+        };
+        let write = crate::state::NodeWrite {
+            resource: self.r,
+            subresource,
+            operation,
+            namespace: self.ns().unwrap_or(""),
+            name,
+            object,
+            old_object: stored.as_ref(),
+        };
+        self.state.check_node_restriction(&write, Some(req))
+    }
 }
 
 async fn resource(
@@ -344,6 +378,7 @@ async fn bind(call: &Call, name: &str) -> Result<Response, Status> {
 
 async fn evict(call: &Call, name: &str) -> Result<Response, Status> {
     let obj = call.object()?;
+    call.check_node_write(name, "eviction", Some(&obj))?;
     call.state.evict_pod(call.ns(), name, &obj).await?;
     created_status()
 }
@@ -389,6 +424,7 @@ async fn patch_object(call: &Call, name: &str, sub: Option<&str>) -> Result<Resp
 
 async fn delete_object(call: &Call, name: &str) -> Result<Response, Status> {
     let opts = call.delete_options()?;
+    call.check_node_write(name, "", None)?;
     let (written, gone) = call.state.delete(call.r, call.ns(), name, &opts).await?;
     let code = if gone {
         StatusCode::OK

@@ -108,7 +108,7 @@ impl ServerConfig {
             tls_sans: Vec::new(),
             cert_lifetimes: cairn_pki::Lifetimes::default(),
             token_auth_file: None,
-            authorization_mode: authz::Mode::Rbac,
+            authorization_mode: authz::Mode::NODE_RBAC,
             limits: limits::RequestLimits::default(),
         }
     }
@@ -268,12 +268,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
     let authorizer = Arc::new(authz::Authorizer::new(config.authorization_mode));
-    let rbac_sync = authz::sync::start(Arc::clone(&authorizer), Arc::clone(&state.cache));
+    let index_sync = authz::sync::start(Arc::clone(&authorizer), Arc::clone(&state.cache));
     state.refresh_custom_resources();
     write_server_url(&config.data_dir, &url)?;
 
-    let mut background = vec![
-        rbac_sync,
+    let mut background = index_sync;
+    background.extend([
         tokio::spawn(compaction_loop(backend, config.compaction_interval)),
         tokio::spawn(tls_setup::renewal_loop(
             Arc::clone(&security.pki),
@@ -282,7 +282,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             config.data_dir.clone(),
             url,
         )),
-    ];
+    ]);
     if let Some(ipam) = config.node_ipam {
         background.push(tokio::spawn(nodeipam::node_ipam_loop(
             Arc::clone(&state),

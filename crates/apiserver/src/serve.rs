@@ -134,7 +134,9 @@ async fn guarded(
         Ok(Ok(user)) => {
             let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
             let attrs = authz::attributes(&user, &info);
-            let decision = guards.authorizer.decide(&attrs);
+            let decision = guards
+                .authorizer
+                .decide_selected(&attrs, &info.field_selector);
             if !decision.is_allowed() {
                 debug!(user = %user.username, verb = %info.verb, path = %info.path, "forbidden");
                 return handlers::status_response(&authz::forbidden(&attrs, &decision));

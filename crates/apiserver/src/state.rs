@@ -29,12 +29,14 @@ mod custom_admission;
 mod delete;
 mod eviction;
 mod lookup;
+mod node_restriction;
 mod policy_admission;
 mod rbac_defaults;
 mod rbac_escalation;
 mod update;
 mod webhook_admission;
 
+pub use node_restriction::NodeWrite;
 pub use webhook_admission::CachedServices;
 use webhook_admission::WebhookWrite;
 

@@ -91,8 +91,12 @@ pub(crate) fn round_resource_lists(resources: &mut Map<String, Value>) {
 }
 
 /// What the ServiceAccount, Priority and DefaultTolerationSeconds admission plugins add.
-pub(crate) fn admit_pod_spec(spec: &mut Map<String, Value>) {
-    set_default_str(spec, "serviceAccountName", "default");
+/// A mirror pod gets no ServiceAccount, as upstream's plugin leaves them (NodeRestriction
+/// refuses mirror pods that name one).
+pub(crate) fn admit_pod_spec(spec: &mut Map<String, Value>, mirror: bool) {
+    if !mirror {
+        set_default_str(spec, "serviceAccountName", "default");
+    }
     sync_service_account(spec);
 
     if is_unset(spec.get("priority")) {

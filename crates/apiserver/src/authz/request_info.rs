@@ -16,6 +16,9 @@ pub struct RequestInfo {
     pub resource: String,
     pub subresource: String,
     pub name: String,
+    /// A list's or watch's raw `fieldSelector` (the Node authorizer scopes a node's
+    /// pod lists by `spec.nodeName`).
+    pub field_selector: String,
 }
 
 /// Path segments after a namespace that are its own subresources, not a resource.
@@ -30,6 +33,19 @@ fn method_verb(method: &Method) -> &'static str {
         Method::DELETE => "delete",
         _ => "",
     }
+}
+
+/// The decoded value of one query parameter.
+fn query_value(query: Option<&str>, key: &str) -> Option<String> {
+    query.unwrap_or("").split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == key).then(|| {
+            let v = v.replace('+', " ");
+            percent_encoding::percent_decode_str(&v)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+    })
 }
 
 fn query_flag(query: Option<&str>, key: &str) -> bool {
@@ -79,6 +95,7 @@ impl RequestInfo {
             resource: at(0),
             name: at(1),
             subresource: at(2),
+            field_selector: String::new(),
         };
         info.refine_verb(query);
         info
@@ -97,7 +114,25 @@ impl RequestInfo {
         if matches!(self.verb.as_str(), "list" | "get") && query_flag(query, "watch") {
             self.verb = "watch".into();
         }
+        if self.name.is_empty() && matches!(self.verb.as_str(), "list" | "watch") {
+            self.field_selector = query_value(query, "fieldSelector").unwrap_or_default();
+            // Upstream: a list or watch of one name by `metadata.name=` is authorized
+            // as a request for that name (a kubelet watches one Secret this way).
+            if let Some(name) = exact_name(&self.field_selector) {
+                self.name = name.to_string();
+            }
+        }
     }
+}
+
+/// The name a field selector requires exactly (`metadata.name=x` or `==x`), when it
+/// is a valid path segment.
+fn exact_name(selector: &str) -> Option<&str> {
+    let found = selector.split(',').find_map(|req| {
+        let (k, v) = req.split_once('=')?;
+        (k.trim() == "metadata.name").then(|| v.strip_prefix('=').unwrap_or(v).trim())
+    });
+    found.filter(|n| !n.is_empty() && *n != "." && *n != ".." && !n.contains(['/', '%']))
 }
 
 #[cfg(test)]
@@ -182,6 +217,26 @@ mod tests {
             info(Method::GET, "/api/v1/watch/namespaces/a/pods", None),
             t("watch", "", "a", "pods", "", "")
         );
+    }
+
+    #[test]
+    fn a_list_of_one_name_is_a_request_for_that_name() {
+        let q = Some("fieldSelector=metadata.name%3Dtls&watch=1");
+        let i = RequestInfo::new(&Method::GET, "/api/v1/namespaces/a/secrets", q);
+        assert_eq!((i.verb.as_str(), i.name.as_str()), ("watch", "tls"));
+        assert_eq!(i.field_selector, "metadata.name=tls");
+        let q = Some("fieldSelector=spec.nodeName%3Dn1");
+        let i = RequestInfo::new(&Method::GET, "/api/v1/pods", q);
+        assert_eq!(
+            (i.name.as_str(), i.field_selector.as_str()),
+            ("", "spec.nodeName=n1")
+        );
+        // metadata.name!=x names nothing; a name with a slash is not a name.
+        for sel in ["metadata.name!%3Dx", "metadata.name%3Da/b"] {
+            let q = format!("fieldSelector={sel}");
+            let i = RequestInfo::new(&Method::GET, "/api/v1/secrets", Some(&q));
+            assert_eq!(i.name, "", "{sel}");
+        }
     }
 
     #[test]

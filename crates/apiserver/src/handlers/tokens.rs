@@ -59,6 +59,16 @@ pub(super) fn token_request(
         .ok_or_else(|| Status::internal("serviceaccounts is not registered"))?;
     let (account, _) = state.get_value(sa, Some(ns), name)?;
     let req = body_value(parts, body)?;
+    let write = crate::state::NodeWrite {
+        resource: sa,
+        subresource: "token",
+        operation: cairn_auth::node::restriction::Operation::Create,
+        namespace: ns,
+        name,
+        object: Some(&req),
+        old_object: None,
+    };
+    state.check_node_restriction(&write, super::requester(&parts.extensions).as_ref())?;
     let spec = token_spec(state, ns, name, &account, &req, &tokens.api_audiences)?;
     let now = cairn_pki::inspect::now();
     let (token, exp) = tokens

@@ -59,6 +59,16 @@ impl ApiState {
         }
         warnings.extend(self.validate_new(r, &hooks, &obj, &name).await?);
         self.check_rbac_escalation(r, &obj, None, opts)?;
+        let write = super::NodeWrite {
+            resource: r,
+            subresource: "",
+            operation: cairn_auth::node::restriction::Operation::Create,
+            namespace: meta_str(&obj, "namespace").unwrap_or(""),
+            name: &name,
+            object: Some(&obj),
+            old_object: None,
+        };
+        self.check_node_restriction(&write, opts.requester.as_ref())?;
         self.store_new(r, obj, &name, warnings, opts).await
     }
 

@@ -34,6 +34,16 @@ impl ApiState {
         warnings.extend(self.admit_update(r, &hooks, old, &mut obj, opts).await?);
         warnings.extend(self.validate_changed(r, &hooks, old, &obj).await?);
         self.check_rbac_escalation(r, &obj, Some(old), opts)?;
+        let write = NodeWrite {
+            resource: r,
+            subresource: subresource.unwrap_or(""),
+            operation: cairn_auth::node::restriction::Operation::Update,
+            namespace: meta_str(old, "namespace").unwrap_or(""),
+            name: name_of(old),
+            object: Some(&obj),
+            old_object: Some(old),
+        };
+        self.check_node_restriction(&write, opts.requester.as_ref())?;
         Ok((obj, warnings))
     }
 

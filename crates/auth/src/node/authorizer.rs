@@ -7,7 +7,9 @@
 use crate::attributes::{Attributes, Decision};
 use crate::gofmt::quote;
 use crate::node::graph::{Kind, NodeGraph};
+use crate::rbac::rule::rules_allow;
 use crate::user::{NODES, NODE_USER_PREFIX};
+use k8s_openapi::api::rbac::v1::PolicyRule;
 
 /// The namespace of node heartbeats (`kube-node-lease`).
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -17,6 +19,45 @@ pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 pub fn node_identity(user: &crate::UserInfo) -> Option<&str> {
     let name = user.username.strip_prefix(NODE_USER_PREFIX)?;
     user.in_group(NODES).then_some(name)
+}
+
+/// Upstream's whole Node authorizer: the resources it subdivides by the graph
+/// ([`authorize_with_field_selector`]), everything else a node asks by the static
+/// `node_rules` (upstream's `system:node` rules, [`crate::rbac::bootstrap::node_rules`]).
+pub fn decide(
+    attrs: &Attributes<'_>,
+    field_selector: &str,
+    graph: &NodeGraph,
+    node_rules: &[PolicyRule],
+) -> Decision {
+    let decision = authorize_with_field_selector(attrs, field_selector, graph);
+    if decision.is_allowed() || subdivides(attrs) {
+        return decision;
+    }
+    match node_identity(attrs.user) {
+        Some(node) if !node.is_empty() && rules_allow(attrs, node_rules) => allow(),
+        _ => decision,
+    }
+}
+
+/// Whether the graph rules decide this request (the static rules never widen them).
+pub fn subdivides(attrs: &Attributes<'_>) -> bool {
+    attrs.is_resource_request()
+        && matches!(
+            (attrs.api_group, attrs.resource),
+            (
+                "",
+                "secrets"
+                    | "configmaps"
+                    | "persistentvolumeclaims"
+                    | "persistentvolumes"
+                    | "serviceaccounts"
+                    | "nodes"
+                    | "pods"
+            ) | ("resource.k8s.io", "resourceclaims" | "resourceslices")
+                | ("storage.k8s.io", "volumeattachments" | "csinodes")
+                | ("coordination.k8s.io", "leases")
+        )
 }
 
 /// [`authorize_with_field_selector`] without a field selector: list/watch of pods and
@@ -377,6 +418,28 @@ mod tests {
         let n1 = node("n1");
         let a = Attributes::non_resource(&n1, "get", "/healthz");
         assert_eq!(authorize(&a, &NodeGraph::new()), no_opinion(""));
+    }
+
+    #[test]
+    fn static_rules_decide_what_the_graph_does_not() {
+        let (n1, g) = (node("n1"), graph());
+        let rules = crate::rbac::bootstrap::node_rules();
+        let decide_one = |verb, res: &str, ns, name| {
+            let a = Attributes::resource(&n1, verb, "", res)
+                .namespace(ns)
+                .name(name);
+            decide(&a, "", &g, &rules).is_allowed()
+        };
+        assert!(decide_one("create", "events", "ns", ""));
+        assert!(decide_one("list", "services", "", ""));
+        // Subdivided kinds never fall back, though system:node lists them.
+        assert!(!decide_one("get", "secrets", "ns", "other"));
+        assert!(decide_one("get", "secrets", "ns", "s1"));
+        assert!(!decide_one("list", "pods", "", ""));
+        assert!(!decide_one("delete", "services", "ns", "x"));
+        let other = UserInfo::new("alice", vec![]);
+        let a = Attributes::resource(&other, "create", "", "events").namespace("ns");
+        assert!(!decide(&a, "", &g, &rules).is_allowed());
     }
 
     #[test]

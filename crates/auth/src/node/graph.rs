@@ -218,6 +218,18 @@ impl NodeGraph {
         }
     }
 
+    /// Forgets every pod and what they referenced (before a refill from a list).
+    pub fn clear_pods(&mut self) {
+        self.pods = ByName::default();
+        self.refs.clear();
+    }
+
+    /// Forgets every claim's volume binding (before a refill from a list).
+    pub fn clear_claims(&mut self) {
+        self.claims = ByName::default();
+        self.volumes.clear();
+    }
+
     /// Number of indexed (bound) pods.
     pub fn pod_count(&self) -> usize {
         self.pods.len()

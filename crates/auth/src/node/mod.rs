@@ -5,6 +5,8 @@
 //!   node's pods reach, kept current from pod and PVC events.
 //! - [`authorize`] / [`authorize_with_field_selector`]: the Node authorizer's decision
 //!   for `system:node:<name>` users; no opinion for anyone else.
+//! - [`decide`]: the whole authorizer, with upstream's static `system:node` rules for
+//!   what the graph does not subdivide (events, services, CSRs, reviews).
 //! - [`restriction::admit`]: NodeRestriction's checks of a node's writes (its own
 //!   Node, mirror pods, pod status, evictions, leases, CSINodes, ResourceSlices, tokens).
 
@@ -12,5 +14,5 @@ pub mod authorizer;
 pub mod graph;
 pub mod restriction;
 
-pub use authorizer::{authorize, authorize_with_field_selector, node_identity};
+pub use authorizer::{authorize, authorize_with_field_selector, decide, node_identity};
 pub use graph::{Kind, NodeGraph};

@@ -6,12 +6,13 @@
 //!   `system:controller:*` roles of the controllers cairn runs (upstream runs each under
 //!   its own ServiceAccount with `--use-service-account-credentials`), plus what
 //!   ServiceLB needs.
-//! - `cairn:node` (group `system:nodes`): `system:node`'s rules for every node until the
-//!   Node authorizer narrows them to the node's own objects, plus what the agent's
-//!   embedded components need (upstream: CoreDNS's and the local-path provisioner's
-//!   ServiceAccounts): cluster DNS reads Services, EndpointSlices and Namespaces and
-//!   publishes the node in `kube-dns`'s EndpointSlices; the provisioner manages
-//!   PersistentVolumes.
+//! - `cairn:node` (group `system:nodes`): what the agent's embedded components need
+//!   beyond the kubelet's rights, which the Node authorizer grants (upstream runs these
+//!   as CoreDNS's, flannel's and the local-path provisioner's ServiceAccounts): cluster
+//!   DNS reads Services, EndpointSlices and Namespaces and publishes the node in
+//!   `kube-dns`'s EndpointSlices; the network controller reads every Node for its
+//!   routes; the provisioner lists claims and manages PersistentVolumes. Secrets and
+//!   ConfigMaps are not here: a node reads only those of its own pods.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
 
@@ -44,6 +45,7 @@ fn node_extras() -> Vec<PolicyRule> {
             &["persistentvolumeclaims"],
         ),
         rule(&read, &["storage.k8s.io"], &["storageclasses", "csinodes"]),
+        rule(&read, &[""], &["nodes"]),
     ]
 }
 
@@ -59,21 +61,15 @@ fn controller_extras() -> Vec<PolicyRule> {
 }
 
 /// The roles, built from the bootstrap roles they extend.
-pub fn roles(cluster_roles: &[ClusterRole], controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
+pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
     let mut controllers: Vec<PolicyRule> = controller_roles
         .iter()
         .flat_map(|r| r.rules.clone().unwrap_or_default())
         .collect();
     controllers.extend(controller_extras());
-    let mut node: Vec<PolicyRule> = cluster_roles
-        .iter()
-        .find(|r| r.metadata.name.as_deref() == Some("system:node"))
-        .and_then(|r| r.rules.clone())
-        .unwrap_or_default();
-    node.extend(node_extras());
     vec![
         cluster_role(CONTROLLER_MANAGER_ROLE, controllers),
-        cluster_role(NODE_ROLE, node),
+        cluster_role(NODE_ROLE, node_extras()),
     ]
 }
 

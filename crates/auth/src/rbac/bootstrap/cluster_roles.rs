@@ -467,8 +467,8 @@ fn control_plane_roles() -> Vec<ClusterRole> {
 }
 
 /// `system:node`: kept for clusters still binding it; the Node authorizer grants
-/// nodes their access.
-fn node_rules() -> Vec<PolicyRule> {
+/// nodes their access, with these rules for what it does not subdivide.
+pub fn node_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["create"], &[AUTHN], &["tokenreviews"]),
         rule(

@@ -14,6 +14,7 @@
 
 pub mod cairn;
 mod cluster_roles;
+pub use cluster_roles::node_rules;
 pub mod controller_roles;
 pub mod namespaced;
 
@@ -65,7 +66,7 @@ pub struct BootstrapPolicy {
 pub fn policy() -> BootstrapPolicy {
     let mut cluster_roles = cluster_roles::cluster_roles();
     let controllers = controller_roles::controller_roles();
-    let cairn_roles = cairn::roles(&cluster_roles, &controllers);
+    let cairn_roles = cairn::roles(&controllers);
     cluster_roles.extend(controllers);
     cluster_roles.extend(cairn_roles);
     let mut cluster_role_bindings = cluster_role_bindings();

@@ -6,11 +6,19 @@ use serde_json::{json, Map, Value};
 use crate::defaults::pod::*;
 use crate::defaults::*;
 
+/// Upstream's `kubernetes.io/config.mirror`: the API copy of a static pod.
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
 pub(super) fn default_pod(o: &mut Map<String, Value>) {
+    let mirror = o
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(MIRROR_ANNOTATION))
+        .is_some();
     if let Some(spec) = child_obj(o, "spec") {
         default_pod_spec(spec);
         default_pod_only_spec(spec);
-        admit_pod_spec(spec);
+        admit_pod_spec(spec, mirror);
     }
     if let Some(status) = child_obj(o, "status") {
         // Set by the pod strategy on create; the agent moves it on from there.
