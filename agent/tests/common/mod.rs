@@ -100,6 +100,16 @@ impl Cluster {
             .unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, &out.stdout).unwrap();
+        // The agent runs as its node, as on a real one (Node authorizer, NodeRestriction).
+        let node_user = format!("system:node:{NODE}");
+        let out = Command::new(bin("cairn-control"))
+            .args(["kubeconfig", "--data-dir"])
+            .arg(&data)
+            .args(["--user", &node_user, "--group", "system:nodes"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(dir.path().join("node.kubeconfig"), &out.stdout).unwrap();
 
         let containerd = Containerd::start().unwrap();
         let registry = Registry::start().unwrap();
@@ -170,7 +180,7 @@ impl Cluster {
         }
         let child = cmd
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(self.path("node.kubeconfig"))
             .args(["--node-name", NODE, "--node-ip", NODE_IP])
             .arg("--containerd-socket")
             .arg(&self.containerd.socket)
