@@ -40,14 +40,14 @@ fn generate_err(what: &str) -> impl FnOnce(rcgen::Error) -> PkiError + '_ {
 /// Valid from a little before now (clients whose clocks lag still accept it: a minute,
 /// or a tenth of a short lifetime, so renewal at a third left still means a third) for
 /// `lifetime` from now.
-fn validity(params: &mut CertificateParams, lifetime: Duration) {
+pub(crate) fn validity(params: &mut CertificateParams, lifetime: Duration) {
     let now = OffsetDateTime::now_utc();
     let backdate = (lifetime / 10).min(Duration::from_secs(60));
     params.not_before = now - backdate;
     params.not_after = now + lifetime;
 }
 
-fn random_serial() -> SerialNumber {
+pub(crate) fn random_serial() -> SerialNumber {
     let mut bytes: [u8; 16] = rand::random();
     // A positive integer: the top bit clear, as RFC 5280 wants.
     bytes[0] &= 0x7f;
@@ -146,13 +146,17 @@ impl Authority {
         self.sign(params, user)
     }
 
+    /// The CA as rcgen's signer; its subject and key identifier come from the certificate.
+    pub(crate) fn issuer(&self) -> Result<Issuer<'_, &KeyPair>, rcgen::Error> {
+        Issuer::from_ca_cert_pem(&self.cert_pem, &self.key)
+    }
+
     fn sign(&self, params: CertificateParams, what: &str) -> Result<IssuedCert, PkiError> {
         let key = KeyPair::generate().map_err(generate_err(what))?;
-        let issuer =
-            Issuer::from_ca_cert_pem(&self.cert_pem, &self.key).map_err(|e| PkiError::Parse {
-                what: "CA certificate".into(),
-                reason: e.to_string(),
-            })?;
+        let issuer = self.issuer().map_err(|e| PkiError::Parse {
+            what: "CA certificate".into(),
+            reason: e.to_string(),
+        })?;
         let cert = params
             .signed_by(&key, &issuer)
             .map_err(generate_err(what))?;

@@ -4,6 +4,7 @@
 //! them. Keys are ECDSA P-256; private key files are written `0600`.
 //!
 //! - [`authority`]: make or load a CA and issue leaf certificates from it.
+//! - [`csr`]: certificate signing requests: make, read and verify, sign.
 //! - [`inspect`]: read a certificate's subject, names and validity; when to renew.
 //! - [`cluster`]: the files in a data directory, created on first start, renewed after.
 //! - [`kubeconfig`]: a kubeconfig with the CA and a client certificate embedded.
@@ -11,6 +12,7 @@
 
 pub mod authority;
 pub mod cluster;
+pub mod csr;
 pub mod files;
 pub mod inspect;
 pub mod kubeconfig;
@@ -19,6 +21,9 @@ use std::path::PathBuf;
 
 pub use authority::{Authority, IssuedCert};
 pub use cluster::{ClusterPki, Lifetimes, ServingNames};
+pub use csr::{
+    generate_request, parse_request, usage_from_k8s, CsrError, RequestInfo, RequestSubject, Usage,
+};
 pub use inspect::CertInfo;
 
 #[derive(Debug, thiserror::Error)]
