@@ -23,9 +23,19 @@ pub enum ConfigError {
 #[derive(Debug, Default, Clone, clap::Args, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AgentFlags {
-    /// kubeconfig used to reach cairn-control.
+    /// kubeconfig used to reach cairn-control. With `--token`, where the node's
+    /// credentials are kept (default: `<root-dir>/kubeconfig`).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// The API server to join (`https://host:6443`), with `--token`.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Join token, `K10<sha256 of the CA>::<id>.<secret>` (`cairn-control token create`).
+    #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// A file holding the join token.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
     /// Node name (default: the host name).
     #[arg(long)]
     pub node_name: Option<String>,
@@ -114,6 +124,8 @@ pub struct AgentFlags {
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub kubeconfig: Option<PathBuf>,
+    /// Join `server` with `token` when the kubeconfig holds no valid certificate.
+    pub join: Option<JoinConfig>,
     pub node_name: String,
     pub node_ip: Option<String>,
     pub containerd_socket: PathBuf,
@@ -153,6 +165,9 @@ impl AgentFlags {
         }
         pick!(
             kubeconfig,
+            server,
+            token,
+            token_file,
             node_name,
             node_ip,
             containerd_socket,
@@ -187,6 +202,48 @@ impl AgentFlags {
     }
 }
 
+/// The server and token to join with (the token is a secret: never in a message).
+#[derive(Clone)]
+pub struct JoinConfig {
+    pub server: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for JoinConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinConfig")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+fn join_config(f: &AgentFlags) -> Result<Option<JoinConfig>, ConfigError> {
+    let token = match (&f.token, &f.token_file) {
+        (Some(t), _) => Some(t.trim().to_string()),
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?
+                .trim()
+                .to_string(),
+        ),
+        (None, None) => None,
+    };
+    match (token, &f.server) {
+        (None, _) => Ok(None),
+        (Some(token), Some(server)) => Ok(Some(JoinConfig {
+            server: server.trim_end_matches('/').to_string(),
+            token,
+        })),
+        (Some(_), None) => Err(ConfigError::Invalid {
+            key: "token",
+            message: "a join token needs --server".into(),
+        }),
+    }
+}
+
 fn default_logger() -> PathBuf {
     // Next to the agent binary (cargo target dir, /usr/bin), else the packaged location.
     std::env::current_exe()
@@ -214,8 +271,17 @@ impl AgentConfig {
                 });
             }
         }
+        let join = join_config(&f)?;
         Ok(AgentConfig {
-            kubeconfig: f.kubeconfig,
+            kubeconfig: f.kubeconfig.clone().or_else(|| {
+                join.as_ref().map(|_| {
+                    f.root_dir
+                        .clone()
+                        .unwrap_or_else(|| "/var/lib/cairn-agent".into())
+                        .join("kubeconfig")
+                })
+            }),
+            join,
             node_name,
             node_ip: f.node_ip,
             containerd_socket: f

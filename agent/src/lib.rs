@@ -21,6 +21,7 @@ pub mod events;
 pub mod hooks;
 pub mod images;
 pub mod inflight;
+pub mod join;
 pub mod ledger;
 pub mod local_path;
 pub mod node;

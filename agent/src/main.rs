@@ -89,6 +89,11 @@ async fn connect_runtime(config: &AgentConfig, cni: CniConfig) -> ContainerdRunt
 }
 
 async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
+    if let (Some(join), Some(path)) = (&config.join, &config.kubeconfig) {
+        if !cairn_agent::join::has_valid_certificate(path) {
+            cairn_agent::join::join(&join.server, &join.token, &config.node_name, path).await?;
+        }
+    }
     let kube_config = match &config.kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)

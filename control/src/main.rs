@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod certs;
+mod token;
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +56,11 @@ enum Command {
         /// Group of the certificate (its O); at most one.
         #[arg(long)]
         group: Vec<String>,
+    },
+    /// Join tokens for nodes (`cairn-agent --server URL --token TOKEN`).
+    Token {
+        #[command(subcommand)]
+        command: token::TokenCommand,
     },
     /// The cluster's certificates.
     Certs {
@@ -470,5 +476,6 @@ async fn main() -> anyhow::Result<()> {
             group,
         } => certs::print_kubeconfig(&data_dir, server, user, &group),
         Command::Certs { command } => certs::run(command),
+        Command::Token { command } => token::run(command, go_duration).await,
     }
 }

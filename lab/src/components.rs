@@ -105,9 +105,15 @@ pub fn registry_hosts_toml(plan: &LabPlan) -> String {
     )
 }
 
-/// The node's credentials (`system:node:<name>` in `system:nodes`), for its agent.
+/// The node's credentials (`system:node:<name>` in `system:nodes`), which its agent
+/// writes when it joins.
 pub fn agent_kubeconfig(node: &NodePlan) -> PathBuf {
     node.data_dir.join("kubeconfig")
+}
+
+/// The join token the agent starts with.
+pub fn join_token_file(node: &NodePlan) -> PathBuf {
+    node.data_dir.join("join-token")
 }
 
 /// The proxy's credentials (`system:kube-proxy`, which upstream's bootstrap policy binds
@@ -125,6 +131,10 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
         plan.bin("cairn-agent").display(),
         "--kubeconfig",
         agent_kubeconfig(node).display(),
+        "--server",
+        plan.api_url_inside(),
+        "--token-file",
+        join_token_file(node).display(),
         "--node-name",
         node.name,
         "--node-ip",

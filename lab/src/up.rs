@@ -210,20 +210,6 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
         &plan.kubeconfig(),
         &kubeconfig(&plan, &plan.api_url_host(), None)?,
     )?;
-    let inside = plan.api_url_inside();
-    for node in &plan.nodes {
-        let node_user = format!("system:node:{}", node.name);
-        let creds = kubeconfig(&plan, &inside, Some((&node_user, Some("system:nodes"))))?;
-        write(&components::agent_kubeconfig(node), &creds)?;
-        let creds = kubeconfig(&plan, &inside, Some(("system:kube-proxy", None)))?;
-        write(&components::proxy_kubeconfig(node), &creds)?;
-        write(
-            &node.data_dir.join("certs.d/docker.io/hosts.toml"),
-            &components::registry_hosts_toml(&plan),
-        )?;
-        say(&format!("{}: cairn-agent ({})", node.name, node.ip));
-        start(state, Place::Node(node), &components::agent(&plan, node))?;
-    }
     let api = format!("{}/readyz", plan.api_url_host());
     let through = if drivers::for_plan(&plan).needs_api_forward() {
         start_forward(state)?
@@ -234,6 +220,21 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
     wait_for(&through, "the API from the host", t, || {
         succeeds(args!["curl", "-fsS", "--cacert", ca.display(), api])
     })?;
+    // Nodes join as real ones do: one token that pins the CA, a CSR for their
+    // client certificate.
+    let token = join_token(&plan)?;
+    let inside = plan.api_url_inside();
+    for node in &plan.nodes {
+        write_private(&components::join_token_file(node), &token)?;
+        let creds = kubeconfig(&plan, &inside, Some(("system:kube-proxy", None)))?;
+        write(&components::proxy_kubeconfig(node), &creds)?;
+        write(
+            &node.data_dir.join("certs.d/docker.io/hosts.toml"),
+            &components::registry_hosts_toml(&plan),
+        )?;
+        say(&format!("{}: cairn-agent ({})", node.name, node.ip));
+        start(state, Place::Node(node), &components::agent(&plan, node))?;
+    }
     for node in &plan.nodes {
         let agent = record_of(state, &node.name, "agent")?;
         wait_for(
@@ -340,6 +341,32 @@ fn record_of(state: &LabState, node: &str, component: &str) -> Result<ProcessRec
         .process(node, component)
         .cloned()
         .ok_or_else(|| LabError::Usage(format!("{node}/{component} was never started")))
+}
+
+/// A join token for the lab's nodes, through the host's admin kubeconfig.
+fn join_token(plan: &LabPlan) -> Result<String> {
+    let out = run(args![
+        plan.bin("cairn-control").display(),
+        "token",
+        "create",
+        "--data-dir",
+        plan.control_data_dir().display(),
+        "--kubeconfig",
+        plan.kubeconfig().display(),
+        "--ttl",
+        "2h",
+        "--description",
+        "cairn-lab nodes"
+    ])?;
+    Ok(out.trim().to_string())
+}
+
+/// A secret: readable by root alone.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    write(path, text)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| LabError::io(path, e))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -108,7 +108,11 @@ impl Cluster {
             .args(["--user", &node_user, "--group", "system:nodes"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::fs::write(dir.path().join("node.kubeconfig"), &out.stdout).unwrap();
 
         let containerd = Containerd::start().unwrap();

@@ -10,6 +10,7 @@ pub mod allocator;
 pub mod authn;
 pub mod authz;
 pub mod conversion_webhook;
+pub mod csr;
 pub mod custom;
 pub mod decorate;
 mod decorate_raw;
@@ -283,6 +284,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             url,
         )),
     ]);
+    background.push(tokio::spawn(csr::run(csr::CsrControllers {
+        state: Arc::clone(&state),
+        authorizer: Arc::clone(&authorizer),
+        pki: Arc::clone(&security.pki),
+    })));
     if let Some(ipam) = config.node_ipam {
         background.push(tokio::spawn(nodeipam::node_ipam_loop(
             Arc::clone(&state),
@@ -294,9 +300,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         listener,
         security.tls,
         Arc::clone(&state),
-        Arc::clone(&security.authn),
-        authorizer,
-        limits::Limiter::new(config.limits),
+        serve::Guards {
+            authn: Arc::clone(&security.authn),
+            authorizer,
+            limiter: Arc::new(limits::Limiter::new(config.limits)),
+            cluster_ca_pem: Arc::from(security.pki.cluster_ca.cert_pem()),
+        },
         rx,
     );
     let task = tokio::spawn(async move {

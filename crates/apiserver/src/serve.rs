@@ -30,16 +30,9 @@ pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     state: AppState,
-    authn: Arc<Authenticator>,
-    authorizer: Arc<Authorizer>,
-    limiter: Limiter,
+    guards: Guards,
     mut shutdown: oneshot::Receiver<()>,
 ) {
-    let guards = Guards {
-        authn,
-        authorizer,
-        limiter: Arc::new(limiter),
-    };
     let acceptor = TlsAcceptor::from(tls);
     loop {
         let accepted = tokio::select! {
@@ -66,11 +59,17 @@ pub async fn serve(
 
 /// What every request passes before the handlers: who it is, and whether it may.
 #[derive(Clone)]
-struct Guards {
-    authn: Arc<Authenticator>,
-    authorizer: Arc<Authorizer>,
-    limiter: Arc<Limiter>,
+pub struct Guards {
+    pub authn: Arc<Authenticator>,
+    pub authorizer: Arc<Authorizer>,
+    pub limiter: Arc<Limiter>,
+    /// The cluster CA's PEM, served to anyone at [`CACERTS_PATH`].
+    pub cluster_ca_pem: Arc<str>,
 }
+
+/// k3s's path for the cluster CA: a joining node fetches it before it trusts the
+/// server, and checks it against the hash its join token pins.
+pub const CACERTS_PATH: &str = "/cacerts";
 
 async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guards: Guards) {
     let _ = tcp.set_nodelay(true);
@@ -115,12 +114,24 @@ fn impersonation(
     Ok(authz::impersonation::impersonated(&user, headers, authorizer)?.unwrap_or(user))
 }
 
+fn cacerts(pem: &str) -> axum::response::Response {
+    let mut response = axum::response::Response::new(axum::body::Body::from(pem.to_string()));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/x-pem-file"),
+    );
+    response
+}
+
 async fn guarded(
     state: AppState,
     guards: &Guards,
     peer: &PeerCert,
     mut req: axum::extract::Request,
 ) -> axum::response::Response {
+    if req.uri().path() == CACERTS_PATH && req.method() == http::Method::GET {
+        return cacerts(&guards.cluster_ca_pem);
+    }
     let user = guards.authn.authenticate(
         req.method(),
         req.uri().path(),

@@ -25,6 +25,7 @@ mod bootstrap;
 mod bootstrap_api;
 mod convert;
 mod create;
+mod csr;
 mod custom_admission;
 mod delete;
 mod eviction;

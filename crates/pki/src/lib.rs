@@ -15,12 +15,13 @@ pub mod cluster;
 pub mod csr;
 pub mod files;
 pub mod inspect;
+pub mod join;
 pub mod kubeconfig;
 
 use std::path::PathBuf;
 
 pub use authority::{Authority, IssuedCert};
-pub use cluster::{ClusterPki, Lifetimes, ServingNames};
+pub use cluster::{kubeconfig_client_cert, ClusterPki, Lifetimes, ServingNames, ADMIN_KUBECONFIG};
 pub use csr::{
     generate_request, parse_request, usage_from_k8s, CsrError, RequestInfo, RequestSubject, Usage,
 };

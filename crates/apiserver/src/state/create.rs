@@ -41,6 +41,7 @@ impl ApiState {
         let (r, mut obj, mut warnings) = self.decode_new(r, body, opts)?;
         place(r, ns, &mut obj)?;
         self.prepare_new(r, &mut obj, opts);
+        super::csr::stamp_requester(r, &mut obj, opts);
         let name = name_of(&obj).to_string();
         self.admit_new(r, &mut obj, &name)?;
         let hooks = WebhookWrite {

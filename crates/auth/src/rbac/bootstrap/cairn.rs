@@ -14,7 +14,7 @@
 //!   routes; the provisioner lists claims and manages PersistentVolumes. Secrets and
 //!   ConfigMaps are not here: a node reads only those of its own pods.
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Subject};
 
 use super::{cluster_binding, cluster_role, group, rule, user};
 
@@ -73,12 +73,48 @@ pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
     ]
 }
 
-pub fn bindings() -> Vec<ClusterRoleBinding> {
+/// The group bootstrap tokens authenticate in.
+pub const BOOTSTRAPPERS: &str = "system:bootstrappers";
+
+/// A binding named `name` of the ClusterRole `role` (kubeadm's join bindings).
+fn binding_of(name: &str, role: &str, subjects: Vec<Subject>) -> ClusterRoleBinding {
+    let mut b = cluster_binding(name, subjects);
+    b.role_ref.name = role.to_string();
+    b
+}
+
+/// kubeadm's join bindings under cairn's names: bootstrappers may ask for a node
+/// client certificate and have it approved; nodes may renew their own.
+fn join_bindings() -> Vec<ClusterRoleBinding> {
+    let csr_role =
+        |kind: &str| format!("system:certificates.k8s.io:certificatesigningrequests:{kind}");
     vec![
+        binding_of(
+            "cairn:kubelet-bootstrap",
+            "system:node-bootstrapper",
+            vec![group(BOOTSTRAPPERS)],
+        ),
+        binding_of(
+            "cairn:node-autoapprove-bootstrap",
+            &csr_role("nodeclient"),
+            vec![group(BOOTSTRAPPERS)],
+        ),
+        binding_of(
+            "cairn:node-autoapprove-certificate-rotation",
+            &csr_role("selfnodeclient"),
+            vec![group(crate::user::NODES)],
+        ),
+    ]
+}
+
+pub fn bindings() -> Vec<ClusterRoleBinding> {
+    let mut all = join_bindings();
+    all.extend([
         cluster_binding(
             CONTROLLER_MANAGER_ROLE,
             vec![user("system:kube-controller-manager")],
         ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
-    ]
+    ]);
+    all
 }

@@ -1,0 +1,288 @@
+//! The CSR approving and signing controllers (kube-controller-manager's `csrapproving`
+//! and `csrsigning`), in the API server because it holds the CA keys. They follow the
+//! CertificateSigningRequests in the watch cache:
+//!
+//! - approve kubelet client requests whose requester may `create` the
+//!   `certificatesigningrequests/nodeclient` (bootstrap tokens) or `/selfnodeclient`
+//!   (a node renewing its own) subresource, as upstream's SubjectAccessReview approver;
+//!   and kubelet serving requests naming only the requesting node's own names and
+//!   addresses ([`review::serving_is_the_nodes_own`]);
+//! - sign approved requests of the three built-in signers: kubelet client and
+//!   `kube-apiserver-client` certificates by the client CA, kubelet serving
+//!   certificates by the cluster CA; a request its signer cannot honour gets `Failed`.
+
+pub mod review;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use cairn_api::registry::{self, ResourceInfo};
+use cairn_api::status::Status;
+use cairn_auth::{Attributes, UserInfo};
+use cairn_pki::csr::{parse_request, usage_from_k8s};
+use cairn_pki::ClusterPki;
+use cairn_store::cache::WatchEventType;
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::authz::Authorizer;
+use crate::objects::{name_of, now_rfc3339};
+use crate::state::{ApiState, WriteOptions};
+use review::{Review, CLIENT_SIGNER, KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER};
+
+const FIELD_MANAGER: &str = "cairn-control";
+
+/// What the controllers act with.
+pub struct CsrControllers {
+    pub state: Arc<ApiState>,
+    pub authorizer: Arc<Authorizer>,
+    pub pki: Arc<ClusterPki>,
+}
+
+fn csr_resource() -> Option<&'static ResourceInfo> {
+    registry::find("certificates.k8s.io", "v1", "certificatesigningrequests")
+}
+
+/// Handles every request now and each change after, until the server stops.
+pub async fn run(cx: CsrControllers) {
+    let Some(r) = csr_resource() else {
+        return warn!("CertificateSigningRequests are not registered");
+    };
+    let prefix = r.key_prefix();
+    let cache = Arc::clone(&cx.state.cache);
+    loop {
+        let (objects, revision) = cache.list(&prefix);
+        for o in &objects {
+            cx.handle_bytes(r, &o.bytes).await;
+        }
+        let mut watcher = match cache.watch(&prefix, revision).await {
+            Ok(w) => w,
+            Err(e) => {
+                warn!(error = %e, "CSR controllers: watching requests");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(Ok(event)) = watcher.next().await {
+            if !matches!(event.kind, WatchEventType::Deleted) {
+                cx.handle_bytes(r, &event.object.bytes).await;
+            }
+        }
+    }
+}
+
+fn has_condition(csr: &Value, kind: &str) -> bool {
+    csr.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind))
+}
+
+fn spec_str<'a>(csr: &'a Value, field: &str) -> &'a str {
+    csr.pointer(&format!("/spec/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn decoded_request(csr: &Value) -> Option<String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(spec_str(csr, "request"))
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+impl CsrControllers {
+    async fn handle_bytes(&self, r: &'static ResourceInfo, bytes: &[u8]) {
+        let Ok(csr) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        if let Err(e) = self.handle(r, &csr).await {
+            // A conflict means a newer version is on its way: its event retries.
+            if e.code != 409 {
+                warn!(csr = %name_of(&csr), error = %e.message, "CSR controllers");
+            }
+        }
+    }
+
+    async fn handle(&self, r: &'static ResourceInfo, csr: &Value) -> Result<(), Status> {
+        let done = ["Denied", "Failed"].iter().any(|k| has_condition(csr, k));
+        let issued = csr.pointer("/status/certificate").is_some_and(|c| c != "");
+        if done || issued {
+            return Ok(());
+        }
+        let approved = has_condition(csr, "Approved");
+        let Some(info) = decoded_request(csr).and_then(|pem| parse_request(&pem).ok()) else {
+            if approved {
+                let why = "unable to parse csr: the request is not a valid PEM CERTIFICATE REQUEST";
+                return self.fail(r, csr, why).await;
+            }
+            return Ok(());
+        };
+        let review = Review {
+            signer: spec_str(csr, "signerName"),
+            username: spec_str(csr, "username"),
+            usages: spec_usages(csr),
+            request: &info,
+        };
+        if approved {
+            return self.sign(r, csr, &review).await;
+        }
+        if let Some(message) = self.approval(csr, &review) {
+            let mut next = csr.clone();
+            push_condition(&mut next, "Approved", "AutoApproved", message);
+            self.write(r, csr, "approval", next).await?;
+            info!(csr = %name_of(csr), signer = review.signer, "approved");
+        }
+        Ok(())
+    }
+
+    /// The approval message when the request is one the approver grants.
+    fn approval(&self, csr: &Value, review: &Review<'_>) -> Option<&'static str> {
+        if let Some(sub) = review::client_approval_subresource(review) {
+            let user = requester(csr);
+            let attrs = Attributes::resource(
+                &user,
+                "create",
+                "certificates.k8s.io",
+                "certificatesigningrequests",
+            )
+            .subresource(sub);
+            return self
+                .authorizer
+                .decide(&attrs)
+                .is_allowed()
+                .then(|| review::client_approval_message(sub));
+        }
+        let node = review.request.common_name.strip_prefix("system:node:")?;
+        let (names, ips) = self.node_names(node);
+        review::serving_is_the_nodes_own(review, &names, &ips)
+            .then_some("Auto approving kubelet serving certificate: every name is the node's own.")
+    }
+
+    /// The names and addresses the Node `name` reports.
+    fn node_names(&self, name: &str) -> (Vec<String>, Vec<IpAddr>) {
+        let mut names = vec![name.to_string()];
+        let mut ips = Vec::new();
+        let Some(nodes) = registry::find("", "v1", "nodes") else {
+            return (names, ips);
+        };
+        let Ok((node, _)) = self.state.get_value(nodes, None, name) else {
+            return (names, ips);
+        };
+        let addresses = node.pointer("/status/addresses").and_then(Value::as_array);
+        for a in addresses.into_iter().flatten() {
+            let address = a["address"].as_str().unwrap_or_default();
+            match a["type"].as_str().unwrap_or_default() {
+                "InternalIP" | "ExternalIP" => ips.extend(address.parse::<IpAddr>().ok()),
+                "Hostname" | "InternalDNS" | "ExternalDNS" => names.push(address.to_string()),
+                _ => {}
+            }
+        }
+        (names, ips)
+    }
+
+    async fn sign(
+        &self,
+        r: &'static ResourceInfo,
+        csr: &Value,
+        review: &Review<'_>,
+    ) -> Result<(), Status> {
+        let (authority, valid) = match review.signer {
+            KUBELET_CLIENT_SIGNER => (&self.pki.client_ca, review::kubelet_client(review)),
+            KUBELET_SERVING_SIGNER => (&self.pki.cluster_ca, review::kubelet_serving(review)),
+            CLIENT_SIGNER => (&self.pki.client_ca, Ok(())),
+            // Another signer's request: not ours to sign.
+            _ => return Ok(()),
+        };
+        if let Err(why) = valid {
+            return self.fail(r, csr, &why.to_string()).await;
+        }
+        let usages: Vec<_> = review
+            .usages
+            .iter()
+            .filter_map(|u| usage_from_k8s(u))
+            .collect();
+        let pem = decoded_request(csr).unwrap_or_default();
+        let cert = match authority.sign_request(&pem, &usages, self.lifetime(csr)) {
+            Ok(cert) => cert,
+            Err(e) => return self.fail(r, csr, &e.to_string()).await,
+        };
+        let mut next = csr.clone();
+        next["status"]["certificate"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(cert));
+        self.write(r, csr, "status", next).await?;
+        info!(csr = %name_of(csr), signer = review.signer, "signed");
+        Ok(())
+    }
+
+    /// The leaf lifetime, shortened to `spec.expirationSeconds` when that asks less.
+    fn lifetime(&self, csr: &Value) -> Duration {
+        let leaf = self.pki.lifetimes.leaf;
+        let asked = csr
+            .pointer("/spec/expirationSeconds")
+            .and_then(Value::as_u64);
+        asked.map_or(leaf, |s| leaf.min(Duration::from_secs(s)))
+    }
+
+    async fn fail(&self, r: &'static ResourceInfo, csr: &Value, why: &str) -> Result<(), Status> {
+        let mut next = csr.clone();
+        push_condition(&mut next, "Failed", "SignerValidationFailure", why);
+        warn!(csr = %name_of(csr), reason = why, "CSR failed");
+        self.write(r, csr, "status", next).await
+    }
+
+    async fn write(
+        &self,
+        r: &'static ResourceInfo,
+        csr: &Value,
+        sub: &str,
+        next: Value,
+    ) -> Result<(), Status> {
+        let opts = WriteOptions {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..WriteOptions::default()
+        };
+        self.state
+            .update(r, None, name_of(csr), Some(sub), next, &opts)
+            .await
+            .map(|_| ())
+    }
+}
+
+fn spec_usages(csr: &Value) -> Vec<&str> {
+    csr.pointer("/spec/usages")
+        .and_then(Value::as_array)
+        .map(|u| u.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The requester the API server stamped on the request.
+fn requester(csr: &Value) -> UserInfo {
+    let groups = csr
+        .pointer("/spec/groups")
+        .and_then(Value::as_array)
+        .map(|g| {
+            g.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    UserInfo::new(spec_str(csr, "username"), groups)
+}
+
+fn push_condition(csr: &mut Value, kind: &str, reason: &str, message: &str) {
+    let now = now_rfc3339();
+    let condition = json!({
+        "type": kind, "status": "True", "reason": reason, "message": message,
+        "lastUpdateTime": now, "lastTransitionTime": now,
+    });
+    if !csr.get("status").is_some_and(Value::is_object) {
+        csr["status"] = json!({});
+    }
+    match csr["status"]["conditions"].as_array_mut() {
+        Some(list) => list.push(condition),
+        None => csr["status"]["conditions"] = json!([condition]),
+    }
+}
