@@ -93,6 +93,7 @@ async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
         if !cairn_agent::join::has_valid_certificate(path) {
             cairn_agent::join::join(&join.server, &join.token, &config.node_name, path).await?;
         }
+        return Ok(cairn_agent::join::node_client(path, &config.node_name)?);
     }
     let kube_config = match &config.kubeconfig {
         Some(path) => {

@@ -44,7 +44,13 @@ fn start_control(dir: &Path) -> Control {
     let child = Command::new(bin("cairn-control"))
         .args(["serve", "--data-dir"])
         .arg(&data)
-        .args(["--bind", "127.0.0.1:0", "--scheduler=false"])
+        // Short certificates: the node's client certificate rotates during the test.
+        .args([
+            "--bind",
+            "127.0.0.1:0",
+            "--scheduler=false",
+            "--cert-lifetime-seconds=12",
+        ])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -125,7 +131,7 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn join_pins_the_ca_checks_the_token_and_issues_a_node_certificate() {
+fn join_pins_the_ca_checks_the_token_issues_and_renews_a_node_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let control = start_control(dir.path());
     let token = create_token(&control);
@@ -147,7 +153,15 @@ fn join_pins_the_ca_checks_the_token_and_issues_a_node_certificate() {
 
     let (mut child, log) = agent(dir.path(), &control, "n1", &token);
     let kubeconfig = dir.path().join("n1/kubeconfig");
-    wait_until("n1's kubeconfig", 60, || kubeconfig.exists().then_some(()));
+    let first = wait_until("n1's kubeconfig", 60, || {
+        std::fs::read_to_string(&kubeconfig).ok()
+    });
+    // Rotation: a third of the way before expiry the node renews with its own
+    // credentials (a selfnodeclient request) and rewrites its kubeconfig.
+    wait_until("n1's renewed certificate", 30, || {
+        let now = std::fs::read_to_string(&kubeconfig).ok()?;
+        (now != first).then_some(())
+    });
     let _ = child.kill();
     let _ = child.wait();
     let mode = std::os::unix::fs::PermissionsExt::mode(

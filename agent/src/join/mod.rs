@@ -13,7 +13,9 @@
 //! re-created under the same name joins as a new node would (nothing of the old one
 //! is needed).
 
+mod closing;
 mod csr;
+pub mod rotate;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -137,4 +139,79 @@ pub async fn join(
     })?;
     info!(node, server, "joined: client certificate issued");
     Ok(())
+}
+
+/// The node's API client from the kubeconfig it joined with, its client certificate
+/// renewed in the background ([`rotate`]).
+pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinError> {
+    let bad = |message: String| JoinError::Kubeconfig {
+        server: kubeconfig.display().to_string(),
+        message,
+    };
+    let parts = KubeconfigParts::read(kubeconfig).map_err(bad)?;
+    let uri: http::Uri = parts
+        .server
+        .parse()
+        .map_err(|e| bad(format!("server: {e}")))?;
+    let certs = std::sync::Arc::new(
+        rotate::ClientCerts::new(&parts.cert_pem, &parts.key_pem).map_err(bad)?,
+    );
+    let client = rotate::client(&uri, &parts.ca_pem, std::sync::Arc::clone(&certs)).map_err(bad)?;
+    tokio::spawn(rotate::run(rotate::Rotation {
+        client: client.clone(),
+        certs,
+        kubeconfig: kubeconfig.to_path_buf(),
+        server: parts.server,
+        ca_pem: parts.ca_pem,
+        node: node.to_string(),
+        cert_pem: parts.cert_pem,
+    }));
+    Ok(client)
+}
+
+/// The server, CA and client certificate of a kubeconfig with embedded data.
+struct KubeconfigParts {
+    server: String,
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl KubeconfigParts {
+    fn read(path: &Path) -> Result<KubeconfigParts, String> {
+        use base64::Engine;
+        use secrecy::ExposeSecret;
+        let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
+        let cluster = kc
+            .clusters
+            .first()
+            .and_then(|c| c.cluster.as_ref())
+            .ok_or("no cluster")?;
+        let user = kc
+            .auth_infos
+            .first()
+            .and_then(|u| u.auth_info.as_ref())
+            .ok_or("no user")?;
+        let decode = |what: &str, b64: Option<&str>| -> Result<String, String> {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64.ok_or(format!("no {what}"))?.trim())
+                .map_err(|e| format!("{what}: {e}"))?;
+            String::from_utf8(bytes).map_err(|e| format!("{what}: {e}"))
+        };
+        Ok(KubeconfigParts {
+            server: cluster.server.clone().ok_or("no server")?,
+            ca_pem: decode(
+                "certificate-authority-data",
+                cluster.certificate_authority_data.as_deref(),
+            )?,
+            cert_pem: decode(
+                "client-certificate-data",
+                user.client_certificate_data.as_deref(),
+            )?,
+            key_pem: decode(
+                "client-key-data",
+                user.client_key_data.as_ref().map(|k| k.expose_secret()),
+            )?,
+        })
+    }
 }
