@@ -194,6 +194,24 @@ async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::
     kube::Client::try_from(kconf).context("building the API client")
 }
 
+/// The CA a kubeconfig trusts (its first cluster's embedded data): the cluster CA the
+/// root CA publisher hands to pods, as upstream's `--root-ca-file` defaults to it.
+fn kubeconfig_ca(path: &std::path::Path) -> Option<String> {
+    use base64::Engine;
+    let kc = kube::config::Kubeconfig::read_from(path).ok()?;
+    let data = kc
+        .clusters
+        .first()?
+        .cluster
+        .as_ref()?
+        .certificate_authority_data
+        .clone()?;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .ok()?;
+    String::from_utf8(pem).ok()
+}
+
 /// Which controllers run, and their tunables.
 #[derive(clap::Args, Debug)]
 struct ControllerArgs {
@@ -296,6 +314,7 @@ impl ControllerArgs {
             job_backoff,
             node_lifecycle,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+            root_ca_pem: None,
         };
         Ok((selection, settings))
     }
@@ -316,9 +335,14 @@ async fn run_controllers(
 async fn serve(
     config: cairn_apiserver::ServerConfig,
     scheduler_config: Option<cairn_scheduler::config::SchedulerConfig>,
-    controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
+    mut controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
 ) -> anyhow::Result<()> {
+    let ca_path = config.data_dir.join("pki").join("ca.crt");
     let server = cairn_apiserver::start(config).await?;
+    // The CA the server just made or loaded, for the root CA publisher.
+    let ca = std::fs::read_to_string(&ca_path)
+        .with_context(|| format!("reading the cluster CA {}", ca_path.display()))?;
+    controllers.1.root_ca_pem = Some(ca);
     // The identities upstream's bootstrap policy binds for these two components.
     let controllers_client = loopback_client(&server, "system:kube-controller-manager").await?;
     let scheduler_client = loopback_client(&server, "system:kube-scheduler").await?;
@@ -462,7 +486,8 @@ async fn main() -> anyhow::Result<()> {
             controllers,
         } => {
             cairn_alloc::purge_freed_pages_at_once();
-            let controllers = controllers.parse()?;
+            let mut controllers = controllers.parse()?;
+            controllers.1.root_ca_pem = kubeconfig_ca(&kubeconfig);
             let client = client_from_kubeconfig(&kubeconfig).await?;
             tokio::select! {
                 r = run_controllers(client, controllers) => r,

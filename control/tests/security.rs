@@ -547,18 +547,30 @@ fn bootstrap_tokens_authenticate_until_they_expire() {
 }
 
 fn user_kubeconfig(server: &Server, dir: &Path, user: &str) -> std::path::PathBuf {
-    let out = std::process::Command::new(BIN)
-        .args(["kubeconfig", "--data-dir"])
+    member_kubeconfig(server, dir, user, None)
+}
+
+/// A kubeconfig for `user`, in `group` if given (a file named after the user).
+fn member_kubeconfig(
+    server: &Server,
+    dir: &Path,
+    user: &str,
+    group: Option<&str>,
+) -> std::path::PathBuf {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["kubeconfig", "--data-dir"])
         .arg(&server.data_dir)
-        .args(["--user", user])
-        .output()
-        .unwrap();
+        .args(["--user", user]);
+    if let Some(g) = group {
+        cmd.args(["--group", g]);
+    }
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let path = dir.join(format!("{user}.kubeconfig"));
+    let path = dir.join(format!("{}.kubeconfig", user.replace(':', "_")));
     std::fs::write(&path, &out.stdout).unwrap();
     path
 }
@@ -805,24 +817,6 @@ async fn oversized_bodies_are_413() {
     assert_eq!(code, 200);
 }
 
-fn node_kubeconfig(server: &Server, dir: &Path, node: &str) -> std::path::PathBuf {
-    let user = format!("system:node:{node}");
-    let out = std::process::Command::new(BIN)
-        .args(["kubeconfig", "--data-dir"])
-        .arg(&server.data_dir)
-        .args(["--user", &user, "--group", "system:nodes"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(format!("{node}.kubeconfig"));
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
-}
-
 const NODE_SETUP: &str = r#"
 apiVersion: v1
 kind: List
@@ -862,7 +856,12 @@ async fn a_node_reaches_only_its_own_objects() {
     let admin = Kubectl::new(33, &server);
     admin.ok_stdin(&["create", "-f", "-"], NODE_SETUP);
     let mut node1 = Kubectl::new(33, &server);
-    node1.kubeconfig = node_kubeconfig(&server, dir.path(), "node-1");
+    node1.kubeconfig = member_kubeconfig(
+        &server,
+        dir.path(),
+        "system:node:node-1",
+        Some("system:nodes"),
+    );
     // The graph follows the pod a moment after its write.
     wait_for("node-1 reads its pod's secret", 10, || {
         node1
@@ -954,5 +953,58 @@ async fn a_node_reaches_only_its_own_objects() {
             .status
             .success())
         .then_some(())
+    });
+}
+
+/// Every namespace gets `kube-root-ca.crt` with the cluster CA; deleted or edited, it
+/// comes back (upstream's root CA publisher).
+#[test]
+fn the_cluster_ca_is_published_in_every_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(&dir.path().join("data"), &["--scheduler=false"]);
+    let ca = std::fs::read_to_string(server.data_dir.join("pki/ca.crt")).unwrap();
+    let admin = Kubectl::new(33, &server);
+    admin.ok(&["create", "namespace", "fresh"]);
+    let published = |want: &str| {
+        let out = admin.output(&[
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-n",
+            "fresh",
+            "-o",
+            "jsonpath={.data.ca\\.crt}",
+        ]);
+        (out.status.success() && String::from_utf8_lossy(&out.stdout) == want).then_some(())
+    };
+    wait_for("kube-root-ca.crt in a new namespace", 15, || published(&ca));
+    for ns in ["default", "kube-system"] {
+        let cm = admin.json(&[
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-n",
+            ns,
+            "-o",
+            "json",
+        ]);
+        assert_eq!(cm["data"]["ca.crt"], ca.as_str(), "{ns}");
+    }
+    admin.ok(&["delete", "configmap", "kube-root-ca.crt", "-n", "fresh"]);
+    wait_for("kube-root-ca.crt back after a delete", 15, || {
+        published(&ca)
+    });
+    let edit = r#"{"data":{"ca.crt":"not a CA"}}"#;
+    admin.ok(&[
+        "patch",
+        "configmap",
+        "kube-root-ca.crt",
+        "-n",
+        "fresh",
+        "-p",
+        edit,
+    ]);
+    wait_for("kube-root-ca.crt restored after an edit", 15, || {
+        published(&ca)
     });
 }

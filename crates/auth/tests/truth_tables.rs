@@ -350,8 +350,9 @@ fn system_components() {
             "endpointslices"
         ))
         .is_allowed());
-    // Upstream binds system:node to nobody (nodes go through the Node authorizer);
-    // until cairn's Node authorizer lands, cairn:node gives every node its rules.
+    // Upstream binds system:node to nobody: nodes go through the Node authorizer.
+    // RBAC gives them only cairn:node (what the agent's embedded DNS, network
+    // controller and provisioner need), never Secrets.
     let node =
         cairn_auth::UserInfo::new("system:node:n1", vec!["system:nodes".into()]).authenticated();
     let system_node = a
@@ -359,11 +360,17 @@ fn system_components() {
         .and_then(|r| r.rules.clone())
         .unwrap_or_default();
     assert!(!system_node.is_empty());
-    assert!(a
+    assert!(!a
         .authorize(&Attributes::resource(&node, "get", "", "secrets").namespace("ns1"))
         .is_allowed());
     assert!(!a
         .authorize(&Attributes::resource(&node, "delete", "", "secrets").namespace("ns1"))
+        .is_allowed());
+    assert!(a
+        .authorize(&Attributes::resource(&node, "list", "", "services"))
+        .is_allowed());
+    assert!(a
+        .authorize(&Attributes::resource(&node, "watch", "", "nodes"))
         .is_allowed());
 }
 

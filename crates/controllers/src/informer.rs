@@ -31,6 +31,8 @@ where
     api: Api<K>,
     listeners: Vec<Listener<S>>,
     convert: fn(K) -> S,
+    /// The watch's selectors (all objects by default).
+    config: watcher::Config,
     /// Some controller reads the store or subscribed: the watch must run.
     used: bool,
 }
@@ -70,8 +72,15 @@ where
             api,
             listeners: Vec::new(),
             convert,
+            config: watcher::Config::default(),
             used: false,
         }
+    }
+
+    /// Watches only what `config` selects (a field or label selector).
+    pub fn with_config(mut self, config: watcher::Config) -> Self {
+        self.config = config;
+        self
     }
 
     /// The cache, for a controller that reads it (which makes the watch run).
@@ -134,12 +143,11 @@ where
             api,
             listeners,
             convert,
+            config,
             ..
         } = self;
         tokio::spawn(async move {
-            let mut stream = watcher::watcher(api, watcher::Config::default())
-                .default_backoff()
-                .boxed();
+            let mut stream = watcher::watcher(api, config).default_backoff().boxed();
             while let Some(ev) = stream.next().await {
                 match ev {
                     Ok(ev) => {

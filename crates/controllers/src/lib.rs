@@ -25,6 +25,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod retry;
 pub mod revisions;
+pub mod rootcacertpublisher;
 pub mod select;
 pub mod serviceaccount;
 pub mod servicelb;
@@ -52,6 +53,9 @@ pub struct Settings {
     pub node_lifecycle: nodelifecycle::NodeLifecycleSettings,
     /// Finished pods kept before the pod GC deletes the oldest (0: keep all).
     pub terminated_pod_gc_threshold: usize,
+    /// The cluster CA (PEM) the root CA publisher puts in every namespace's
+    /// `kube-root-ca.crt`; without it that controller does nothing.
+    pub root_ca_pem: Option<String>,
 }
 
 impl Default for Settings {
@@ -60,6 +64,7 @@ impl Default for Settings {
             job_backoff: Duration::from_secs(10),
             node_lifecycle: Default::default(),
             terminated_pod_gc_threshold: 12_500,
+            root_ca_pem: None,
         }
     }
 }
@@ -95,6 +100,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("pv-protection", volume::start_volume_protection),
     ("servicelb", servicelb::start),
     ("clusterrole-aggregation", clusterroleaggregation::start),
+    ("root-ca-cert-publisher", rootcacertpublisher::start),
 ];
 
 /// Runs the selected controllers until the process stops. Only the caches some selected

@@ -30,6 +30,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("pv-protection", true),
     ("servicelb", true),
     ("clusterrole-aggregation", true),
+    ("root-ca-cert-publisher", true),
 ];
 
 #[derive(Debug, Error, PartialEq)]

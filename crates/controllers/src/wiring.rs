@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ConfigMap, Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
     ReplicationController, ResourceQuota, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -59,6 +59,8 @@ pub(crate) struct Informers {
     pub(crate) volumes: informer::Informer<PersistentVolume>,
     pub(crate) storageclasses: informer::Informer<StorageClass>,
     pub(crate) clusterroles: informer::Informer<ClusterRole>,
+    /// Only the `kube-root-ca.crt` ConfigMaps (a field-selected watch).
+    pub(crate) root_ca_configmaps: informer::Informer<ConfigMap>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
     pod_service_listeners: Option<ServiceListeners>,
 }
@@ -98,6 +100,12 @@ impl Informers {
             volumes: informer::Informer::new(Api::all(client.clone())),
             storageclasses: informer::Informer::new(Api::all(client.clone())),
             clusterroles: informer::Informer::new(Api::all(client.clone())),
+            root_ca_configmaps: informer::Informer::new(Api::all(client.clone())).with_config(
+                kube::runtime::watcher::Config::default().fields(&format!(
+                    "metadata.name={}",
+                    crate::rootcacertpublisher::NAME
+                )),
+            ),
             pod_service_listeners: None,
         }
     }
@@ -161,6 +169,9 @@ impl Informers {
             self.volumes.start_if_used("persistentvolumes").await,
             self.claims.start_if_used("persistentvolumeclaims").await,
             self.clusterroles.start_if_used("clusterroles").await,
+            self.root_ca_configmaps
+                .start_if_used("configmaps kube-root-ca.crt")
+                .await,
         ];
         started.into_iter().flatten().collect()
     }
