@@ -32,6 +32,7 @@ pub mod probes;
 pub mod qos;
 pub mod quantity;
 pub mod server;
+pub mod server_auth;
 pub mod static_pods;
 pub mod status;
 pub mod streaming;
