@@ -978,6 +978,11 @@ fn the_cluster_ca_is_published_in_every_namespace() {
         (out.status.success() && String::from_utf8_lossy(&out.stdout) == want).then_some(())
     };
     wait_for("kube-root-ca.crt in a new namespace", 15, || published(&ca));
+    // Its sibling controller: every namespace has a `default` ServiceAccount.
+    wait_for("the default ServiceAccount", 15, || {
+        let out = admin.output(&["get", "serviceaccount", "default", "-n", "fresh"]);
+        out.status.success().then_some(())
+    });
     for ns in ["default", "kube-system"] {
         let cm = admin.json(&[
             "get",

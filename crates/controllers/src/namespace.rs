@@ -121,6 +121,23 @@ async fn finalize(client: &Client, ns: &Namespace) -> Result<(), kube::Error> {
 // What the controller watches and how events map to its keys (kube-runtime's
 // `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
 
+/// Whether a namespace is being deleted (no new objects may go in).
+pub(crate) fn is_terminating(ns: &Namespace) -> bool {
+    ns.metadata.deletion_timestamp.is_some()
+        || ns.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating")
+}
+
+/// A write of an object every namespace should hold: 409 means someone (or a stale
+/// cache) was faster and the next event settles it, 403 that the namespace began
+/// terminating; neither is an error.
+pub(crate) fn settled<T>(written: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match written {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 403 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
     let own = inf
         .namespaces

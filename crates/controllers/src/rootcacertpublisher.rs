@@ -82,8 +82,7 @@ fn desired(namespace: &str, ca_pem: &str, existing: Option<&ConfigMap>) -> Confi
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let name = ns.name_any();
-    let terminating = ns.metadata.deletion_timestamp.is_some()
-        || ns.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating");
+    let terminating = crate::namespace::is_terminating(&ns);
     if terminating {
         return Ok(Action::await_change());
     }
@@ -102,18 +101,10 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             .await
             .map(|_| ()),
     };
-    match written {
-        // 409: someone (or a stale cache) was faster, the next event settles it; 403:
-        // the namespace began terminating.
-        Ok(()) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 403 => {}
-        Err(source) => {
-            return Err(Error {
-                namespace: name,
-                source,
-            })
-        }
-    }
+    crate::namespace::settled(written).map_err(|source| Error {
+        namespace: name,
+        source,
+    })?;
     Ok(Action::await_change())
 }
 

@@ -48,8 +48,7 @@ pub async fn run(
 
 async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let name = ns.name_any();
-    let terminating = ns.metadata.deletion_timestamp.is_some()
-        || ns.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating");
+    let terminating = crate::namespace::is_terminating(&ns);
     let present = ctx
         .serviceaccounts
         .get(&ObjectRef::new(DEFAULT).within(&name))
@@ -66,17 +65,12 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         ..Default::default()
     };
     let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), &name);
-    match api.create(&PostParams::default(), &sa).await {
-        // 409: someone else (or our cache) was faster; 403: the namespace began terminating.
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 403 => {}
-        Err(source) => {
-            return Err(Error {
-                namespace: name,
-                source,
-            })
+    crate::namespace::settled(api.create(&PostParams::default(), &sa).await).map_err(|source| {
+        Error {
+            namespace: name,
+            source,
         }
-    }
+    })?;
     Ok(Action::await_change())
 }
 
