@@ -288,3 +288,28 @@ impl Drop for Streaming {
         let _ = self.child.wait();
     }
 }
+
+/// A kubeconfig for `user`, in `group` if given (a file named after the user).
+pub fn member_kubeconfig(
+    server: &Server,
+    dir: &Path,
+    user: &str,
+    group: Option<&str>,
+) -> std::path::PathBuf {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["kubeconfig", "--data-dir"])
+        .arg(&server.data_dir)
+        .args(["--user", user]);
+    if let Some(g) = group {
+        cmd.args(["--group", g]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = dir.join(format!("{}.kubeconfig", user.replace(':', "_")));
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}

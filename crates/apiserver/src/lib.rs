@@ -215,6 +215,40 @@ impl RunningServer {
     }
 }
 
+/// The server's own loops: compaction, certificate renewal, the CSR approver and
+/// signer, node IPAM.
+fn spawn_background(
+    config: &ServerConfig,
+    state: &Arc<ApiState>,
+    authorizer: &Arc<authz::Authorizer>,
+    security: &tls_setup::Security,
+    backend: Arc<dyn Backend>,
+    url: String,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut background = vec![
+        tokio::spawn(compaction_loop(backend, config.compaction_interval)),
+        tokio::spawn(tls_setup::renewal_loop(
+            Arc::clone(&security.pki),
+            security.names.clone(),
+            Arc::clone(&security.cert),
+            config.data_dir.clone(),
+            url,
+        )),
+        tokio::spawn(csr::run(csr::CsrControllers {
+            state: Arc::clone(state),
+            authorizer: Arc::clone(authorizer),
+            pki: Arc::clone(&security.pki),
+        })),
+    ];
+    if let Some(ipam) = config.node_ipam {
+        background.push(tokio::spawn(nodeipam::node_ipam_loop(
+            Arc::clone(state),
+            ipam,
+        )));
+    }
+    background
+}
+
 /// Opens the store, loads the cache, bootstraps the cluster objects and starts serving.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     // The built-in kinds' OpenAPI documents take a moment to generate: not in a request.
@@ -274,27 +308,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     write_server_url(&config.data_dir, &url)?;
 
     let mut background = index_sync;
-    background.extend([
-        tokio::spawn(compaction_loop(backend, config.compaction_interval)),
-        tokio::spawn(tls_setup::renewal_loop(
-            Arc::clone(&security.pki),
-            security.names.clone(),
-            Arc::clone(&security.cert),
-            config.data_dir.clone(),
-            url,
-        )),
-    ]);
-    background.push(tokio::spawn(csr::run(csr::CsrControllers {
-        state: Arc::clone(&state),
-        authorizer: Arc::clone(&authorizer),
-        pki: Arc::clone(&security.pki),
-    })));
-    if let Some(ipam) = config.node_ipam {
-        background.push(tokio::spawn(nodeipam::node_ipam_loop(
-            Arc::clone(&state),
-            ipam,
-        )));
-    }
+    background.extend(spawn_background(
+        &config,
+        &state,
+        &authorizer,
+        &security,
+        backend,
+        url,
+    ));
     let (tx, rx) = oneshot::channel::<()>();
     let serving = serve::serve(
         listener,

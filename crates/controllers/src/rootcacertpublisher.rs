@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::wiring::{resync_ticks, Informers, Task};
 
-pub const NAME: &str = "kube-root-ca.crt";
+pub const NAME: &str = crate::wiring::ROOT_CA_CONFIGMAP;
 pub const KEY: &str = "ca.crt";
 /// Upstream's description annotation, word for word.
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";

@@ -68,6 +68,10 @@ pub(crate) struct Informers {
 type ServiceListeners =
     Arc<parking_lot::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<ObjectRef<Service>>>>>;
 
+/// The ConfigMap the root CA publisher keeps in every namespace (the only ones its
+/// informer watches).
+pub(crate) const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+
 /// A started controller: runs until the process stops.
 pub(crate) type Task = futures::future::BoxFuture<'static, ()>;
 
@@ -101,10 +105,8 @@ impl Informers {
             storageclasses: informer::Informer::new(Api::all(client.clone())),
             clusterroles: informer::Informer::new(Api::all(client.clone())),
             root_ca_configmaps: informer::Informer::new(Api::all(client.clone())).with_config(
-                kube::runtime::watcher::Config::default().fields(&format!(
-                    "metadata.name={}",
-                    crate::rootcacertpublisher::NAME
-                )),
+                kube::runtime::watcher::Config::default()
+                    .fields(&format!("metadata.name={ROOT_CA_CONFIGMAP}")),
             ),
             pod_service_listeners: None,
         }
