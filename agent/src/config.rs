@@ -65,9 +65,14 @@ pub struct AgentFlags {
     /// Where cgroupfs is mounted.
     #[arg(long)]
     pub cgroupfs_mount: Option<PathBuf>,
-    /// Address of the agent's HTTP server (logs, /pods, /healthz).
+    /// Address of the agent's HTTPS server (logs, exec, /pods, stats), the kubelet's
+    /// port: every request authenticated and authorized through the API server.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Address of the plain-HTTP `/healthz` (the kubelet's `--healthz-bind-address` and
+    /// `--healthz-port`; loopback, 10248 by default).
+    #[arg(long)]
+    pub healthz_listen: Option<SocketAddr>,
     /// Static pod manifests.
     #[arg(long)]
     pub static_pod_dir: Option<PathBuf>,
@@ -138,6 +143,7 @@ pub struct AgentConfig {
     pub cgroup_root: String,
     pub cgroupfs_mount: PathBuf,
     pub listen: SocketAddr,
+    pub healthz_listen: SocketAddr,
     pub static_pod_dir: PathBuf,
     pub registry_config_dir: PathBuf,
     pub logger_path: PathBuf,
@@ -180,6 +186,7 @@ impl AgentFlags {
             cgroup_root,
             cgroupfs_mount,
             listen,
+            healthz_listen,
             static_pod_dir,
             registry_config_dir,
             logger_path,
@@ -310,6 +317,9 @@ impl AgentConfig {
             listen: f
                 .listen
                 .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 10250))),
+            healthz_listen: f
+                .healthz_listen
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 10248))),
             static_pod_dir: f
                 .static_pod_dir
                 .unwrap_or_else(|| "/etc/cairn/manifests".into()),

@@ -8,7 +8,8 @@
 //! - [`images`]: pull policy and back-off over `cairn_image`.
 //! - [`probes`]: liveness/readiness/startup probes.
 //! - [`hooks`]: postStart/preStop lifecycle handlers.
-//! - [`server`]: the HTTP server on :10250 (logs, /pods, /healthz).
+//! - [`server`]: the routes of the port on :10250 (logs, /pods, stats, streaming).
+//! - [`serving`]: that port's HTTPS, its certificate and its gate ([`server_auth`]).
 //! - [`static_pods`]: pods from a manifest directory, mirrored into the API.
 //! - [`pod_meta`]: facts read off a pod (uid, static/mirror, requests, cgroup parent); a leaf.
 //! - [`qos`]: the QoS-class parent cgroups.
@@ -33,6 +34,7 @@ pub mod qos;
 pub mod quantity;
 pub mod server;
 pub mod server_auth;
+pub mod serving;
 pub mod static_pods;
 pub mod status;
 pub mod streaming;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cairn_agent::config::{AgentConfig, AgentFlags};
-use cairn_agent::{events, images, node, pods, server, static_pods, sysinfo, Agent};
+use cairn_agent::{events, images, node, pods, serving, static_pods, sysinfo, Agent};
 use cairn_runtime::{CgroupManager, CniConfig, ContainerdRuntime, ContainerdRuntimeConfig};
 use clap::Parser;
 use futures::StreamExt;
@@ -220,12 +220,13 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
-    let router = server::router(agent.clone());
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            warn!(error = %e, "agent HTTP server stopped");
-        }
-    });
+    serving::start(&agent, listener)
+        .await
+        .context("starting the agent's HTTPS port")?;
+    let healthz = tokio::net::TcpListener::bind(config.healthz_listen)
+        .await
+        .with_context(|| format!("binding {}", config.healthz_listen))?;
+    tokio::spawn(serving::serve_healthz(healthz));
 
     let manager = pods::PodManager::new(pods::Handles::of_agent(&agent), client.clone());
     tokio::spawn(static_pods::run(agent.clone(), manager.clone()));

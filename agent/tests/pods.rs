@@ -772,7 +772,8 @@ async fn kubectl_logs_and_static_pods() {
         .spawn()
         .unwrap();
     logs_show_both_lines_and_tail(&cluster).await;
-    stats_summary_reports_pod_and_node().await;
+    stats_summary_reports_pod_and_node(&cluster).await;
+    agent_port_refuses_strangers_and_viewers(&cluster).await;
     deleting_pod_ends_follow(&cluster, follow).await;
     static_pod_runs_mirrors_and_goes(&cluster, &img).await;
 }
@@ -810,9 +811,12 @@ async fn logs_show_both_lines_and_tail(cluster: &Cluster) {
     assert_eq!(String::from_utf8_lossy(&tail.stdout), "second\n");
 }
 
-async fn stats_summary_reports_pod_and_node() {
-    // cAdvisor-style stats from the pod's cgroups on the agent's port.
-    let summary: serde_json::Value = reqwest::get(format!("http://{NODE_IP}:10250/stats/summary"))
+async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
+    // cAdvisor-style stats from the pod's cgroups on the agent's port, as an admin.
+    let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
+    let summary: serde_json::Value = admin
+        .get(format!("https://{NODE_IP}:10250/stats/summary"))
+        .send()
         .await
         .unwrap()
         .json()
@@ -842,6 +846,47 @@ async fn stats_summary_reports_pod_and_node() {
             .unwrap()
             > 0
     );
+}
+
+/// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the
+/// port (`nodes/proxy` is not in `view`); through the API the same user reads logs but
+/// may not exec, while an admin may.
+async fn agent_port_refuses_strangers_and_viewers(cluster: &Cluster) {
+    let pods = format!("https://{NODE_IP}:10250/pods");
+    let anonymous = cluster.credentials_without_user().reqwest().unwrap();
+    let answer = anonymous.get(&pods).send().await.unwrap();
+    assert_eq!(answer.status(), 401);
+    assert_eq!(answer.text().await.unwrap(), "Unauthorized\n");
+
+    let ok = |args: &[&str]| {
+        let out = cluster.kubectl(args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    ok(&["create", "serviceaccount", "viewer"]);
+    ok(&["create", "rolebinding", "viewer-view", "--clusterrole=view", "--serviceaccount=default:viewer"]);
+    let token = ok(&["create", "token", "viewer"]);
+    let mut viewer = cluster.credentials_without_user();
+    viewer.token = Some(token);
+    let answer = viewer.reqwest().unwrap().get(&pods).send().await.unwrap();
+    assert_eq!(answer.status(), 403);
+    assert_eq!(
+        answer.text().await.unwrap(),
+        "Forbidden (user=system:serviceaccount:default:viewer, verb=get, resource=nodes, subresource(s)=[proxy])\n"
+    );
+
+    let as_viewer = ["--as", "system:serviceaccount:default:viewer", "--as-group", "system:serviceaccounts"];
+    let logs = cluster.kubectl(&[&as_viewer[..], &["logs", "talker"]].concat());
+    assert!(logs.status.success(), "{}", String::from_utf8_lossy(&logs.stderr));
+    assert_eq!(String::from_utf8_lossy(&logs.stdout), "first\nsecond\n");
+    let exec = cluster.kubectl(&[&as_viewer[..], &["exec", "talker", "--", "true"]].concat());
+    assert!(!exec.status.success());
+    let stderr = String::from_utf8_lossy(&exec.stderr);
+    assert!(
+        stderr.contains("cannot create resource \"pods/exec\""),
+        "{stderr}"
+    );
+    assert_eq!(ok(&["exec", "talker", "--", "echo", "admin-exec"]), "admin-exec");
 }
 
 async fn deleting_pod_ends_follow(cluster: &Cluster, follow: std::process::Child) {

@@ -1,5 +1,6 @@
 //! `kubectl logs` through cairn-control: the pod's Node points at a log server on this
-//! machine (cairn-podlogs' `containerLogs` router over fixture files), and stock kubectl
+//! machine (cairn-podlogs' `containerLogs` router over fixture files, over HTTPS with a
+//! certificate from the cluster CA, as an agent's port), and stock kubectl
 //! (1.33 and 1.27) reads, tails, follows and gets kube-apiserver's errors.
 
 // Test code: a failed setup step should fail the test loudly.
@@ -57,15 +58,55 @@ impl LogSource for FixtureNode {
     }
 }
 
-/// Serves the fixture on 127.0.0.1 from a thread of its own; returns the port.
-fn start_log_server(node: FixtureNode) -> u16 {
+/// The fixture's listener: TLS with a serving certificate the cluster CA signed for
+/// 127.0.0.1, as an agent's port has (the API server checks it).
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+fn agent_tls(data_dir: &Path) -> Arc<rustls::ServerConfig> {
+    use cairn_pki::tls;
+    let pki = cairn_pki::ClusterPki::load(data_dir, Default::default()).unwrap();
+    let names = ["127.0.0.1".to_string()];
+    let year = std::time::Duration::from_secs(365 * 86400);
+    let issued = pki.cluster_ca.issue_serving("node-logs", &names, year).unwrap();
+    let key = tls::certified_key(&issued.cert_pem, &issued.key_pem).unwrap();
+    let clients = tls::client_chain_verifier(pki.client_ca.cert_pem()).unwrap();
+    tls::server_config(tls::SwappableCert::new(key), clients).unwrap()
+}
+
+/// Serves the fixture on 127.0.0.1 over HTTPS from a thread of its own; returns the port.
+fn start_log_server(node: FixtureNode, control_data_dir: &Path) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
+    let acceptor = tokio_rustls::TlsAcceptor::from(agent_tls(control_data_dir));
     std::thread::spawn(move || {
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let tcp = tokio::net::TcpListener::from_std(listener).unwrap();
+            let listener = TlsListener { tcp, acceptor };
             axum::serve(listener, router(Arc::new(node))).await.unwrap();
         });
     });
@@ -110,12 +151,15 @@ fn kubectl_logs_through_the_api_server() {
     let logs = tmp.path().join("logs");
     write_fixture_logs(&logs);
     let running = Arc::new(AtomicBool::new(true));
-    let port = start_log_server(FixtureNode {
-        dir: logs.clone(),
-        running: Arc::clone(&running),
-    });
-
     let server = Server::start(&tmp.path().join("control"));
+    let port = start_log_server(
+        FixtureNode {
+            dir: logs.clone(),
+            running: Arc::clone(&running),
+        },
+        &server.data_dir,
+    );
+
     let k = Kubectl::new(33, &server);
     register_node_and_pods(&k, port);
 

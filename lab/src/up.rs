@@ -243,6 +243,11 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
             t,
             || node_ready(&plan, &node.name),
         )?;
+        // Its port serves once the cluster signed its serving certificate: wait, so a
+        // first `kubectl exec` or `logs` does not race it.
+        wait_for(&agent, "the agent's HTTPS port", t, || {
+            answers(&plan, node, "agent")
+        })?;
     }
     Ok(())
 }
@@ -428,7 +433,7 @@ pub fn daemon_for(plan: &LabPlan, node: &NodePlan, component: &str) -> Result<Da
     }
 }
 
-/// Whether a node's component answers (its socket, /readyz or /healthz).
+/// Whether a node's component answers (its socket, /readyz, /healthz or its TLS port).
 pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
     let url = match component {
         // The socket is under the lab's run dir, at the same path on the host.
@@ -446,7 +451,14 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
             let curl = args!["curl", "-fsS", "--cacert", ca.display(), url];
             return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
         }
-        "agent" => format!("http://{}:10250/healthz", node.ip),
+        // A handshake verified by the cluster CA: the node's serving certificate is
+        // issued (any answer, a 401 to this anonymous request included, will do).
+        "agent" => {
+            let url = format!("https://{}:10250/healthz", node.ip);
+            let ca = plan.cluster_ca();
+            let curl = args!["curl", "-sS", "-o", "/dev/null", "--cacert", ca.display(), url];
+            return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
+        }
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
         _ => return false,
     };

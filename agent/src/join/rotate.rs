@@ -14,8 +14,6 @@ use cairn_pki::IssuedCert;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls::client::ResolvesClientCert;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use tower::Layer;
 use tracing::{info, warn};
@@ -43,12 +41,7 @@ pub struct ClientCerts {
 }
 
 fn certified(cert_pem: &str, key_pem: &str) -> Result<CertifiedKey, String> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
-    let provider = rustls::crypto::ring::default_provider();
-    CertifiedKey::from_der(chain, key, &provider).map_err(|e| e.to_string())
+    cairn_pki::tls::certified_key(cert_pem, key_pem).map_err(|e| e.to_string())
 }
 
 impl ClientCerts {
@@ -86,12 +79,7 @@ pub fn client(
     ca_pem: &str,
     certs: Arc<ClientCerts>,
 ) -> Result<kube::Client, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots
-            .add(ca.map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-    }
+    let roots = cairn_pki::tls::roots(ca_pem).map_err(|e| e.to_string())?;
     let generation = Arc::clone(&certs.connections);
     let mut tls = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
@@ -118,7 +106,7 @@ pub fn client(
 }
 
 /// When `cert` should be renewed: once a third of its life is left.
-fn renewal_wait(cert_pem: &str) -> Duration {
+pub(crate) fn renewal_wait(cert_pem: &str) -> Duration {
     let Ok(info) = cairn_pki::CertInfo::from_pem(cert_pem) else {
         return Duration::ZERO;
     };

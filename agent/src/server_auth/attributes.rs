@@ -3,8 +3,6 @@
 //! `stats` under `/stats/`, `metrics` under `/metrics`, `log` under `/logs/`,
 //! `proxy` for everything else (exec, attach, port-forward, container logs, pods).
 
-use serde_json::{json, Value};
-
 /// What a request asks of the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRequest {
@@ -52,25 +50,6 @@ pub fn request_attributes(method: &http::Method, path: &str, node: &str) -> Node
     }
 }
 
-/// The SubjectAccessReview asking whether `user` (in `groups`) may make `request`.
-pub fn subject_access_review(user: &str, groups: &[String], request: &NodeRequest) -> Value {
-    json!({
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": user,
-            "groups": groups,
-            "resourceAttributes": {
-                "verb": request.verb,
-                "version": "v1",
-                "resource": "nodes",
-                "subresource": request.subresource,
-                "name": request.node,
-            },
-        },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,10 +73,5 @@ mod tests {
             let r = request_attributes(&method, path, "n1");
             assert_eq!((r.verb, r.subresource), (verb, sub), "{method} {path}");
         }
-        let r = request_attributes(&Method::POST, "/exec/a/b/c", "n1");
-        let sar = subject_access_review("viewer", &["g".to_string()], &r);
-        assert_eq!(sar["spec"]["resourceAttributes"]["subresource"], "proxy");
-        assert_eq!(sar["spec"]["resourceAttributes"]["name"], "n1");
-        assert_eq!(sar["spec"]["user"], "viewer");
     }
 }

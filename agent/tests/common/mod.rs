@@ -242,7 +242,7 @@ impl Cluster {
                     .as_ref()
                     .and_then(|s| s.conditions.as_ref())
                     .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                if ready {
+                if ready && self.agent_port_answers().await {
                     return;
                 }
             }
@@ -253,6 +253,27 @@ impl Cluster {
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The agent's port completes a TLS handshake verified against the cluster CA (its
+    /// serving certificate is issued) and answers; anonymous requests get a 401.
+    pub async fn agent_port_answers(&self) -> bool {
+        let anonymous = self.credentials_without_user().reqwest().unwrap();
+        let answer = anonymous
+            .get(format!("https://{NODE_IP}:10250/healthz"))
+            .send()
+            .await;
+        answer.is_ok_and(|r| r.status() == 401)
+    }
+
+    /// The admin kubeconfig's cluster and CA, with no user.
+    pub fn credentials_without_user(&self) -> cairn_testsupport::api_client::Credentials {
+        let mut c =
+            cairn_testsupport::api_client::Credentials::from_kubeconfig(&self.kubeconfig).unwrap();
+        c.client_cert_pem = None;
+        c.client_key_pem = None;
+        c.token = None;
+        c
     }
 
     pub async fn create(&self, pod: Value) -> Pod {

@@ -33,7 +33,8 @@ pub mod selectors;
 mod serve;
 pub mod state;
 pub mod storage;
-pub mod tls;
+pub mod agent_dial;
+pub use cairn_pki::tls;
 mod tls_setup;
 pub mod watch;
 
@@ -228,9 +229,12 @@ fn spawn_background(
     let mut background = vec![
         tokio::spawn(compaction_loop(backend, config.compaction_interval)),
         tokio::spawn(tls_setup::renewal_loop(
-            Arc::clone(&security.pki),
-            security.names.clone(),
-            Arc::clone(&security.cert),
+            tls_setup::Renewed {
+                pki: Arc::clone(&security.pki),
+                names: security.names.clone(),
+                cert: Arc::clone(&security.cert),
+                agents: Arc::clone(&security.agents),
+            },
             config.data_dir.clone(),
             url,
         )),
@@ -300,8 +304,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         },
         config.service_cidr,
         config.node_port_range,
+        Arc::clone(&security.agents),
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    state
+        .publish_client_ca(security.pki.client_ca.cert_pem())
+        .await
+        .map_err(ServerError::Bootstrap)?;
     let authorizer = Arc::new(authz::Authorizer::new(config.authorization_mode));
     let index_sync = authz::sync::start(Arc::clone(&authorizer), Arc::clone(&state.cache));
     state.refresh_custom_resources();

@@ -1,10 +1,8 @@
 //! `GET /api/v1/namespaces/{ns}/pods/{name}/log`: checked the way kube-apiserver checks it
 //! (`PodLogOptions` decoding and validation, container choice, a node to ask), then proxied
 //! to the node agent's `/containerLogs/{ns}/{pod}/{container}`, streaming each chunk as it
-//! arrives so `kubectl logs -f` is live. Agents speak plain HTTP (see ARCHITECTURE.md, "Logs").
-
-use std::sync::OnceLock;
-use std::time::Duration;
+//! arrives so `kubectl logs -f` is live. Agents are reached over HTTPS as the API
+//! server's own client ([`crate::agent_dial`]).
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -35,18 +33,6 @@ pub fn match_path(path: &str) -> Option<(&str, &str)> {
     Some((ns, name))
 }
 
-/// The HTTP client for agents (logs and the proxy subresources): no proxy, a connect timeout.
-pub(crate) fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .no_proxy()
-            .build()
-            .unwrap_or_default()
-    })
-}
-
 /// Serves one log request.
 pub async fn pod_log(
     state: &ApiState,
@@ -66,12 +52,14 @@ pub async fn pod_log(
     let node: Value = state.get_value(resource("nodes")?, None, node_name)?.0;
     let (host, port) = kubelet_endpoint(&node)?;
     let url = format!(
-        "http://{}/containerLogs/{namespace}/{name}/{container}{}",
+        "https://{}/containerLogs/{namespace}/{name}/{container}{}",
         join_host_port(&host, port),
         agent_query(&parsed.options)
     );
     debug!(%url, "proxying pod log");
-    let upstream = client()
+    let upstream = state
+        .agents
+        .http()
         .get(&url)
         .send()
         .await

@@ -15,7 +15,6 @@ use cairn_api::status::Status;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::TcpStream;
 use tracing::{debug, Instrument};
 
 use crate::podlog::{join_host_port, kubelet_endpoint};
@@ -168,7 +167,12 @@ pub async fn pod_stream(
     let path = agent_path(&pod, ns, name, kind, parts.uri.query())?;
     let node = state.get_value(nodes, None, node_name)?.0;
     let (host, port) = kubelet_endpoint(&node)?;
-    proxy_upgrade(&join_host_port(&host, port), &path, parts).await
+    let agent = Agent {
+        dialer: &state.agents,
+        host: &host,
+        addr: join_host_port(&host, port),
+    };
+    proxy_upgrade(agent, &path, parts).await
 }
 
 /// Headers that describe the hop, not the request: never forwarded.
@@ -184,10 +188,20 @@ fn status_error(what: &str, e: impl std::fmt::Display) -> Status {
     )
 }
 
-async fn proxy_upgrade(agent: &str, path: &str, mut parts: Parts) -> Result<Response, Status> {
-    let stream = TcpStream::connect(agent)
+/// The agent a stream goes to: its host (for the certificate check) and `host:port`.
+struct Agent<'a> {
+    dialer: &'a crate::agent_dial::AgentDialer,
+    host: &'a str,
+    addr: String,
+}
+
+async fn proxy_upgrade(to: Agent<'_>, path: &str, mut parts: Parts) -> Result<Response, Status> {
+    let agent = to.addr.as_str();
+    let stream = to
+        .dialer
+        .connect(to.host, agent)
         .await
-        .map_err(|e| status_error(&format!("dial tcp {agent}"), e))?;
+        .map_err(|e| Status::new(500, "InternalError", format!("error dialing backend: {e}")))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| status_error(agent, e))?;

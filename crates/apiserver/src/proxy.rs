@@ -1,7 +1,12 @@
 //! The `proxy` subresources: `/api/v1/nodes/{node}[:port]/proxy/{path}` to the node's
 //! agent, `/api/v1/namespaces/{ns}/pods/{pod}[:port]/proxy/{path}` to the pod's IP, and
 //! `/api/v1/namespaces/{ns}/services/[scheme:]{svc}[:port]/proxy/{path}` to a ready
-//! endpoint of the service, all over the node network (plain HTTP), any method.
+//! endpoint of the service, any method. Agents are reached over HTTPS as the API
+//! server's own client ([`crate::agent_dial`]); pods and services over plain HTTP, with
+//! no credentials.
+
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -73,15 +78,33 @@ fn service_unavailable(message: String) -> Status {
     Status::new(503, "ServiceUnavailable", message)
 }
 
-/// `host:port` of the backend, and the scheme to use.
+/// The client for pods and services: no proxy, a connect timeout, no client certificate.
+fn plain_client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .no_proxy()
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+/// `(scheme, host:port)` of the backend.
 fn resolve(state: &ApiState, t: &ProxyTarget<'_>) -> Result<(String, String), Status> {
     let (scheme, name, port) = split_name(t.name);
-    let scheme = if scheme.is_empty() { "http" } else { scheme }.to_string();
-    if scheme != "http" {
+    let wanted = match (t.kind, scheme) {
+        ("nodes", "" | "https") => "https",
+        ("nodes", _) => "",
+        (_, "" | "http") => "http",
+        _ => "",
+    };
+    if wanted.is_empty() {
         return Err(Status::bad_request(format!(
-            "scheme {scheme} is not supported: the proxy speaks plain HTTP to nodes"
+            "scheme {scheme} is not supported: agents are reached over https, pods and services over http"
         )));
     }
+    let scheme = wanted.to_string();
     match t.kind {
         "nodes" => {
             let node = state.get_value(resource("nodes", "", "v1")?, None, name)?.0;
@@ -225,7 +248,12 @@ pub async fn proxy(
     };
     let url = format!("{scheme}://{host}{path}{query}");
     debug!(%url, "proxying");
-    let mut request = crate::podlog::client()
+    let client = if target.kind == "nodes" {
+        state.agents.http()
+    } else {
+        plain_client()
+    };
+    let mut request = client
         .request(parts.method.clone(), &url)
         .body(body);
     for (k, v) in &parts.headers {

@@ -23,6 +23,7 @@ mod allocate;
 mod binding;
 mod bootstrap;
 mod bootstrap_api;
+mod client_ca;
 mod convert;
 mod create;
 mod csr;
@@ -128,6 +129,8 @@ pub struct ApiState {
     /// Admission webhooks: the configured ones, and how they are called.
     webhook_hooks: crate::admission::webhook::Hooks,
     webhook_caller: Arc<dyn crate::admission::webhook::Caller>,
+    /// HTTPS to the agents' ports, as the API server's own client.
+    pub agents: Arc<crate::agent_dial::AgentDialer>,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -161,6 +164,7 @@ impl ApiState {
         settings: ServerSettings,
         service_cidr: ipnetwork::Ipv4Network,
         node_port_range: (u16, u16),
+        agents: Arc<crate::agent_dial::AgentDialer>,
     ) -> Arc<ApiState> {
         let state = Arc::new(ApiState {
             cache: cache.clone(),
@@ -174,6 +178,7 @@ impl ApiState {
             webhook_caller: Arc::new(crate::admission::webhook::client::HttpsCaller::new(
                 Arc::new(CachedServices(cache.clone())),
             )),
+            agents,
         });
         state.restore_allocations();
         state

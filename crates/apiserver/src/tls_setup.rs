@@ -12,6 +12,7 @@ use cairn_pki::cluster::{kubeconfig_client_cert, ADMIN_KUBECONFIG};
 use cairn_pki::{ClusterPki, ServingNames};
 use tracing::{info, warn};
 
+use crate::agent_dial::AgentDialer;
 use crate::authn::{token_file, Authenticator, ClientCertAuthenticator};
 use crate::tls::{self, SwappableCert};
 use crate::{ServerConfig, ServerError};
@@ -26,6 +27,7 @@ pub(crate) struct Security {
     pub cert: Arc<SwappableCert>,
     pub tls: Arc<rustls::ServerConfig>,
     pub authn: Arc<Authenticator>,
+    pub agents: Arc<AgentDialer>,
 }
 
 pub(crate) fn setup(
@@ -56,12 +58,16 @@ pub(crate) fn setup(
         tokens,
         Some(crate::authn::ServiceAccountTokens::new(sa_key)),
     );
+    let kubelet_client = pki.kubelet_client().map_err(ServerError::Pki)?;
+    let agents = AgentDialer::new(pki.cluster_ca.cert_pem(), &kubelet_client)
+        .map_err(ServerError::Tls)?;
     Ok(Security {
         pki: Arc::new(pki),
         names,
         cert,
         tls,
         authn: Arc::new(authn),
+        agents: Arc::new(agents),
     })
 }
 
@@ -146,23 +152,27 @@ pub(crate) fn refresh_admin_kubeconfig(
     Ok(true)
 }
 
-/// Renews the serving certificate (swapped in place: open connections and watches stay)
-/// and the admin kubeconfig, checking 30 times per leaf lifetime, at most every minute.
-pub(crate) async fn renewal_loop(
-    pki: Arc<ClusterPki>,
-    names: ServingNames,
-    cert: Arc<SwappableCert>,
-    data_dir: PathBuf,
-    url: String,
-) {
+/// The certificates the renewal loop keeps current, and where each goes.
+pub(crate) struct Renewed {
+    pub pki: Arc<ClusterPki>,
+    pub names: ServingNames,
+    pub cert: Arc<SwappableCert>,
+    pub agents: Arc<AgentDialer>,
+}
+
+/// Renews the serving certificate (swapped in place: open connections and watches stay),
+/// the client certificate for agents and the admin kubeconfig, checking 30 times per
+/// leaf lifetime, at most every minute.
+pub(crate) async fn renewal_loop(r: Renewed, data_dir: PathBuf, url: String) {
+    let pki = &r.pki;
     let period =
         (pki.lifetimes.leaf / 30).clamp(Duration::from_millis(200), Duration::from_secs(60));
     loop {
         tokio::time::sleep(period).await;
-        match pki.renew_serving_if_due(&names) {
+        match pki.renew_serving_if_due(&r.names) {
             Ok(Some(issued)) => match tls::certified_key(&issued.cert_pem, &issued.key_pem) {
                 Ok(key) => {
-                    cert.swap(key);
+                    r.cert.swap(key);
                     info!("renewed the serving certificate");
                 }
                 Err(e) => warn!(error = %e, "loading the renewed serving certificate"),
@@ -170,7 +180,15 @@ pub(crate) async fn renewal_loop(
             Ok(None) => {}
             Err(e) => warn!(error = %e, "renewing the serving certificate"),
         }
-        match refresh_admin_kubeconfig(&pki, &data_dir, &url) {
+        match pki.renew_kubelet_client_if_due() {
+            Ok(Some(issued)) => match r.agents.renewed(&issued) {
+                Ok(()) => info!("renewed the client certificate for agents"),
+                Err(e) => warn!(error = %e, "loading the renewed client certificate for agents"),
+            },
+            Ok(None) => {}
+            Err(e) => warn!(error = %e, "renewing the client certificate for agents"),
+        }
+        match refresh_admin_kubeconfig(pki, &data_dir, &url) {
             Ok(true) => info!("renewed the admin kubeconfig's certificate"),
             Ok(false) => {}
             Err(e) => warn!(error = %e, "renewing the admin kubeconfig"),

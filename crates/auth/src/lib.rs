@@ -8,6 +8,7 @@
 //! - [`rbac::escalation`]: may a user write this Role/ClusterRole/binding.
 //! - [`node`]: the Node authorizer ([`node::NodeGraph`], [`node::authorize`]) and
 //!   NodeRestriction admission ([`node::restriction`]).
+//! - [`x509`]: the user a client certificate names, once its chain is checked.
 //! - [`rbac::bootstrap`]: upstream's default policy; [`rbac::aggregation`]: `admin`/`edit`/`view`.
 
 pub mod attributes;
@@ -15,6 +16,7 @@ mod gofmt;
 pub mod node;
 pub mod rbac;
 pub mod user;
+pub mod x509;
 
 pub use attributes::{forbidden_message, Attributes, Decision};
 pub use rbac::escalation::{EscalationError, Operation};

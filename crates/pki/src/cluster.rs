@@ -6,6 +6,7 @@
 //! | `ca.crt`, `ca.key` | cluster CA (10 years): signs the serving certificates; clients trust it |
 //! | `client-ca.crt`, `client-ca.key` | client CA (10 years): signs every client certificate |
 //! | `apiserver.crt`, `apiserver.key` | the API's serving certificate (every name it is reached by) |
+//! | `apiserver-kubelet-client.crt`, `.key` | the API's client certificate for the agents' ports |
 //! | `sa.key`, `sa.pub` | the ServiceAccount token signing key pair |
 //!
 //! Private keys are `0600`. A CA is never replaced; leaf certificates are.
@@ -51,6 +52,11 @@ pub struct CertEntry {
 }
 
 const SERVING: &str = "apiserver";
+const KUBELET_CLIENT: &str = "apiserver-kubelet-client";
+
+/// The user the API server is when it calls an agent (kubeadm's name), bound to
+/// `system:kubelet-api-admin`.
+pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
 
 impl ClusterPki {
     /// Loads the PKI of `data_dir`, creating what is missing; the serving certificate is
@@ -75,6 +81,7 @@ impl ClusterPki {
             lifetimes,
         };
         pki.renew_serving_if_due(names)?;
+        pki.renew_kubelet_client_if_due()?;
         Ok(pki)
     }
 
@@ -100,9 +107,65 @@ impl ClusterPki {
     }
 
     pub fn serving_paths(&self) -> (PathBuf, PathBuf) {
+        self.leaf_paths(SERVING)
+    }
+
+    pub fn kubelet_client_paths(&self) -> (PathBuf, PathBuf) {
+        self.leaf_paths(KUBELET_CLIENT)
+    }
+
+    fn leaf_paths(&self, name: &str) -> (PathBuf, PathBuf) {
         (
-            self.dir.join(format!("{SERVING}.crt")),
-            self.dir.join(format!("{SERVING}.key")),
+            self.dir.join(format!("{name}.crt")),
+            self.dir.join(format!("{name}.key")),
+        )
+    }
+
+    fn read_leaf(&self, name: &str) -> Result<IssuedCert, PkiError> {
+        let (cert, key) = self.leaf_paths(name);
+        Ok(IssuedCert {
+            cert_pem: files::read(&cert)?,
+            key_pem: files::read(&key)?,
+        })
+    }
+
+    /// Writes the leaf `name` from `issue` unless the stored one is readable, not due
+    /// for renewal and `fits`; returns it when it did.
+    fn renew_leaf_if_due(
+        &self,
+        name: &str,
+        fits: impl Fn(&CertInfo) -> bool,
+        issue: impl Fn() -> Result<IssuedCert, PkiError>,
+    ) -> Result<Option<IssuedCert>, PkiError> {
+        let (cert_path, key_path) = self.leaf_paths(name);
+        let current = files::read(&cert_path)
+            .ok()
+            .and_then(|pem| CertInfo::from_pem(&pem).ok());
+        let fresh = current.is_some_and(|c| !c.renewal_due(now()) && fits(&c) && key_path.exists());
+        if fresh {
+            return Ok(None);
+        }
+        let issued = issue()?;
+        files::write_private(&key_path, issued.key_pem.as_bytes())?;
+        files::write_public(&cert_path, issued.cert_pem.as_bytes())?;
+        Ok(Some(issued))
+    }
+
+    /// The API server's client certificate for agents, as stored.
+    pub fn kubelet_client(&self) -> Result<IssuedCert, PkiError> {
+        self.read_leaf(KUBELET_CLIENT)
+    }
+
+    /// Issues a new client certificate for agents when the stored one is missing,
+    /// unreadable or due for renewal; returns it when it did.
+    pub fn renew_kubelet_client_if_due(&self) -> Result<Option<IssuedCert>, PkiError> {
+        self.renew_leaf_if_due(
+            KUBELET_CLIENT,
+            |c| c.common_name == KUBELET_CLIENT_USER,
+            || {
+                self.client_ca
+                    .issue_client(KUBELET_CLIENT_USER, &[], self.lifetimes.leaf)
+            },
         )
     }
 
@@ -112,11 +175,7 @@ impl ClusterPki {
 
     /// The serving certificate and key as stored.
     pub fn serving(&self) -> Result<IssuedCert, PkiError> {
-        let (cert, key) = self.serving_paths();
-        Ok(IssuedCert {
-            cert_pem: files::read(&cert)?,
-            key_pem: files::read(&key)?,
-        })
+        self.read_leaf(SERVING)
     }
 
     /// Issues a new serving certificate when the stored one is missing, unreadable, due
@@ -125,21 +184,14 @@ impl ClusterPki {
         &self,
         names: &ServingNames,
     ) -> Result<Option<IssuedCert>, PkiError> {
-        let (cert_path, key_path) = self.serving_paths();
-        let current = files::read(&cert_path)
-            .ok()
-            .and_then(|pem| CertInfo::from_pem(&pem).ok());
-        let fresh = current
-            .is_some_and(|c| !c.renewal_due(now()) && c.names_cover(&names.0) && key_path.exists());
-        if fresh {
-            return Ok(None);
-        }
-        let issued =
-            self.cluster_ca
-                .issue_serving("cairn-control", &names.0, self.lifetimes.leaf)?;
-        files::write_private(&key_path, issued.key_pem.as_bytes())?;
-        files::write_public(&cert_path, issued.cert_pem.as_bytes())?;
-        Ok(Some(issued))
+        self.renew_leaf_if_due(
+            SERVING,
+            |c| c.names_cover(&names.0),
+            || {
+                self.cluster_ca
+                    .issue_serving("cairn-control", &names.0, self.lifetimes.leaf)
+            },
+        )
     }
 
     /// A kubeconfig for `server` with a fresh client certificate for `user` in `groups`.
@@ -163,7 +215,7 @@ impl ClusterPki {
     /// Every certificate file under `pki/`, and any kubeconfig beside it, with its expiry.
     pub fn check(&self, data_dir: &Path) -> Vec<CertEntry> {
         let mut out = Vec::new();
-        for name in ["ca", "client-ca", SERVING] {
+        for name in ["ca", "client-ca", SERVING, KUBELET_CLIENT] {
             let file = self.dir.join(format!("{name}.crt"));
             if let Some(info) = files::read(&file)
                 .ok()
@@ -244,7 +296,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pki =
             ClusterPki::ensure(dir.path(), &names(&["127.0.0.1"]), Lifetimes::default()).unwrap();
-        for key in ["ca.key", "client-ca.key", "apiserver.key", "sa.key"] {
+        let keys = [
+            "ca.key",
+            "client-ca.key",
+            "apiserver.key",
+            "apiserver-kubelet-client.key",
+            "sa.key",
+        ];
+        for key in keys {
             let mode = std::fs::metadata(pki.dir().join(key))
                 .unwrap()
                 .permissions()
@@ -253,7 +312,11 @@ mod tests {
         }
         let serving = CertInfo::from_pem(&pki.serving().unwrap().cert_pem).unwrap();
         assert_eq!(serving.issuer_common_name, "cairn-ca");
-        assert_eq!(pki.check(dir.path()).len(), 3);
+        let client = CertInfo::from_pem(&pki.kubelet_client().unwrap().cert_pem).unwrap();
+        assert_eq!(client.issuer_common_name, "cairn-client-ca");
+        assert_eq!(client.common_name, KUBELET_CLIENT_USER);
+        assert!(pki.renew_kubelet_client_if_due().unwrap().is_none());
+        assert_eq!(pki.check(dir.path()).len(), 4);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - [`cluster`]: the files in a data directory, created on first start, renewed after.
 //! - [`kubeconfig`]: a kubeconfig with the CA and a client certificate embedded.
 //! - [`files`]: atomic writes with the right modes.
+//! - [`tls`]: rustls configurations from them: swappable serving and client certificates.
 
 pub mod authority;
 pub mod cluster;
@@ -17,6 +18,7 @@ pub mod files;
 pub mod inspect;
 pub mod join;
 pub mod kubeconfig;
+pub mod tls;
 
 use std::path::PathBuf;
 

@@ -14,7 +14,7 @@ pub mod bootstrap;
 pub mod jwt;
 pub mod serviceaccount;
 pub mod token_file;
-pub mod x509;
+pub use cairn_auth::x509;
 
 use std::collections::HashMap;
 

@@ -12,14 +12,21 @@
 //!   DNS reads Services, EndpointSlices and Namespaces and publishes the node in
 //!   `kube-dns`'s EndpointSlices; the network controller reads every Node for its
 //!   routes; the provisioner lists claims and manages PersistentVolumes. Secrets and
-//!   ConfigMaps are not here: a node reads only those of its own pods.
+//!   ConfigMaps are not here: a node reads only those of its own pods, and
+//!   `kube-system/extension-apiserver-authentication` (the client CA its port checks
+//!   client certificates against) through upstream's Role for reading it.
+//! - `cairn:kube-apiserver-kubelet-client`: the API server's client certificate for the
+//!   agents' ports gets `system:kubelet-api-admin` (kubeadm binds its
+//!   `kube-apiserver-kubelet-client` the same way).
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, Subject};
 
 use super::{cluster_binding, cluster_role, group, rule, user};
 
 pub const CONTROLLER_MANAGER_ROLE: &str = "cairn:controller-manager";
 pub const NODE_ROLE: &str = "cairn:node";
+/// The user of the API server's client certificate for the agents' ports.
+pub const KUBELET_API_CLIENT: &str = "kube-apiserver-kubelet-client";
 
 fn node_extras() -> Vec<PolicyRule> {
     let read = ["get", "list", "watch"];
@@ -115,6 +122,22 @@ pub fn bindings() -> Vec<ClusterRoleBinding> {
             vec![user("system:kube-controller-manager")],
         ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
+        binding_of(
+            "cairn:kube-apiserver-kubelet-client",
+            "system:kubelet-api-admin",
+            vec![user(KUBELET_API_CLIENT)],
+        ),
     ]);
     all
+}
+
+/// Nodes read the client CA the API server publishes for servers that check client
+/// certificates (their own port).
+pub fn role_bindings() -> Vec<RoleBinding> {
+    vec![super::namespaced::binding(
+        "kube-system",
+        "cairn:node-extension-apiserver-authentication-reader",
+        "extension-apiserver-authentication-reader",
+        vec![group(crate::user::NODES)],
+    )]
 }

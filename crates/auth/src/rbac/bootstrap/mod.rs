@@ -72,11 +72,13 @@ pub fn policy() -> BootstrapPolicy {
     let mut cluster_role_bindings = cluster_role_bindings();
     cluster_role_bindings.extend(controller_roles::controller_role_bindings());
     cluster_role_bindings.extend(cairn::bindings());
+    let mut role_bindings = namespaced::role_bindings();
+    role_bindings.extend(cairn::role_bindings());
     BootstrapPolicy {
         cluster_roles,
         cluster_role_bindings,
         roles: namespaced::roles(),
-        role_bindings: namespaced::role_bindings(),
+        role_bindings,
     }
 }
 

@@ -17,7 +17,12 @@ fn role(namespace: &str, name: &str, rules: Vec<PolicyRule>) -> Role {
     }
 }
 
-fn binding(namespace: &str, name: &str, role: &str, subjects: Vec<Subject>) -> RoleBinding {
+pub(super) fn binding(
+    namespace: &str,
+    name: &str,
+    role: &str,
+    subjects: Vec<Subject>,
+) -> RoleBinding {
     RoleBinding {
         metadata: meta(name, Some(namespace), &[]),
         role_ref: role_ref("Role", role),

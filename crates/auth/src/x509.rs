@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cairn_auth::UserInfo;
+use crate::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 

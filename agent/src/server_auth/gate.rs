@@ -1,0 +1,194 @@
+//! The check every request to the agent's port passes (the kubelet's `InstallAuthFilter`):
+//! authenticate (the connection's client certificate against the client CA, else a
+//! bearer token through a TokenReview; nothing else: anonymous requests are refused),
+//! then authorize `nodes/<subresource>` of this node through a SubjectAccessReview.
+//! Answers are cached as the kubelet caches them (tokens 2 minutes; decisions 5 minutes
+//! when allowed, 30 seconds when not), so a stream of requests costs one review.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_auth::x509::{ClientCertAuthenticator, PeerCert};
+use cairn_auth::UserInfo;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+use tracing::{debug, warn};
+
+use super::attributes::{request_attributes, NodeRequest};
+use super::review::Reviewer;
+
+const TOKEN_TTL: Duration = Duration::from_secs(120);
+const ALLOWED_TTL: Duration = Duration::from_secs(300);
+const DENIED_TTL: Duration = Duration::from_secs(30);
+/// Entries a cache holds before it drops the expired ones (and, if still full, all).
+const CACHE_LIMIT: usize = 4096;
+
+/// Why a request is refused, with the kubelet's status and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Unauthorized,
+    Forbidden(String),
+    /// The review could not be made (the API server unreachable).
+    AuthorizationError(String),
+}
+
+impl Refusal {
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::Unauthorized => 401,
+            Refusal::Forbidden(_) => 403,
+            Refusal::AuthorizationError(_) => 500,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::Unauthorized => "Unauthorized".into(),
+            Refusal::Forbidden(m) | Refusal::AuthorizationError(m) => m.clone(),
+        }
+    }
+}
+
+struct TtlCache<K, V>(Mutex<HashMap<K, (V, Instant)>>);
+
+impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
+    fn new() -> Self {
+        TtlCache(Mutex::new(HashMap::new()))
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        let map = self.0.lock();
+        map.get(key)
+            .filter(|(_, until)| *until > Instant::now())
+            .map(|(v, _)| v.clone())
+    }
+
+    fn put(&self, key: K, value: V, ttl: Duration) {
+        let mut map = self.0.lock();
+        if map.len() >= CACHE_LIMIT {
+            let now = Instant::now();
+            map.retain(|_, (_, until)| *until > now);
+            if map.len() >= CACHE_LIMIT {
+                map.clear();
+            }
+        }
+        map.insert(key, (value, Instant::now() + ttl));
+    }
+}
+
+type DecisionKey = (String, Vec<String>, &'static str, &'static str);
+
+pub struct Gate {
+    pub x509: ClientCertAuthenticator,
+    reviewer: Arc<dyn Reviewer>,
+    node: String,
+    tokens: TtlCache<[u8; 32], Option<UserInfo>>,
+    decisions: TtlCache<DecisionKey, bool>,
+}
+
+fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn forbidden(user: &UserInfo, r: &NodeRequest) -> String {
+    format!(
+        "Forbidden (user={}, verb={}, resource=nodes, subresource(s)=[{}])",
+        user.username, r.verb, r.subresource
+    )
+}
+
+impl Gate {
+    pub fn new(x509: ClientCertAuthenticator, reviewer: Arc<dyn Reviewer>, node: &str) -> Gate {
+        Gate {
+            x509,
+            reviewer,
+            node: node.to_string(),
+            tokens: TtlCache::new(),
+            decisions: TtlCache::new(),
+        }
+    }
+
+    /// The user of a request; a 401 without valid credentials.
+    async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+        peer: &PeerCert,
+    ) -> Result<UserInfo, Refusal> {
+        match peer {
+            PeerCert::Valid { user, not_after } if *not_after > cairn_pki::inspect::now() => {
+                return Ok(user.clone())
+            }
+            PeerCert::Valid { .. } | PeerCert::Invalid(_) => return Err(Refusal::Unauthorized),
+            PeerCert::Absent => {}
+        }
+        let token = bearer(headers).ok_or(Refusal::Unauthorized)?;
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(known) = self.tokens.get(&key) {
+            return known.ok_or(Refusal::Unauthorized);
+        }
+        match self.reviewer.review_token(token).await {
+            Ok(user) => {
+                self.tokens.put(key, user.clone(), TOKEN_TTL);
+                user.ok_or(Refusal::Unauthorized)
+            }
+            Err(e) => {
+                warn!(error = %e, "reviewing a bearer token");
+                Err(Refusal::Unauthorized)
+            }
+        }
+    }
+
+    async fn authorize(&self, user: &UserInfo, request: &NodeRequest) -> Result<(), Refusal> {
+        let key = (
+            user.username.clone(),
+            user.groups.clone(),
+            request.verb,
+            request.subresource,
+        );
+        let allowed = match self.decisions.get(&key) {
+            Some(allowed) => allowed,
+            None => match self.reviewer.review_access(user, request).await {
+                Ok(allowed) => {
+                    let ttl = if allowed { ALLOWED_TTL } else { DENIED_TTL };
+                    self.decisions.put(key, allowed, ttl);
+                    allowed
+                }
+                Err(e) => {
+                    warn!(error = %e, "reviewing access to the agent's port");
+                    return Err(Refusal::AuthorizationError(format!(
+                        "Authorization error (user={}, verb={}, resource=nodes, subresource(s)=[{}])",
+                        user.username, request.verb, request.subresource
+                    )));
+                }
+            },
+        };
+        if allowed {
+            Ok(())
+        } else {
+            debug!(user = %user.username, path = %request.path, "forbidden");
+            Err(Refusal::Forbidden(forbidden(user, request)))
+        }
+    }
+
+    /// Whether the request may go on, and as whom.
+    pub async fn admit(
+        &self,
+        method: &http::Method,
+        path: &str,
+        headers: &http::HeaderMap,
+        peer: &PeerCert,
+    ) -> Result<UserInfo, Refusal> {
+        let user = self.authenticate(headers, peer).await?;
+        let request = request_attributes(method, path, &self.node);
+        self.authorize(&user, &request).await?;
+        Ok(user)
+    }
+}
+
+#[cfg(test)]
+mod tests;

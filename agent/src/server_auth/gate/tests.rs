@@ -1,0 +1,112 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairn_pki::Authority;
+use http::{HeaderMap, HeaderValue, Method};
+
+use super::*;
+use crate::server_auth::review::ReviewError;
+
+/// Knows one token ("view-token" → viewer) and lets `admin` do anything, `viewer`
+/// read stats only; counts the reviews it answers.
+#[derive(Default)]
+struct FakeReviewer {
+    token_reviews: AtomicUsize,
+    access_reviews: AtomicUsize,
+}
+
+#[async_trait]
+impl Reviewer for FakeReviewer {
+    async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, ReviewError> {
+        self.token_reviews.fetch_add(1, Ordering::SeqCst);
+        Ok((token == "view-token").then(|| UserInfo::new("viewer", vec!["viewers".into()])))
+    }
+
+    async fn review_access(
+        &self,
+        user: &UserInfo,
+        request: &NodeRequest,
+    ) -> Result<bool, ReviewError> {
+        self.access_reviews.fetch_add(1, Ordering::SeqCst);
+        Ok(user.username == "admin"
+            || (user.username == "viewer" && request.subresource == "stats"))
+    }
+}
+
+fn gate() -> (Gate, Arc<FakeReviewer>) {
+    let ca = Authority::generate("test-client-ca", Duration::from_secs(3600)).unwrap();
+    let check = cairn_pki::tls::client_chain_verifier(ca.cert_pem()).unwrap();
+    let reviewer = Arc::new(FakeReviewer::default());
+    let gate = Gate::new(
+        ClientCertAuthenticator::new(check),
+        Arc::clone(&reviewer) as Arc<dyn Reviewer>,
+        "node-a",
+    );
+    (gate, reviewer)
+}
+
+fn with_token(token: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(
+        http::header::AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    h
+}
+
+fn admin_cert(not_after: i64) -> PeerCert {
+    PeerCert::Valid {
+        user: UserInfo::new("admin", vec![]),
+        not_after,
+    }
+}
+
+#[tokio::test]
+async fn anonymous_and_bad_credentials_are_unauthorized() {
+    let (gate, _) = gate();
+    let none = HeaderMap::new();
+    let get = Method::GET;
+    let refused = gate.admit(&get, "/pods", &none, &PeerCert::Absent).await;
+    assert_eq!(refused.unwrap_err(), Refusal::Unauthorized);
+    let (nope, view) = (with_token("nope"), with_token("view-token"));
+    let wrong = gate.admit(&get, "/pods", &nope, &PeerCert::Absent).await;
+    assert_eq!(wrong.unwrap_err().status(), 401);
+    let other_ca = PeerCert::Invalid("unknown issuer".into());
+    let refused = gate.admit(&get, "/pods", &view, &other_ca).await;
+    assert_eq!(refused.unwrap_err(), Refusal::Unauthorized);
+    let expired = gate.admit(&get, "/pods", &none, &admin_cert(1)).await;
+    assert_eq!(expired.unwrap_err(), Refusal::Unauthorized);
+}
+
+#[tokio::test]
+async fn users_get_what_their_review_allows_and_reviews_are_cached() {
+    let (gate, reviewer) = gate();
+    let far = cairn_pki::inspect::now() + 3600;
+    let none = HeaderMap::new();
+    let exec = Method::POST;
+    let user = gate
+        .admit(&exec, "/exec/ns/p/c", &none, &admin_cert(far))
+        .await
+        .unwrap();
+    assert_eq!(user.username, "admin");
+    let view = with_token("view-token");
+    let stats = gate.admit(&Method::GET, "/stats/summary", &view, &PeerCert::Absent).await;
+    assert_eq!(stats.unwrap().username, "viewer");
+    for _ in 0..3 {
+        let refused = gate
+            .admit(&exec, "/exec/ns/p/c", &view, &PeerCert::Absent)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            Refusal::Forbidden(
+                "Forbidden (user=viewer, verb=create, resource=nodes, subresource(s)=[proxy])"
+                    .into()
+            )
+        );
+        assert_eq!(refused.status(), 403);
+    }
+    assert_eq!(reviewer.token_reviews.load(Ordering::SeqCst), 1);
+    assert_eq!(reviewer.access_reviews.load(Ordering::SeqCst), 3);
+}

@@ -1,0 +1,160 @@
+//! The agent's HTTPS port (the kubelet's :10250): TLS with a certificate the cluster
+//! signed for this node ([`cert`]), a handshake deadline and a header read deadline
+//! against slow clients, then every request through the [`Gate`] (client certificate
+//! or bearer token, SubjectAccessReview) before the router sees it. The client CA the
+//! gate checks certificates against is the one the API server publishes in
+//! `kube-system/extension-apiserver-authentication`. Liveness is a separate plain-HTTP
+//! `/healthz` on loopback, as the kubelet's `--healthz-port`.
+
+pub mod cert;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use cairn_auth::x509::{ClientCertAuthenticator, PeerCert};
+use cairn_pki::tls::SwappableCert;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use k8s_openapi::api::core::v1::ConfigMap;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+use tracing::{debug, warn};
+
+use crate::server_auth::{ApiReviewer, Gate};
+use crate::Agent;
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+const CLIENT_CA_CONFIGMAP: &str = "extension-apiserver-authentication";
+const CLIENT_CA_KEY: &str = "client-ca-file";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    #[error("reading the client CA from kube-system/{CLIENT_CA_CONFIGMAP}: {0}")]
+    ClientCa(String),
+    #[error("the port's TLS configuration: {0}")]
+    Tls(#[from] cairn_pki::tls::TlsError),
+}
+
+/// The client CA the API server publishes.
+async fn client_ca(client: &kube::Client) -> Result<String, PortError> {
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "kube-system");
+    let cm = cms
+        .get(CLIENT_CA_CONFIGMAP)
+        .await
+        .map_err(|e| PortError::ClientCa(e.to_string()))?;
+    cm.data
+        .and_then(|mut d| d.remove(CLIENT_CA_KEY))
+        .ok_or_else(|| PortError::ClientCa(format!("no {CLIENT_CA_KEY}")))
+}
+
+/// Starts the port on `listener` and the task that gets and renews its certificate.
+pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), PortError> {
+    let ca = client_ca(&agent.client).await?;
+    let chain_check = cairn_pki::tls::client_chain_verifier(&ca)?;
+    let cert = SwappableCert::empty();
+    let tls = cairn_pki::tls::server_config(Arc::clone(&cert), Arc::clone(&chain_check))?;
+    let gate = Gate::new(
+        ClientCertAuthenticator::new(chain_check),
+        Arc::new(ApiReviewer(agent.client.clone())),
+        &agent.config.node_name,
+    );
+    tokio::spawn(cert::run(cert::ServingCert {
+        client: agent.client.clone(),
+        node: agent.config.node_name.clone(),
+        node_ip: agent.node_ip.clone(),
+        dir: agent.config.root_dir.join("pki"),
+        cert,
+    }));
+    let router = crate::server::router(Arc::clone(agent));
+    tokio::spawn(serve(listener, TlsAcceptor::from(tls), Arc::new(gate), router));
+    Ok(())
+}
+
+async fn serve(listener: TcpListener, acceptor: TlsAcceptor, gate: Arc<Gate>, router: Router) {
+    loop {
+        match listener.accept().await {
+            Ok((tcp, _)) => {
+                tokio::spawn(connection(
+                    tcp,
+                    acceptor.clone(),
+                    Arc::clone(&gate),
+                    router.clone(),
+                ));
+            }
+            Err(e) => {
+                // Out of descriptors, most likely: back off rather than spin.
+                warn!(error = %e, "accepting a connection on the agent's port");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<Gate>, router: Router) {
+    let _ = tcp.set_nodelay(true);
+    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
+        Err(_) => return debug!("TLS handshake timed out"),
+    };
+    let peer = Arc::new(gate.x509.peer(stream.get_ref().1.peer_certificates()));
+    let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+        let gate = Arc::clone(&gate);
+        let peer = Arc::clone(&peer);
+        let router = router.clone();
+        async move {
+            let req = req.map(axum::body::Body::new);
+            Ok::<_, Infallible>(guarded(&gate, &peer, router, req).await)
+        }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+    if let Err(e) = served {
+        debug!(error = %e, "agent connection ended");
+    }
+}
+
+async fn guarded(
+    gate: &Gate,
+    peer: &PeerCert,
+    router: Router,
+    req: axum::extract::Request,
+) -> axum::response::Response {
+    let admitted = gate
+        .admit(req.method(), req.uri().path(), req.headers(), peer)
+        .await;
+    match admitted {
+        Ok(_) => match router.oneshot(req).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        },
+        Err(refusal) => {
+            let mut response = axum::response::Response::new(axum::body::Body::from(
+                format!("{}\n", refusal.message()),
+            ));
+            *response.status_mut() = http::StatusCode::from_u16(refusal.status())
+                .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            response
+        }
+    }
+}
+
+/// The plain-HTTP liveness endpoint: `/healthz` answers `ok` and nothing else is served.
+pub async fn serve_healthz(listener: TcpListener) {
+    let router = Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+    if let Err(e) = axum::serve(listener, router).await {
+        warn!(error = %e, "the agent's healthz server stopped");
+    }
+}
