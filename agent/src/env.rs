@@ -25,6 +25,10 @@ pub enum EnvError {
     },
     #[error("unsupported fieldPath {0:?}")]
     FieldPath(String),
+    #[error(transparent)]
+    Token(#[from] crate::sa_tokens::TokenError),
+    #[error("serviceaccount tokens are not available to this agent")]
+    NoTokens,
     #[error("reading {kind} {namespace}/{name}: {source}")]
     Api {
         kind: &'static str,
@@ -47,6 +51,13 @@ pub trait ConfigSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError>;
+    /// A token of the pod's ServiceAccount for a projected volume.
+    async fn service_account_token(
+        &self,
+        _ask: &crate::sa_tokens::TokenAsk,
+    ) -> Result<String, EnvError> {
+        Err(EnvError::NoTokens)
+    }
     /// Where a bound claim's volume lives on this node; `Err` with why when it cannot be
     /// used yet (unbound, missing, not a local or hostPath volume).
     async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {
@@ -56,12 +67,32 @@ pub trait ConfigSource: Send + Sync {
     }
 }
 
-pub struct ApiConfigSource(pub kube::Client);
+/// The API's ConfigMaps, Secrets, claims and tokens, read with the node's credentials.
+pub struct ApiConfigSource {
+    client: kube::Client,
+    tokens: crate::sa_tokens::TokenManager,
+}
+
+impl ApiConfigSource {
+    pub fn new(client: kube::Client) -> ApiConfigSource {
+        ApiConfigSource {
+            tokens: crate::sa_tokens::TokenManager::new(client.clone()),
+            client,
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl ConfigSource for ApiConfigSource {
+    async fn service_account_token(
+        &self,
+        ask: &crate::sa_tokens::TokenAsk,
+    ) -> Result<String, EnvError> {
+        Ok(self.tokens.token(ask).await?)
+    }
+
     async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.0.clone(), namespace);
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
         let pvc = match claims.get_opt(claim).await {
             Ok(Some(c)) => c,
             Ok(None) => return Err(format!("persistentvolumeclaim \"{claim}\" not found")),
@@ -75,7 +106,7 @@ impl ConfigSource for ApiConfigSource {
         let Some(volume) = volume else {
             return Err(format!("persistentvolumeclaim \"{claim}\" is not bound"));
         };
-        let volumes: Api<PersistentVolume> = Api::all(self.0.clone());
+        let volumes: Api<PersistentVolume> = Api::all(self.client.clone());
         let pv = match volumes.get_opt(&volume).await {
             Ok(Some(v)) => v,
             Ok(None) => return Err(format!("persistentvolume \"{volume}\" not found")),
@@ -104,7 +135,7 @@ impl ConfigSource for ApiConfigSource {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-        let api: Api<ConfigMap> = Api::namespaced(self.0.clone(), namespace);
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
         match api.get_opt(name).await {
             Ok(Some(cm)) => {
                 let mut out: BTreeMap<String, Vec<u8>> = cm
@@ -133,7 +164,7 @@ impl ConfigSource for ApiConfigSource {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-        let api: Api<Secret> = Api::namespaced(self.0.clone(), namespace);
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         match api.get_opt(name).await {
             Ok(Some(s)) => {
                 let mut out: BTreeMap<String, Vec<u8>> = s

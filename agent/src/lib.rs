@@ -34,6 +34,7 @@ pub mod qos;
 pub mod quantity;
 pub mod server;
 pub mod server_auth;
+pub mod sa_tokens;
 pub mod serving;
 pub mod static_pods;
 pub mod status;

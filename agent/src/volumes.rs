@@ -274,9 +274,8 @@ fn downward_files(
     Ok(files)
 }
 
-/// A projected volume's files: configMaps, secrets and pod fields merged. serviceAccountToken
-/// sources need the TokenRequest API, which cairn-control does not serve yet: they are
-/// skipped (documented in ARCHITECTURE.md).
+/// A projected volume's files: configMaps, secrets, pod fields and ServiceAccount tokens
+/// (bound to the pod, renewed by [`crate::sa_tokens`]) merged.
 async fn projected_files(
     ctx: &VolumeContext<'_>,
     name: &str,
@@ -311,6 +310,10 @@ async fn projected_files(
                 None => return Err(not_found(name, "secret", &s.name)),
             }
         }
+        if let Some(t) = &src.service_account_token {
+            let token = ctx.source.service_account_token(&token_ask(ctx, t)).await?;
+            files.insert(t.path.clone(), (token.into_bytes(), mode));
+        }
         for item in src
             .downward_api
             .iter()
@@ -323,6 +326,26 @@ async fn projected_files(
         }
     }
     Ok(files)
+}
+
+/// The token a `serviceAccountToken` source asks for: the pod's account, bound to it
+/// (an hour unless the source says).
+fn token_ask(
+    ctx: &VolumeContext<'_>,
+    t: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
+) -> crate::sa_tokens::TokenAsk {
+    let spec = ctx.pod.spec.as_ref();
+    crate::sa_tokens::TokenAsk {
+        namespace: ctx.namespace().to_string(),
+        account: spec
+            .and_then(|s| s.service_account_name.clone())
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| "default".into()),
+        pod_name: ctx.pod.metadata.name.clone().unwrap_or_default(),
+        pod_uid: ctx.pod.metadata.uid.clone().unwrap_or_default(),
+        audience: t.audience.clone().filter(|a| !a.is_empty()),
+        expiration_seconds: t.expiration_seconds.unwrap_or(3600),
+    }
 }
 
 fn host_path(volume: &str, path: &str, kind: &str) -> Result<PathBuf, VolumeError> {

@@ -772,6 +772,7 @@ async fn kubectl_logs_and_static_pods() {
         .spawn()
         .unwrap();
     logs_show_both_lines_and_tail(&cluster).await;
+    service_account_token_is_mounted_and_works(&cluster).await;
     stats_summary_reports_pod_and_node(&cluster).await;
     agent_port_refuses_strangers_and_viewers(&cluster).await;
     deleting_pod_ends_follow(&cluster, follow).await;
@@ -846,6 +847,49 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
             .unwrap()
             > 0
     );
+}
+
+/// The ServiceAccount admission's projected volume: a token bound to the pod that the API
+/// server accepts as `system:serviceaccount:default:default`, the cluster CA and the
+/// namespace; `automountServiceAccountToken: false` leaves it out.
+async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
+    let dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let cat = |file: &str| {
+        let out = cluster.kubectl(&["exec", "talker", "--", "cat", &format!("{dir}/{file}")]);
+        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(cat("namespace"), "default");
+    let credentials = cluster.credentials_without_user();
+    assert_eq!(cat("ca.crt"), credentials.ca_pem);
+    let token = cat("token");
+    let mut as_pod = credentials;
+    as_pod.token = Some(token);
+    let review: serde_json::Value = as_pod
+        .reqwest()
+        .unwrap()
+        .post(format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", as_pod.server))
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let user = &review["status"]["userInfo"];
+    assert_eq!(user["username"], "system:serviceaccount:default:default", "{review}");
+    assert_eq!(user["extra"]["authentication.kubernetes.io/pod-name"][0], "talker", "{review}");
+
+    let opted_out = busybox_pod(
+        "no-token",
+        &cluster.image,
+        json!([{"name": "c", "image": cluster.image}]),
+        json!({"automountServiceAccountToken": false}),
+    );
+    let out = cluster.kubectl_stdin(&["create", "--dry-run=server", "-o", "json", "-f", "-"], &opted_out.to_string());
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(created["spec"].get("volumes").is_none(), "{created}");
+    assert!(created["spec"]["containers"][0].get("volumeMounts").is_none(), "{created}");
 }
 
 /// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the

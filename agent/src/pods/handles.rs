@@ -112,7 +112,7 @@ impl Handles {
                 client: agent.client.clone(),
                 events: agent.events.clone(),
             }),
-            config_source: Arc::new(crate::env::ApiConfigSource(agent.client.clone())),
+            config_source: Arc::new(crate::env::ApiConfigSource::new(agent.client.clone())),
             services: agent.services.clone(),
             cgroups: Arc::new(AgentCgroups(agent.clone())),
             ledger: agent.ledger.clone(),

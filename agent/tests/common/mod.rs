@@ -349,6 +349,28 @@ impl Cluster {
             .unwrap()
     }
 
+    /// kubectl with `stdin` as its input; fails the test if kubectl does.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
     pub fn ctr(&self, args: &[&str]) -> String {
         let out = Command::new("ctr")
             .arg("-a")

@@ -30,6 +30,7 @@ mod quota;
 pub mod render;
 pub mod request;
 pub mod selectors;
+pub mod serviceaccount_admission;
 mod serve;
 pub mod state;
 pub mod storage;

@@ -129,6 +129,7 @@ impl ApiState {
         if steps.admits(Admission::PodResources) {
             crate::priority::admit_pod(&self.priority_classes, &self.cache, obj, name)?;
             crate::limitranger::admit_pod(&self.cache, obj, name)?;
+            crate::serviceaccount_admission::admit_pod(&self.cache, obj);
             // The class follows the resources admission settled on.
             obj["status"]["qosClass"] = json!(qos_class(obj));
         }

@@ -1,0 +1,147 @@
+//! ServiceAccount tokens for projected volumes, as the kubelet's token manager keeps them:
+//! a TokenRequest bound to the pod (so the token dies with it), cached, and asked for
+//! again once 80 % of its life has passed or it is a day old. The volumes phase asks on
+//! every refresh (each minute), so the file on disk is replaced well before it expires.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::PostParams;
+use kube::Api;
+use parking_lot::Mutex;
+
+const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// A token to ask for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TokenAsk {
+    pub namespace: String,
+    pub account: String,
+    pub pod_name: String,
+    pub pod_uid: String,
+    pub audience: Option<String>,
+    pub expiration_seconds: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("requesting a token for serviceaccount {namespace}/{account}: {source}")]
+    Request {
+        namespace: String,
+        account: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("the token for serviceaccount {namespace}/{account} came back empty")]
+    Empty { namespace: String, account: String },
+}
+
+#[derive(Debug, Clone)]
+struct Issued {
+    token: String,
+    issued_at: SystemTime,
+    expires_at: SystemTime,
+}
+
+/// Upstream's `requiresRefresh`: past 80 % of the token's life, or older than a day.
+fn needs_refresh(issued: &Issued, now: SystemTime) -> bool {
+    let life = issued
+        .expires_at
+        .duration_since(issued.issued_at)
+        .unwrap_or_default();
+    let age = now.duration_since(issued.issued_at).unwrap_or_default();
+    age >= life.mul_f64(0.8) || age >= MAX_AGE
+}
+
+pub struct TokenManager {
+    client: kube::Client,
+    cache: Mutex<HashMap<TokenAsk, Issued>>,
+}
+
+impl TokenManager {
+    pub fn new(client: kube::Client) -> TokenManager {
+        TokenManager {
+            client,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cached token while it is fresh, else a new one.
+    pub async fn token(&self, ask: &TokenAsk) -> Result<String, TokenError> {
+        let now = SystemTime::now();
+        if let Some(issued) = self.cache.lock().get(ask) {
+            if !needs_refresh(issued, now) {
+                return Ok(issued.token.clone());
+            }
+        }
+        let issued = self.request(ask).await?;
+        let token = issued.token.clone();
+        let mut cache = self.cache.lock();
+        cache.retain(|_, i| i.expires_at > now);
+        cache.insert(ask.clone(), issued);
+        Ok(token)
+    }
+
+    async fn request(&self, ask: &TokenAsk) -> Result<Issued, TokenError> {
+        let body = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: ask.audience.iter().cloned().collect(),
+                expiration_seconds: Some(ask.expiration_seconds),
+                bound_object_ref: Some(BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: Some(ask.pod_name.clone()),
+                    uid: Some(ask.pod_uid.clone()),
+                }),
+            },
+            ..Default::default()
+        };
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ask.namespace);
+        let issued_at = SystemTime::now();
+        let answer = accounts
+            .create_token_request(&ask.account, &PostParams::default(), &body)
+            .await
+            .map_err(|e| TokenError::Request {
+                namespace: ask.namespace.clone(),
+                account: ask.account.clone(),
+                source: Box::new(e),
+            })?;
+        let status = answer.status.filter(|s| !s.token.is_empty());
+        let status = status.ok_or_else(|| TokenError::Empty {
+            namespace: ask.namespace.clone(),
+            account: ask.account.clone(),
+        })?;
+        let expires_at = SystemTime::from(status.expiration_timestamp.0);
+        Ok(Issued {
+            token: status.token,
+            issued_at,
+            expires_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_after_eighty_percent_or_a_day() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let hour = Issued {
+            token: String::new(),
+            issued_at: t0,
+            expires_at: t0 + Duration::from_secs(3600),
+        };
+        assert!(!needs_refresh(&hour, t0));
+        assert!(!needs_refresh(&hour, t0 + Duration::from_secs(2879)));
+        assert!(needs_refresh(&hour, t0 + Duration::from_secs(2880)));
+        let week = Issued {
+            expires_at: t0 + Duration::from_secs(7 * 86400),
+            ..hour
+        };
+        assert!(!needs_refresh(&week, t0 + Duration::from_secs(86399)));
+        assert!(needs_refresh(&week, t0 + MAX_AGE));
+    }
+}
