@@ -856,7 +856,11 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
     let dir = "/var/run/secrets/kubernetes.io/serviceaccount";
     let cat = |file: &str| {
         let out = cluster.kubectl(&["exec", "talker", "--", "cat", &format!("{dir}/{file}")]);
-        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     assert_eq!(cat("namespace"), "default");
@@ -868,7 +872,10 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
     let review: serde_json::Value = as_pod
         .reqwest()
         .unwrap()
-        .post(format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", as_pod.server))
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            as_pod.server
+        ))
         .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
         .send()
         .await
@@ -877,8 +884,14 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
         .await
         .unwrap();
     let user = &review["status"]["userInfo"];
-    assert_eq!(user["username"], "system:serviceaccount:default:default", "{review}");
-    assert_eq!(user["extra"]["authentication.kubernetes.io/pod-name"][0], "talker", "{review}");
+    assert_eq!(
+        user["username"], "system:serviceaccount:default:default",
+        "{review}"
+    );
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/pod-name"][0], "talker",
+        "{review}"
+    );
 
     let opted_out = busybox_pod(
         "no-token",
@@ -886,10 +899,18 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
         json!([{"name": "c", "image": cluster.image}]),
         json!({"automountServiceAccountToken": false}),
     );
-    let out = cluster.kubectl_stdin(&["create", "--dry-run=server", "-o", "json", "-f", "-"], &opted_out.to_string());
+    let out = cluster.kubectl_stdin(
+        &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        &opted_out.to_string(),
+    );
     let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(created["spec"].get("volumes").is_none(), "{created}");
-    assert!(created["spec"]["containers"][0].get("volumeMounts").is_none(), "{created}");
+    assert!(
+        created["spec"]["containers"][0]
+            .get("volumeMounts")
+            .is_none(),
+        "{created}"
+    );
 }
 
 /// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the
@@ -904,11 +925,21 @@ async fn agent_port_refuses_strangers_and_viewers(cluster: &Cluster) {
 
     let ok = |args: &[&str]| {
         let out = cluster.kubectl(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     ok(&["create", "serviceaccount", "viewer"]);
-    ok(&["create", "rolebinding", "viewer-view", "--clusterrole=view", "--serviceaccount=default:viewer"]);
+    ok(&[
+        "create",
+        "rolebinding",
+        "viewer-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:viewer",
+    ]);
     let token = ok(&["create", "token", "viewer"]);
     let mut viewer = cluster.credentials_without_user();
     viewer.token = Some(token);
@@ -919,9 +950,18 @@ async fn agent_port_refuses_strangers_and_viewers(cluster: &Cluster) {
         "Forbidden (user=system:serviceaccount:default:viewer, verb=get, resource=nodes, subresource(s)=[proxy])\n"
     );
 
-    let as_viewer = ["--as", "system:serviceaccount:default:viewer", "--as-group", "system:serviceaccounts"];
+    let as_viewer = [
+        "--as",
+        "system:serviceaccount:default:viewer",
+        "--as-group",
+        "system:serviceaccounts",
+    ];
     let logs = cluster.kubectl(&[&as_viewer[..], &["logs", "talker"]].concat());
-    assert!(logs.status.success(), "{}", String::from_utf8_lossy(&logs.stderr));
+    assert!(
+        logs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&logs.stdout), "first\nsecond\n");
     let exec = cluster.kubectl(&[&as_viewer[..], &["exec", "talker", "--", "true"]].concat());
     assert!(!exec.status.success());
@@ -930,7 +970,10 @@ async fn agent_port_refuses_strangers_and_viewers(cluster: &Cluster) {
         stderr.contains("cannot create resource \"pods/exec\""),
         "{stderr}"
     );
-    assert_eq!(ok(&["exec", "talker", "--", "echo", "admin-exec"]), "admin-exec");
+    assert_eq!(
+        ok(&["exec", "talker", "--", "echo", "admin-exec"]),
+        "admin-exec"
+    );
 }
 
 async fn deleting_pod_ends_follow(cluster: &Cluster, follow: std::process::Child) {

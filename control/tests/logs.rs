@@ -90,7 +90,10 @@ fn agent_tls(data_dir: &Path) -> Arc<rustls::ServerConfig> {
     let pki = cairn_pki::ClusterPki::load(data_dir, Default::default()).unwrap();
     let names = ["127.0.0.1".to_string()];
     let year = std::time::Duration::from_secs(365 * 86400);
-    let issued = pki.cluster_ca.issue_serving("node-logs", &names, year).unwrap();
+    let issued = pki
+        .cluster_ca
+        .issue_serving("node-logs", &names, year)
+        .unwrap();
     let key = tls::certified_key(&issued.cert_pem, &issued.key_pem).unwrap();
     let clients = tls::client_chain_verifier(pki.client_ca.cert_pem()).unwrap();
     tls::server_config(tls::SwappableCert::new(key), clients).unwrap()

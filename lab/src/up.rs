@@ -456,7 +456,15 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
         "agent" => {
             let url = format!("https://{}:10250/healthz", node.ip);
             let ca = plan.cluster_ca();
-            let curl = args!["curl", "-sS", "-o", "/dev/null", "--cacert", ca.display(), url];
+            let curl = args![
+                "curl",
+                "-sS",
+                "-o",
+                "/dev/null",
+                "--cacert",
+                ca.display(),
+                url
+            ];
             return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
         }
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),

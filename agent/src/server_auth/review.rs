@@ -79,9 +79,8 @@ impl Reviewer for ApiReviewer {
                 user: Some(user.username.clone()),
                 uid: Some(user.uid.clone()).filter(|u| !u.is_empty()),
                 groups: Some(user.groups.clone()),
-                extra: Some(user.extra.clone().into_iter().collect()).filter(
-                    |e: &std::collections::BTreeMap<String, Vec<String>>| !e.is_empty(),
-                ),
+                extra: Some(user.extra.clone().into_iter().collect())
+                    .filter(|e: &std::collections::BTreeMap<String, Vec<String>>| !e.is_empty()),
                 resource_attributes: Some(ResourceAttributes {
                     verb: Some(request.verb.to_string()),
                     version: Some("v1".into()),

@@ -44,7 +44,11 @@ pub struct ServingCert {
 
 impl ServingCert {
     fn names(&self) -> (Vec<String>, Vec<IpAddr>) {
-        let ips = self.node_ip.iter().filter_map(|ip| ip.parse().ok()).collect();
+        let ips = self
+            .node_ip
+            .iter()
+            .filter_map(|ip| ip.parse().ok())
+            .collect();
         (vec![self.node.clone()], ips)
     }
 

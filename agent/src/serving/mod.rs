@@ -70,7 +70,12 @@ pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), Port
         cert,
     }));
     let router = crate::server::router(Arc::clone(agent));
-    tokio::spawn(serve(listener, TlsAcceptor::from(tls), Arc::new(gate), router));
+    tokio::spawn(serve(
+        listener,
+        TlsAcceptor::from(tls),
+        Arc::new(gate),
+        router,
+    ));
     Ok(())
 }
 
@@ -137,9 +142,10 @@ async fn guarded(
             Err(never) => match never {},
         },
         Err(refusal) => {
-            let mut response = axum::response::Response::new(axum::body::Body::from(
-                format!("{}\n", refusal.message()),
-            ));
+            let mut response = axum::response::Response::new(axum::body::Body::from(format!(
+                "{}\n",
+                refusal.message()
+            )));
             *response.status_mut() = http::StatusCode::from_u16(refusal.status())
                 .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
             response.headers_mut().insert(

@@ -361,7 +361,12 @@ impl Cluster {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),

@@ -35,10 +35,7 @@ pub enum DialError {
 
 impl AgentDialer {
     pub fn new(cluster_ca_pem: &str, client: &IssuedCert) -> Result<AgentDialer, TlsError> {
-        let cert = SwappableClientCert::new(tls::certified_key(
-            &client.cert_pem,
-            &client.key_pem,
-        )?);
+        let cert = SwappableClientCert::new(tls::certified_key(&client.cert_pem, &client.key_pem)?);
         let mut config = tls::client_config(cluster_ca_pem, Arc::clone(&cert))?;
         // Agents serve HTTP/1.1: the upgrades exec, attach and port-forward make need it.
         config.alpn_protocols = vec![b"http/1.1".to_vec()];

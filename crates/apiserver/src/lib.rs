@@ -6,6 +6,7 @@
 //! (`cairn-store`). Watches stream from the cache ([`watch`]).
 
 pub mod admission;
+pub mod agent_dial;
 pub mod allocator;
 pub mod authn;
 pub mod authz;
@@ -30,11 +31,10 @@ mod quota;
 pub mod render;
 pub mod request;
 pub mod selectors;
-pub mod serviceaccount_admission;
 mod serve;
+pub mod serviceaccount_admission;
 pub mod state;
 pub mod storage;
-pub mod agent_dial;
 pub use cairn_pki::tls;
 mod tls_setup;
 pub mod watch;

@@ -197,11 +197,10 @@ struct Agent<'a> {
 
 async fn proxy_upgrade(to: Agent<'_>, path: &str, mut parts: Parts) -> Result<Response, Status> {
     let agent = to.addr.as_str();
-    let stream = to
-        .dialer
-        .connect(to.host, agent)
-        .await
-        .map_err(|e| Status::new(500, "InternalError", format!("error dialing backend: {e}")))?;
+    let stream =
+        to.dialer.connect(to.host, agent).await.map_err(|e| {
+            Status::new(500, "InternalError", format!("error dialing backend: {e}"))
+        })?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| status_error(agent, e))?;

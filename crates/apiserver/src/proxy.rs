@@ -253,9 +253,7 @@ pub async fn proxy(
     } else {
         plain_client()
     };
-    let mut request = client
-        .request(parts.method.clone(), &url)
-        .body(body);
+    let mut request = client.request(parts.method.clone(), &url).body(body);
     for (k, v) in &parts.headers {
         if k != header::HOST && k != header::AUTHORIZATION && k != header::CONTENT_LENGTH {
             request = request.header(k, v);

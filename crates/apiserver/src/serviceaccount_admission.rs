@@ -72,7 +72,8 @@ fn mount_everywhere(spec: &mut Value, volume: &str) -> bool {
                 .iter()
                 .any(|m| m.get("mountPath").and_then(Value::as_str) == Some(TOKEN_MOUNT_PATH));
             if !taken {
-                mounts.push(json!({"name": volume, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH}));
+                mounts
+                    .push(json!({"name": volume, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH}));
                 mounted = true;
             }
         }
@@ -145,12 +146,27 @@ mod tests {
             ],
         });
         assert!(mount_everywhere(&mut spec, "kube-api-access-abcde"));
-        assert_eq!(spec["initContainers"][0]["volumeMounts"][0]["mountPath"], TOKEN_MOUNT_PATH);
+        assert_eq!(
+            spec["initContainers"][0]["volumeMounts"][0]["mountPath"],
+            TOKEN_MOUNT_PATH
+        );
         assert_eq!(spec["containers"][0]["volumeMounts"][0]["readOnly"], true);
-        assert_eq!(spec["containers"][1]["volumeMounts"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            spec["containers"][1]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
         let v = token_volume("kube-api-access-abcde");
-        assert_eq!(v["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], 3607);
-        assert_eq!(v["projected"]["sources"][1]["configMap"]["name"], "kube-root-ca.crt");
+        assert_eq!(
+            v["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+            3607
+        );
+        assert_eq!(
+            v["projected"]["sources"][1]["configMap"]["name"],
+            "kube-root-ca.crt"
+        );
         let suffix = random_suffix();
         assert_eq!(suffix.len(), 5);
         assert!(suffix.bytes().all(|b| ALPHABET.contains(&b)));

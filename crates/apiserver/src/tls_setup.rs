@@ -59,8 +59,8 @@ pub(crate) fn setup(
         Some(crate::authn::ServiceAccountTokens::new(sa_key)),
     );
     let kubelet_client = pki.kubelet_client().map_err(ServerError::Pki)?;
-    let agents = AgentDialer::new(pki.cluster_ca.cert_pem(), &kubelet_client)
-        .map_err(ServerError::Tls)?;
+    let agents =
+        AgentDialer::new(pki.cluster_ca.cert_pem(), &kubelet_client).map_err(ServerError::Tls)?;
     Ok(Security {
         pki: Arc::new(pki),
         names,

@@ -91,7 +91,9 @@ async fn users_get_what_their_review_allows_and_reviews_are_cached() {
         .unwrap();
     assert_eq!(user.username, "admin");
     let view = with_token("view-token");
-    let stats = gate.admit(&Method::GET, "/stats/summary", &view, &PeerCert::Absent).await;
+    let stats = gate
+        .admit(&Method::GET, "/stats/summary", &view, &PeerCert::Absent)
+        .await;
     assert_eq!(stats.unwrap().username, "viewer");
     for _ in 0..3 {
         let refused = gate

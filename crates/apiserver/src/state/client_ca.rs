@@ -39,10 +39,20 @@ impl ApiState {
             ..Default::default()
         };
         if current.is_none() {
-            return self.create(cms, Some("kube-system"), body, &opts).await.map(|_| ());
+            return self
+                .create(cms, Some("kube-system"), body, &opts)
+                .await
+                .map(|_| ());
         }
-        self.update(cms, Some("kube-system"), CLIENT_CA_CONFIGMAP, None, body, &opts)
-            .await
-            .map(|_| ())
+        self.update(
+            cms,
+            Some("kube-system"),
+            CLIENT_CA_CONFIGMAP,
+            None,
+            body,
+            &opts,
+        )
+        .await
+        .map(|_| ())
     }
 }

@@ -19,7 +19,9 @@
 //!   agents' ports gets `system:kubelet-api-admin` (kubeadm binds its
 //!   `kube-apiserver-kubelet-client` the same way).
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, Subject,
+};
 
 use super::{cluster_binding, cluster_role, group, rule, user};
 
