@@ -85,6 +85,11 @@ struct ServeArgs {
     /// Static bearer tokens, upstream's CSV: `token,user,uid,"group1,group2"`.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// Upstream's EncryptionConfiguration for data at rest. Default:
+    /// `<data-dir>/encryption-config.yaml`, made on first start (Secrets encrypted with
+    /// secretbox under a fresh key; identity reads older data).
+    #[arg(long)]
+    encryption_provider_config: Option<PathBuf>,
     /// Authorization: `Node,RBAC` (RBAC over the stored roles and bindings, with
     /// upstream's bootstrap policy) or `AlwaysAllow` (every authenticated user may do
     /// everything). `system:masters` is always allowed.
@@ -390,6 +395,7 @@ fn serve_config(
         cluster_dns_service,
         tls_sans,
         token_auth_file,
+        encryption_provider_config,
         authorization_mode,
         max_requests_inflight,
         max_mutating_requests_inflight,
@@ -430,6 +436,7 @@ fn serve_config(
     config.cluster_dns_service = cluster_dns_service;
     config.tls_sans = tls_sans;
     config.token_auth_file = token_auth_file;
+    config.encryption_provider_config = encryption_provider_config;
     config.authorization_mode =
         cairn_apiserver::authz::Mode::parse(&authorization_mode).map_err(anyhow::Error::msg)?;
     config.limits = cairn_apiserver::limits::RequestLimits {

@@ -84,6 +84,9 @@ pub struct ServerConfig {
     pub cert_lifetimes: cairn_pki::Lifetimes,
     /// Static bearer tokens (`--token-auth-file`, upstream's CSV format).
     pub token_auth_file: Option<PathBuf>,
+    /// Upstream's `--encryption-provider-config`; `<data>/encryption-config.yaml` (made
+    /// on first start: Secrets under secretbox) when not given.
+    pub encryption_provider_config: Option<PathBuf>,
     /// `--authorization-mode`.
     pub authorization_mode: authz::Mode,
     /// In-flight limits and the request timeout.
@@ -111,6 +114,7 @@ impl ServerConfig {
             tls_sans: Vec::new(),
             cert_lifetimes: cairn_pki::Lifetimes::default(),
             token_auth_file: None,
+            encryption_provider_config: None,
             authorization_mode: authz::Mode::NODE_RBAC,
             limits: limits::RequestLimits::default(),
         }
@@ -149,6 +153,8 @@ pub enum ServerError {
     Tls(tls::TlsError),
     #[error("{0}")]
     TokenFile(authn::token_file::TokenFileError),
+    #[error("{0}")]
+    Encryption(cairn_encryption::EncryptionConfigError),
 }
 
 /// A server running in the background of the current tokio runtime.
@@ -262,11 +268,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         path: config.data_dir.clone(),
         source,
     })?;
-    let backend: Arc<dyn Backend> =
+    let stored: Arc<dyn Backend> =
         SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
             path: config.data_dir.clone(),
             source,
         })?;
+    let backend = encrypted(stored, &config)?;
     let cache = WatchCache::start(
         Arc::clone(&backend),
         Arc::new(decorate::ObjectDecorator),
@@ -354,6 +361,34 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         background,
     })
 }
+
+/// The store behind the encryption configuration: the one given, else the data
+/// directory's, written with a fresh key on first start.
+fn encrypted(
+    stored: Arc<dyn Backend>,
+    config: &ServerConfig,
+) -> Result<Arc<dyn Backend>, ServerError> {
+    let path = match &config.encryption_provider_config {
+        Some(path) => path.clone(),
+        None => {
+            let path = config.data_dir.join(ENCRYPTION_CONFIG_FILE);
+            if !path.exists() {
+                let text = cairn_encryption::EncryptionConfig::default_document();
+                cairn_pki::files::write_private(&path, text.as_bytes())
+                    .map_err(ServerError::Pki)?;
+            }
+            path
+        }
+    };
+    let encryption =
+        cairn_encryption::EncryptionConfig::load(&path).map_err(ServerError::Encryption)?;
+    Ok(Arc::new(cairn_encryption::EncryptingBackend::new(
+        stored, encryption,
+    )))
+}
+
+/// The default encryption configuration in a data directory.
+pub const ENCRYPTION_CONFIG_FILE: &str = "encryption-config.yaml";
 
 fn write_server_url(data_dir: &Path, url: &str) -> Result<(), ServerError> {
     let path = data_dir.join(SERVER_URL_FILE);

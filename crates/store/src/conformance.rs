@@ -1,7 +1,11 @@
 //! Backend conformance suite: every case takes an `Arc<dyn Backend>` on a fresh, empty
 //! store. `backend_conformance_tests!(factory)` expands to one `#[tokio::test]` per case,
 //! where `factory` is `|| async { (Arc<dyn Backend>, guard) }` and `guard` is kept alive for
-//! the test (e.g. a temp dir).
+//! the test (e.g. a temp dir). Other crates' backends (and wrappers of one) run it with
+//! the `conformance` feature: `cairn_store::backend_conformance_tests!(factory)`.
+
+// Test code: a broken backend should fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +15,12 @@ use futures::StreamExt;
 
 use crate::{Backend, Event, EventType, Revision, StoreError};
 
-pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
+pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+#[macro_export]
 macro_rules! backend_conformance_tests {
     ($factory:expr) => {
-        $crate::conformance::backend_conformance_tests!(@cases $factory;
+        $crate::backend_conformance_tests!(@cases $factory;
             create_get_update,
             delete_with_precondition,
             list_by_prefix,
@@ -36,13 +41,12 @@ macro_rules! backend_conformance_tests {
         )*
     };
 }
-pub(crate) use backend_conformance_tests;
 
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
-pub(crate) async fn create_get_update(store: Arc<dyn Backend>) {
+pub async fn create_get_update(store: Arc<dyn Backend>) {
     assert_eq!(store.current_revision().await.unwrap(), 0);
     assert!(store.get("/a").await.unwrap().is_none());
 
@@ -94,7 +98,7 @@ pub(crate) async fn create_get_update(store: Arc<dyn Backend>) {
     assert_eq!(store.current_revision().await.unwrap(), r2);
 }
 
-pub(crate) async fn delete_with_precondition(store: Arc<dyn Backend>) {
+pub async fn delete_with_precondition(store: Arc<dyn Backend>) {
     let r1 = store.create("/d", b("v1")).await.unwrap();
     let r2 = store.update("/d", b("v2"), r1).await.unwrap();
 
@@ -133,7 +137,7 @@ pub(crate) async fn delete_with_precondition(store: Arc<dyn Backend>) {
     assert_eq!(store.current_revision().await.unwrap(), r5);
 }
 
-pub(crate) async fn list_by_prefix(store: Arc<dyn Backend>) {
+pub async fn list_by_prefix(store: Arc<dyn Backend>) {
     let keys = [
         "/a/b/2", "/a/bc", "/a/b/1", "/a/b", "/a/b_/x", "/a/bx/y", "/a/b%", "/b", "/a/b/1/z",
     ];
@@ -167,7 +171,7 @@ pub(crate) async fn list_by_prefix(store: Arc<dyn Backend>) {
     assert!(rev2 > rev);
 }
 
-pub(crate) async fn revisions_strictly_increase(store: Arc<dyn Backend>) {
+pub async fn revisions_strictly_increase(store: Arc<dyn Backend>) {
     let mut last: Revision = 0;
     let mut check = |rev: Revision| {
         assert!(rev > last, "revision {rev} after {last}");
@@ -186,7 +190,7 @@ pub(crate) async fn revisions_strictly_increase(store: Arc<dyn Backend>) {
     assert_eq!(store.current_revision().await.unwrap(), last);
 }
 
-pub(crate) async fn events_since_order_and_content(store: Arc<dyn Backend>) {
+pub async fn events_since_order_and_content(store: Arc<dyn Backend>) {
     let r1 = store.create("/e/a", b("a1")).await.unwrap();
     let r2 = store.update("/e/a", b("a2"), r1).await.unwrap();
     let r3 = store.create("/e/b", b("b1")).await.unwrap();
@@ -226,7 +230,7 @@ pub(crate) async fn events_since_order_and_content(store: Arc<dyn Backend>) {
     assert!(store.events_since("", r5 + 10).await.unwrap().is_empty());
 }
 
-pub(crate) async fn compaction(store: Arc<dyn Backend>) {
+pub async fn compaction(store: Arc<dyn Backend>) {
     let r1 = store.create("/c/a", b("1")).await.unwrap();
     let r2 = store.create("/c/b", b("2")).await.unwrap();
     let r3 = store.update("/c/a", b("3"), r1).await.unwrap();
@@ -279,7 +283,7 @@ async fn next_event(
         .expect("watch error")
 }
 
-pub(crate) async fn watch_filters_prefix_and_sees_deletes(store: Arc<dyn Backend>) {
+pub async fn watch_filters_prefix_and_sees_deletes(store: Arc<dyn Backend>) {
     let r0 = store.create("/w/b/0", b("0")).await.unwrap();
     let mut w = store.watch("/w/b/", r0);
     let mut all = store.watch("", 0);
@@ -312,7 +316,7 @@ pub(crate) async fn watch_filters_prefix_and_sees_deletes(store: Arc<dyn Backend
     assert_eq!(revs, (r0..=r3).collect::<Vec<_>>());
 }
 
-pub(crate) async fn watch_replays_then_goes_live_without_gap(store: Arc<dyn Backend>) {
+pub async fn watch_replays_then_goes_live_without_gap(store: Arc<dyn Backend>) {
     const WRITES: usize = 400;
     let (done_tx, done_rx) = tokio::sync::watch::channel(None::<Revision>);
     let writer = {

@@ -13,8 +13,8 @@ pub mod cache;
 pub mod memory;
 pub mod sqlite;
 
-#[cfg(test)]
-mod conformance;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod watch;
 
 use bytes::Bytes;

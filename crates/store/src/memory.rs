@@ -232,7 +232,7 @@ impl Backend for MemoryBackend {
 mod tests {
     use super::MemoryBackend;
 
-    crate::conformance::backend_conformance_tests!(|| async {
+    crate::backend_conformance_tests!(|| async {
         let b: std::sync::Arc<dyn crate::Backend> = MemoryBackend::new();
         (b, ())
     });

@@ -8,7 +8,7 @@ use super::{SqliteBackend, SqliteOptions};
 use crate::conformance::TIMEOUT;
 use crate::{Backend, EventType, StoreError};
 
-crate::conformance::backend_conformance_tests!(|| async {
+crate::backend_conformance_tests!(|| async {
     let dir = tempfile::tempdir().unwrap();
     let b: Arc<dyn Backend> = SqliteBackend::open(dir.path()).unwrap();
     (b, dir)
