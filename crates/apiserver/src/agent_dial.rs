@@ -41,6 +41,9 @@ impl AgentDialer {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(config.clone())
+            // Never follow an agent's redirect: it would carry this certificate to
+            // wherever the agent points (CVE-2020-8559); the answer goes back as it is.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(CONNECT_TIMEOUT)
             .no_proxy()
             .build()
