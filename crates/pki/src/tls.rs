@@ -47,7 +47,13 @@ pub fn certified_key(cert_pem: &str, key_pem: &str) -> Result<CertifiedKey, TlsE
         .key_provider
         .load_private_key(key)
         .map_err(|e| TlsError::Certificate(e.to_string()))?;
-    Ok(CertifiedKey::new(chain, signing))
+    let certified = CertifiedKey::new(chain, signing);
+    // A key from another write than its certificate (a crash between the two) must
+    // not be served as if it belonged.
+    certified.keys_match().map_err(|e| {
+        TlsError::Certificate(format!("the key does not match the certificate: {e}"))
+    })?;
+    Ok(certified)
 }
 
 /// The serving certificate, replaced in place on renewal: handshakes after the swap get

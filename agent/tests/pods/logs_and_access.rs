@@ -1,0 +1,276 @@
+//! `kubectl logs` (plain, tail, follow), stats, the agent's HTTPS port and who may use it,
+//! the ServiceAccount token volume, and static pods: one cluster for the whole flow.
+
+use super::*;
+
+#[tokio::test]
+async fn kubectl_logs_and_static_pods() {
+    let _cgroups;
+    let cluster = Cluster::start().await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let img = cluster.image.clone();
+    start_talker(&cluster, &img).await;
+    let follow = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .args(["logs", "-f", "talker"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    logs_show_both_lines_and_tail(&cluster).await;
+    service_account_token_is_mounted_and_works(&cluster).await;
+    stats_summary_reports_pod_and_node(&cluster).await;
+    agent_port_refuses_strangers_and_viewers(&cluster).await;
+    deleting_pod_ends_follow(&cluster, follow).await;
+    static_pod_runs_mirrors_and_goes(&cluster, &img).await;
+}
+
+async fn start_talker(cluster: &Cluster, img: &str) {
+    cluster
+        .create(busybox_pod(
+            "talker",
+            img,
+            json!([{"name": "c", "image": img, "command": ["sh", "-c", "echo first; sleep 2; echo second; sleep 3600"]}]),
+            json!({}),
+        ))
+        .await;
+    cluster
+        .wait_for("talker", "Running", 60, |p| phase(p) == "Running")
+        .await;
+}
+
+async fn logs_show_both_lines_and_tail(cluster: &Cluster) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = cluster.kubectl(&["logs", "talker"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text == "first\nsecond\n" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl logs: {text:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let tail = cluster.kubectl(&["logs", "--tail=1", "talker"]);
+    assert_eq!(String::from_utf8_lossy(&tail.stdout), "second\n");
+}
+
+async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
+    // cAdvisor-style stats from the pod's cgroups on the agent's port, as an admin.
+    let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
+    let summary: serde_json::Value = admin
+        .get(format!("https://{NODE_IP}:10250/stats/summary"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let pod = summary["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["podRef"]["name"] == "talker")
+        .cloned()
+        .unwrap();
+    assert!(
+        pod["memory"]["workingSetBytes"].as_u64().unwrap() > 0,
+        "{pod}"
+    );
+    assert_eq!(pod["containers"][0]["name"], "c", "{pod}");
+    assert!(
+        pod["containers"][0]["cpu"]["usageCoreNanoSeconds"]
+            .as_u64()
+            .is_some(),
+        "{pod}"
+    );
+    assert!(
+        summary["node"]["memory"]["availableBytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+/// The ServiceAccount admission's projected volume: a token bound to the pod that the API
+/// server accepts as `system:serviceaccount:default:default`, the cluster CA and the
+/// namespace; `automountServiceAccountToken: false` leaves it out.
+async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
+    let dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let cat = |file: &str| {
+        let out = cluster.kubectl(&["exec", "talker", "--", "cat", &format!("{dir}/{file}")]);
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(cat("namespace"), "default");
+    let credentials = cluster.credentials_without_user();
+    assert_eq!(cat("ca.crt"), credentials.ca_pem);
+    let token = cat("token");
+    let mut as_pod = credentials;
+    as_pod.token = Some(token);
+    let review: serde_json::Value = as_pod
+        .reqwest()
+        .unwrap()
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            as_pod.server
+        ))
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let user = &review["status"]["userInfo"];
+    assert_eq!(
+        user["username"], "system:serviceaccount:default:default",
+        "{review}"
+    );
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/pod-name"][0], "talker",
+        "{review}"
+    );
+
+    let opted_out = busybox_pod(
+        "no-token",
+        &cluster.image,
+        json!([{"name": "c", "image": cluster.image}]),
+        json!({"automountServiceAccountToken": false}),
+    );
+    let out = cluster.kubectl_stdin(
+        &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        &opted_out.to_string(),
+    );
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(created["spec"].get("volumes").is_none(), "{created}");
+    assert!(
+        created["spec"]["containers"][0]
+            .get("volumeMounts")
+            .is_none(),
+        "{created}"
+    );
+}
+
+/// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the
+/// port (`nodes/proxy` is not in `view`); through the API the same user reads logs but
+/// may not exec, while an admin may.
+async fn agent_port_refuses_strangers_and_viewers(cluster: &Cluster) {
+    let pods = format!("https://{NODE_IP}:10250/pods");
+    let anonymous = cluster.credentials_without_user().reqwest().unwrap();
+    let answer = anonymous.get(&pods).send().await.unwrap();
+    assert_eq!(answer.status(), 401);
+    assert_eq!(answer.text().await.unwrap(), "Unauthorized\n");
+
+    let ok = |args: &[&str]| {
+        let out = cluster.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    ok(&["create", "serviceaccount", "viewer"]);
+    ok(&[
+        "create",
+        "rolebinding",
+        "viewer-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:viewer",
+    ]);
+    let token = ok(&["create", "token", "viewer"]);
+    let mut viewer = cluster.credentials_without_user();
+    viewer.token = Some(token);
+    let answer = viewer.reqwest().unwrap().get(&pods).send().await.unwrap();
+    assert_eq!(answer.status(), 403);
+    assert_eq!(
+        answer.text().await.unwrap(),
+        "Forbidden (user=system:serviceaccount:default:viewer, verb=get, resource=nodes, subresource(s)=[proxy])\n"
+    );
+
+    let as_viewer = [
+        "--as",
+        "system:serviceaccount:default:viewer",
+        "--as-group",
+        "system:serviceaccounts",
+    ];
+    let logs = cluster.kubectl(&[&as_viewer[..], &["logs", "talker"]].concat());
+    assert!(
+        logs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&logs.stdout), "first\nsecond\n");
+    let exec = cluster.kubectl(&[&as_viewer[..], &["exec", "talker", "--", "true"]].concat());
+    assert!(!exec.status.success());
+    let stderr = String::from_utf8_lossy(&exec.stderr);
+    assert!(
+        stderr.contains("cannot create resource \"pods/exec\""),
+        "{stderr}"
+    );
+    assert_eq!(
+        ok(&["exec", "talker", "--", "echo", "admin-exec"]),
+        "admin-exec"
+    );
+}
+
+async fn deleting_pod_ends_follow(cluster: &Cluster, follow: std::process::Child) {
+    // -f saw both lines live; deleting the pod ends the stream.
+    cluster
+        .pods()
+        .delete("talker", &DeleteParams::default())
+        .await
+        .unwrap();
+    let out = follow.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("first\nsecond\n"),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+async fn static_pod_runs_mirrors_and_goes(cluster: &Cluster, img: &str) {
+    // Static pod: runs from the manifest dir, mirrored into the API, gone with its file.
+    let manifest = cluster.path("manifests").join("static-web.yaml");
+    std::fs::write(
+        &manifest,
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\n  namespace: default\nspec:\n  containers:\n  - name: c\n    image: {img}\n    command: [\"sleep\", \"3600\"]\n"),
+    )
+    .unwrap();
+    let mirror_name = format!("static-web-{NODE}");
+    let mirror = cluster
+        .wait_for(&mirror_name, "mirror Running", 60, |p| {
+            phase(p) == "Running"
+        })
+        .await;
+    let ann = mirror.metadata.annotations.clone().unwrap_or_default();
+    assert!(ann.contains_key("kubernetes.io/config.mirror"), "{ann:?}");
+    let static_id = container_id(&mirror, "c");
+    std::fs::remove_file(&manifest).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while cluster
+        .pods()
+        .get_opt(&mirror_name)
+        .await
+        .unwrap()
+        .is_some()
+        || cluster
+            .ctr(&["containers", "ls", "-q"])
+            .contains(&static_id)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "static pod not removed:\n{}",
+            cluster.agent_log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
