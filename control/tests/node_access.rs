@@ -205,3 +205,83 @@ fn the_cluster_ca_is_published_in_every_namespace() {
         published(&ca)
     });
 }
+
+/// A kubelet serving request as node `node` for `names` and `ips`, created with the
+/// node's credentials.
+fn serving_request(node: &Kubectl, name: &str, node_name: &str, ips: &[&str]) {
+    use base64::Engine;
+    let subject = cairn_pki::csr::RequestSubject {
+        common_name: format!("system:node:{node_name}"),
+        organizations: vec!["system:nodes".into()],
+        dns_names: vec![node_name.into()],
+        ip_addresses: ips.iter().map(|ip| ip.parse().unwrap()).collect(),
+    };
+    let (_, pem) = cairn_pki::csr::generate_request(&subject).unwrap();
+    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    let csr = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": request, "signerName": "kubernetes.io/kubelet-serving",
+                 "usages": ["digital signature", "key encipherment", "server auth"]}});
+    node.ok_stdin(&["create", "-f", "-"], &csr.to_string());
+}
+
+/// A node's serving certificate is approved for the addresses it reports, but not for
+/// an address another Node reports too: reporting someone else's address must not get
+/// a node a certificate that impersonates it.
+#[test]
+fn serving_certificates_are_not_approved_for_another_nodes_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(&dir.path().join("data"), &["--scheduler=false"]);
+    let admin = Kubectl::new(33, &server);
+    for (node, ips) in [
+        ("node-1", vec!["198.18.0.11"]),
+        ("node-2", vec!["198.18.0.12", "198.18.0.11"]),
+    ] {
+        let addresses: Vec<_> = ips
+            .iter()
+            .map(|ip| serde_json::json!({"type": "InternalIP", "address": ip}))
+            .collect();
+        let body =
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}});
+        admin.ok_stdin(&["create", "-f", "-"], &body.to_string());
+        let status = serde_json::json!({"status": {"addresses": addresses}});
+        admin.ok(&[
+            "patch",
+            "node",
+            node,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ]);
+    }
+    let mut node2 = Kubectl::new(33, &server);
+    node2.kubeconfig = common::member_kubeconfig(
+        &server,
+        dir.path(),
+        "system:node:node-2",
+        Some("system:nodes"),
+    );
+    serving_request(&node2, "stolen", "node-2", &["198.18.0.11"]);
+    serving_request(&node2, "own", "node-2", &["198.18.0.12"]);
+    let conditions = |name: &str| {
+        admin.ok(&[
+            "get",
+            "csr",
+            name,
+            "-o",
+            "jsonpath={.status.conditions[*].type}",
+        ])
+    };
+    // The approver judges requests in the order they were made: once the second is
+    // approved the first has been judged.
+    wait_for("node-2's own serving request approved", 15, || {
+        conditions("own").contains("Approved").then_some(())
+    });
+    assert_eq!(
+        conditions("stolen"),
+        "",
+        "node-1's address must stay unapproved"
+    );
+}

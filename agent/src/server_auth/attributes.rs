@@ -15,7 +15,8 @@ pub struct NodeRequest {
 fn verb(method: &http::Method) -> &'static str {
     match *method {
         http::Method::POST => "create",
-        http::Method::GET | http::Method::HEAD => "get",
+        // Upstream maps nothing else, not even HEAD: other methods review an empty verb.
+        http::Method::GET => "get",
         http::Method::PUT => "update",
         http::Method::PATCH => "patch",
         http::Method::DELETE => "delete",
@@ -68,6 +69,7 @@ mod tests {
             (Method::GET, "/containerLogs/ns/pod/c", "get", "proxy"),
             (Method::POST, "/portForward/ns/pod", "create", "proxy"),
             (Method::GET, "/pods", "get", "proxy"),
+            (Method::HEAD, "/pods", "", "proxy"),
         ];
         for (method, path, verb, sub) in cases {
             let r = request_attributes(&method, path, "n1");

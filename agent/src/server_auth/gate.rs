@@ -22,7 +22,8 @@ use super::review::Reviewer;
 const TOKEN_TTL: Duration = Duration::from_secs(120);
 const ALLOWED_TTL: Duration = Duration::from_secs(300);
 const DENIED_TTL: Duration = Duration::from_secs(30);
-/// Entries a cache holds before it drops the expired ones (and, if still full, all).
+/// Entries a cache holds before it drops the expired ones (and, if still full, the one
+/// closest to expiry).
 const CACHE_LIMIT: usize = 4096;
 
 /// Why a request is refused, with the kubelet's status and text.
@@ -53,7 +54,7 @@ impl Refusal {
 
 struct TtlCache<K, V>(Mutex<HashMap<K, (V, Instant)>>);
 
-impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
+impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     fn new() -> Self {
         TtlCache(Mutex::new(HashMap::new()))
     }
@@ -71,14 +72,21 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
             let now = Instant::now();
             map.retain(|_, (_, until)| *until > now);
             if map.len() >= CACHE_LIMIT {
-                map.clear();
+                // One eviction per insert keeps a burst of new users from flushing
+                // every other user's answer.
+                let soonest = map.iter().min_by_key(|(_, (_, until))| *until);
+                if let Some(key) = soonest.map(|(k, _)| k.clone()) {
+                    map.remove(&key);
+                }
             }
         }
         map.insert(key, (value, Instant::now() + ttl));
     }
 }
 
-type DecisionKey = (String, Vec<String>, &'static str, &'static str);
+/// Everything a SubjectAccessReview is asked about: two users differing only in uid or
+/// extra (a scoped token, an impersonated identity) get their own answers.
+type DecisionKey = (UserInfo, &'static str, &'static str);
 
 pub struct Gate {
     pub x509: ClientCertAuthenticator,
@@ -119,12 +127,12 @@ impl Gate {
         headers: &http::HeaderMap,
         peer: &PeerCert,
     ) -> Result<UserInfo, Refusal> {
-        match peer {
-            PeerCert::Valid { user, not_after } if *not_after > cairn_pki::inspect::now() => {
-                return Ok(user.clone())
+        // A certificate that does not verify is not the end: as upstream's union
+        // authenticator, the bearer token is tried next.
+        if let PeerCert::Valid { user, not_after } = peer {
+            if *not_after > cairn_pki::inspect::now() {
+                return Ok(user.clone());
             }
-            PeerCert::Valid { .. } | PeerCert::Invalid(_) => return Err(Refusal::Unauthorized),
-            PeerCert::Absent => {}
         }
         let token = bearer(headers).ok_or(Refusal::Unauthorized)?;
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -144,12 +152,7 @@ impl Gate {
     }
 
     async fn authorize(&self, user: &UserInfo, request: &NodeRequest) -> Result<(), Refusal> {
-        let key = (
-            user.username.clone(),
-            user.groups.clone(),
-            request.verb,
-            request.subresource,
-        );
+        let key = (user.clone(), request.verb, request.subresource);
         let allowed = match self.decisions.get(&key) {
             Some(allowed) => allowed,
             None => match self.reviewer.review_access(user, request).await {

@@ -16,7 +16,7 @@ pub const NODES: &str = "system:nodes";
 pub const NODE_USER_PREFIX: &str = "system:node:";
 
 /// Who a request is: name, uid, groups and extra attributes.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct UserInfo {
     pub username: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]

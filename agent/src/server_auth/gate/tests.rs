@@ -73,10 +73,34 @@ async fn anonymous_and_bad_credentials_are_unauthorized() {
     let wrong = gate.admit(&get, "/pods", &nope, &PeerCert::Absent).await;
     assert_eq!(wrong.unwrap_err().status(), 401);
     let other_ca = PeerCert::Invalid("unknown issuer".into());
-    let refused = gate.admit(&get, "/pods", &view, &other_ca).await;
+    let refused = gate.admit(&get, "/pods", &none, &other_ca).await;
     assert_eq!(refused.unwrap_err(), Refusal::Unauthorized);
     let expired = gate.admit(&get, "/pods", &none, &admin_cert(1)).await;
     assert_eq!(expired.unwrap_err(), Refusal::Unauthorized);
+    // A certificate that fails is not final: the bearer token is tried next.
+    let stats = gate.admit(&get, "/stats/summary", &view, &other_ca).await;
+    assert_eq!(stats.unwrap().username, "viewer");
+    let stats = gate
+        .admit(&get, "/stats/summary", &view, &admin_cert(1))
+        .await;
+    assert_eq!(stats.unwrap().username, "viewer");
+}
+
+#[tokio::test]
+async fn decisions_are_cached_per_whole_user() {
+    let (gate, reviewer) = gate();
+    let far = cairn_pki::inspect::now() + 3600;
+    let none = HeaderMap::new();
+    let mut admin = admin_cert(far);
+    for uid in ["", "", "a", "a", "b"] {
+        if let PeerCert::Valid { user, .. } = &mut admin {
+            user.uid = uid.into();
+        }
+        gate.admit(&Method::GET, "/pods", &none, &admin)
+            .await
+            .unwrap();
+    }
+    assert_eq!(reviewer.access_reviews.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]

@@ -160,25 +160,29 @@ impl CsrControllers {
             .then_some("Auto approving kubelet serving certificate: every name is the node's own.")
     }
 
-    /// The names and addresses the Node `name` reports.
+    /// The names and addresses the Node `name` reports, less any another Node also
+    /// reports: a node may not get a certificate for an address that is someone else's.
     fn node_names(&self, name: &str) -> (Vec<String>, Vec<IpAddr>) {
         let mut names = vec![name.to_string()];
         let mut ips = Vec::new();
         let Some(nodes) = registry::find("", "v1", "nodes") else {
             return (names, ips);
         };
-        let Ok((node, _)) = self.state.get_value(nodes, None, name) else {
-            return (names, ips);
-        };
-        let addresses = node.pointer("/status/addresses").and_then(Value::as_array);
-        for a in addresses.into_iter().flatten() {
-            let address = a["address"].as_str().unwrap_or_default();
-            match a["type"].as_str().unwrap_or_default() {
-                "InternalIP" | "ExternalIP" => ips.extend(address.parse::<IpAddr>().ok()),
-                "Hostname" | "InternalDNS" | "ExternalDNS" => names.push(address.to_string()),
-                _ => {}
+        let (all, _) = self.state.cache.list(&nodes.list_prefix(None));
+        let (mut other_names, mut other_ips) = (Vec::new(), Vec::new());
+        for node in all
+            .iter()
+            .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
+        {
+            if name_of(&node) == name {
+                reported_names(&node, &mut names, &mut ips);
+            } else {
+                other_names.push(name_of(&node).to_string());
+                reported_names(&node, &mut other_names, &mut other_ips);
             }
         }
+        names.retain(|n| !other_names.contains(n));
+        ips.retain(|ip| !other_ips.contains(ip));
         (names, ips)
     }
 
@@ -255,6 +259,19 @@ fn spec_usages(csr: &Value) -> Vec<&str> {
         .and_then(Value::as_array)
         .map(|u| u.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
+}
+
+/// Adds the names and addresses a Node's status reports.
+fn reported_names(node: &Value, names: &mut Vec<String>, ips: &mut Vec<IpAddr>) {
+    let addresses = node.pointer("/status/addresses").and_then(Value::as_array);
+    for a in addresses.into_iter().flatten() {
+        let address = a["address"].as_str().unwrap_or_default();
+        match a["type"].as_str().unwrap_or_default() {
+            "InternalIP" | "ExternalIP" => ips.extend(address.parse::<IpAddr>().ok()),
+            "Hostname" | "InternalDNS" | "ExternalDNS" => names.push(address.to_string()),
+            _ => {}
+        }
+    }
 }
 
 /// The requester the API server stamped on the request.
