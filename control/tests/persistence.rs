@@ -351,8 +351,28 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate() {
         k.ok_stdin(&["replace", "-f", "-"], &all);
     }
     write_config(&[("key2", &key2)]);
-    let server = Server::start(&data);
-    let k = common::Kubectl::new(33, &server);
-    assert_eq!(secret_value(&k, "one"), b64(marker.as_bytes()));
-    assert_eq!(secret_value(&k, "two"), b64(b"second"));
+    {
+        let server = Server::start(&data);
+        let k = common::Kubectl::new(33, &server);
+        assert_eq!(secret_value(&k, "one"), b64(marker.as_bytes()));
+        assert_eq!(secret_value(&k, "two"), b64(b"second"));
+    }
+    // A lost configuration is not replaced by a new key that could read nothing.
+    std::fs::remove_file(&config).unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .args(["--bind", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started without its key: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: missing, but the store holds encrypted Secrets",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!config.exists(), "no new key may be written");
 }

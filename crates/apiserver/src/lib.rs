@@ -155,6 +155,8 @@ pub enum ServerError {
     TokenFile(authn::token_file::TokenFileError),
     #[error("{0}")]
     Encryption(cairn_encryption::EncryptionConfigError),
+    #[error("{path}: missing, but the store holds encrypted Secrets; restore the file (or pass --encryption-provider-config) so they can be read")]
+    EncryptionConfigLost { path: PathBuf },
 }
 
 /// A server running in the background of the current tokio runtime.
@@ -273,7 +275,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             path: config.data_dir.clone(),
             source,
         })?;
-    let backend = encrypted(stored, &config)?;
+    let backend = encrypted(stored, &config).await?;
     let cache = WatchCache::start(
         Arc::clone(&backend),
         Arc::new(decorate::ObjectDecorator),
@@ -364,7 +366,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 
 /// The store behind the encryption configuration: the one given, else the data
 /// directory's, written with a fresh key on first start.
-fn encrypted(
+async fn encrypted(
     stored: Arc<dyn Backend>,
     config: &ServerConfig,
 ) -> Result<Arc<dyn Backend>, ServerError> {
@@ -373,6 +375,11 @@ fn encrypted(
         None => {
             let path = config.data_dir.join(ENCRYPTION_CONFIG_FILE);
             if !path.exists() {
+                // A new key cannot read what an old one wrote: a lost configuration
+                // must be restored, not silently replaced.
+                if holds_encrypted_secrets(&*stored).await {
+                    return Err(ServerError::EncryptionConfigLost { path });
+                }
                 let text = cairn_encryption::EncryptionConfig::default_document();
                 cairn_pki::files::write_private(&path, text.as_bytes())
                     .map_err(ServerError::Pki)?;
@@ -385,6 +392,20 @@ fn encrypted(
     Ok(Arc::new(cairn_encryption::EncryptingBackend::new(
         stored, encryption,
     )))
+}
+
+/// Whether any stored Secret was written by an encrypting provider.
+async fn holds_encrypted_secrets(stored: &dyn Backend) -> bool {
+    let Some(secrets) = cairn_api::registry::find("", "v1", "secrets") else {
+        return false;
+    };
+    match stored.list(&secrets.key_prefix()).await {
+        Ok((values, _)) => values
+            .iter()
+            .any(|kv| kv.value.starts_with(cairn_encryption::ENCRYPTED_PREFIX)),
+        // The store's own error surfaces at its first real read.
+        Err(_) => false,
+    }
 }
 
 /// The default encryption configuration in a data directory.

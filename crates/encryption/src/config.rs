@@ -47,8 +47,15 @@ struct ProviderEntry {
     aesgcm: Option<Keys>,
     aescbc: Option<Keys>,
     secretbox: Option<Keys>,
+    /// `- identity:` with nothing after it is YAML's null, and still names identity.
+    #[serde(default, deserialize_with = "present")]
     identity: Option<serde_json::Value>,
     kms: Option<serde_json::Value>,
+}
+
+/// A field that is there, even as null.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]

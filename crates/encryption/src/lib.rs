@@ -16,4 +16,4 @@ pub mod providers;
 
 pub use backend::EncryptingBackend;
 pub use config::{EncryptionConfig, EncryptionConfigError};
-pub use providers::{Provider, TransformError, Transformer};
+pub use providers::{Provider, TransformError, Transformer, ENCRYPTED_PREFIX};

@@ -74,3 +74,11 @@ fn the_default_encrypts_secrets_with_a_fresh_secretbox_key() {
         .transformer_for("/registry/core/configmaps/ns/c")
         .is_none());
 }
+
+#[test]
+fn identity_may_be_written_without_braces() {
+    let text = doc("[secrets]", "  - identity:\n");
+    let c = EncryptionConfig::parse(&text, "f").unwrap();
+    let t = c.transformer_for("/registry/core/secrets/ns/s").unwrap();
+    assert_eq!(t.write("/registry/core/secrets/ns/s", b"x").unwrap(), b"x");
+}

@@ -11,7 +11,8 @@ pub use aesgcm::AesGcm;
 pub use secretbox::Secretbox;
 
 /// The prefix every encrypted value starts with.
-const ENCRYPTED: &[u8] = b"k8s:enc:";
+/// How every value an encrypting provider wrote begins.
+pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TransformError {
@@ -76,7 +77,7 @@ impl Provider {
     /// `None` when `stored` is not this provider's.
     fn read(&self, storage_key: &str, stored: &[u8]) -> Option<Result<Vec<u8>, TransformError>> {
         let Provider::Keys { kind, keys } = self else {
-            if stored.starts_with(ENCRYPTED) {
+            if stored.starts_with(ENCRYPTED_PREFIX) {
                 return Some(Err(TransformError::IdentityReadEncrypted));
             }
             return Some(Ok(stored.to_vec()));
