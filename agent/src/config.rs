@@ -73,6 +73,11 @@ pub struct AgentFlags {
     /// `--healthz-port`; loopback, 10248 by default).
     #[arg(long)]
     pub healthz_listen: Option<SocketAddr>,
+    /// The CA whose client certificates the port accepts (the kubelet's
+    /// `--client-ca-file`). Without it, the one the API server publishes in
+    /// `kube-system/extension-apiserver-authentication`, read over the verified join.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
     /// Static pod manifests.
     #[arg(long)]
     pub static_pod_dir: Option<PathBuf>,
@@ -144,6 +149,7 @@ pub struct AgentConfig {
     pub cgroupfs_mount: PathBuf,
     pub listen: SocketAddr,
     pub healthz_listen: SocketAddr,
+    pub client_ca_file: Option<PathBuf>,
     pub static_pod_dir: PathBuf,
     pub registry_config_dir: PathBuf,
     pub logger_path: PathBuf,
@@ -187,6 +193,7 @@ impl AgentFlags {
             cgroupfs_mount,
             listen,
             healthz_listen,
+            client_ca_file,
             static_pod_dir,
             registry_config_dir,
             logger_path,
@@ -320,6 +327,7 @@ impl AgentConfig {
             healthz_listen: f
                 .healthz_listen
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 10248))),
+            client_ca_file: f.client_ca_file,
             static_pod_dir: f
                 .static_pod_dir
                 .unwrap_or_else(|| "/etc/cairn/manifests".into()),

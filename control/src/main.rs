@@ -90,6 +90,22 @@ struct ServeArgs {
     /// secretbox under a fresh key; identity reads older data).
     #[arg(long)]
     encryption_provider_config: Option<PathBuf>,
+    /// Upstream's audit Policy (`audit.k8s.io/v1`). Auditing is on when this and
+    /// --audit-log-path are both given.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events go, one JSON line each (`-`: standard output).
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u32,
     /// Authorization: `Node,RBAC` (RBAC over the stored roles and bindings, with
     /// upstream's bootstrap policy) or `AlwaysAllow` (every authenticated user may do
     /// everything). `system:masters` is always allowed.
@@ -396,6 +412,11 @@ fn serve_config(
         tls_sans,
         token_auth_file,
         encryption_provider_config,
+        audit_policy_file,
+        audit_log_path,
+        audit_log_maxsize,
+        audit_log_maxbackup,
+        audit_log_maxage,
         authorization_mode,
         max_requests_inflight,
         max_mutating_requests_inflight,
@@ -437,6 +458,13 @@ fn serve_config(
     config.tls_sans = tls_sans;
     config.token_auth_file = token_auth_file;
     config.encryption_provider_config = encryption_provider_config;
+    config.audit_policy_file = audit_policy_file;
+    config.audit_log = audit_log_path.map(|path| cairn_audit::LogSettings {
+        path,
+        max_bytes: audit_log_maxsize.saturating_mul(1024 * 1024),
+        max_backups: audit_log_maxbackup,
+        max_age_days: audit_log_maxage,
+    });
     config.authorization_mode =
         cairn_apiserver::authz::Mode::parse(&authorization_mode).map_err(anyhow::Error::msg)?;
     config.limits = cairn_apiserver::limits::RequestLimits {

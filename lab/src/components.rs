@@ -75,6 +75,25 @@ pub fn containerd(node: &NodePlan) -> Daemon {
     }
 }
 
+/// The lab's audit policy: every request once, at Metadata level, but health checks.
+pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: [/healthz*, /livez*, /readyz*, /version]
+- level: Metadata
+";
+
+pub fn audit_policy_path(node: &NodePlan) -> PathBuf {
+    node.data_dir.join("control/audit-policy.yaml")
+}
+
+/// Where the control node's audit log is written.
+pub fn audit_log_path(node: &NodePlan) -> PathBuf {
+    node.data_dir.join("control/audit.log")
+}
+
 pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let bin = plan.bin("cairn-control").display().to_string();
     let mut argv = args![
@@ -87,7 +106,13 @@ pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
         "--cluster-cidr",
         CLUSTER_CIDR,
         "--advertise-address",
-        node.ip
+        node.ip,
+        "--audit-policy-file",
+        audit_policy_path(node).display(),
+        "--audit-log-path",
+        audit_log_path(node).display(),
+        "--audit-log-maxbackup",
+        "3"
     ];
     argv.extend(plan.options.control_args.iter().cloned());
     Daemon {

@@ -160,6 +160,10 @@ fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
         start(state, Place::Node(node), &components::containerd(node))?;
     }
     let control_node = plan.control_node().clone();
+    write(
+        &components::audit_policy_path(&control_node),
+        components::AUDIT_POLICY,
+    )?;
     let control = start(
         state,
         Place::Node(&control_node),

@@ -164,6 +164,7 @@ fn seed_scenario(name: &str, port: u16, driver: &str) {
     let roots = lab.roots().to_path_buf();
 
     scenario_deployment_on_two_nodes(&lab);
+    scenario_audit_log(&lab);
     let cluster_ip = scenario_service_reachable(&lab);
     scenario_deleted_pod_replaced(&lab);
     scenario_killed_agent_readopts(&lab, &cluster_ip);
@@ -210,6 +211,35 @@ fn scenario_deployment_on_two_nodes(lab: &Lab) {
         );
         assert!(wide.contains(ip.as_str()) && wide.contains("Running"));
     }
+}
+
+/// The lab audits every request at Metadata level: the admin's create of the
+/// deployment and the nodes' own requests, each under its user.
+fn scenario_audit_log(lab: &Lab) {
+    let ca = std::path::PathBuf::from(lab.cluster_ca());
+    let log = ca.parent().unwrap().parent().unwrap().join("audit.log");
+    let events: Vec<Value> = eventually("the audit log", MINUTE, || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let node_seen = events.iter().any(|e| {
+            e["user"]["username"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("system:node:"))
+        });
+        (node_seen && !events.is_empty()).then_some(events)
+    });
+    let created = events
+        .iter()
+        .find(|e| e["verb"] == "create" && e["objectRef"]["resource"] == "deployments")
+        .expect("the deployment's create is audited");
+    assert_eq!(created["objectRef"]["name"], "httpd-app");
+    assert_eq!(created["level"], "Metadata");
+    assert_eq!(created["responseStatus"]["code"], 201);
+    let groups = created["user"]["groups"].to_string();
+    assert!(groups.contains("system:masters"), "{created}");
 }
 
 /// ClusterIP from a pod on each node and from a node; NodePort from the switch.

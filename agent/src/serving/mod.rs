@@ -35,12 +35,27 @@ const CLIENT_CA_KEY: &str = "client-ca-file";
 pub enum PortError {
     #[error("reading the client CA from kube-system/{CLIENT_CA_CONFIGMAP}: {0}")]
     ClientCa(String),
+    #[error("reading the client CA from {}: {message}", path.display())]
+    ClientCaFile {
+        path: std::path::PathBuf,
+        message: String,
+    },
     #[error("the port's TLS configuration: {0}")]
     Tls(#[from] cairn_pki::tls::TlsError),
 }
 
-/// The client CA the API server publishes.
-async fn client_ca(client: &kube::Client) -> Result<String, PortError> {
+/// The client CA from `--client-ca-file`, else the one the API server publishes.
+async fn client_ca(agent: &Agent) -> Result<String, PortError> {
+    if let Some(path) = &agent.config.client_ca_file {
+        return std::fs::read_to_string(path).map_err(|e| PortError::ClientCaFile {
+            path: path.clone(),
+            message: e.to_string(),
+        });
+    }
+    published_client_ca(&agent.client).await
+}
+
+async fn published_client_ca(client: &kube::Client) -> Result<String, PortError> {
     let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "kube-system");
     let cm = cms
         .get(CLIENT_CA_CONFIGMAP)
@@ -53,7 +68,7 @@ async fn client_ca(client: &kube::Client) -> Result<String, PortError> {
 
 /// Starts the port on `listener` and the task that gets and renews its certificate.
 pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), PortError> {
-    let ca = client_ca(&agent.client).await?;
+    let ca = client_ca(agent).await?;
     let chain_check = cairn_pki::tls::client_chain_verifier(&ca)?;
     let cert = SwappableCert::empty();
     let tls = cairn_pki::tls::server_config(Arc::clone(&cert), Arc::clone(&chain_check))?;

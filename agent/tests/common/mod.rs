@@ -201,6 +201,9 @@ impl Cluster {
             .arg(self.path("logs"))
             .args(["--cgroup-root", &self.cgroup_root])
             .args(["--listen", &format!("{NODE_IP}:10250")])
+            // Pinned from a file here; the lab's agents read the published one.
+            .arg("--client-ca-file")
+            .arg(self.path("control/pki/client-ca.crt"))
             .arg("--static-pod-dir")
             .arg(self.path("manifests"))
             .arg("--registry-config-dir")

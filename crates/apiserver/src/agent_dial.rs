@@ -17,6 +17,8 @@ use tokio_rustls::TlsConnector;
 
 /// How long dialling an agent may take (kube-apiserver's dialer: 30 s; agents answer
 /// on the node network, so less).
+/// Go's `http.Transport` default, which kube-apiserver's kubelet client keeps.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct AgentDialer {
@@ -83,12 +85,15 @@ impl AgentDialer {
             addr: addr.to_string(),
             message: format!("server name {host:?}: {e}"),
         })?;
-        TlsConnector::from(Arc::clone(&self.tls))
-            .connect(name, tcp)
+        // An agent that accepts but never answers must not hold the request forever.
+        let handshake = TlsConnector::from(Arc::clone(&self.tls)).connect(name, tcp);
+        let handshake_err = |message: String| DialError::Handshake {
+            addr: addr.to_string(),
+            message,
+        };
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
             .await
-            .map_err(|e| DialError::Handshake {
-                addr: addr.to_string(),
-                message: e.to_string(),
-            })
+            .map_err(|_| handshake_err("TLS handshake timeout".into()))?
+            .map_err(|e| handshake_err(e.to_string()))
     }
 }

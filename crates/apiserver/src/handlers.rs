@@ -96,7 +96,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 /// client sees the Status instead of a connection reset mid-upload.
 const MAX_DRAINED_BYTES: usize = 64 * 1024 * 1024;
 
-async fn read_body(mut body: Body) -> Result<Bytes, Status> {
+pub(crate) async fn read_body(mut body: Body) -> Result<Bytes, Status> {
     let mut collected = bytes::BytesMut::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {

@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod agent_dial;
 pub mod allocator;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod conversion_webhook;
@@ -91,6 +92,10 @@ pub struct ServerConfig {
     pub authorization_mode: authz::Mode,
     /// In-flight limits and the request timeout.
     pub limits: limits::RequestLimits,
+    /// `--audit-policy-file`; auditing is on when it and `audit_log` are both set.
+    pub audit_policy_file: Option<PathBuf>,
+    /// `--audit-log-path` and its rotation settings.
+    pub audit_log: Option<cairn_audit::LogSettings>,
 }
 
 impl ServerConfig {
@@ -117,6 +122,8 @@ impl ServerConfig {
             encryption_provider_config: None,
             authorization_mode: authz::Mode::NODE_RBAC,
             limits: limits::RequestLimits::default(),
+            audit_policy_file: None,
+            audit_log: None,
         }
     }
 }
@@ -157,6 +164,23 @@ pub enum ServerError {
     Encryption(cairn_encryption::EncryptionConfigError),
     #[error("{path}: missing, but the store holds encrypted Secrets; restore the file (or pass --encryption-provider-config) so they can be read")]
     EncryptionConfigLost { path: PathBuf },
+    #[error("{0}")]
+    AuditPolicy(cairn_audit::PolicyError),
+    #[error("{0}")]
+    AuditLog(cairn_audit::sink::SinkError),
+}
+
+/// The auditor `config` asks for: upstream audits only with both a policy and a log.
+fn auditor(config: &ServerConfig) -> Result<Option<Arc<audit::Auditor>>, ServerError> {
+    let (Some(policy), Some(log)) = (&config.audit_policy_file, &config.audit_log) else {
+        return Ok(None);
+    };
+    let policy = cairn_audit::Policy::load(policy).map_err(ServerError::AuditPolicy)?;
+    let sink = cairn_audit::FileSink::open(log.clone()).map_err(ServerError::AuditLog)?;
+    Ok(Some(Arc::new(audit::Auditor {
+        policy,
+        sink: Arc::new(sink),
+    })))
 }
 
 /// A server running in the background of the current tokio runtime.
@@ -324,6 +348,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let authorizer = Arc::new(authz::Authorizer::new(config.authorization_mode));
     let index_sync = authz::sync::start(Arc::clone(&authorizer), Arc::clone(&state.cache));
     state.refresh_custom_resources();
+    let audit = auditor(&config)?;
     write_server_url(&config.data_dir, &url)?;
 
     let mut background = index_sync;
@@ -345,6 +370,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             authorizer,
             limiter: Arc::new(limits::Limiter::new(config.limits)),
             cluster_ca_pem: Arc::from(security.pki.cluster_ca.cert_pem()),
+            audit,
         },
         rx,
     );

@@ -4,6 +4,7 @@
 //! request authenticated before the handlers see it.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
+use crate::audit::{AuditContext, Auditor};
 use crate::authn::{Authenticator, PeerCert, RequestUser};
 use crate::authz::{self, Authorizer, RequestInfo};
 use crate::handlers::{self, AppState};
@@ -40,9 +42,10 @@ pub async fn serve(
             a = listener.accept() => a,
         };
         match accepted {
-            Ok((tcp, _)) => {
+            Ok((tcp, remote)) => {
                 tokio::spawn(connection(
                     tcp,
+                    remote,
                     acceptor.clone(),
                     Arc::clone(&state),
                     guards.clone(),
@@ -65,13 +68,21 @@ pub struct Guards {
     pub limiter: Arc<Limiter>,
     /// The cluster CA's PEM, served to anyone at [`CACERTS_PATH`].
     pub cluster_ca_pem: Arc<str>,
+    /// `--audit-policy-file` and `--audit-log-path`, when both are set.
+    pub audit: Option<Arc<Auditor>>,
 }
 
 /// k3s's path for the cluster CA: a joining node fetches it before it trusts the
 /// server, and checks it against the hash its join token pins.
 pub const CACERTS_PATH: &str = "/cacerts";
 
-async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guards: Guards) {
+async fn connection(
+    tcp: TcpStream,
+    remote: SocketAddr,
+    acceptor: TlsAcceptor,
+    state: AppState,
+    guards: Guards,
+) {
     let _ = tcp.set_nodelay(true);
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
@@ -90,7 +101,7 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, state: AppState, guar
         let peer = Arc::clone(&peer);
         async move {
             let req = req.map(axum::body::Body::new);
-            Ok::<_, Infallible>(guarded(state, &guards, &peer, req).await)
+            Ok::<_, Infallible>(audited(state, &guards, &peer, remote, req).await)
         }
     });
     let served = hyper::server::conn::http1::Builder::new()
@@ -123,15 +134,73 @@ fn cacerts(pem: &str) -> axum::response::Response {
     response
 }
 
-async fn guarded(
+/// Every request but `/cacerts`, with its audit ID on the response when auditing is on.
+async fn audited(
     state: AppState,
     guards: &Guards,
     peer: &PeerCert,
-    mut req: axum::extract::Request,
+    remote: SocketAddr,
+    req: axum::extract::Request,
 ) -> axum::response::Response {
     if req.uri().path() == CACERTS_PATH && req.method() == http::Method::GET {
         return cacerts(&guards.cluster_ca_pem);
     }
+    let Some(auditor) = guards.audit.as_deref() else {
+        return guarded(state, guards, peer, None, req).await;
+    };
+    let audit_id = Auditor::audit_id(req.headers());
+    let audit = AuditStart {
+        auditor,
+        remote,
+        audit_id: &audit_id,
+    };
+    let mut response = guarded(state, guards, peer, Some(audit), req).await;
+    if let Ok(id) = http::HeaderValue::from_str(&audit_id) {
+        response
+            .headers_mut()
+            .insert(crate::audit::AUDIT_ID_HEADER, id);
+    }
+    response
+}
+
+/// What a request needs to begin its audit record once its user is known.
+struct AuditStart<'a> {
+    auditor: &'a Auditor,
+    remote: SocketAddr,
+    audit_id: &'a str,
+}
+
+impl AuditStart<'_> {
+    fn begin(
+        &self,
+        req: &axum::extract::Request,
+        info: &RequestInfo,
+        user: Option<&cairn_auth::UserInfo>,
+    ) -> Option<AuditContext> {
+        self.auditor
+            .begin(req, info, user, self.remote, self.audit_id)
+    }
+}
+
+/// `response` recorded in `audit`, if the request is audited.
+fn ended(
+    audit: Option<AuditContext>,
+    response: axum::response::Response,
+) -> axum::response::Response {
+    match audit {
+        Some(mut cx) => cx.complete_now(response),
+        None => response,
+    }
+}
+
+async fn guarded(
+    state: AppState,
+    guards: &Guards,
+    peer: &PeerCert,
+    audit: Option<AuditStart<'_>>,
+    mut req: axum::extract::Request,
+) -> axum::response::Response {
+    let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
     let user = guards.authn.authenticate(
         req.method(),
         req.uri().path(),
@@ -139,38 +208,52 @@ async fn guarded(
         Some(peer),
         &*state,
     );
-    let user = user.map(|u| impersonation(&guards.authorizer, u, req.headers()));
-    match user {
-        Ok(Err(status)) => handlers::status_response(&status),
-        Ok(Ok(user)) => {
-            let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
-            let attrs = authz::attributes(&user, &info);
-            let decision = guards
-                .authorizer
-                .decide_selected(&attrs, &info.field_selector);
-            if !decision.is_allowed() {
-                debug!(user = %user.username, verb = %info.verb, path = %info.path, "forbidden");
-                return handlers::status_response(&authz::forbidden(&attrs, &decision));
-            }
-            let privileged = user.in_group(cairn_auth::user::MASTERS);
-            req.extensions_mut().insert(RequestUser(user));
-            // The token, review and RBAC handlers issue, review and check through them.
-            req.extensions_mut().insert(Arc::clone(&guards.authn));
-            req.extensions_mut().insert(Arc::clone(&guards.authorizer));
-            let query = req.uri().query().map(str::to_string);
-            let handler = handlers::handle(State(state), req);
-            guards
-                .limiter
-                .run(&info, query.as_deref(), privileged, handler)
-                .await
-        }
+    let requester = match user {
+        Ok(user) => user,
         Err(why) => {
             debug!(reason = %why.0, path = %req.uri().path(), "unauthorized");
-            handlers::status_response(&cairn_api::status::Status::new(
-                401,
-                "Unauthorized",
-                "Unauthorized",
-            ))
+            let cx = audit.and_then(|a| a.begin(&req, &info, None));
+            let status = cairn_api::status::Status::new(401, "Unauthorized", "Unauthorized");
+            return ended(cx, handlers::status_response(&status));
         }
+    };
+    let mut cx = audit.and_then(|a| a.begin(&req, &info, Some(&requester)));
+    let user = match impersonation(&guards.authorizer, requester, req.headers()) {
+        Ok(user) => user,
+        Err(status) => return ended(cx, handlers::status_response(&status)),
+    };
+    let attrs = authz::attributes(&user, &info);
+    let decision = guards
+        .authorizer
+        .decide_selected(&attrs, &info.field_selector);
+    if let Some(cx) = cx.as_mut() {
+        cx.impersonating(&user);
+        cx.authorized(decision.is_allowed(), decision.reason());
+    }
+    if !decision.is_allowed() {
+        debug!(user = %user.username, verb = %info.verb, path = %info.path, "forbidden");
+        let forbidden = handlers::status_response(&authz::forbidden(&attrs, &decision));
+        return ended(cx, forbidden);
+    }
+    if let Some(cx) = cx.as_mut() {
+        req = match cx.record_request_body(req).await {
+            Ok(req) => req,
+            Err(response) => return response,
+        };
+    }
+    let privileged = user.in_group(cairn_auth::user::MASTERS);
+    req.extensions_mut().insert(RequestUser(user));
+    // The token, review and RBAC handlers issue, review and check through them.
+    req.extensions_mut().insert(Arc::clone(&guards.authn));
+    req.extensions_mut().insert(Arc::clone(&guards.authorizer));
+    let query = req.uri().query().map(str::to_string);
+    let handler = handlers::handle(State(state), req);
+    let response = guards
+        .limiter
+        .run(&info, query.as_deref(), privileged, handler)
+        .await;
+    match cx {
+        Some(cx) => cx.finish(response).await,
+        None => response,
     }
 }

@@ -1,0 +1,219 @@
+//! The audit log (`--audit-policy-file`, `--audit-log-*`): a scripted kubectl run is
+//! recorded once per mutating request with its user, verb, object and code; a `None`
+//! rule silences what it names; the log rotates by size and keeps its backups.
+
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{wait_for, Kubectl, Server};
+use serde_json::Value;
+
+const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  resources: [{group: "", resources: [configmaps]}]
+- level: RequestResponse
+  namespaces: [bulk]
+- level: Metadata
+"#;
+
+fn events(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // The writer may be mid-line: only whole lines count.
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+const MUTATING: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+
+/// `(verb, resource, namespace, name, code)` of `user`'s mutating requests in order.
+fn mutations(events: &[Value], user: &str) -> Vec<(String, String, String, String, u64)> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    events
+        .iter()
+        .filter(|e| e["user"]["username"] == user)
+        .filter(|e| MUTATING.contains(&e["verb"].as_str().unwrap_or_default()))
+        .map(|e| {
+            let r = &e["objectRef"];
+            let code = e["responseStatus"]["code"].as_u64().unwrap_or_default();
+            (
+                s(&e["verb"]),
+                s(&r["resource"]),
+                s(&r["namespace"]),
+                s(&r["name"]),
+                code,
+            )
+        })
+        .collect()
+}
+
+fn kubectl_run(k: &Kubectl) {
+    k.ok(&["create", "namespace", "audited"]);
+    let ns = ["-n", "audited"];
+    let run = |args: &[&str]| k.ok(&[args, &ns[..]].concat());
+    run(&["create", "configmap", "quiet", "--from-literal=a=b"]);
+    run(&["create", "secret", "generic", "s1", "--from-literal=a=b"]);
+    run(&["label", "secret", "s1", "tier=one"]);
+    run(&["create", "serviceaccount", "robot"]);
+    run(&["delete", "secret", "s1"]);
+    let again = k.fails(&[&["create", "serviceaccount", "robot"], &ns[..]].concat());
+    assert!(again.contains("already exists"), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_log_records_each_mutation_once_and_rotates() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let log = dir.path().join("audit/audit.log");
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[
+            "--audit-policy-file",
+            policy.to_str().unwrap(),
+            "--audit-log-path",
+            log.to_str().unwrap(),
+            "--audit-log-maxsize",
+            "1",
+            "--audit-log-maxbackup",
+            "2",
+        ],
+    );
+    let k = Kubectl::new(33, &server);
+    let me = k.ok(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]);
+    kubectl_run(&k);
+    let o = |s: &str| s.to_string();
+    let want = vec![
+        (o("create"), o("selfsubjectreviews"), o(""), o(""), 201),
+        (o("create"), o("namespaces"), o(""), o("audited"), 201),
+        (o("create"), o("secrets"), o("audited"), o("s1"), 201),
+        (o("patch"), o("secrets"), o("audited"), o("s1"), 200),
+        (
+            o("create"),
+            o("serviceaccounts"),
+            o("audited"),
+            o("robot"),
+            201,
+        ),
+        (o("delete"), o("secrets"), o("audited"), o("s1"), 200),
+        (
+            o("create"),
+            o("serviceaccounts"),
+            o("audited"),
+            o("robot"),
+            409,
+        ),
+    ];
+    let seen = wait_for("the run's mutations in the audit log", 15, || {
+        let got = mutations(&events(&log), &me);
+        (got.len() >= want.len()).then_some(got)
+    });
+    assert_eq!(
+        seen, want,
+        "each mutation once, in order; configmaps silenced"
+    );
+    let all = events(&log);
+    let ids: BTreeSet<String> = all.iter().map(|e| e["auditID"].to_string()).collect();
+    assert_eq!(
+        ids.len(),
+        all.len(),
+        "RequestReceived is omitted: one event each"
+    );
+    assert!(all
+        .iter()
+        .all(|e| e["objectRef"]["resource"] != "configmaps"));
+    let patch = all.iter().find(|e| e["verb"] == "patch").unwrap();
+    assert_eq!(patch["stage"], "ResponseComplete");
+    assert_eq!(patch["level"], "Metadata");
+    assert_eq!(
+        patch["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+    assert!(patch.get("requestObject").is_none());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    audit_id_is_echoed(&server, &log).await;
+    rotates_by_size(&k, &log);
+}
+
+/// A client's `Audit-ID` names its event and comes back on the response.
+async fn audit_id_is_echoed(server: &Server, log: &Path) {
+    let response = server
+        .http()
+        .get(format!(
+            "{}/api/v1/namespaces/audited/serviceaccounts",
+            server.url
+        ))
+        .header("Audit-ID", "chosen-by-the-client")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["audit-id"], "chosen-by-the-client");
+    let event = wait_for("the list's event", 15, || {
+        events(log)
+            .into_iter()
+            .find(|e| e["auditID"] == "chosen-by-the-client")
+    });
+    assert_eq!(event["verb"], "list");
+    assert_eq!(event["responseStatus"]["code"], 200);
+}
+
+/// Namespace `bulk` is audited at RequestResponse: four ~700 kB Secrets put two
+/// events past 1 MB each, so the log rotates and keeps two backups.
+fn rotates_by_size(k: &Kubectl, log: &Path) {
+    k.ok(&["create", "namespace", "bulk"]);
+    let value = log.with_file_name("value");
+    std::fs::write(&value, "x".repeat(500_000)).unwrap();
+    for i in 0..4 {
+        let name = format!("big-{i}");
+        k.ok(&[
+            "create",
+            "secret",
+            "generic",
+            &name,
+            "-n",
+            "bulk",
+            &format!("--from-file=v={}", value.display()),
+        ]);
+    }
+    let dir = log.parent().unwrap();
+    let backups = || {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("audit-") && n.ends_with(".log"))
+            .count()
+    };
+    let rotated = wait_for("rotation", 15, || {
+        let created = events(log)
+            .iter()
+            .any(|e| e["objectRef"]["name"] == "big-3" && e["verb"] == "create");
+        (created && backups() > 0).then(backups)
+    });
+    assert_eq!(rotated, 2, "--audit-log-maxbackup 2 keeps two");
+    let last = events(log)
+        .into_iter()
+        .find(|e| e["objectRef"]["name"] == "big-3")
+        .unwrap();
+    assert_eq!(last["level"], "RequestResponse");
+    assert_eq!(last["responseObject"]["metadata"]["name"], "big-3");
+    // kubectl 1.33 sent protobuf; the event holds it as JSON.
+    assert_eq!(last["requestObject"]["metadata"]["name"], "big-3");
+    assert!(last["requestObject"]["data"]["v"].as_str().is_some());
+}

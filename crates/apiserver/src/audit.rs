@@ -1,0 +1,312 @@
+//! Auditing each request (upstream's `WithAudit` and `WithFailedAuthenticationAudit`
+//! filters): the policy picks a level from the authenticated user and the request's
+//! attributes; the stages it does not omit are written to the sink — `RequestReceived`
+//! before authorization, `ResponseStarted` when a long-running response (watch, exec,
+//! logs, proxy) sends its headers, `ResponseComplete` when the response is done.
+//! Events carry the authorization decision, the impersonated user, and at `Request`
+//! and `RequestResponse` the request and response objects.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Request;
+use axum::response::Response;
+use cairn_audit::event::without_managed_fields;
+use cairn_audit::{
+    Event, Level, ObjectRef, Policy, RequestAttributes, ResponseStatus, RuleOutcome, Sink, Stage,
+};
+use cairn_auth::UserInfo;
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use crate::authz::RequestInfo;
+
+/// The header carrying a request's audit ID, both ways.
+pub const AUDIT_ID_HEADER: &str = "audit-id";
+const DECISION: &str = "authorization.k8s.io/decision";
+const REASON: &str = "authorization.k8s.io/reason";
+
+/// The configured policy and where its events go.
+pub struct Auditor {
+    pub policy: Policy,
+    pub sink: Arc<dyn Sink>,
+}
+
+/// One request's audit record in progress.
+pub struct AuditContext {
+    sink: Arc<dyn Sink>,
+    outcome: RuleOutcome,
+    event: Event,
+    long_running: bool,
+}
+
+/// Upstream's long-running requests: their response outlives the handler.
+fn long_running(info: &RequestInfo) -> bool {
+    matches!(info.verb.as_str(), "watch" | "proxy")
+        || matches!(
+            info.subresource.as_str(),
+            "attach" | "exec" | "proxy" | "log" | "portforward"
+        )
+}
+
+/// The client's addresses: `X-Forwarded-For`, `X-Real-Ip`, then the peer's.
+fn source_ips(headers: &http::HeaderMap, remote: SocketAddr) -> Vec<String> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let mut ips: Vec<String> = header("x-forwarded-for")
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    ips.extend(header("x-real-ip").map(|s| s.trim().to_string()));
+    let peer = remote.ip().to_string();
+    if ips.last() != Some(&peer) {
+        ips.push(peer);
+    }
+    ips
+}
+
+fn object_ref(info: &RequestInfo) -> Option<ObjectRef> {
+    info.resource_request.then(|| ObjectRef {
+        resource: info.resource.clone(),
+        namespace: info.namespace.clone(),
+        name: info.name.clone(),
+        api_group: info.api_group.clone(),
+        api_version: info.api_version.clone(),
+        subresource: info.subresource.clone(),
+        ..ObjectRef::default()
+    })
+}
+
+impl Auditor {
+    /// The audit ID a request is known by: the client's, else a new one.
+    pub fn audit_id(headers: &http::HeaderMap) -> String {
+        headers
+            .get(AUDIT_ID_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 64)
+            .map(str::to_string)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Starts the record of a request by `user` (`None`: it failed authentication),
+    /// writing `RequestReceived`; `None` when the policy does not audit it.
+    pub fn begin(
+        &self,
+        req: &Request,
+        info: &RequestInfo,
+        user: Option<&UserInfo>,
+        remote: SocketAddr,
+        audit_id: &str,
+    ) -> Option<AuditContext> {
+        let attrs = RequestAttributes {
+            user,
+            verb: &info.verb,
+            resource_request: info.resource_request,
+            path: &info.path,
+            api_group: &info.api_group,
+            namespace: &info.namespace,
+            resource: &info.resource,
+            subresource: &info.subresource,
+            name: &info.name,
+        };
+        let outcome = self.policy.evaluate(&attrs);
+        if outcome.level == Level::None {
+            return None;
+        }
+        let uri = req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| req.uri().path().to_string(), |p| p.to_string());
+        let mut event = Event::received(outcome.level, audit_id.to_string(), &info.verb, &uri);
+        event.user = user.cloned().unwrap_or_default();
+        event.source_ips = source_ips(req.headers(), remote);
+        event.user_agent = req
+            .headers()
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        event.object_ref = object_ref(info);
+        let cx = AuditContext {
+            sink: Arc::clone(&self.sink),
+            outcome,
+            event,
+            long_running: long_running(info),
+        };
+        if user.is_some() {
+            cx.emit(Stage::RequestReceived);
+        }
+        Some(cx)
+    }
+}
+
+impl AuditContext {
+    fn emit(&self, stage: Stage) {
+        if self.outcome.records(stage) {
+            self.sink.emit(&self.event.at(stage));
+        }
+    }
+
+    /// The user the request acts as, when it impersonates another.
+    pub fn impersonating(&mut self, as_user: &UserInfo) {
+        if as_user != &self.event.user {
+            self.event.impersonated_user = Some(as_user.clone());
+        }
+    }
+
+    /// The authorizer's answer, as upstream's annotations.
+    pub fn authorized(&mut self, allowed: bool, reason: &str) {
+        let decision = if allowed { "allow" } else { "forbid" };
+        self.event
+            .annotations
+            .insert(DECISION.into(), decision.into());
+        self.event.annotations.insert(REASON.into(), reason.into());
+    }
+
+    /// At `Request` and above, reads the body to record it and hands back the request
+    /// with the same bytes (a body past the limit is the handlers' 413).
+    pub async fn record_request_body(&mut self, req: Request) -> Result<Request, Response> {
+        if self.outcome.level < Level::Request || self.long_running {
+            return Ok(req);
+        }
+        let (parts, body) = req.into_parts();
+        let bytes = crate::handlers::read_body(body)
+            .await
+            .map_err(|s| self.complete_now(crate::handlers::status_response(&s)))?;
+        // kubectl 1.32 and later send protobuf: recorded as JSON, as upstream does.
+        let content_type = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        if let Ok(object) = crate::request::decode_body(content_type, &bytes) {
+            self.event.request_object = Some(self.trimmed(object));
+        }
+        Ok(Request::from_parts(parts, Body::from(bytes)))
+    }
+
+    fn trimmed(&self, object: Value) -> Value {
+        if self.outcome.omit_managed_fields {
+            without_managed_fields(object)
+        } else {
+            object
+        }
+    }
+
+    /// Records a response that ends the request here (401, 403, 413, 429).
+    pub fn complete_now(&mut self, response: Response) -> Response {
+        self.event.response_status = Some(ResponseStatus::code(response.status().as_u16()));
+        let stage = if self.event.user.username.is_empty() {
+            // Upstream records a failed authentication at ResponseStarted.
+            Stage::ResponseStarted
+        } else {
+            Stage::ResponseComplete
+        };
+        self.emit(stage);
+        response
+    }
+
+    /// Records the handler's response: at once for ordinary requests, at the end of
+    /// the body for long-running ones.
+    pub async fn finish(mut self, response: Response) -> Response {
+        let code = response.status().as_u16();
+        self.event.response_status = Some(ResponseStatus::code(code));
+        if self.long_running {
+            self.emit(Stage::ResponseStarted);
+            return response.map(|inner| {
+                Body::new(CompletesOnEnd {
+                    inner,
+                    cx: Some(self),
+                })
+            });
+        }
+        let wants_body = code >= 400
+            || self.outcome.level == Level::RequestResponse
+            || (self.event.verb == "create" && self.event.object_ref.is_some());
+        if !wants_body {
+            self.emit(Stage::ResponseComplete);
+            return response;
+        }
+        let (parts, body) = response.into_parts();
+        let bytes = body
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        self.note_response_body(code, &bytes);
+        self.emit(Stage::ResponseComplete);
+        Response::from_parts(parts, Body::from(bytes))
+    }
+
+    fn note_response_body(&mut self, code: u16, bytes: &Bytes) {
+        let Ok(object) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+        if let Some(status) = self.event.response_status.as_mut().filter(|_| code >= 400) {
+            status.status = text(&object, "status");
+            status.message = text(&object, "message");
+            status.reason = text(&object, "reason");
+        }
+        // Upstream names a created object from the request; cairn from the answer:
+        // the object, or a failure's details (so a generated name is recorded too).
+        if let Some(r) = self.event.object_ref.as_mut().filter(|r| r.name.is_empty()) {
+            if self.event.verb == "create" {
+                let at = if code < 300 {
+                    "/metadata/name"
+                } else {
+                    "/details/name"
+                };
+                r.name = object
+                    .pointer(at)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+            }
+        }
+        if self.outcome.level == Level::RequestResponse {
+            self.event.response_object = Some(self.trimmed(object));
+        }
+    }
+}
+
+/// A long-running response's body: `ResponseComplete` is written when it ends or the
+/// client goes away.
+struct CompletesOnEnd {
+    inner: Body,
+    cx: Option<AuditContext>,
+}
+
+impl HttpBody for CompletesOnEnd {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for CompletesOnEnd {
+    fn drop(&mut self) {
+        if let Some(cx) = self.cx.take() {
+            cx.emit(Stage::ResponseComplete);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
