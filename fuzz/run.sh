@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cairn-apimachinery fuzz target for N seconds each (default 60) and
+# Runs every cairn fuzz target for N seconds each (default 60) and
 # exits non-zero if any target crashes (crash inputs land in fuzz/artifacts/<target>/).
 #
 #   fuzz/run.sh [seconds]
@@ -9,7 +9,7 @@
 # compiler (libfuzzer-sys builds libFuzzer). Environment:
 #   SANITIZER=none|address   (default none: the code is safe Rust, so speed wins;
 #                             address also works on stable)
-#   TARGETS="a b"            (default: all five targets)
+#   TARGETS="a b"            (default: all six targets)
 set -uo pipefail
 
 secs="${1:-60}"
@@ -26,7 +26,7 @@ fi
 
 export RUSTC_BOOTSTRAP=1
 sanitizer="${SANITIZER:-none}"
-read -r -a targets <<< "${TARGETS:-label_selector field_selector strategic_merge_patch json_patch request_body}"
+read -r -a targets <<< "${TARGETS:-label_selector field_selector strategic_merge_patch json_patch request_body credentials}"
 logs="$here/target/fuzz-logs"
 mkdir -p "$logs"
 

@@ -37,6 +37,13 @@ if ! command -v kubectl >/dev/null 2>&1; then
     fi
 fi
 
+# cargo-deny: scripts/test.sh checks licences and sources with it (crates.io only).
+CARGO_DENY_VERSION=0.20.2
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! cargo deny --version 2>/dev/null | grep -qx "cargo-deny $CARGO_DENY_VERSION"; then
+    echo "install-deps: building cargo-deny $CARGO_DENY_VERSION"
+    cargo install --locked --quiet cargo-deny --version "$CARGO_DENY_VERSION"
+fi
+
 # The official Python client's current PyPI release beside Debian's older one: the e2e
 # suite drives both (the PyPI one speaks v5.channel.k8s.io and closes stdin). Best effort:
 # without PyPI, or inside the container lane, the suite runs Debian's client alone.

@@ -132,6 +132,8 @@ if [ -z "${CAIRN_SKIP_CONTAINER_LANE:-}" ]; then
     container_prep=$!
 fi
 stage "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+# Licences and sources of every dependency (advisories need GitHub: see deny.toml).
+stage "cargo deny" cargo deny --locked check licenses bans sources
 stage "build" cargo test --workspace --locked --no-run
 # Generated code must be what its generator makes from the locked crates' sources.
 codegen_check() {

@@ -55,7 +55,7 @@ pub trait ConfigSource: Send + Sync {
     async fn service_account_token(
         &self,
         _ask: &crate::sa_tokens::TokenAsk,
-    ) -> Result<String, EnvError> {
+    ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
         Err(EnvError::NoTokens)
     }
     /// Where a bound claim's volume lives on this node; `Err` with why when it cannot be
@@ -87,7 +87,7 @@ impl ConfigSource for ApiConfigSource {
     async fn service_account_token(
         &self,
         ask: &crate::sa_tokens::TokenAsk,
-    ) -> Result<String, EnvError> {
+    ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
         Ok(self.tokens.token(ask).await?)
     }
 

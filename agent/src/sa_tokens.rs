@@ -45,14 +45,24 @@ struct Issued {
     expires_at: SystemTime,
 }
 
-/// Upstream's `requiresRefresh`: past 80 % of the token's life, or older than a day.
-fn needs_refresh(issued: &Issued, now: SystemTime) -> bool {
+/// A token and when it is due for replacement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedToken {
+    pub token: String,
+    pub refresh_at: SystemTime,
+}
+
+/// Upstream's `requiresRefresh` as a time: 80 % into the token's life, or a day old.
+fn refresh_at(issued: &Issued) -> SystemTime {
     let life = issued
         .expires_at
         .duration_since(issued.issued_at)
         .unwrap_or_default();
-    let age = now.duration_since(issued.issued_at).unwrap_or_default();
-    age >= life.mul_f64(0.8) || age >= MAX_AGE
+    issued.issued_at + life.mul_f64(0.8).min(MAX_AGE)
+}
+
+fn needs_refresh(issued: &Issued, now: SystemTime) -> bool {
+    now >= refresh_at(issued)
 }
 
 pub struct TokenManager {
@@ -69,15 +79,21 @@ impl TokenManager {
     }
 
     /// The cached token while it is fresh, else a new one.
-    pub async fn token(&self, ask: &TokenAsk) -> Result<String, TokenError> {
+    pub async fn token(&self, ask: &TokenAsk) -> Result<IssuedToken, TokenError> {
         let now = SystemTime::now();
         if let Some(issued) = self.cache.lock().get(ask) {
             if !needs_refresh(issued, now) {
-                return Ok(issued.token.clone());
+                return Ok(IssuedToken {
+                    token: issued.token.clone(),
+                    refresh_at: refresh_at(issued),
+                });
             }
         }
         let issued = self.request(ask).await?;
-        let token = issued.token.clone();
+        let token = IssuedToken {
+            token: issued.token.clone(),
+            refresh_at: refresh_at(&issued),
+        };
         let mut cache = self.cache.lock();
         cache.retain(|_, i| i.expires_at > now);
         cache.insert(ask.clone(), issued);

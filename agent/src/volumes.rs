@@ -143,6 +143,15 @@ pub struct VolumeContext<'a> {
     pub host_ip: Option<&'a str>,
     pub pod_ip: Option<&'a str>,
     pub node_alloc: &'a BTreeMap<String, String>,
+    /// The earliest time a projected token must be replaced (set while projecting).
+    pub refresh_by: parking_lot::Mutex<Option<std::time::SystemTime>>,
+}
+
+impl VolumeContext<'_> {
+    fn refresh_no_later_than(&self, at: std::time::SystemTime) {
+        let mut by = self.refresh_by.lock();
+        *by = Some(by.map_or(at, |b| b.min(at)));
+    }
 }
 
 /// Files a volume projects: path → (content, mode).
@@ -311,8 +320,9 @@ async fn projected_files(
             }
         }
         if let Some(t) = &src.service_account_token {
-            let token = ctx.source.service_account_token(&token_ask(ctx, t)).await?;
-            files.insert(t.path.clone(), (token.into_bytes(), mode));
+            let issued = ctx.source.service_account_token(&token_ask(ctx, t)).await?;
+            ctx.refresh_no_later_than(issued.refresh_at);
+            files.insert(t.path.clone(), (issued.token.into_bytes(), mode));
         }
         for item in src
             .downward_api

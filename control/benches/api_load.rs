@@ -4,8 +4,9 @@
 //! follow the namespace. Prints p50/p99 per verb, the delay from a create's
 //! acknowledgement to its event reaching each watcher, and the server's RSS.
 //!
-//! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS;
-//! CAIRN_CONTROL_BIN for another binary, e.g. an older plain-HTTP one in an A/B run).
+//! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS,
+//! RBAC_OBJECTS, AUDIT=0 to turn the Metadata-level audit log off; CAIRN_CONTROL_BIN
+//! for another binary, e.g. an older plain-HTTP one in an A/B run, which gets neither).
 
 // A benchmark driver: failing loudly on a broken setup is what we want here.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -15,7 +16,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{env_usize, percentile, start_server};
+use common::{env_usize, percentile, start_server_with};
 use futures::StreamExt;
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -77,14 +78,33 @@ fn pod_index(line: &[u8]) -> Option<usize> {
     std::str::from_utf8(&digits).ok()?.parse().ok()
 }
 
+/// Every request audited once at Metadata level into the data dir (AUDIT=0: none), as
+/// the lab runs.
+fn audit_args(dir: &std::path::Path) -> Vec<String> {
+    if std::env::var("AUDIT").is_ok_and(|v| v == "0") {
+        return Vec::new();
+    }
+    let policy = dir.join("audit-policy.yaml");
+    let text = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n";
+    std::fs::write(&policy, text).expect("write the audit policy");
+    let path = |p: std::path::PathBuf| p.display().to_string();
+    vec![
+        "--audit-policy-file".into(),
+        path(policy),
+        "--audit-log-path".into(),
+        path(dir.join("audit.log")),
+    ]
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let pods = env_usize("PODS", 10_000);
     let clients = env_usize("CLIENTS", 50);
     let watchers = env_usize("WATCHERS", 100);
     let dir = tempfile::tempdir().expect("tempdir");
+    let audit = audit_args(dir.path());
     let (mut server, url, http) =
-        start_server(env!("CARGO_BIN_EXE_cairn-control"), dir.path()).await;
+        start_server_with(env!("CARGO_BIN_EXE_cairn-control"), dir.path(), &audit).await;
     let pid = server.id();
     let http = http.pool_max_idle_per_host(200).build().expect("client");
     http.post(format!("{url}/api/v1/namespaces"))

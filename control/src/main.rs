@@ -124,6 +124,10 @@ struct ServeArgs {
     /// it to watch renewal; upstream's and kubeadm's one year by default).
     #[arg(long, default_value_t = 365 * 86400, hide = true)]
     cert_lifetime_seconds: u64,
+    /// Longest ServiceAccount token issued, in seconds (tests shorten it to watch the
+    /// agent replace mounted tokens; 0: as asked).
+    #[arg(long, default_value_t = 0, hide = true)]
+    service_account_token_max_seconds: i64,
     /// Range ClusterIPs are allocated from; the first address is the `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12")]
     service_cluster_ip_range: ipnetwork::Ipv4Network,
@@ -422,6 +426,7 @@ fn serve_config(
         max_mutating_requests_inflight,
         request_timeout,
         cert_lifetime_seconds,
+        service_account_token_max_seconds,
         controllers,
     } = args;
     let controllers = controllers.parse()?;
@@ -477,6 +482,7 @@ fn serve_config(
         "--cert-lifetime-seconds {cert_lifetime_seconds}: must be at least 3"
     );
     config.cert_lifetimes.leaf = Duration::from_secs(cert_lifetime_seconds);
+    config.max_token_seconds = service_account_token_max_seconds.max(0);
     config.node_ipam = if allocate_node_cidrs {
         Some(cairn_apiserver::nodeipam::NodeIpamConfig::new(
             cluster_cidr,

@@ -84,6 +84,7 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     cluster_dns(&lab);
     bad_input(&lab);
     python_client_streams_and_jobs(&lab);
+    python_client_in_cluster(&lab);
     deleted_pods_stop_pulling(&lab);
 }
 
@@ -125,6 +126,67 @@ fn python_client_streams_and_jobs(lab: &Lab) {
         let ns = format!("pyjobs-{i}");
         lab.kubectl(&["create", "namespace", &ns]);
         python("jobs.py", &[&kubeconfig, &ns], interpreter);
+    }
+}
+
+const IN_CLUSTER: &str = "
+from kubernetes import client, config
+config.load_incluster_config()
+try:
+    pods = client.CoreV1Api().list_namespaced_pod('incluster')
+    print('listed', len(pods.items))
+except client.exceptions.ApiException as e:
+    print('status', e.status)
+";
+
+/// A pod running Debian's python3-kubernetes as `account`: the node's /usr mounted
+/// read-only over busybox (no Python image can be pulled or built offline here).
+fn python_pod(name: &str, account: &str) -> String {
+    let host = |n: &str, p: &str| serde_json::json!({"name": n, "hostPath": {"path": p}});
+    let mount = |n: &str, p: &str| serde_json::json!({"name": n, "mountPath": p, "readOnly": true});
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "incluster"},
+        "spec": {
+            "serviceAccountName": account,
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "py", "image": "busybox",
+                "command": ["/usr/bin/python3", "-c", IN_CLUSTER],
+                "volumeMounts": [mount("usr", "/usr"), mount("lib", "/lib"), mount("lib64", "/lib64")],
+            }],
+            "volumes": [host("usr", "/usr"), host("lib", "/usr/lib"), host("lib64", "/usr/lib64")],
+        },
+    })
+    .to_string()
+}
+
+/// From a pod, the official Python client's `load_incluster_config()` (the mounted
+/// token, CA and namespace; the `kubernetes` Service through the proxy) lists pods with
+/// a ServiceAccount bound to `view`, and gets 403 with one that is not.
+fn python_client_in_cluster(lab: &Lab) {
+    let bin = &kubectls()[0];
+    lab.kubectl(&["create", "namespace", "incluster"]);
+    let ns = ["-n", "incluster"];
+    for account in ["reader", "stranger"] {
+        lab.kubectl(&[&["create", "serviceaccount", account], &ns[..]].concat());
+    }
+    let bind = ["create", "rolebinding", "reader-view", "--clusterrole=view"];
+    lab.kubectl(&[&bind[..], &["--serviceaccount=incluster:reader"], &ns[..]].concat());
+    for (pod, account) in [("py-reader", "reader"), ("py-stranger", "stranger")] {
+        let (code, _, err) = run(lab, bin, &["create", "-f", "-"], &python_pod(pod, account));
+        assert_eq!(code, 0, "{err}");
+    }
+    for (pod, want) in [("py-reader", "listed "), ("py-stranger", "status 403")] {
+        let jsonpath = "jsonpath={.status.phase}";
+        let phase = eventually(&format!("{pod} finished"), Duration::from_secs(90), || {
+            let phase = lab.try_kubectl(&["get", "pod", pod, "-n", "incluster", "-o", jsonpath]);
+            let phase = phase.ok().map(|p| p.trim().to_string());
+            phase.filter(|p| p == "Succeeded" || p == "Failed")
+        });
+        let logs = lab.kubectl(&["logs", "-n", "incluster", pod]);
+        assert_eq!(phase, "Succeeded", "{pod}: {logs}");
+        assert!(logs.trim().starts_with(want), "{pod}: {logs}");
     }
 }
 

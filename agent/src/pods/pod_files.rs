@@ -15,10 +15,14 @@ impl Worker {
             // hosts/hostname/resolv.conf are rewritten on every sync: the next one repairs.
             warn!(error = %e, "writing pod etc files");
         }
+        // Refreshed each minute, and sooner when a projected token is due.
+        let token_due = self
+            .volumes_refresh_by
+            .is_some_and(|at| std::time::SystemTime::now() >= at);
         let fresh = self
             .volumes_synced
             .is_some_and(|t| t.elapsed() <= Duration::from_secs(60));
-        if fresh {
+        if fresh && !token_due {
             return true;
         }
         let alloc = self.h.node.allocatable();
@@ -29,11 +33,17 @@ impl Worker {
             host_ip: self.h.node.node_ip.as_deref(),
             pod_ip,
             node_alloc: &alloc,
+            refresh_by: parking_lot::Mutex::new(None),
         };
         match volumes::setup(&ctx).await {
             Ok(paths) => {
                 self.volume_paths = paths;
                 self.volumes_synced = Some(tokio::time::Instant::now());
+                self.volumes_refresh_by = ctx.refresh_by.into_inner();
+                if let Some(at) = self.volumes_refresh_by {
+                    let wait = at.duration_since(std::time::SystemTime::now());
+                    self.wake_in(wait.unwrap_or_default());
+                }
                 true
             }
             Err(e) => {

@@ -81,6 +81,8 @@ pub(super) struct Worker {
     pub(super) probes: HashMap<(String, ProbeKind), ProbeState>,
     pub(super) last_status: Option<PodStatus>,
     pub(super) volumes_synced: Option<tokio::time::Instant>,
+    /// When a projected ServiceAccount token in the volumes is due for replacement.
+    pub(super) volumes_refresh_by: Option<std::time::SystemTime>,
     /// Whether the QoS parents were updated with this pod counted (once per worker; the
     /// heartbeat loop and worker exits keep them current afterwards).
     pub(super) qos_counted: bool,
@@ -100,6 +102,7 @@ impl Worker {
             probes: HashMap::new(),
             last_status: None,
             volumes_synced: None,
+            volumes_refresh_by: None,
             qos_counted: false,
             volume_paths: Default::default(),
             next_wake: None,

@@ -18,6 +18,9 @@ use serde_json::Value;
 
 pub const NODE: &str = "node-a";
 pub const NODE_IP: &str = "198.18.7.10";
+/// The control server caps ServiceAccount tokens at this many seconds, so a test sees
+/// the agent replace mounted tokens.
+pub const TOKEN_SECONDS: i64 = 30;
 
 /// target/debug (or release) where cargo put this workspace's binaries.
 pub fn bin_dir() -> PathBuf {
@@ -84,6 +87,10 @@ impl Cluster {
             .args(["serve", "--data-dir"])
             .arg(&data)
             .args(["--bind", "127.0.0.1:0"])
+            .args([
+                "--service-account-token-max-seconds",
+                &TOKEN_SECONDS.to_string(),
+            ])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -138,6 +138,7 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
         user["extra"]["authentication.kubernetes.io/pod-name"][0], "talker",
         "{review}"
     );
+    token_is_replaced_before_it_expires(cluster, &cat).await;
 
     let opted_out = busybox_pod(
         "no-token",
@@ -157,6 +158,61 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
             .is_none(),
         "{created}"
     );
+}
+
+/// A JWT's claims (the test reads them; the server checked the signature).
+fn claims(token: &str) -> serde_json::Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The harness caps tokens at 30 s: the agent writes a new one 80 % into the old one's
+/// life, and a client that reads the file keeps getting in.
+async fn token_is_replaced_before_it_expires(cluster: &Cluster, cat: &dyn Fn(&str) -> String) {
+    let first = cat("token");
+    let (iat, exp) = (claims(&first)["iat"].clone(), claims(&first)["exp"].clone());
+    let life = exp.as_i64().unwrap() - iat.as_i64().unwrap();
+    assert_eq!(life, TOKEN_SECONDS, "the harness's cap");
+    let deadline = std::time::Instant::now() + Duration::from_secs(2 * life as u64);
+    let next = loop {
+        let now = cat("token");
+        if now != first {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the mounted token was not replaced; agent log:\n{}",
+            cluster.agent_log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let issued = claims(&next)["iat"].as_i64().unwrap();
+    assert!(
+        issued < exp.as_i64().unwrap(),
+        "the new token (iat {issued}) came after the old one expired ({exp})"
+    );
+    assert!(
+        issued >= iat.as_i64().unwrap() + life * 8 / 10 - 1,
+        "not before 80 %"
+    );
+    let mut as_pod = cluster.credentials_without_user();
+    as_pod.token = Some(next);
+    let whoami = as_pod
+        .reqwest()
+        .unwrap()
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            as_pod.server
+        ))
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whoami.status(), 201);
 }
 
 /// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the

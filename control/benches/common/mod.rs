@@ -27,13 +27,26 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// builder for it: HTTPS as the admin of its kubeconfig, or plain for an older binary's
 /// `http://` URL.
 // The caller owns the child and kills and waits for it when the benchmark ends.
-#[allow(clippy::zombie_processes)]
+#[allow(clippy::zombie_processes, dead_code)] // api_load passes arguments of its own
 pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String, reqwest::ClientBuilder) {
-    let bin =
-        std::env::var_os("CAIRN_CONTROL_BIN").map_or_else(|| PathBuf::from(bin), PathBuf::from);
+    start_server_with(bin, data_dir, &[]).await
+}
+
+/// [`start_server`], passing `ours_only` to this workspace's binary but not to a
+/// `CAIRN_CONTROL_BIN` (an older binary may not know them).
+#[allow(clippy::zombie_processes)]
+pub async fn start_server_with(
+    bin: &str,
+    data_dir: &Path,
+    ours_only: &[String],
+) -> (Child, String, reqwest::ClientBuilder) {
+    let peer = std::env::var_os("CAIRN_CONTROL_BIN");
+    let extra = if peer.is_some() { &[][..] } else { ours_only };
+    let bin = peer.map_or_else(|| PathBuf::from(bin), PathBuf::from);
     let server = Command::new(&bin)
         .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -54,7 +67,7 @@ pub async fn start_server(bin: &str, data_dir: &Path) -> (Child, String, reqwest
 
 /// The admin credentials `bin kubeconfig` prints; none for a plain-HTTP server whose
 /// binary has no such subcommand.
-fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
+pub fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
     let out = Command::new(bin)
         .args(["kubeconfig", "--data-dir"])
         .arg(data_dir)

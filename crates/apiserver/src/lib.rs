@@ -92,6 +92,8 @@ pub struct ServerConfig {
     pub authorization_mode: authz::Mode,
     /// In-flight limits and the request timeout.
     pub limits: limits::RequestLimits,
+    /// Caps ServiceAccount tokens' lifetime (0: none); for tests of token refresh.
+    pub max_token_seconds: i64,
     /// `--audit-policy-file`; auditing is on when it and `audit_log` are both set.
     pub audit_policy_file: Option<PathBuf>,
     /// `--audit-log-path` and its rotation settings.
@@ -124,6 +126,7 @@ impl ServerConfig {
             limits: limits::RequestLimits::default(),
             audit_policy_file: None,
             audit_log: None,
+            max_token_seconds: 0,
         }
     }
 }
@@ -335,6 +338,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             default_toleration_seconds: config.default_toleration_seconds,
             local_path_storage_class: config.local_path_storage_class,
             cluster_dns_service: config.cluster_dns_service,
+            max_token_seconds: config.max_token_seconds,
         },
         config.service_cidr,
         config.node_port_range,

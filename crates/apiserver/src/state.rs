@@ -115,6 +115,9 @@ pub struct ServerSettings {
     pub local_path_storage_class: bool,
     /// Create `kube-system/kube-dns` (agents serve it) when missing.
     pub cluster_dns_service: bool,
+    /// Longest ServiceAccount token issued, in seconds (0: what is asked). A test knob
+    /// below upstream's one-hour floor for `--service-account-max-token-expiration`.
+    pub max_token_seconds: i64,
 }
 
 pub struct ApiState {

@@ -144,7 +144,10 @@ fn token_spec(
             .unwrap_or("")
             .to_string(),
         audiences,
-        expiration_seconds: expiration,
+        expiration_seconds: match state.settings.max_token_seconds {
+            cap if cap > 0 => expiration.min(cap),
+            _ => expiration,
+        },
         bound,
         node,
     })
