@@ -3,6 +3,15 @@
 use super::*;
 
 impl Worker {
+    /// Every pass asks to be woken when a mounted token is due: other wake-ups reset
+    /// the timer, and the ten-second resync alone could miss a short token's expiry.
+    fn wake_for_token(&mut self) {
+        if let Some(at) = self.volumes_refresh_by {
+            let wait = at.duration_since(std::time::SystemTime::now());
+            self.wake_in(wait.unwrap_or_default());
+        }
+    }
+
     /// Pod files and volumes (volumes refreshed every minute so configMap/secret updates
     /// land). `false`: a volume failed; the pass ends (reported, retried in 5 s).
     pub(super) async fn sync_volumes(
@@ -23,6 +32,7 @@ impl Worker {
             .volumes_synced
             .is_some_and(|t| t.elapsed() <= Duration::from_secs(60));
         if fresh && !token_due {
+            self.wake_for_token();
             return true;
         }
         let alloc = self.h.node.allocatable();
@@ -40,10 +50,7 @@ impl Worker {
                 self.volume_paths = paths;
                 self.volumes_synced = Some(tokio::time::Instant::now());
                 self.volumes_refresh_by = ctx.refresh_by.into_inner();
-                if let Some(at) = self.volumes_refresh_by {
-                    let wait = at.duration_since(std::time::SystemTime::now());
-                    self.wake_in(wait.unwrap_or_default());
-                }
+                self.wake_for_token();
                 true
             }
             Err(e) => {
