@@ -67,17 +67,7 @@ fn start_control(dir: &Path) -> Control {
 }
 
 fn create_token(control: &Control) -> String {
-    let out = Command::new(bin("cairn-control"))
-        .args(["token", "create", "--data-dir"])
-        .arg(&control.data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    common::create_join_token(&control.data)
 }
 
 /// `cairn-agent` joining `control` as `node` with `token` (its containerd is absent:

@@ -48,6 +48,21 @@ fn sh(cmd: &str) {
     );
 }
 
+/// `cairn-control token create`: a join token pinning the cluster CA.
+pub fn create_join_token(data_dir: &Path) -> String {
+    let out = Command::new(bin("cairn-control"))
+        .args(["token", "create", "--data-dir"])
+        .arg(data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub netns: NetNs,
@@ -60,6 +75,21 @@ pub struct Cluster {
     pub cgroup_root: String,
     pub client: kube::Client,
     pub backend: Option<String>,
+    /// A join token: the agent joins with it (and rotates its certificate) instead of
+    /// using a ready-made node kubeconfig.
+    pub join_token: Option<String>,
+}
+
+/// How a [`Cluster`] starts.
+#[derive(Default)]
+pub struct ClusterOptions<'a> {
+    /// The embedded network controller (`--network-backend`) instead of a conflist.
+    pub backend: Option<&'a str>,
+    /// `--cert-lifetime-seconds` for cairn-control: every leaf certificate it issues
+    /// (its own, the nodes') rotates within the test.
+    pub cert_lifetime_seconds: Option<u64>,
+    /// Join the node with a token (bootstrap CSR, rotation) rather than a kubeconfig.
+    pub join_by_token: bool,
 }
 
 impl Cluster {
@@ -70,6 +100,18 @@ impl Cluster {
     /// `backend`: run the embedded network controller (`--network-backend`) instead of a
     /// hand-written conflist.
     pub async fn start_with(backend: Option<&str>) -> Cluster {
+        Self::start_opts(ClusterOptions {
+            backend,
+            ..ClusterOptions::default()
+        })
+        .await
+    }
+
+    pub async fn start_opts(opts: ClusterOptions<'_>) -> Cluster {
+        let backend = opts.backend;
+        let lifetime = opts
+            .cert_lifetime_seconds
+            .map(|s| format!("--cert-lifetime-seconds={s}"));
         let _ = rustls::crypto::ring::default_provider().install_default();
         let netns = NetNs::new("cairn-agt").unwrap();
         let f = std::fs::File::open(netns.path()).unwrap();
@@ -91,6 +133,7 @@ impl Cluster {
                 "--service-account-token-max-seconds",
                 &TOKEN_SECONDS.to_string(),
             ])
+            .args(lifetime.iter())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -121,6 +164,7 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         std::fs::write(dir.path().join("node.kubeconfig"), &out.stdout).unwrap();
+        let join_token = opts.join_by_token.then(|| create_join_token(&data));
 
         let containerd = Containerd::start().unwrap();
         let registry = Registry::start().unwrap();
@@ -165,6 +209,7 @@ impl Cluster {
             cgroup_root,
             client,
             backend: backend.map(str::to_string),
+            join_token,
         };
         c.start_agent();
         c.wait_node_ready().await;
@@ -189,9 +234,14 @@ impl Cluster {
                 .arg("--cni-data-dir")
                 .arg(self.path("ipam"));
         }
+        match &self.join_token {
+            Some(token) => {
+                let url = std::fs::read_to_string(self.path("control/server-url")).unwrap();
+                cmd.args(["--server", url.trim(), "--token", token])
+            }
+            None => cmd.arg("--kubeconfig").arg(self.path("node.kubeconfig")),
+        };
         let child = cmd
-            .arg("--kubeconfig")
-            .arg(self.path("node.kubeconfig"))
             .args(["--node-name", NODE, "--node-ip", NODE_IP])
             .arg("--containerd-socket")
             .arg(&self.containerd.socket)

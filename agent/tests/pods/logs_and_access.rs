@@ -112,23 +112,8 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
     assert_eq!(cat("namespace"), "default");
     let credentials = cluster.credentials_without_user();
     assert_eq!(cat("ca.crt"), credentials.ca_pem);
-    let token = cat("token");
-    let mut as_pod = credentials;
-    as_pod.token = Some(token);
-    let review: serde_json::Value = as_pod
-        .reqwest()
-        .unwrap()
-        .post(format!(
-            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            as_pod.server
-        ))
-        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let response = who_am_i(cluster, &cat("token")).await;
+    let review: serde_json::Value = response.json().await.unwrap();
     let user = &review["status"]["userInfo"];
     assert_eq!(
         user["username"], "system:serviceaccount:default:default",
@@ -158,6 +143,23 @@ async fn service_account_token_is_mounted_and_works(cluster: &Cluster) {
             .is_none(),
         "{created}"
     );
+}
+
+/// A SelfSubjectReview with `token` as the bearer.
+async fn who_am_i(cluster: &Cluster, token: &str) -> reqwest::Response {
+    let mut as_pod = cluster.credentials_without_user();
+    as_pod.token = Some(token.to_string());
+    as_pod
+        .reqwest()
+        .unwrap()
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            as_pod.server
+        ))
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap()
 }
 
 /// A JWT's claims (the test reads them; the server checked the signature).
@@ -199,20 +201,7 @@ async fn token_is_replaced_before_it_expires(cluster: &Cluster, cat: &dyn Fn(&st
         issued >= iat.as_i64().unwrap() + life * 8 / 10 - 1,
         "not before 80 %"
     );
-    let mut as_pod = cluster.credentials_without_user();
-    as_pod.token = Some(next);
-    let whoami = as_pod
-        .reqwest()
-        .unwrap()
-        .post(format!(
-            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            as_pod.server
-        ))
-        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(whoami.status(), 201);
+    assert_eq!(who_am_i(cluster, &next).await.status(), 201);
 }
 
 /// The agent's port: anonymous → 401; a ServiceAccount bound to `view` → 403 on the

@@ -109,6 +109,76 @@ fn api_group(name: &str, versions: &[&str]) -> Value {
     })
 }
 
+/// The review kinds: create-only, never stored, answered by their own handlers
+/// (`handlers/reviews.rs`, `access_reviews.rs`, `tokens.rs`), listed as upstream lists them.
+static REVIEWS: [ResourceInfo; 6] = [
+    review(
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        false,
+    ),
+    review(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        true,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    ),
+    review(
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
+    ),
+];
+
+const fn review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+) -> ResourceInfo {
+    ResourceInfo {
+        group,
+        version: "v1",
+        kind,
+        strategy: &cairn_api::kinds::Strategy::NONE,
+        plural,
+        singular: "",
+        namespaced,
+        short_names: &[],
+        categories: &[],
+        verbs: &["create"],
+        subresources: &[],
+        field_selectors: &[],
+    }
+}
+
+/// What discovery lists: the served resources and the review kinds.
+pub fn discoverable(served: Vec<&'static ResourceInfo>) -> Vec<&'static ResourceInfo> {
+    let mut all = served;
+    all.extend(REVIEWS.iter());
+    all
+}
+
 /// `/apis`: every named group.
 pub fn api_group_list(resources: &[&'static ResourceInfo]) -> Value {
     let groups: Vec<Value> = named_groups(resources)
@@ -274,6 +344,31 @@ mod tests {
 
     fn builtin() -> Vec<&'static ResourceInfo> {
         cairn_api::registry::RESOURCES.iter().collect()
+    }
+
+    #[test]
+    fn review_kinds_are_listed_create_only() {
+        let all = discoverable(builtin());
+        let list = api_resource_list(&all, "authorization.k8s.io", "v1").unwrap();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "localsubjectaccessreviews",
+                "selfsubjectaccessreviews",
+                "selfsubjectrulesreviews",
+                "subjectaccessreviews"
+            ]
+        );
+        assert_eq!(list["resources"][0]["verbs"], json!(["create"]));
+        assert_eq!(list["resources"][0]["namespaced"], true);
+        let groups = api_group_list(&all).to_string();
+        assert!(groups.contains("authentication.k8s.io/v1"), "{groups}");
     }
 
     #[test]

@@ -94,7 +94,9 @@ fn fixed_path(state: &AppState, path: &str, is_get: bool, headers: &HeaderMap) -
         },
         "/apis" if is_get => match request::aggregated_discovery_version(accept) {
             Some(v) => aggregated_response(state, false, v),
-            None => json_value_response(&discovery::api_group_list(&state.resources())),
+            None => json_value_response(&discovery::api_group_list(&discovery::discoverable(
+                state.resources(),
+            ))),
         },
         "/openapi/v3" if is_get => json_value_response(&crate::openapi::index(&state.custom.all())),
         // An empty protobuf document: enough for kubectl apply, which then validates nothing.
@@ -121,11 +123,17 @@ fn discovery_path(state: &AppState, path: &str) -> Option<Response> {
         ["openapi", "v3", "api", version] => {
             crate::openapi::group_version(&state.custom.all(), "", version)
         }
-        ["api", version] => discovery::api_resource_list(&state.resources(), "", version),
-        ["apis", group] => discovery::api_group_doc(&state.resources(), group),
-        ["apis", group, version] => {
-            discovery::api_resource_list(&state.resources(), group, version)
+        ["api", version] => {
+            discovery::api_resource_list(&discovery::discoverable(state.resources()), "", version)
         }
+        ["apis", group] => {
+            discovery::api_group_doc(&discovery::discoverable(state.resources()), group)
+        }
+        ["apis", group, version] => discovery::api_resource_list(
+            &discovery::discoverable(state.resources()),
+            group,
+            version,
+        ),
         _ => return None,
     };
     Some(doc.map_or_else(not_found, |d| json_value_response(&d)))
@@ -167,7 +175,11 @@ async fn stream_path(
 }
 
 fn aggregated_response(state: &AppState, core: bool, version: &str) -> Response {
-    match render::to_bytes(&discovery::aggregated(&state.resources(), core, version)) {
+    match render::to_bytes(&discovery::aggregated(
+        &discovery::discoverable(state.resources()),
+        core,
+        version,
+    )) {
         Ok(b) => json_response(
             StatusCode::OK,
             b,
