@@ -1,7 +1,8 @@
 //! ServiceAccount tokens for projected volumes, as the kubelet's token manager keeps them:
 //! a TokenRequest bound to the pod (so the token dies with it), cached, and asked for
 //! again once 80 % of its life has passed or it is a day old. The volumes phase asks on
-//! every refresh (each minute), so the file on disk is replaced well before it expires.
+//! every refresh (each minute) and when a token is due ([`IssuedToken::refresh_at`]), so
+//! the file on disk is replaced before it expires.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};

@@ -227,8 +227,8 @@ fn serving_request(node: &Kubectl, name: &str, node_name: &str, ips: &[&str]) {
 }
 
 /// A node's serving certificate is approved for the addresses it reports, but not for
-/// an address another Node reports too: reporting someone else's address must not get
-/// a node a certificate that impersonates it.
+/// an address another Node reports too or a Service's (the API server's): reporting
+/// someone else's address must not get a node a certificate that impersonates it.
 #[test]
 fn serving_certificates_are_not_approved_for_another_nodes_address() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,7 +236,8 @@ fn serving_certificates_are_not_approved_for_another_nodes_address() {
     let admin = Kubectl::new(33, &server);
     for (node, ips) in [
         ("node-1", vec!["198.18.0.11"]),
-        ("node-2", vec!["198.18.0.12", "198.18.0.11"]),
+        // 10.96.0.1 is the `kubernetes` Service's address.
+        ("node-2", vec!["198.18.0.12", "198.18.0.11", "10.96.0.1"]),
     ] {
         let addresses: Vec<_> = ips
             .iter()
@@ -264,6 +265,7 @@ fn serving_certificates_are_not_approved_for_another_nodes_address() {
         Some("system:nodes"),
     );
     serving_request(&node2, "stolen", "node-2", &["198.18.0.11"]);
+    serving_request(&node2, "server-ip", "node-2", &["10.96.0.1"]);
     serving_request(&node2, "own", "node-2", &["198.18.0.12"]);
     let conditions = |name: &str| {
         admin.ok(&[
@@ -283,5 +285,10 @@ fn serving_certificates_are_not_approved_for_another_nodes_address() {
         conditions("stolen"),
         "",
         "node-1's address must stay unapproved"
+    );
+    assert_eq!(
+        conditions("server-ip"),
+        "",
+        "the kubernetes Service's address too"
     );
 }

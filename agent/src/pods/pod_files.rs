@@ -8,7 +8,8 @@ impl Worker {
     fn wake_for_token(&mut self) {
         if let Some(at) = self.volumes_refresh_by {
             let wait = at.duration_since(std::time::SystemTime::now());
-            self.wake_in(wait.unwrap_or_default());
+            // A token already due (a clock skewed against the server's) must not spin.
+            self.wake_in(wait.unwrap_or_default().max(Duration::from_secs(1)));
         }
     }
 

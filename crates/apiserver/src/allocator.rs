@@ -48,6 +48,11 @@ impl IpAllocator {
     }
 
     /// The first usable address: reserved for the `kubernetes` Service.
+    /// Whether `ip` is in the range (a Service's address, allocated or not).
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        self.network.contains(ip)
+    }
+
     pub fn first_address(&self) -> Ipv4Addr {
         Ipv4Addr::from(self.first())
     }

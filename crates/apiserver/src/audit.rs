@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -41,6 +42,10 @@ pub struct AuditContext {
     outcome: RuleOutcome,
     event: Event,
     long_running: bool,
+    authenticated: bool,
+    /// Whether the request's last stage was written (else dropping the context, as when
+    /// the client goes away mid-request, writes it).
+    ended: AtomicBool,
 }
 
 /// Upstream's long-running requests: their response outlives the handler.
@@ -52,21 +57,41 @@ fn long_running(info: &RequestInfo) -> bool {
         )
 }
 
-/// The client's addresses: `X-Forwarded-For`, `X-Real-Ip`, then the peer's.
+/// Upstream's cap on a recorded user agent.
+const MAX_USER_AGENT: usize = 1024;
+
+/// The client's addresses (upstream's `SourceIPs`): the `X-Forwarded-For` entries that
+/// are addresses, else `X-Real-Ip`, then the peer's.
 fn source_ips(headers: &http::HeaderMap, remote: SocketAddr) -> Vec<String> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let mut ips: Vec<String> = header("x-forwarded-for")
+    let parsed = |s: &str| s.trim().parse::<std::net::IpAddr>().ok();
+    let mut ips: Vec<std::net::IpAddr> = header("x-forwarded-for")
         .into_iter()
         .flat_map(|v| v.split(','))
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+        .filter_map(parsed)
         .collect();
-    ips.extend(header("x-real-ip").map(|s| s.trim().to_string()));
-    let peer = remote.ip().to_string();
-    if ips.last() != Some(&peer) {
-        ips.push(peer);
+    if ips.is_empty() {
+        ips.extend(header("x-real-ip").and_then(parsed));
     }
-    ips
+    if ips.last() != Some(&remote.ip()) {
+        ips.push(remote.ip());
+    }
+    ips.iter().map(ToString::to_string).collect()
+}
+
+fn user_agent(headers: &http::HeaderMap) -> String {
+    let agent = headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if agent.len() <= MAX_USER_AGENT {
+        return agent.to_string();
+    }
+    let mut end = MAX_USER_AGENT;
+    while !agent.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...TRUNCATED", &agent[..end])
 }
 
 fn object_ref(info: &RequestInfo) -> Option<ObjectRef> {
@@ -124,18 +149,15 @@ impl Auditor {
         let mut event = Event::received(outcome.level, audit_id.to_string(), &info.verb, &uri);
         event.user = user.cloned().unwrap_or_default();
         event.source_ips = source_ips(req.headers(), remote);
-        event.user_agent = req
-            .headers()
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        event.user_agent = user_agent(req.headers());
         event.object_ref = object_ref(info);
         let cx = AuditContext {
             sink: Arc::clone(&self.sink),
             outcome,
             event,
             long_running: long_running(info),
+            authenticated: user.is_some(),
+            ended: AtomicBool::new(false),
         };
         if user.is_some() {
             cx.emit(Stage::RequestReceived);
@@ -146,6 +168,11 @@ impl Auditor {
 
 impl AuditContext {
     fn emit(&self, stage: Stage) {
+        let last = stage == Stage::ResponseComplete
+            || (stage == Stage::ResponseStarted && !self.authenticated);
+        if last {
+            self.ended.store(true, Ordering::Relaxed);
+        }
         if self.outcome.records(stage) {
             self.sink.emit(&self.event.at(stage));
         }
@@ -199,11 +226,11 @@ impl AuditContext {
     /// Records a response that ends the request here (401, 403, 413, 429).
     pub fn complete_now(&mut self, response: Response) -> Response {
         self.event.response_status = Some(ResponseStatus::code(response.status().as_u16()));
-        let stage = if self.event.user.username.is_empty() {
+        let stage = if self.authenticated {
+            Stage::ResponseComplete
+        } else {
             // Upstream records a failed authentication at ResponseStarted.
             Stage::ResponseStarted
-        } else {
-            Stage::ResponseComplete
         };
         self.emit(stage);
         response
@@ -242,6 +269,13 @@ impl AuditContext {
     }
 
     fn note_response_body(&mut self, code: u16, bytes: &Bytes) {
+        if self.outcome.level < Level::RequestResponse && code < 400 {
+            // A Metadata-level create wants only the name: no tree is built for it.
+            if let Ok(named) = serde_json::from_slice::<Named>(bytes) {
+                self.name_created(named.metadata.and_then(|m| m.name));
+            }
+            return;
+        }
         let Ok(object) = serde_json::from_slice::<Value>(bytes) else {
             return;
         };
@@ -253,22 +287,48 @@ impl AuditContext {
         }
         // Upstream names a created object from the request; cairn from the answer:
         // the object, or a failure's details (so a generated name is recorded too).
-        if let Some(r) = self.event.object_ref.as_mut().filter(|r| r.name.is_empty()) {
-            if self.event.verb == "create" {
-                let at = if code < 300 {
-                    "/metadata/name"
-                } else {
-                    "/details/name"
-                };
-                r.name = object
-                    .pointer(at)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-            }
-        }
+        let at = if code < 300 {
+            "/metadata/name"
+        } else {
+            "/details/name"
+        };
+        self.name_created(
+            object
+                .pointer(at)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        );
         if self.outcome.level == Level::RequestResponse {
             self.event.response_object = Some(self.trimmed(object));
+        }
+    }
+
+    fn name_created(&mut self, name: Option<String>) {
+        if self.event.verb != "create" {
+            return;
+        }
+        if let Some(r) = self.event.object_ref.as_mut().filter(|r| r.name.is_empty()) {
+            r.name = name.unwrap_or_default();
+        }
+    }
+}
+
+/// Only `metadata.name` of an answer (serde skips the rest without building it).
+#[derive(serde::Deserialize)]
+struct Named {
+    metadata: Option<NameOnly>,
+}
+
+#[derive(serde::Deserialize)]
+struct NameOnly {
+    name: Option<String>,
+}
+
+impl Drop for AuditContext {
+    fn drop(&mut self) {
+        // The client went away before the response was done: the request still ends.
+        if !self.ended.load(Ordering::Relaxed) {
+            self.emit(Stage::ResponseComplete);
         }
     }
 }

@@ -254,6 +254,14 @@ impl ApiState {
         self.custom.rebuild(&values);
     }
 
+    /// Whether `ip` is in the Service range (`--service-cluster-ip-range`).
+    pub fn is_service_ip(&self, ip: std::net::IpAddr) -> bool {
+        match ip {
+            std::net::IpAddr::V4(v4) => self.cluster_ips.lock().contains(v4),
+            std::net::IpAddr::V6(_) => false,
+        }
+    }
+
     pub fn first_service_ip(&self) -> Ipv4Addr {
         self.cluster_ips.lock().first_address()
     }

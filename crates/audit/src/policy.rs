@@ -31,7 +31,9 @@ pub enum PolicyError {
 struct PolicyDocument {
     api_version: Option<String>,
     kind: Option<String>,
+    /// Accepted (upstream's documents carry it) and not used.
     #[serde(default)]
+    #[allow(dead_code)]
     metadata: Option<serde_json::Value>,
     #[serde(default)]
     rules: Vec<Rule>,
@@ -140,7 +142,6 @@ impl Policy {
     pub fn parse(text: &str, path: &str) -> Result<Policy, PolicyError> {
         let doc: PolicyDocument =
             serde_yaml::from_str(text).map_err(|e| invalid(path, e.to_string()))?;
-        let _ = &doc.metadata;
         match doc.api_version.as_deref() {
             Some(v) if API_VERSIONS.contains(&v) => {}
             other => {
@@ -152,6 +153,10 @@ impl Policy {
         }
         if doc.kind.as_deref() != Some("Policy") {
             return Err(invalid(path, format!("kind {:?} is not Policy", doc.kind)));
+        }
+        if doc.rules.is_empty() {
+            // Upstream refuses it too: a policy that audits nothing is a mistake.
+            return Err(invalid(path, "loaded illegal policy with 0 rules"));
         }
         for (i, rule) in doc.rules.iter().enumerate() {
             validate(rule).map_err(|m| invalid(path, format!("rules[{i}]: {m}")))?;

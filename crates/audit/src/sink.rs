@@ -8,7 +8,7 @@
 //! every request behind the disk.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,7 +67,7 @@ impl FileSink {
             .name("audit-log".into())
             .spawn(move || writer.run(rx))
             .map_err(|source| SinkError {
-                path: PathBuf::from("audit-log thread"),
+                path: PathBuf::from("(starting its writer thread)"),
                 source,
             })?;
         Ok(FileSink {
@@ -96,13 +96,15 @@ impl Sink for FileSink {
 
 enum Output {
     Stdout,
-    File { file: File, written: u64 },
+    File { file: BufWriter<File>, written: u64 },
 }
 
 /// The writer thread's side: the open file and its rotation.
 struct RotatingWriter {
     settings: LogSettings,
     out: Output,
+    /// The last write failed (its warning was given).
+    failing: bool,
 }
 
 fn open_log(path: &Path) -> Result<(File, u64), SinkError> {
@@ -129,9 +131,16 @@ impl RotatingWriter {
             Output::Stdout
         } else {
             let (file, written) = open_log(&settings.path)?;
-            Output::File { file, written }
+            Output::File {
+                file: BufWriter::new(file),
+                written,
+            }
         };
-        Ok(RotatingWriter { settings, out })
+        Ok(RotatingWriter {
+            settings,
+            out,
+            failing: false,
+        })
     }
 
     fn max_bytes(&self) -> u64 {
@@ -148,12 +157,33 @@ impl RotatingWriter {
             while let Ok(more) = rx.try_recv() {
                 self.write_line(&more);
             }
+            self.flush();
+        }
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        let flushed = match &mut self.out {
+            Output::Stdout => std::io::stdout().lock().flush(),
+            Output::File { file, .. } => file.flush(),
+        };
+        if let Err(e) = flushed {
+            self.warn_once(&e);
         }
     }
 
-    fn write_line(&mut self, line: &[u8]) {
-        if let Err(e) = self.try_write(line) {
+    /// One warning per run of failures, not one per event.
+    fn warn_once(&mut self, e: &std::io::Error) {
+        if !self.failing {
             warn!(path = %self.settings.path.display(), error = %e, "writing the audit log");
+        }
+        self.failing = true;
+    }
+
+    fn write_line(&mut self, line: &[u8]) {
+        match self.try_write(line) {
+            Ok(()) => self.failing = false,
+            Err(e) => self.warn_once(&e),
         }
     }
 
@@ -174,13 +204,23 @@ impl RotatingWriter {
         }
     }
 
-    /// Renames the full log to its backup name, opens a new one, prunes backups.
+    /// Renames the full log to its backup name, opens a new one, prunes backups. A log
+    /// someone moved or deleted is simply started anew (lumberjack's behaviour).
     fn rotate(&mut self) -> std::io::Result<()> {
+        if let Output::File { file, .. } = &mut self.out {
+            file.flush()?;
+        }
         let path = self.settings.path.clone();
         let backup = backup_name(&path, chrono::Utc::now());
-        std::fs::rename(&path, &backup)?;
+        match std::fs::rename(&path, &backup) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let (file, written) = open_log(&path).map_err(|e| e.source)?;
-        self.out = Output::File { file, written };
+        self.out = Output::File {
+            file: BufWriter::new(file),
+            written,
+        };
         prune_backups(&self.settings, SystemTime::now());
         Ok(())
     }
@@ -231,7 +271,11 @@ pub fn backups(path: &Path) -> Vec<(PathBuf, chrono::NaiveDateTime)> {
 
 fn prune_backups(settings: &LogSettings, now: SystemTime) {
     let max_age = Duration::from_secs(u64::from(settings.max_age_days) * 86_400);
-    let cutoff = chrono::DateTime::<chrono::Utc>::from(now - max_age).naive_utc();
+    // An age past the epoch keeps everything.
+    let cutoff = now
+        .checked_sub(max_age)
+        .map(|t| chrono::DateTime::<chrono::Utc>::from(t).naive_utc())
+        .unwrap_or_default();
     for (i, (path, at)) in backups(&settings.path).into_iter().enumerate() {
         let too_many = settings.max_backups > 0 && i >= settings.max_backups;
         let too_old = settings.max_age_days > 0 && at < cutoff;

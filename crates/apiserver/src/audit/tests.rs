@@ -158,3 +158,30 @@ async fn failed_authentication_and_none_rules() {
         .begin(&req, &info, Some(&admin), REMOTE.parse().unwrap(), "id-5")
         .is_none());
 }
+
+#[tokio::test]
+async fn a_request_whose_client_leaves_still_ends_once() {
+    let (auditor, sink) = auditor();
+    let admin = UserInfo::new("admin", vec![]);
+    let (req, info) = request(http::Method::DELETE, "/api/v1/namespaces/ns/pods/p", "");
+    let cx = auditor
+        .begin(&req, &info, Some(&admin), REMOTE.parse().unwrap(), "id-6")
+        .unwrap();
+    drop(cx);
+    let events = sink.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].stage, Stage::ResponseComplete);
+    assert!(events[0].response_status.is_none());
+    // And a finished request is not ended twice.
+    let (req, info) = request(http::Method::GET, "/api/v1/pods?watch=true", "");
+    let cx = auditor
+        .begin(&req, &info, Some(&admin), REMOTE.parse().unwrap(), "id-7")
+        .unwrap();
+    drop(cx.finish(json_response(200, "")).await);
+    let ends = sink
+        .events()
+        .iter()
+        .filter(|e| e.audit_id == "id-7" && e.stage == Stage::ResponseComplete)
+        .count();
+    assert_eq!(ends, 1);
+}

@@ -181,8 +181,11 @@ impl CsrControllers {
                 reported_names(&node, &mut other_names, &mut other_ips);
             }
         }
-        names.retain(|n| !other_names.contains(n));
-        ips.retain(|ip| !other_ips.contains(ip));
+        // Nor a Service's name or address (`kubernetes.default.svc`, its ClusterIP): a
+        // node must not get a certificate the cluster's clients would take for the API
+        // server's. (A node beside the API server shares its host address and name.)
+        names.retain(|n| !other_names.contains(n) && !is_service_name(n));
+        ips.retain(|ip| !other_ips.contains(ip) && !self.state.is_service_ip(*ip));
         (names, ips)
     }
 
@@ -259,6 +262,14 @@ fn spec_usages(csr: &Value) -> Vec<&str> {
         .and_then(Value::as_array)
         .map(|u| u.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
+}
+
+/// A name clients use for a Service (the API server's own among them).
+fn is_service_name(name: &str) -> bool {
+    name == "kubernetes"
+        || name.starts_with("kubernetes.default")
+        || name.ends_with(".svc")
+        || name.contains(".svc.")
 }
 
 /// Adds the names and addresses a Node's status reports.

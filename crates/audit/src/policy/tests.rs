@@ -151,7 +151,8 @@ fn stages_and_managed_fields_combine_policy_and_rule() {
     let secret = p.evaluate(&resource(&alice, "get", "", "ns", "secrets", "", "s"));
     assert!(secret.omit_managed_fields);
     assert!(secret.records(Stage::ResponseStarted));
-    let none = Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\n", "p").unwrap();
+    let none = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: None, users: [x]}]\n";
+    let none = Policy::parse(none, "p").unwrap();
     let outcome = none.evaluate(&resource(&alice, "get", "", "ns", "pods", "", "p"));
     assert_eq!(outcome, RuleOutcome::none());
     assert!(!outcome.records(Stage::ResponseComplete));
@@ -191,6 +192,7 @@ fn bad_policies_name_the_file_and_the_problem() {
             "group/version",
         ),
         (&*format!("{head}rulez: []\n"), "unknown field `rulez`"),
+        (head, "loaded illegal policy with 0 rules"),
     ];
     for (text, want) in cases {
         let err = Policy::parse(text, "/etc/p.yaml").unwrap_err().to_string();

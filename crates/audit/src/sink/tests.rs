@@ -31,6 +31,7 @@ fn the_writer_rotates_by_size_and_keeps_max_backups() {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+    w.flush();
     let kept = backups(&path);
     assert_eq!(kept.len(), 2, "{kept:?}");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -65,6 +66,7 @@ fn old_backups_are_pruned_by_age() {
     let mut w = RotatingWriter::open(settings).unwrap();
     w.write_line(&event(1).to_line());
     w.write_line(&event(2).to_line());
+    w.flush();
     let kept = backups(&path);
     assert_eq!(kept.len(), 1, "only the new backup stays: {kept:?}");
     assert!(dir.path().join("unrelated.log").exists());
@@ -106,4 +108,28 @@ fn the_file_sink_writes_json_lines_in_upstreams_shape() {
         serde_json::json!({"metadata": {}, "code": 201})
     );
     assert!(v["stageTimestamp"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn a_log_deleted_under_the_writer_is_started_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let line = event(0).to_line().len() as u64;
+    let settings = LogSettings {
+        path: path.clone(),
+        max_bytes: line * 2,
+        max_backups: 0,
+        max_age_days: 0,
+    };
+    let mut w = RotatingWriter::open(settings).unwrap();
+    w.write_line(&event(1).to_line());
+    w.flush();
+    std::fs::remove_file(&path).unwrap();
+    for i in 2..5 {
+        w.write_line(&event(i).to_line());
+    }
+    w.flush();
+    assert!(!w.failing);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("id-0004"), "{text}");
 }
