@@ -90,22 +90,8 @@ struct ServeArgs {
     /// secretbox under a fresh key; identity reads older data).
     #[arg(long)]
     encryption_provider_config: Option<PathBuf>,
-    /// Upstream's audit Policy (`audit.k8s.io/v1`). Auditing is on when this and
-    /// --audit-log-path are both given.
-    #[arg(long)]
-    audit_policy_file: Option<PathBuf>,
-    /// Where audit events go, one JSON line each (`-`: standard output).
-    #[arg(long)]
-    audit_log_path: Option<PathBuf>,
-    /// Megabytes the audit log may reach before it is rotated (0: 100).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxsize: u64,
-    /// Rotated audit logs kept (0: all).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxbackup: usize,
-    /// Days a rotated audit log is kept (0: no limit).
-    #[arg(long, default_value_t = 0)]
-    audit_log_maxage: u32,
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Authorization: `Node,RBAC` (RBAC over the stored roles and bindings, with
     /// upstream's bootstrap policy) or `AlwaysAllow` (every authenticated user may do
     /// everything). `system:masters` is always allowed.
@@ -238,6 +224,40 @@ fn kubeconfig_ca(path: &std::path::Path) -> Option<String> {
 }
 
 /// Which controllers run, and their tunables.
+/// Upstream's `--audit-*` flags.
+#[derive(clap::Args)]
+struct AuditArgs {
+    /// Upstream's audit Policy (`audit.k8s.io/v1`). Auditing is on when this and
+    /// --audit-log-path are both given.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events go, one JSON line each (`-`: standard output).
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u32,
+}
+
+impl AuditArgs {
+    /// The policy file and the log settings (sizes in bytes).
+    fn into_config(self) -> (Option<PathBuf>, Option<cairn_audit::LogSettings>) {
+        let log = self.audit_log_path.map(|path| cairn_audit::LogSettings {
+            path,
+            max_bytes: self.audit_log_maxsize.saturating_mul(1024 * 1024),
+            max_backups: self.audit_log_maxbackup,
+            max_age_days: self.audit_log_maxage,
+        });
+        (self.audit_policy_file, log)
+    }
+}
+
 #[derive(clap::Args, Debug)]
 struct ControllerArgs {
     /// Controllers to run, kube-controller-manager's syntax: `*` for the default set,
@@ -416,11 +436,7 @@ fn serve_config(
         tls_sans,
         token_auth_file,
         encryption_provider_config,
-        audit_policy_file,
-        audit_log_path,
-        audit_log_maxsize,
-        audit_log_maxbackup,
-        audit_log_maxage,
+        audit,
         authorization_mode,
         max_requests_inflight,
         max_mutating_requests_inflight,
@@ -463,13 +479,7 @@ fn serve_config(
     config.tls_sans = tls_sans;
     config.token_auth_file = token_auth_file;
     config.encryption_provider_config = encryption_provider_config;
-    config.audit_policy_file = audit_policy_file;
-    config.audit_log = audit_log_path.map(|path| cairn_audit::LogSettings {
-        path,
-        max_bytes: audit_log_maxsize.saturating_mul(1024 * 1024),
-        max_backups: audit_log_maxbackup,
-        max_age_days: audit_log_maxage,
-    });
+    (config.audit_policy_file, config.audit_log) = audit.into_config();
     config.authorization_mode =
         cairn_apiserver::authz::Mode::parse(&authorization_mode).map_err(anyhow::Error::msg)?;
     config.limits = cairn_apiserver::limits::RequestLimits {

@@ -297,12 +297,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         path: config.data_dir.clone(),
         source,
     })?;
-    let stored: Arc<dyn Backend> =
-        SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
-            path: config.data_dir.clone(),
-            source,
-        })?;
-    let backend = encrypted(stored, &config).await?;
+    let backend = open_store(&config).await?;
     let cache = WatchCache::start(
         Arc::clone(&backend),
         Arc::new(decorate::ObjectDecorator),
@@ -422,6 +417,16 @@ async fn encrypted(
     Ok(Arc::new(cairn_encryption::EncryptingBackend::new(
         stored, encryption,
     )))
+}
+
+/// The SQLite store in the data directory, behind the encryption configuration.
+async fn open_store(config: &ServerConfig) -> Result<Arc<dyn Backend>, ServerError> {
+    let stored: Arc<dyn Backend> =
+        SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
+            path: config.data_dir.clone(),
+            source,
+        })?;
+    encrypted(stored, config).await
 }
 
 /// Whether any stored Secret was written by an encrypting provider.
