@@ -58,6 +58,8 @@ pub trait ConfigSource: Send + Sync {
     ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
         Err(EnvError::NoTokens)
     }
+    /// The pod with this UID is gone: forget what was fetched for it.
+    fn forget_pod(&self, _pod_uid: &str) {}
     /// Where a bound claim's volume lives on this node; `Err` with why when it cannot be
     /// used yet (unbound, missing, not a local or hostPath volume).
     async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {
@@ -89,6 +91,10 @@ impl ConfigSource for ApiConfigSource {
         ask: &crate::sa_tokens::TokenAsk,
     ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
         Ok(self.tokens.token(ask).await?)
+    }
+
+    fn forget_pod(&self, pod_uid: &str) {
+        self.tokens.forget_pod(pod_uid);
     }
 
     async fn claim_path(&self, namespace: &str, claim: &str) -> Result<PathBuf, String> {

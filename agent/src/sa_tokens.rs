@@ -62,6 +62,10 @@ fn refresh_at(issued: &Issued) -> SystemTime {
     issued.issued_at + life.mul_f64(0.8).min(MAX_AGE)
 }
 
+fn forget_pod(cache: &mut HashMap<TokenAsk, Issued>, pod_uid: &str) {
+    cache.retain(|ask, _| ask.pod_uid != pod_uid);
+}
+
 fn needs_refresh(issued: &Issued, now: SystemTime) -> bool {
     now >= refresh_at(issued)
 }
@@ -99,6 +103,12 @@ impl TokenManager {
         cache.retain(|_, i| i.expires_at > now);
         cache.insert(ask.clone(), issued);
         Ok(token)
+    }
+
+    /// Drops the tokens of a pod that is gone (the kubelet's `DeleteServiceAccountToken`
+    /// on pod cleanup): they are dead with it, and the cache would hold them until expiry.
+    pub fn forget_pod(&self, pod_uid: &str) {
+        forget_pod(&mut self.cache.lock(), pod_uid);
     }
 
     async fn request(&self, ask: &TokenAsk) -> Result<Issued, TokenError> {
@@ -160,5 +170,29 @@ mod tests {
         };
         assert!(!needs_refresh(&week, t0 + Duration::from_secs(86399)));
         assert!(needs_refresh(&week, t0 + MAX_AGE));
+    }
+
+    #[test]
+    fn a_gone_pods_tokens_leave_the_cache_and_others_stay() {
+        let ask = |uid: &str, audience: Option<&str>| TokenAsk {
+            namespace: "default".into(),
+            account: "default".into(),
+            pod_name: format!("pod-{uid}"),
+            pod_uid: uid.into(),
+            audience: audience.map(str::to_string),
+            expiration_seconds: 3600,
+        };
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let issued = Issued {
+            token: "t".into(),
+            issued_at: t0,
+            expires_at: t0 + Duration::from_secs(3600),
+        };
+        let mut cache = HashMap::new();
+        for a in [ask("a", None), ask("a", Some("vault")), ask("b", None)] {
+            cache.insert(a, issued.clone());
+        }
+        forget_pod(&mut cache, "a");
+        assert_eq!(cache.keys().collect::<Vec<_>>(), vec![&ask("b", None)]);
     }
 }

@@ -146,6 +146,7 @@ impl Worker {
             .cgroups
             .remove(&cgroup_parent(&config.cgroup_root, pod));
         volumes::teardown(&config.root_dir, &self.uid);
+        self.h.config_source.forget_pod(&self.uid);
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let logs = cairn_podlogs::pod_log_dir(&config.pod_log_dir, ns, name, &self.uid);
