@@ -16,6 +16,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cairn_testsupport::control_plane::cpu_secs;
 use common::{env_usize, percentile, start_server_with};
 use futures::StreamExt;
 use serde_json::json;
@@ -45,20 +46,6 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
-}
-
-/// User plus system CPU time of a process (`self` or a pid), in seconds.
-fn cpu_seconds(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let ticks: u64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse::<u64>().ok())
-        .sum();
-    ticks as f64 / 100.0
 }
 
 fn pod(i: usize) -> serde_json::Value {
@@ -138,13 +125,13 @@ async fn main() {
     let (arrivals, watch_tasks) = start_watchers(&http, &url, pods, watchers).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let cpu_before = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
+    let cpu_before = (cpu_secs(pid), cpu_secs(std::process::id()));
     let acked = create_pods_and_report(&http, &url, pods, clients).await;
     report_watch_delivery(watch_tasks, &acked, &arrivals, pid, pods).await;
     println!(
         "CPU for creates and their watch events: server {:.2}s, benchmark client {:.2}s",
-        cpu_seconds(&pid.to_string()) - cpu_before.0,
-        cpu_seconds("self") - cpu_before.1
+        cpu_secs(pid) - cpu_before.0,
+        cpu_secs(std::process::id()) - cpu_before.1
     );
     get_pods_and_report(&http, &url, pods, clients).await;
     list_pods_and_report(&http, &url, clients).await;
