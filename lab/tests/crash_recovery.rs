@@ -6,18 +6,19 @@
 
 mod common;
 
-use common::{output, processes_mentioning, LAB};
+use common::{output, processes_mentioning, Claim, LAB};
 use std::process::Command;
 
 #[test]
 fn up_over_a_crashed_labs_leftovers_cleans_them_first() {
-    let roots = tempfile::tempdir().unwrap();
+    let claim = Claim::take("crashed");
+    let roots = claim.roots();
     let lab = |args: &[&str]| {
         let mut c = Command::new(LAB);
         c.env("CAIRN_LAB", "crashed")
-            .env("CAIRN_LAB_DATA_ROOT", roots.path().join("data"))
-            .env("CAIRN_LAB_RUN_ROOT", roots.path().join("run"))
-            .env("CAIRN_LAB_LOG_ROOT", roots.path().join("log"))
+            .env("CAIRN_LAB_DATA_ROOT", roots.join("data"))
+            .env("CAIRN_LAB_RUN_ROOT", roots.join("run"))
+            .env("CAIRN_LAB_LOG_ROOT", roots.join("log"))
             .args(args);
         c
     };
@@ -31,7 +32,7 @@ fn up_over_a_crashed_labs_leftovers_cleans_them_first() {
     .output()
     .unwrap();
     assert!(!out.status.success());
-    let left = processes_mentioning(&roots.path().display().to_string());
+    let left = processes_mentioning(&roots.display().to_string());
     assert!(!left.is_empty(), "the failed lab was kept, daemons and all");
     assert!(std::path::Path::new("/run/netns/cl-crashed-sw").exists());
 
@@ -52,6 +53,7 @@ fn up_over_a_crashed_labs_leftovers_cleans_them_first() {
     assert_eq!(status.matches(" running ").count(), 9, "{status}");
 
     output(&mut lab(&["down"])).unwrap();
-    assert!(processes_mentioning(&roots.path().display().to_string()).is_empty());
+    assert!(processes_mentioning(&roots.display().to_string()).is_empty());
     assert!(!std::path::Path::new("/run/netns/cl-crashed-sw").exists());
+    std::fs::remove_dir_all(roots).unwrap();
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, processes_mentioning, HostSnapshot, Lab};
+use common::{eventually, processes_mentioning, Claim, HostSnapshot, Lab};
 use serde_json::Value;
 
 const PAGE: &str = "It works!";
@@ -148,9 +148,10 @@ fn seed_scenario_on_docker_nodes_and_down_leaves_nothing() {
 
 fn seed_scenario(name: &str, port: u16, driver: &str) {
     let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let claim = Claim::take(name);
     let before = HostSnapshot::take();
-    let mut lab = Lab::up(
-        name,
+    let mut lab = Lab::up_claimed(
+        claim,
         port,
         &[
             driver,

@@ -64,12 +64,65 @@ pub fn kubectl_path(minor: u32) -> String {
     p
 }
 
+/// The right to run lab `name` on this host: an exclusive lock on a file named after it,
+/// held for the lab's life. A second run of the suite (another clone, another CI job on the
+/// same Docker engine) waits for it instead of finding the first one's nodes; and what a
+/// run killed mid-test left behind (its roots carry its record) is taken down here, before
+/// anything snapshots the host.
+pub struct Claim {
+    name: String,
+    roots: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Claim {
+    pub fn take(name: &str) -> Claim {
+        let base = std::env::temp_dir().join("cairn-e2e-roots");
+        std::fs::create_dir_all(&base).unwrap();
+        let lock = std::fs::File::create(base.join(format!("{name}.lock"))).unwrap();
+        lock.lock().unwrap();
+        let claim = Claim {
+            name: name.into(),
+            roots: base.join(name),
+            _lock: lock,
+        };
+        if claim.roots.exists() {
+            eprintln!(
+                "lab {name}: a killed run left {}; taking it down",
+                claim.roots.display()
+            );
+            let out = claim.cmd().arg("down").output().unwrap();
+            eprintln!("{}", combined(&out));
+            std::fs::remove_dir_all(&claim.roots).unwrap();
+        }
+        claim
+    }
+
+    /// Where the lab's data, run and state live; a later claim takes down what is left here.
+    pub fn roots(&self) -> &Path {
+        &self.roots
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(LAB);
+        c.env("CAIRN_LAB", &self.name)
+            .env("CAIRN_LAB_DATA_ROOT", self.roots.join("data"))
+            .env("CAIRN_LAB_RUN_ROOT", self.roots.join("run"))
+            .env(
+                "CAIRN_LAB_LOG_ROOT",
+                std::env::temp_dir().join("cairn-e2e-logs"),
+            )
+            .env_remove("KUBECONFIG");
+        c
+    }
+}
+
 pub struct Lab {
     pub name: String,
     /// `netns` or `docker`.
     pub driver: String,
     pub port: u16,
-    roots: tempfile::TempDir,
+    claim: Claim,
     pub log_root: PathBuf,
     pub kubeconfig: PathBuf,
     up: bool,
@@ -78,10 +131,14 @@ pub struct Lab {
 impl Lab {
     /// `cairn-lab up --name NAME --api-port PORT EXTRA...`; panics with its output on failure.
     pub fn up(name: &str, port: u16, extra: &[&str]) -> Lab {
-        let roots = tempfile::Builder::new()
-            .prefix("cairn-e2e-")
-            .tempdir()
-            .unwrap();
+        Lab::up_claimed(Claim::take(name), port, extra)
+    }
+
+    /// `up` for a lab already claimed (to snapshot the host in between).
+    pub fn up_claimed(claim: Claim, port: u16, extra: &[&str]) -> Lab {
+        let name = claim.name.clone();
+        let name = name.as_str();
+        std::fs::create_dir_all(&claim.roots).unwrap();
         let log_root = std::env::temp_dir().join("cairn-e2e-logs");
         // Only this run's logs, for a failure's post-mortem.
         let _ = std::fs::remove_dir_all(log_root.join(name));
@@ -94,8 +151,8 @@ impl Lab {
             name: name.into(),
             driver,
             port,
-            kubeconfig: roots.path().join("data").join(name).join("kubeconfig"),
-            roots,
+            kubeconfig: claim.roots.join("data").join(name).join("kubeconfig"),
+            claim,
             log_root,
             up: false,
         };
@@ -125,24 +182,18 @@ impl Lab {
 
     /// A `cairn-lab` command for this lab.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(LAB);
-        c.env("CAIRN_LAB", &self.name)
-            .env("CAIRN_LAB_DATA_ROOT", self.roots.path().join("data"))
-            .env("CAIRN_LAB_RUN_ROOT", self.roots.path().join("run"))
-            .env("CAIRN_LAB_LOG_ROOT", &self.log_root)
-            .env_remove("KUBECONFIG");
-        c
+        self.claim.cmd()
     }
 
     pub fn roots(&self) -> &Path {
-        self.roots.path()
+        &self.claim.roots
     }
 
     /// The cluster CA (the same path on the host and in every node).
     pub fn cluster_ca(&self) -> String {
         let node1 = self
+            .claim
             .roots
-            .path()
             .join("data")
             .join(&self.name)
             .join("nodes/node-1");
@@ -216,6 +267,14 @@ impl Lab {
         if self.up {
             self.up = false;
             self.lab(&["down"]);
+            self.forget_roots();
+        }
+    }
+
+    /// Once down, the roots hold nothing a later run must take down.
+    fn forget_roots(&self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.claim.roots) {
+            eprintln!("{}: {e}", self.claim.roots.display());
         }
     }
 }
@@ -230,8 +289,9 @@ impl Drop for Lab {
                 eprintln!("logs: {}/{}", self.log_root.display(), self.name);
             }
             // Best effort on the way out of a failed test; its own errors are printed.
-            if let Err(e) = output(self.cmd().arg("down")) {
-                eprintln!("{e}");
+            match output(self.cmd().arg("down")) {
+                Ok(_) => self.forget_roots(),
+                Err(e) => eprintln!("{e}"),
             }
         }
     }
