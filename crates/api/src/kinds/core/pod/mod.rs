@@ -1,6 +1,7 @@
 //! Pod (core): what cairn does that is specific to it.
 
 use crate::kinds::prelude::*;
+use serde::Deserialize;
 
 mod defaults;
 mod table;
@@ -47,12 +48,43 @@ fn prepare_for_create(obj: &mut Value) {
 
 /// The pod's QoS class (`cairn-semantics`, Kubernetes' GetPodQOS).
 pub fn qos_class(pod: &Value) -> &'static str {
-    let spec = pod.get("spec").and_then(|s| {
-        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(s.clone()).ok()
-    });
+    let spec = pod
+        .get("spec")
+        .and_then(|s| ResourcesOnly::deserialize(s).ok());
     match spec {
-        Some(spec) => cairn_semantics::qos::qos_class(&spec).as_str(),
+        Some(spec) => cairn_semantics::qos::qos_class(&spec.into_spec()).as_str(),
         None => "BestEffort",
+    }
+}
+
+/// The containers' resources, all GetPodQOS reads: decoding the whole spec (a clone
+/// and every container field) on each create cost more than the rest of admission.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourcesOnly {
+    #[serde(default)]
+    containers: Vec<ContainerResources>,
+    init_containers: Option<Vec<ContainerResources>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ContainerResources {
+    resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+}
+
+impl ResourcesOnly {
+    fn into_spec(self) -> k8s_openapi::api::core::v1::PodSpec {
+        let container = |c: ContainerResources| k8s_openapi::api::core::v1::Container {
+            resources: c.resources,
+            ..Default::default()
+        };
+        k8s_openapi::api::core::v1::PodSpec {
+            containers: self.containers.into_iter().map(container).collect(),
+            init_containers: self
+                .init_containers
+                .map(|list| list.into_iter().map(container).collect()),
+            ..Default::default()
+        }
     }
 }
 
@@ -87,6 +119,46 @@ fn zero_values(o: &mut Map<String, Value>) {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The slim decode answers as a decode of the whole spec does.
+    #[test]
+    fn qos_class_reads_only_resources_and_agrees_with_the_full_spec() {
+        let guaranteed = json!({"limits": {"cpu": "1", "memory": "1Gi"}});
+        let burstable = json!({"requests": {"cpu": "100m"}});
+        let cases = [
+            (
+                json!({"containers": [{"name": "a", "image": "x"}]}),
+                "BestEffort",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": guaranteed}]}),
+                "Guaranteed",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": guaranteed}],
+                       "initContainers": [{"name": "i", "resources": burstable}]}),
+                "Burstable",
+            ),
+            (
+                json!({"containers": [{"name": "a", "env": [{"name": "E"}], "resources": burstable}]}),
+                "Burstable",
+            ),
+            (json!({"containers": "not a list"}), "BestEffort"),
+        ];
+        for (spec, want) in cases {
+            let pod = json!({"spec": spec});
+            assert_eq!(qos_class(&pod), want, "{spec}");
+            if let Ok(full) = serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(spec) {
+                assert_eq!(cairn_semantics::qos::qos_class(&full).as_str(), want);
             }
         }
     }
