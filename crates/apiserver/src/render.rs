@@ -263,16 +263,52 @@ pub fn object(view: &View, bytes: &Bytes, repr: Representation) -> Result<Bytes,
             table["metadata"] = json!({"resourceVersion": rv});
             to_bytes(&table)
         }
-        Representation::PartialMetadata => {
-            let v: Value =
-                serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
-            to_bytes(&partial_metadata(&v))
-        }
+        Representation::PartialMetadata => partial_metadata_bytes(bytes),
     }
+}
+
+/// A stored object's PartialObjectMetadata, its metadata copied as stored: no tree is
+/// built of the object (the garbage collector's metadata watches get every pod event,
+/// and decoding each pod's spec only to drop it was most of their cost).
+fn partial_metadata_bytes(bytes: &[u8]) -> Result<Bytes, Status> {
+    #[derive(serde::Deserialize)]
+    struct MetadataOnly<'a> {
+        #[serde(borrow)]
+        metadata: Option<&'a serde_json::value::RawValue>,
+    }
+    let object: MetadataOnly =
+        serde_json::from_slice(bytes).map_err(|e| Status::internal(e.to_string()))?;
+    let metadata = object.metadata.map_or("{}", |m| m.get());
+    const HEAD: &[u8] =
+        br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#;
+    let mut out = BytesMut::with_capacity(HEAD.len() + metadata.len() + 1);
+    out.put_slice(HEAD);
+    out.put_slice(metadata.as_bytes());
+    out.put_u8(b'}');
+    Ok(out.freeze())
 }
 
 pub fn to_bytes(v: &Value) -> Result<Bytes, Status> {
     serde_json::to_vec(v)
         .map(Bytes::from)
         .map_err(|e| Status::internal(format!("encoding response: {e}")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod partial_metadata_tests {
+    use super::*;
+
+    #[test]
+    fn spliced_metadata_is_what_the_tree_gives() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "n", "labels": {"a": "b\"c"},
+                         "ownerReferences": [{"kind": "ReplicaSet", "name": "r", "uid": "u"}]},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}});
+        let bytes = serde_json::to_vec(&pod).unwrap();
+        let spliced: Value =
+            serde_json::from_slice(&partial_metadata_bytes(&bytes).unwrap()).unwrap();
+        assert_eq!(spliced, partial_metadata(&pod));
+        assert!(partial_metadata_bytes(b"{not json").is_err());
+    }
 }
