@@ -151,7 +151,7 @@ impl Auditor {
         event.source_ips = source_ips(req.headers(), remote);
         event.user_agent = user_agent(req.headers());
         event.object_ref = object_ref(info);
-        let cx = AuditContext {
+        let mut cx = AuditContext {
             sink: Arc::clone(&self.sink),
             outcome,
             event,
@@ -167,14 +167,15 @@ impl Auditor {
 }
 
 impl AuditContext {
-    fn emit(&self, stage: Stage) {
+    fn emit(&mut self, stage: Stage) {
         let last = stage == Stage::ResponseComplete
             || (stage == Stage::ResponseStarted && !self.authenticated);
         if last {
             self.ended.store(true, Ordering::Relaxed);
         }
         if self.outcome.records(stage) {
-            self.sink.emit(&self.event.at(stage));
+            self.event.move_to(stage);
+            self.sink.emit(&self.event);
         }
     }
 
@@ -250,9 +251,12 @@ impl AuditContext {
                 })
             });
         }
+        if let Some(written) = response.extensions().get::<WrittenName>() {
+            self.name_created(Some(written.0.clone()));
+        }
         let wants_body = code >= 400
             || self.outcome.level == Level::RequestResponse
-            || (self.event.verb == "create" && self.event.object_ref.is_some());
+            || (self.event.verb == "create" && self.unnamed());
         if !wants_body {
             self.emit(Stage::ResponseComplete);
             return response;
@@ -303,6 +307,14 @@ impl AuditContext {
         }
     }
 
+    /// A create whose object is not named yet (the handler did not say).
+    fn unnamed(&self) -> bool {
+        self.event
+            .object_ref
+            .as_ref()
+            .is_some_and(|r| r.name.is_empty())
+    }
+
     fn name_created(&mut self, name: Option<String>) {
         if self.event.verb != "create" {
             return;
@@ -312,6 +324,11 @@ impl AuditContext {
         }
     }
 }
+
+/// The name of the object a handler wrote, on its response: the audit record of a
+/// create names it without reading the body (protobuf answers included).
+#[derive(Debug, Clone)]
+pub struct WrittenName(pub String);
 
 /// Only `metadata.name` of an answer (serde skips the rest without building it).
 #[derive(serde::Deserialize)]
@@ -362,7 +379,7 @@ impl HttpBody for CompletesOnEnd {
 
 impl Drop for CompletesOnEnd {
     fn drop(&mut self) {
-        if let Some(cx) = self.cx.take() {
+        if let Some(mut cx) = self.cx.take() {
             cx.emit(Stage::ResponseComplete);
         }
     }

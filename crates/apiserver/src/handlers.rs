@@ -447,7 +447,11 @@ fn respond_written(
     repr: Representation,
 ) -> Result<Response, Status> {
     let body = render::object(view, &w.bytes, repr)?;
-    Ok(json_response(code, body, "application/json", &w.warnings))
+    let mut response = json_response(code, body, "application/json", &w.warnings);
+    response
+        .extensions_mut()
+        .insert(crate::audit::WrittenName(w.name.clone()));
+    Ok(response)
 }
 
 fn get(

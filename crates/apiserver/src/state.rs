@@ -92,6 +92,8 @@ pub struct DeleteOptions {
 /// The outcome of a write: the object as clients see it.
 #[derive(Debug, Clone)]
 pub struct Written {
+    /// The object's name (a generated one included), for the audit record.
+    pub name: String,
     pub bytes: Bytes,
     pub revision: Revision,
     /// Warnings for the `Warning` response header.
@@ -317,6 +319,7 @@ impl ApiState {
                 Status::internal(format!("object {key} missing from the cache after write"))
             })?;
         Ok(Written {
+            name: key.rsplit('/').next().unwrap_or_default().to_string(),
             bytes,
             revision,
             warnings,

@@ -136,9 +136,15 @@ impl Event {
     /// This event at a later stage, stamped now.
     pub fn at(&self, stage: Stage) -> Event {
         let mut next = self.clone();
-        next.stage = stage;
-        next.stage_timestamp = micro_time(chrono::Utc::now());
+        next.move_to(stage);
         next
+    }
+
+    /// This event, now at `stage` (what a request's record does in place between its
+    /// stages, rather than copy itself per stage).
+    pub fn move_to(&mut self, stage: Stage) {
+        self.stage = stage;
+        self.stage_timestamp = micro_time(chrono::Utc::now());
     }
 
     /// One JSON line (with its newline).

@@ -198,6 +198,7 @@ impl ApiState {
                     .with_details(r.group, r.plural, name));
             }
             return Ok(Written {
+                name: name.to_string(),
                 bytes: Bytes::from(bytes),
                 revision: self.cache.revision(),
                 warnings,

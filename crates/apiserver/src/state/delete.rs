@@ -63,6 +63,7 @@ impl ApiState {
             serde_json::from_slice(&current.bytes).map_err(|e| Status::internal(e.to_string()))?;
         check_preconditions(r, name, &obj, current.mod_revision, opts)?;
         let unchanged = Written {
+            name: name.to_string(),
             bytes: current.bytes.clone(),
             revision: current.mod_revision,
             warnings: Vec::new(),

@@ -172,6 +172,7 @@ impl ApiState {
             self.release(&allocs);
             let bytes = serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?;
             return Ok(Written {
+                name: name.to_string(),
                 bytes: Bytes::from(bytes),
                 revision: old_rev,
                 warnings,
