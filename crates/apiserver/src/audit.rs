@@ -24,6 +24,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use crate::authz::RequestInfo;
+use crate::state::WrittenName;
 
 /// The header carrying a request's audit ID, both ways.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
@@ -324,11 +325,6 @@ impl AuditContext {
         }
     }
 }
-
-/// The name of the object a handler wrote, on its response: the audit record of a
-/// create names it without reading the body (protobuf answers included).
-#[derive(Debug, Clone)]
-pub struct WrittenName(pub String);
 
 /// Only `metadata.name` of an answer (serde skips the rest without building it).
 #[derive(serde::Deserialize)]

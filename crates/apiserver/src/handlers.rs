@@ -450,7 +450,7 @@ fn respond_written(
     let mut response = json_response(code, body, "application/json", &w.warnings);
     response
         .extensions_mut()
-        .insert(crate::audit::WrittenName(w.name.clone()));
+        .insert(crate::state::WrittenName(w.name.clone()));
     Ok(response)
 }
 

@@ -100,6 +100,11 @@ pub struct Written {
     pub warnings: Vec<String>,
 }
 
+/// The name of the object a handler wrote, on its response: the audit record of a
+/// create names it without reading the body (protobuf answers included).
+#[derive(Debug, Clone)]
+pub struct WrittenName(pub String);
+
 impl Written {
     pub fn value(&self) -> Result<Value, Status> {
         serde_json::from_slice(&self.bytes)
