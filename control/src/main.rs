@@ -172,19 +172,17 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
 }
 
 /// A client for a component inside this process, as `user` (its own bearer token).
-async fn loopback_client(
+/// A client of this process's own API server under `user`'s identity: in process, so
+/// the scheduler's and controllers' watches cost no TLS or HTTP framing (see
+/// `cairn_apiserver::in_process`).
+fn in_process_client(
     server: &cairn_apiserver::RunningServer,
     user: &str,
 ) -> anyhow::Result<kube::Client> {
-    let yaml = server.loopback_kubeconfig(user, Vec::new());
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml).context("loopback kubeconfig")?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .context("loopback kubeconfig")?;
-    // The embedded scheduler is the API server's busiest client.
-    config.read_timeout = Some(Duration::from_secs(295));
-    kube::Client::try_from(config).with_context(|| format!("building the API client of {user}"))
+    let service = server
+        .in_process_service(user, Vec::new())
+        .with_context(|| format!("building the in-process API client of {user}"))?;
+    Ok(kube::Client::new(service, "default"))
 }
 
 async fn run_scheduler(
@@ -389,8 +387,8 @@ async fn serve(
         .with_context(|| format!("reading the cluster CA {}", ca_path.display()))?;
     controllers.1.root_ca_pem = Some(ca);
     // The identities upstream's bootstrap policy binds for these two components.
-    let controllers_client = loopback_client(&server, "system:kube-controller-manager").await?;
-    let scheduler_client = loopback_client(&server, "system:kube-scheduler").await?;
+    let controllers_client = in_process_client(&server, "system:kube-controller-manager")?;
+    let scheduler_client = in_process_client(&server, "system:kube-scheduler")?;
     let scheduler_task = async move {
         match scheduler_config {
             Some(cfg) => run_scheduler(scheduler_client, cfg).await,

@@ -18,6 +18,7 @@ pub mod decorate;
 mod decorate_raw;
 pub mod discovery;
 pub mod handlers;
+pub mod in_process;
 pub mod limitranger;
 pub mod limits;
 pub mod nodeipam;
@@ -192,6 +193,7 @@ pub struct RunningServer {
     pub state: Arc<ApiState>,
     pki: Arc<cairn_pki::ClusterPki>,
     authn: Arc<authn::Authenticator>,
+    guards: serve::Guards,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
     background: Vec<JoinHandle<()>>,
@@ -215,18 +217,18 @@ impl RunningServer {
         self.kubeconfig_for(tls_setup::ADMIN_USER, &[tls_setup::ADMIN_GROUP.to_string()])
     }
 
-    /// A kubeconfig for a component in this process: a bearer token made now, known to
-    /// this process only, for `user` in `groups` (kube-apiserver's loopback client).
-    pub fn loopback_kubeconfig(&self, user: &str, groups: Vec<String>) -> String {
+    /// An in-process connection for `user` in `groups`, authenticated by a token of its
+    /// own like a loopback kubeconfig, without TLS and HTTP framing (the embedded
+    /// scheduler and controllers).
+    pub fn in_process_service(
+        &self,
+        user: &str,
+        groups: Vec<String>,
+    ) -> Option<in_process::InProcessService> {
         let token = tls_setup::random_token();
         self.authn
             .add_token(token.clone(), cairn_auth::UserInfo::new(user, groups));
-        cairn_pki::kubeconfig::render_token(
-            &self.url(),
-            self.pki.cluster_ca.cert_pem(),
-            user,
-            &token,
-        )
+        in_process::InProcessService::new(Arc::clone(&self.state), self.guards.clone(), &token)
     }
 
     /// Stops accepting requests and waits for the server task.
@@ -360,17 +362,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         url,
     ));
     let (tx, rx) = oneshot::channel::<()>();
+    let guards = serve::Guards {
+        authn: Arc::clone(&security.authn),
+        authorizer,
+        limiter: Arc::new(limits::Limiter::new(config.limits)),
+        cluster_ca_pem: Arc::from(security.pki.cluster_ca.cert_pem()),
+        audit,
+    };
     let serving = serve::serve(
         listener,
         security.tls,
         Arc::clone(&state),
-        serve::Guards {
-            authn: Arc::clone(&security.authn),
-            authorizer,
-            limiter: Arc::new(limits::Limiter::new(config.limits)),
-            cluster_ca_pem: Arc::from(security.pki.cluster_ca.cert_pem()),
-            audit,
-        },
+        guards.clone(),
         rx,
     );
     let task = tokio::spawn(async move {
@@ -383,6 +386,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         state,
         pki: security.pki,
         authn: security.authn,
+        guards,
         shutdown: Some(tx),
         task,
         background,
