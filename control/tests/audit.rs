@@ -217,3 +217,134 @@ fn rotates_by_size(k: &Kubectl, log: &Path) {
     assert_eq!(last["requestObject"]["metadata"]["name"], "big-3");
     assert!(last["requestObject"]["data"]["v"].as_str().is_some());
 }
+
+/// A create of ConfigMap `slow` whose body stops half-way until the sender fires.
+fn slow_create(
+    writer: &reqwest::Client,
+    url: &str,
+) -> (
+    tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (rest_tx, rest_rx) = tokio::sync::oneshot::channel::<()>();
+    let head = futures::stream::once(async {
+        Ok::<_, std::io::Error>(bytes::Bytes::from_static(
+            br#"{"metadata":{"name":"slow"},"#,
+        ))
+    });
+    let tail = futures::stream::once(async move {
+        let _ = rest_rx.await;
+        Ok(bytes::Bytes::from_static(br#""data":{"k":"v"}}"#))
+    });
+    let slow = tokio::spawn(
+        writer
+            .post(url)
+            .bearer_auth("writer-token")
+            .header("content-type", "application/json")
+            .body(reqwest::Body::wrap_stream(futures::StreamExt::chain(
+                head, tail,
+            )))
+            .send(),
+    );
+    (slow, rest_tx)
+}
+
+/// At `Request` level a create's body is read under the in-flight limit, as upstream
+/// reads it in the handler: a client still sending its body holds the one mutating
+/// slot, another create gets 429, and that 429 is recorded without a request object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_inflight_limit_is_refused_before_its_body_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Request\n").unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "writer-token,writer,1001,writers\n").unwrap();
+    let log = dir.path().join("audit.log");
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &[
+            "--scheduler=false",
+            "--controllers=",
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+            "--max-mutating-requests-inflight",
+            "1",
+            "--audit-policy-file",
+            policy.to_str().unwrap(),
+            "--audit-log-path",
+            log.to_str().unwrap(),
+        ],
+    );
+    // The admin is exempt from the limit: the writer is an ordinary user with `edit`.
+    let k = Kubectl::new(33, &server);
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "writer",
+        "--clusterrole=edit",
+        "--user=writer",
+        "-n",
+        "default",
+    ]);
+    let mut creds =
+        cairn_testsupport::api_client::Credentials::from_kubeconfig(&server.kubeconfig).unwrap();
+    creds.client_cert_pem = None;
+    creds.client_key_pem = None;
+    let writer = creds.reqwest().unwrap();
+    let url = format!("{}/api/v1/namespaces/default/configmaps", server.url);
+
+    // Until the slow create holds the slot, the others go through. The slow one can
+    // lose the race for the slot to a quick one and be refused itself: then it starts
+    // again.
+    let (mut slow, mut rest_tx) = slow_create(&writer, &url);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        if slow.is_finished() {
+            let refused = slow.await.unwrap().unwrap().status().as_u16();
+            assert_eq!(refused, 429, "the slow create ended before its body did");
+            (slow, rest_tx) = slow_create(&writer, &url);
+        }
+        let name = format!("quick-{attempt}");
+        let body = serde_json::json!({"metadata": {"name": name}, "data": {"k": "v"}});
+        let code = writer
+            .post(&url)
+            .bearer_auth("writer-token")
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        if code == 429 && !slow.is_finished() {
+            break;
+        }
+        assert!(code == 201 || code == 429, "{name}: {code}");
+        assert!(
+            attempt < 300,
+            "no 429 while a create's body was still arriving"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    rest_tx.send(()).unwrap();
+    let done = slow.await.unwrap().unwrap();
+    assert_eq!(done.status().as_u16(), 201);
+
+    let (refused, slow_event) = wait_for("both creates in the audit log", 15, || {
+        let all = events(&log);
+        let of = |code: u64| {
+            all.iter()
+                .find(|e| {
+                    e["verb"] == "create"
+                        && e["user"]["username"] == "writer"
+                        && e["responseStatus"]["code"] == code
+                        && (code == 201) == (e["objectRef"]["name"] == "slow")
+                })
+                .cloned()
+        };
+        Some((of(429)?, of(201)?))
+    });
+    assert!(refused.get("requestObject").is_none(), "{refused}");
+    assert_eq!(refused["level"], "Request");
+    assert_eq!(slow_event["requestObject"]["data"]["k"], "v");
+}

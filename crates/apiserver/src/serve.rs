@@ -135,7 +135,7 @@ fn cacerts(pem: &str) -> axum::response::Response {
 }
 
 /// Every request but `/cacerts`, with its audit ID on the response when auditing is on.
-async fn audited(
+pub(crate) async fn audited(
     state: AppState,
     guards: &Guards,
     peer: &PeerCert,
@@ -235,25 +235,33 @@ async fn guarded(
         let forbidden = handlers::status_response(&authz::forbidden(&attrs, &decision));
         return ended(cx, forbidden);
     }
-    if let Some(cx) = cx.as_mut() {
-        req = match cx.record_request_body(req).await {
-            Ok(req) => req,
-            Err(response) => return response,
-        };
-    }
     let privileged = user.in_group(cairn_auth::user::MASTERS);
     req.extensions_mut().insert(RequestUser(user));
     // The token, review and RBAC handlers issue, review and check through them.
     req.extensions_mut().insert(Arc::clone(&guards.authn));
     req.extensions_mut().insert(Arc::clone(&guards.authorizer));
     let query = req.uri().query().map(str::to_string);
-    let handler = handlers::handle(State(state), req);
+    // The body an audit record keeps is read under the in-flight limit, as upstream
+    // reads it when the handler decodes it: a request refused with 429 reads nothing.
+    let mut completed_by_audit = false;
+    let handler = async {
+        if let Some(cx) = cx.as_mut() {
+            req = match cx.record_request_body(req).await {
+                Ok(req) => req,
+                Err(response) => {
+                    completed_by_audit = true;
+                    return response;
+                }
+            };
+        }
+        handlers::handle(State(state), req).await
+    };
     let response = guards
         .limiter
         .run(&info, query.as_deref(), privileged, handler)
         .await;
     match cx {
-        Some(cx) => cx.finish(response).await,
-        None => response,
+        Some(cx) if !completed_by_audit => cx.finish(response).await,
+        _ => response,
     }
 }
