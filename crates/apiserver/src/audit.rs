@@ -20,7 +20,6 @@ use cairn_audit::{
     Event, Level, ObjectRef, Policy, RequestAttributes, ResponseStatus, RuleOutcome, Sink, Stage,
 };
 use cairn_auth::UserInfo;
-use http_body_util::BodyExt;
 use serde_json::Value;
 
 use crate::authz::RequestInfo;
@@ -238,19 +237,15 @@ impl AuditContext {
         response
     }
 
-    /// Records the handler's response: at once for ordinary requests, at the end of
-    /// the body for long-running ones.
+    /// Records the handler's response: at once when nothing of its body is wanted,
+    /// else (long-running responses, and those whose body the record keeps) when the
+    /// body ends, so a streamed list still streams.
     pub async fn finish(mut self, response: Response) -> Response {
         let code = response.status().as_u16();
         self.event.response_status = Some(ResponseStatus::code(code));
         if self.long_running {
             self.emit(Stage::ResponseStarted);
-            return response.map(|inner| {
-                Body::new(CompletesOnEnd {
-                    inner,
-                    cx: Some(self),
-                })
-            });
+            return response.map(|inner| Body::new(CompletesOnEnd::new(inner, self, None)));
         }
         if let Some(written) = response.extensions().get::<WrittenName>() {
             self.name_created(Some(written.0.clone()));
@@ -262,15 +257,12 @@ impl AuditContext {
             self.emit(Stage::ResponseComplete);
             return response;
         }
-        let (parts, body) = response.into_parts();
-        let bytes = body
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        self.note_response_body(code, &bytes);
-        self.emit(Stage::ResponseComplete);
-        Response::from_parts(parts, Body::from(bytes))
+        let recording = Recording {
+            code,
+            kept: Vec::new(),
+            truncated: false,
+        };
+        response.map(|inner| Body::new(CompletesOnEnd::new(inner, self, Some(recording))))
     }
 
     fn note_response_body(&mut self, code: u16, bytes: &Bytes) {
@@ -346,11 +338,65 @@ impl Drop for AuditContext {
     }
 }
 
-/// A long-running response's body: `ResponseComplete` is written when it ends or the
-/// client goes away.
+/// Upstream's annotation on an event whose objects were left out for their size.
+const TRUNCATED: &str = "audit.k8s.io/truncated";
+/// The most of a response body a record keeps (the request body limit, 3 MiB): past
+/// it the event carries no response object and says `audit.k8s.io/truncated`, as
+/// upstream's truncating backend does, rather than hold a whole large list.
+const MAX_RECORDED_RESPONSE: usize = 3 * 1024 * 1024;
+
+/// A response body's bytes kept for the record as they stream to the client.
+struct Recording {
+    code: u16,
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Recording {
+    fn keep(&mut self, data: &Bytes) {
+        if self.truncated {
+            return;
+        }
+        if self.kept.len() + data.len() > MAX_RECORDED_RESPONSE {
+            self.truncated = true;
+            self.kept = Vec::new();
+            return;
+        }
+        self.kept.extend_from_slice(data);
+    }
+}
+
+/// A response body whose `ResponseComplete` is written when it ends (before its end
+/// reaches the client) or when the client goes away.
 struct CompletesOnEnd {
     inner: Body,
     cx: Option<AuditContext>,
+    recording: Option<Recording>,
+}
+
+impl CompletesOnEnd {
+    fn new(inner: Body, cx: AuditContext, recording: Option<Recording>) -> Self {
+        Self {
+            inner,
+            cx: Some(cx),
+            recording,
+        }
+    }
+
+    /// Writes the last stage; with the whole body seen, from what it kept.
+    fn complete(&mut self, body_ended: bool) {
+        let Some(mut cx) = self.cx.take() else {
+            return;
+        };
+        match self.recording.take() {
+            Some(r) if body_ended && r.truncated => {
+                cx.event.annotations.insert(TRUNCATED.into(), "true".into());
+            }
+            Some(r) if body_ended => cx.note_response_body(r.code, &Bytes::from(r.kept)),
+            _ => {}
+        }
+        cx.emit(Stage::ResponseComplete);
+    }
 }
 
 impl HttpBody for CompletesOnEnd {
@@ -361,7 +407,21 @@ impl HttpBody for CompletesOnEnd {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(r), Some(data)) = (self.recording.as_mut(), frame.data_ref()) {
+                    r.keep(data);
+                }
+                if self.inner.is_end_stream() {
+                    self.complete(true);
+                }
+            }
+            Poll::Ready(None) => self.complete(true),
+            Poll::Ready(Some(Err(_))) => self.complete(false),
+            Poll::Pending => {}
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -375,9 +435,10 @@ impl HttpBody for CompletesOnEnd {
 
 impl Drop for CompletesOnEnd {
     fn drop(&mut self) {
-        if let Some(mut cx) = self.cx.take() {
-            cx.emit(Stage::ResponseComplete);
-        }
+        // An empty body may never be polled; any other is dropped early when the
+        // client goes away.
+        let ended = self.inner.is_end_stream();
+        self.complete(ended);
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use cairn_audit::MemorySink;
+use http_body_util::BodyExt;
 
 const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1
@@ -100,7 +101,13 @@ async fn request_response_records_both_objects_and_failures_their_status() {
     let passed = req.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(passed, body.as_bytes(), "the handler still gets the body");
     let conflict = r#"{"kind":"Status","status":"Failure","message":"configmaps \"c\" already exists","reason":"AlreadyExists","code":409}"#;
-    cx.finish(json_response(409, conflict)).await;
+    let response = cx.finish(json_response(409, conflict)).await;
+    let sent = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        sent,
+        conflict.as_bytes(),
+        "the client gets the body as it was"
+    );
     let events = sink.events();
     assert_eq!(
         events.iter().map(|e| e.stage).collect::<Vec<_>>(),
@@ -117,6 +124,71 @@ async fn request_response_records_both_objects_and_failures_their_status() {
     );
     assert_eq!(status.message, "configmaps \"c\" already exists");
     assert_eq!(done.response_object.as_ref().unwrap()["code"], 409);
+}
+
+/// A list answered in chunks, as the list handler streams it.
+fn streamed_list(items: usize, item: &str) -> Response {
+    let mut chunks = vec![Ok::<_, std::convert::Infallible>(Bytes::from_static(
+        br#"{"kind":"ConfigMapList","items":["#,
+    ))];
+    for i in 0..items {
+        let sep = if i == 0 { "" } else { "," };
+        chunks.push(Ok(Bytes::from(format!("{sep}{item}"))));
+    }
+    chunks.push(Ok(Bytes::from_static(b"]}")));
+    let body = Body::from_stream(futures::stream::iter(chunks));
+    http::Response::builder().status(200).body(body).unwrap()
+}
+
+#[tokio::test]
+async fn request_response_records_a_streamed_list_at_its_end_and_truncates_a_large_one() {
+    let (auditor, sink) = auditor();
+    let admin = UserInfo::new("admin", vec![]);
+    let item = format!(
+        r#"{{"metadata":{{"name":"c"}},"data":{{"k":"{}"}}}}"#,
+        "v".repeat(1000)
+    );
+    for (items, id) in [(3, "small"), (4000, "large")] {
+        let (req, info) = request(http::Method::GET, "/api/v1/namespaces/ns/configmaps", "");
+        let cx = auditor
+            .begin(&req, &info, Some(&admin), REMOTE.parse().unwrap(), id)
+            .unwrap();
+        let response = cx.finish(streamed_list(items, &item)).await;
+        assert!(
+            sink.events()
+                .iter()
+                .all(|e| e.audit_id != id || e.stage != Stage::ResponseComplete),
+            "{id}: nothing is recorded before the list has streamed"
+        );
+        let sent = response.into_body().collect().await.unwrap().to_bytes();
+        let list: Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(
+            list["items"].as_array().unwrap().len(),
+            items,
+            "{id}: the client gets it all"
+        );
+        let events = sink.events();
+        let done = events
+            .iter()
+            .find(|e| e.audit_id == id && e.stage == Stage::ResponseComplete)
+            .unwrap();
+        match id {
+            "small" => {
+                assert_eq!(
+                    done.response_object.as_ref().unwrap()["items"]
+                        .as_array()
+                        .unwrap()
+                        .len(),
+                    3
+                );
+                assert!(!done.annotations.contains_key(TRUNCATED));
+            }
+            _ => {
+                assert!(done.response_object.is_none(), "a 4 MB list is not kept");
+                assert_eq!(done.annotations[TRUNCATED], "true");
+            }
+        }
+    }
 }
 
 #[tokio::test]
