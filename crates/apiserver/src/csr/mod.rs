@@ -172,13 +172,13 @@ impl CsrControllers {
         let (mut other_names, mut other_ips) = (Vec::new(), Vec::new());
         for node in all
             .iter()
-            .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
+            .filter_map(|o| serde_json::from_slice::<NodeAddresses>(&o.bytes).ok())
         {
-            if name_of(&node) == name {
-                reported_names(&node, &mut names, &mut ips);
+            if node.metadata.name == name {
+                node.status.add_to(&mut names, &mut ips);
             } else {
-                other_names.push(name_of(&node).to_string());
-                reported_names(&node, &mut other_names, &mut other_ips);
+                other_names.push(node.metadata.name);
+                node.status.add_to(&mut other_names, &mut other_ips);
             }
         }
         // Nor a Service's name or address (`kubernetes.default.svc`, its ClusterIP): a
@@ -272,15 +272,44 @@ fn is_service_name(name: &str) -> bool {
         || name.contains(".svc.")
 }
 
-/// Adds the names and addresses a Node's status reports.
-fn reported_names(node: &Value, names: &mut Vec<String>, ips: &mut Vec<IpAddr>) {
-    let addresses = node.pointer("/status/addresses").and_then(Value::as_array);
-    for a in addresses.into_iter().flatten() {
-        let address = a["address"].as_str().unwrap_or_default();
-        match a["type"].as_str().unwrap_or_default() {
-            "InternalIP" | "ExternalIP" => ips.extend(address.parse::<IpAddr>().ok()),
-            "Hostname" | "InternalDNS" | "ExternalDNS" => names.push(address.to_string()),
-            _ => {}
+/// Of a Node, only its name and reported addresses: the approver reads every Node
+/// per serving request, and serde skips the rest without building it.
+#[derive(serde::Deserialize)]
+struct NodeAddresses {
+    metadata: NodeName,
+    #[serde(default)]
+    status: ReportedAddresses,
+}
+
+#[derive(serde::Deserialize)]
+struct NodeName {
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ReportedAddresses {
+    #[serde(default)]
+    addresses: Vec<NodeAddress>,
+}
+
+#[derive(serde::Deserialize)]
+struct NodeAddress {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    address: String,
+}
+
+impl ReportedAddresses {
+    /// Adds the names and addresses the Node's status reports.
+    fn add_to(self, names: &mut Vec<String>, ips: &mut Vec<IpAddr>) {
+        for a in self.addresses {
+            match a.kind.as_str() {
+                "InternalIP" | "ExternalIP" => ips.extend(a.address.parse::<IpAddr>().ok()),
+                "Hostname" | "InternalDNS" | "ExternalDNS" => names.push(a.address),
+                _ => {}
+            }
         }
     }
 }
@@ -312,5 +341,43 @@ fn push_condition(csr: &mut Value, kind: &str, reason: &str, message: &str) {
     match csr["status"]["conditions"].as_array_mut() {
         Some(list) => list.push(condition),
         None => csr["status"]["conditions"] = json!([condition]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_node_is_read_for_its_name_and_reported_addresses_only() {
+        let node = json!({
+            "metadata": {"name": "node-1", "labels": {"a": "b"}},
+            "spec": {"podCIDR": "10.244.1.0/24"},
+            "status": {
+                "addresses": [
+                    {"type": "InternalIP", "address": "198.18.0.11"},
+                    {"type": "Hostname", "address": "node-1.lab"},
+                    {"type": "ExternalDNS", "address": "n1.example.org"},
+                    {"type": "InternalIP", "address": "not an address"},
+                    {"type": "Other", "address": "ignored"}
+                ],
+                "capacity": {"cpu": "2"}
+            }
+        });
+        let read: NodeAddresses =
+            serde_json::from_slice(&serde_json::to_vec(&node).unwrap()).unwrap();
+        assert_eq!(read.metadata.name, "node-1");
+        let (mut names, mut ips) = (Vec::new(), Vec::new());
+        read.status.add_to(&mut names, &mut ips);
+        assert_eq!(names, ["node-1.lab", "n1.example.org"]);
+        assert_eq!(ips, ["198.18.0.11".parse::<IpAddr>().unwrap()]);
+        let bare: NodeAddresses = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
+        let (mut names, mut ips) = (Vec::new(), Vec::new());
+        bare.status.add_to(&mut names, &mut ips);
+        assert!(
+            names.is_empty() && ips.is_empty(),
+            "a Node with no status reports nothing"
+        );
     }
 }
