@@ -4,6 +4,8 @@
 //! then authorize `nodes/<subresource>` of this node through a SubjectAccessReview.
 //! Answers are cached as the kubelet caches them (tokens 2 minutes; decisions 5 minutes
 //! when allowed, 30 seconds when not), so a stream of requests costs one review.
+//! Rejected tokens are cached apart from accepted ones, and only while there is room:
+//! anyone can send made-up tokens, and they must not push out real users' answers.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -82,6 +84,20 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         }
         map.insert(key, (value, Instant::now() + ttl));
     }
+
+    /// Caches the answer only if there is room once the expired ones are gone: for
+    /// answers anyone can make the agent produce (rejected tokens).
+    fn put_if_room(&self, key: K, value: V, ttl: Duration) {
+        let mut map = self.0.lock();
+        if map.len() >= CACHE_LIMIT {
+            let now = Instant::now();
+            map.retain(|_, (_, until)| *until > now);
+            if map.len() >= CACHE_LIMIT {
+                return;
+            }
+        }
+        map.insert(key, (value, Instant::now() + ttl));
+    }
 }
 
 /// Everything a SubjectAccessReview is asked about: two users differing only in uid or
@@ -92,7 +108,8 @@ pub struct Gate {
     pub x509: ClientCertAuthenticator,
     reviewer: Arc<dyn Reviewer>,
     node: String,
-    tokens: TtlCache<[u8; 32], Option<UserInfo>>,
+    tokens: TtlCache<[u8; 32], UserInfo>,
+    rejected_tokens: TtlCache<[u8; 32], ()>,
     decisions: TtlCache<DecisionKey, bool>,
 }
 
@@ -117,6 +134,7 @@ impl Gate {
             reviewer,
             node: node.to_string(),
             tokens: TtlCache::new(),
+            rejected_tokens: TtlCache::new(),
             decisions: TtlCache::new(),
         }
     }
@@ -136,13 +154,20 @@ impl Gate {
         }
         let token = bearer(headers).ok_or(Refusal::Unauthorized)?;
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(known) = self.tokens.get(&key) {
-            return known.ok_or(Refusal::Unauthorized);
+        if let Some(user) = self.tokens.get(&key) {
+            return Ok(user);
+        }
+        if self.rejected_tokens.get(&key).is_some() {
+            return Err(Refusal::Unauthorized);
         }
         match self.reviewer.review_token(token).await {
-            Ok(user) => {
+            Ok(Some(user)) => {
                 self.tokens.put(key, user.clone(), TOKEN_TTL);
-                user.ok_or(Refusal::Unauthorized)
+                Ok(user)
+            }
+            Ok(None) => {
+                self.rejected_tokens.put_if_room(key, (), TOKEN_TTL);
+                Err(Refusal::Unauthorized)
             }
             Err(e) => {
                 warn!(error = %e, "reviewing a bearer token");

@@ -136,3 +136,36 @@ async fn users_get_what_their_review_allows_and_reviews_are_cached() {
     assert_eq!(reviewer.token_reviews.load(Ordering::SeqCst), 1);
     assert_eq!(reviewer.access_reviews.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test]
+async fn a_flood_of_made_up_tokens_leaves_real_users_cached() {
+    let (gate, reviewer) = gate();
+    let get = Method::GET;
+    let view = with_token("view-token");
+    let stats = gate
+        .admit(&get, "/stats/summary", &view, &PeerCert::Absent)
+        .await;
+    assert_eq!(stats.unwrap().username, "viewer");
+    for i in 0..CACHE_LIMIT + 100 {
+        let made_up = with_token(&format!("made-up-{i}"));
+        let refused = gate
+            .admit(&get, "/stats/summary", &made_up, &PeerCert::Absent)
+            .await;
+        assert_eq!(refused.unwrap_err(), Refusal::Unauthorized);
+    }
+    let reviews = reviewer.token_reviews.load(Ordering::SeqCst);
+    assert_eq!(reviews, 1 + CACHE_LIMIT + 100);
+    let stats = gate
+        .admit(&get, "/stats/summary", &view, &PeerCert::Absent)
+        .await;
+    assert_eq!(stats.unwrap().username, "viewer");
+    let again = gate
+        .admit(&get, "/pods", &with_token("made-up-0"), &PeerCert::Absent)
+        .await;
+    assert_eq!(again.unwrap_err(), Refusal::Unauthorized);
+    assert_eq!(
+        reviewer.token_reviews.load(Ordering::SeqCst),
+        reviews,
+        "the real user and a rejected token cached while there was room cost no review"
+    );
+}
