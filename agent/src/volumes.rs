@@ -174,17 +174,30 @@ impl VolumeContext<'_> {
     }
 }
 
-/// Prepares every volume of the pod; returns volume name → host path.
+/// Prepares every volume of the pod; returns volume name → host path, or the first
+/// volume's failure. Each volume is tried even after one fails, as the kubelet's volume
+/// manager mounts each on its own: a deleted ConfigMap must not keep a running pod's
+/// token from being refreshed.
 pub async fn setup(ctx: &VolumeContext<'_>) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
     let uid = ctx.pod.metadata.uid.as_deref().unwrap_or_default();
     let base = pod_dir(ctx.root, uid).join("volumes");
     let mut out = BTreeMap::new();
+    let mut first_failure = None;
     let volumes = ctx.pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
     for v in volumes {
-        let path = setup_one(ctx, v, &base).await?;
-        out.insert(v.name.clone(), path);
+        match setup_one(ctx, v, &base).await {
+            Ok(path) => {
+                out.insert(v.name.clone(), path);
+            }
+            Err(e) => {
+                first_failure.get_or_insert(e);
+            }
+        }
     }
-    Ok(out)
+    match first_failure {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 /// One volume under `base/kubernetes.io~<plugin>/<name>`.
@@ -580,6 +593,72 @@ pub fn teardown(root: &Path, uid: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Knows no ConfigMap or Secret; issues one token.
+    struct TokensOnly;
+
+    #[async_trait::async_trait]
+    impl ConfigSource for TokensOnly {
+        async fn config_map(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+            Ok(None)
+        }
+        async fn secret(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+            Ok(None)
+        }
+        async fn service_account_token(
+            &self,
+            _: &crate::sa_tokens::TokenAsk,
+        ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
+            Ok(crate::sa_tokens::IssuedToken {
+                token: "fresh-token".into(),
+                refresh_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1000),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_volume_does_not_keep_the_token_from_being_refreshed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns1", "uid": "u1"},
+            "spec": {"containers": [{"name": "c"}], "volumes": [
+                {"name": "gone", "configMap": {"name": "deleted"}},
+                {"name": "token", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}
+                ]}}
+            ]}
+        }))
+        .unwrap();
+        let alloc = BTreeMap::new();
+        let ctx = VolumeContext {
+            root: dir.path(),
+            pod: &pod,
+            source: &TokensOnly,
+            host_ip: None,
+            pod_ip: None,
+            node_alloc: &alloc,
+            refresh_by: parking_lot::Mutex::new(None),
+        };
+        let failed = setup(&ctx).await.unwrap_err().to_string();
+        assert!(
+            failed.contains("\"gone\"") && failed.contains("deleted"),
+            "{failed}"
+        );
+        let token = pod_dir(dir.path(), "u1").join("volumes/kubernetes.io~projected/token/token");
+        assert_eq!(std::fs::read(&token).unwrap(), b"fresh-token");
+        assert!(
+            ctx.refresh_by.lock().is_some(),
+            "the next refresh is still scheduled"
+        );
+    }
 
     #[test]
     fn atomic_write_swaps_and_prunes() {
