@@ -6,7 +6,10 @@
 //!
 //! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS,
 //! RBAC_OBJECTS, AUDIT=0 to turn the Metadata-level audit log off; CAIRN_CONTROL_BIN
-//! for another binary, e.g. an older plain-HTTP one in an A/B run, which gets neither).
+//! for another binary, e.g. an older plain-HTTP one in an A/B run, which gets neither;
+//! SA_TOKEN=1 to let ServiceAccount admission add the token volume, which makes each
+//! pod ~20 % larger and so is off by default: an A/B run against a binary without that
+//! admission then stores and sends the same objects).
 
 // A benchmark driver: failing loudly on a broken setup is what we want here.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -48,8 +51,8 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn pod(i: usize) -> serde_json::Value {
-    json!({
+fn pod(i: usize, sa_token: bool) -> serde_json::Value {
+    let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("pod-{i}"), "labels": {"app": "bench", "shard": format!("s{}", i % 10)},
                      "annotations": {"bench.cairn.dev/note": "a pod of realistic size for the load benchmark"}},
@@ -64,7 +67,11 @@ fn pod(i: usize) -> serde_json::Value {
             }],
             "nodeName": format!("node-{}", i % 20),
         },
-    })
+    });
+    if !sa_token {
+        pod["spec"]["automountServiceAccountToken"] = json!(false);
+    }
+    pod
 }
 
 /// Index of `pod-N` in a watch event line, without decoding the whole event.
@@ -218,6 +225,7 @@ async fn create_pods_and_report(
 ) -> Acks {
     // Creates.
     let acked: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; pods]));
+    let sa_token = std::env::var("SA_TOKEN").is_ok_and(|v| v == "1");
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -225,7 +233,7 @@ async fn create_pods_and_report(
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             for i in (c..pods).step_by(clients) {
-                let body = serde_json::to_vec(&pod(i)).expect("encode");
+                let body = serde_json::to_vec(&pod(i, sa_token)).expect("encode");
                 let t = Instant::now();
                 let resp = http
                     .post(format!("{url}/api/v1/namespaces/bench/pods"))

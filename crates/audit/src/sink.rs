@@ -12,7 +12,7 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +23,9 @@ use crate::event::Event;
 
 /// Events waiting for the writer (upstream's batch buffer size).
 const QUEUE: usize = 10_000;
+/// How long the writer lets events gather between batches while they keep coming: the
+/// log trails the requests by at most this much more.
+const BATCH_NAP: Duration = Duration::from_millis(5);
 /// lumberjack's size when none is set.
 const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
 const BACKUP_TIME_FORMAT: &str = "%Y-%m-%dT%H-%M-%S%.3f";
@@ -150,14 +153,25 @@ impl RotatingWriter {
         }
     }
 
-    /// Writes every queued line, flushing whenever the queue runs dry.
+    /// Writes every queued line, flushing whenever the queue runs dry. After each batch
+    /// the writer naps instead of waiting on the queue, and waits on it only once a nap
+    /// brought nothing: under load a request queues its event without waking the
+    /// writer (a futex call and a file write per event when it waited on every one).
     fn run(&mut self, rx: Receiver<Vec<u8>>) {
         while let Ok(line) = rx.recv() {
             self.write_line(&line);
-            while let Ok(more) = rx.try_recv() {
-                self.write_line(&more);
+            loop {
+                while let Ok(line) = rx.try_recv() {
+                    self.write_line(&line);
+                }
+                self.flush();
+                std::thread::sleep(BATCH_NAP);
+                match rx.try_recv() {
+                    Ok(line) => self.write_line(&line),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
             }
-            self.flush();
         }
         self.flush();
     }

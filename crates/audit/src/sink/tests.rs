@@ -133,3 +133,47 @@ fn a_log_deleted_under_the_writer_is_started_anew() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("id-0004"), "{text}");
 }
+
+#[test]
+fn events_from_many_requests_are_all_written_once_while_the_writer_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let sink = Arc::new(
+        FileSink::open(LogSettings {
+            path: path.clone(),
+            max_bytes: 0,
+            max_backups: 0,
+            max_age_days: 0,
+        })
+        .unwrap(),
+    );
+    let senders: Vec<_> = (0..4)
+        .map(|t| {
+            let sink = Arc::clone(&sink);
+            std::thread::spawn(move || {
+                for i in 0..1000 {
+                    sink.emit(&event(t * 1000 + i).at(Stage::ResponseComplete));
+                    if i % 100 == 0 {
+                        // Lulls, so the writer both naps and waits on the queue.
+                        std::thread::sleep(Duration::from_millis(7));
+                    }
+                }
+            })
+        })
+        .collect();
+    senders.into_iter().for_each(|s| s.join().unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let ids = loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let ids: std::collections::BTreeSet<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["auditID"].to_string())
+            .collect();
+        if text.lines().count() >= 4000 || std::time::Instant::now() > deadline {
+            assert_eq!(text.lines().count(), ids.len(), "each event once");
+            break ids;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(ids.len(), 4000);
+}
