@@ -535,6 +535,38 @@ pub async fn container_env(
         .collect())
 }
 
+/// A source that knows no ConfigMap or Secret and issues `token`, if any (tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct FakeConfigSource {
+    pub token: Option<crate::sa_tokens::IssuedToken>,
+}
+
+#[cfg(test)]
+#[async_trait::async_trait]
+impl ConfigSource for FakeConfigSource {
+    async fn config_map(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+        Ok(None)
+    }
+    async fn secret(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
+        Ok(None)
+    }
+    async fn service_account_token(
+        &self,
+        _: &crate::sa_tokens::TokenAsk,
+    ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
+        self.token.clone().ok_or(EnvError::NoTokens)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -594,36 +594,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Knows no ConfigMap or Secret; issues one token.
-    struct TokensOnly;
-
-    #[async_trait::async_trait]
-    impl ConfigSource for TokensOnly {
-        async fn config_map(
-            &self,
-            _: &str,
-            _: &str,
-        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-            Ok(None)
-        }
-        async fn secret(
-            &self,
-            _: &str,
-            _: &str,
-        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-            Ok(None)
-        }
-        async fn service_account_token(
-            &self,
-            _: &crate::sa_tokens::TokenAsk,
-        ) -> Result<crate::sa_tokens::IssuedToken, EnvError> {
-            Ok(crate::sa_tokens::IssuedToken {
-                token: "fresh-token".into(),
-                refresh_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1000),
-            })
-        }
-    }
-
     #[tokio::test]
     async fn a_failing_volume_does_not_keep_the_token_from_being_refreshed() {
         let dir = tempfile::tempdir().unwrap();
@@ -641,7 +611,12 @@ mod tests {
         let ctx = VolumeContext {
             root: dir.path(),
             pod: &pod,
-            source: &TokensOnly,
+            source: &crate::env::FakeConfigSource {
+                token: Some(crate::sa_tokens::IssuedToken {
+                    token: "fresh-token".into(),
+                    refresh_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1000),
+                }),
+            },
             host_ip: None,
             pod_ip: None,
             node_alloc: &alloc,

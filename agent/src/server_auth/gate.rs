@@ -70,16 +70,12 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
 
     fn put(&self, key: K, value: V, ttl: Duration) {
         let mut map = self.0.lock();
-        if map.len() >= CACHE_LIMIT {
-            let now = Instant::now();
-            map.retain(|_, (_, until)| *until > now);
-            if map.len() >= CACHE_LIMIT {
-                // One eviction per insert keeps a burst of new users from flushing
-                // every other user's answer.
-                let soonest = map.iter().min_by_key(|(_, (_, until))| *until);
-                if let Some(key) = soonest.map(|(k, _)| k.clone()) {
-                    map.remove(&key);
-                }
+        if still_full(&mut map) {
+            // One eviction per insert keeps a burst of new users from flushing
+            // every other user's answer.
+            let soonest = map.iter().min_by_key(|(_, (_, until))| *until);
+            if let Some(key) = soonest.map(|(k, _)| k.clone()) {
+                map.remove(&key);
             }
         }
         map.insert(key, (value, Instant::now() + ttl));
@@ -89,15 +85,20 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// answers anyone can make the agent produce (rejected tokens).
     fn put_if_room(&self, key: K, value: V, ttl: Duration) {
         let mut map = self.0.lock();
-        if map.len() >= CACHE_LIMIT {
-            let now = Instant::now();
-            map.retain(|_, (_, until)| *until > now);
-            if map.len() >= CACHE_LIMIT {
-                return;
-            }
+        if !still_full(&mut map) {
+            map.insert(key, (value, Instant::now() + ttl));
         }
-        map.insert(key, (value, Instant::now() + ttl));
     }
+}
+
+/// Whether a full cache is still full once its expired answers are dropped.
+fn still_full<K, V>(map: &mut HashMap<K, (V, Instant)>) -> bool {
+    if map.len() < CACHE_LIMIT {
+        return false;
+    }
+    let now = Instant::now();
+    map.retain(|_, (_, until)| *until > now);
+    map.len() >= CACHE_LIMIT
 }
 
 /// Everything a SubjectAccessReview is asked about: two users differing only in uid or

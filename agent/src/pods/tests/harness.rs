@@ -2,7 +2,6 @@
 //! pod watch would, recorded events, images always present, no cgroups — and tokio's paused
 //! clock, so back-off and grace periods take no real time.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +19,6 @@ use super::super::handles::{
 };
 use super::super::{Desired, Worker};
 use crate::config::{AgentConfig, AgentFlags};
-use crate::env::{ConfigSource, EnvError};
 use crate::events::EventType;
 use crate::images::Outcome;
 
@@ -101,26 +99,6 @@ impl ImageSource for PresentImages {
     }
 }
 
-struct NoConfig;
-
-#[async_trait]
-impl ConfigSource for NoConfig {
-    async fn config_map(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-        Ok(None)
-    }
-    async fn secret(
-        &self,
-        _: &str,
-        _: &str,
-    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, EnvError> {
-        Ok(None)
-    }
-}
-
 struct NoCgroups;
 
 impl PodCgroups for NoCgroups {
@@ -167,7 +145,7 @@ impl Rig {
             api: api.clone(),
             events: events.clone(),
             images: Arc::new(PresentImages),
-            config_source: Arc::new(NoConfig),
+            config_source: Arc::new(crate::env::FakeConfigSource::default()),
             services,
             cgroups: Arc::new(NoCgroups),
             ledger: Default::default(),
