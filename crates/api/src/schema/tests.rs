@@ -268,6 +268,21 @@ fn empty_values_follow_kubernetes_storage() {
 }
 
 #[test]
+fn an_empty_fields_v1_is_kept_as_go_keeps_it() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"name": "c", "managedFields": [
+        {"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {}},
+        {"manager": "kubectl", "operation": "Apply", "apiVersion": "v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}
+    ]}});
+    let out = norm("v1", "ConfigMap", cm);
+    let entries = out.value["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries[0]["fieldsV1"], json!({}));
+    assert_eq!(entries[1]["fieldsV1"], json!({"f:data": {}}));
+}
+
+#[test]
 fn go_zero_values_are_printed() {
     let svc = norm(
         "v1",

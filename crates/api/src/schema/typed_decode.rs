@@ -376,6 +376,12 @@ impl<'a> De<'a> {
     }
 
     fn record_empty_optional(&self) {
+        // metav1.FieldsV1 is a struct holding raw JSON behind a pointer: Go's omitempty
+        // keeps an empty one as `{}`, and kubectl's client-side-apply upgrade check
+        // dereferences it (a managedFields entry without it crashes kubectl apply).
+        if matches!(*self.path, Path::Field(_, "fieldsV1")) {
+            return;
+        }
         if self.optional {
             self.ctx
                 .empty_optional
