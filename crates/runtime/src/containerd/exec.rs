@@ -252,17 +252,18 @@ impl ContainerdRuntime {
         // Without stdio the shim leaves fds 1/2 closed and writers fail.
         let output_uri = format!("file://{}", output_path.display());
         let stdio = [String::new(), output_uri.clone(), output_uri];
-        let result = match self.start_exec(id, &exec_id, stdio, process).await {
+        let exited = match self.start_exec(id, &exec_id, stdio, process).await {
             Err(e) => Err(e),
-            Ok(()) => self
-                .wait_exec(id, &exec_id, timeout)
-                .await
-                .map(|exit_code| ExecResult {
-                    exit_code,
-                    output: read_exec_output(&output_path),
-                }),
+            Ok(()) => self.wait_exec(id, &exec_id, timeout).await,
         };
+        // The shim reports the exit before it has copied all the output into the file;
+        // deleting the exec waits for that copy (as CRI's ExecSync waits for its IO), so
+        // the file is read only then. Read before, a probe's message was at times empty.
         self.delete_exec(id, &exec_id).await;
+        let result = exited.map(|exit_code| ExecResult {
+            exit_code,
+            output: read_exec_output(&output_path),
+        });
         if let Err(e) = std::fs::remove_file(&output_path) {
             debug!(path = %output_path.display(), error = %e, "removing exec output");
         }
