@@ -343,7 +343,7 @@ const TRUNCATED: &str = "audit.k8s.io/truncated";
 /// The most of a response body a record keeps (the request body limit, 3 MiB): past
 /// it the event carries no response object and says `audit.k8s.io/truncated`, as
 /// upstream's truncating backend does, rather than hold a whole large list.
-const MAX_RECORDED_RESPONSE: usize = 3 * 1024 * 1024;
+const MAX_RECORDED_RESPONSE: usize = crate::request::MAX_BODY_BYTES;
 
 /// A response body's bytes kept for the record as they stream to the client.
 struct Recording {
