@@ -1,0 +1,105 @@
+//! Reads a cgroup's statistics under a root path (normally `/sys/fs/cgroup`), v1 or v2,
+//! as youki's libcgroups does: a fixture tree stands in for the real one in tests.
+
+mod v1;
+mod v2;
+
+use std::path::{Path, PathBuf};
+
+use crate::sample::{CgroupSample, ProcessCounts};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupReadError {
+    /// The cgroup is gone: its container exited. The pass skips it.
+    #[error("cgroup {path} does not exist (its container has exited)")]
+    Gone { path: PathBuf },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hierarchy {
+    V1,
+    V2,
+}
+
+/// Reads cgroups under `root`; process details (file descriptors) under `proc_root`.
+#[derive(Debug, Clone)]
+pub struct CgroupReader {
+    root: PathBuf,
+    proc_root: PathBuf,
+    hierarchy: Hierarchy,
+    /// USER_HZ: the unit of cgroup v1's `cpuacct.stat`.
+    clock_ticks: u64,
+}
+
+impl CgroupReader {
+    /// Detects the hierarchy: a `cgroup.controllers` file at the root means v2.
+    pub fn new(root: &Path, proc_root: &Path) -> CgroupReader {
+        let hierarchy = match root.join("cgroup.controllers").exists() {
+            true => Hierarchy::V2,
+            false => Hierarchy::V1,
+        };
+        CgroupReader {
+            root: root.to_path_buf(),
+            proc_root: proc_root.to_path_buf(),
+            hierarchy,
+            clock_ticks: procfs::ticks_per_second().max(1),
+        }
+    }
+
+    pub fn hierarchy(&self) -> Hierarchy {
+        self.hierarchy
+    }
+
+    /// Reads `cgroup` (a path as the runtime names it, e.g. `/kubepods/pod<uid>/<id>`).
+    pub fn read(&self, cgroup: &str) -> Result<CgroupSample, CgroupReadError> {
+        let rel = cgroup.trim_start_matches('/');
+        let mut sample = match self.hierarchy {
+            Hierarchy::V1 => v1::sample(&self.root, rel, self.clock_ticks)?,
+            Hierarchy::V2 => v2::sample(&self.root, rel)?,
+        };
+        sample.processes.file_descriptors = self.count_fds(&sample.pids);
+        Ok(sample)
+    }
+
+    /// Open descriptors of `pids`; a process that exits meanwhile counts none.
+    fn count_fds(&self, pids: &[u32]) -> Option<u64> {
+        let mut total = 0u64;
+        let mut seen_any = false;
+        for pid in pids {
+            let Ok(entries) = std::fs::read_dir(self.proc_root.join(pid.to_string()).join("fd"))
+            else {
+                continue;
+            };
+            seen_any = true;
+            total += entries.count() as u64;
+        }
+        (seen_any || pids.is_empty()).then_some(total)
+    }
+}
+
+/// A file's text; missing or unreadable is `None`, as is every value it would give.
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn gone(dir: &Path) -> Result<(), CgroupReadError> {
+    match dir.is_dir() {
+        true => Ok(()),
+        false => Err(CgroupReadError::Gone {
+            path: dir.to_path_buf(),
+        }),
+    }
+}
+
+/// Process and thread counts from the cgroup's `procs` and thread list files.
+fn process_counts(procs: Option<String>, threads: Option<String>) -> (ProcessCounts, Vec<u32>) {
+    let pids = procs.as_deref().map(crate::parse::pid_list);
+    let counts = ProcessCounts {
+        processes: pids.as_ref().map(|p| p.len() as u64),
+        threads: threads
+            .as_deref()
+            .map(|t| crate::parse::pid_list(t).len() as u64),
+        file_descriptors: None,
+    };
+    (counts, pids.unwrap_or_default())
+}
