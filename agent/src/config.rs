@@ -117,6 +117,10 @@ pub struct AgentFlags {
     /// Seconds between node status checks (the status is written on change or every 5 min).
     #[arg(long)]
     pub node_status_update_seconds: Option<u64>,
+    /// Seconds between stats housekeeping passes (the kubelet's `--housekeeping-interval`,
+    /// 10 s).
+    #[arg(long)]
+    pub housekeeping_interval_seconds: Option<u64>,
     /// Where the `cairn.io/local-path` provisioner makes volume directories
     /// (default: `<root-dir>/local-path`).
     #[arg(long)]
@@ -165,6 +169,7 @@ pub struct AgentConfig {
     pub subnet_file: PathBuf,
     pub cni_data_dir: Option<PathBuf>,
     pub node_status_update_seconds: u64,
+    pub housekeeping_interval: std::time::Duration,
     pub local_path_root: PathBuf,
     pub dns_listen: Option<SocketAddr>,
     pub dns_upstreams: Vec<SocketAddr>,
@@ -209,6 +214,7 @@ impl AgentFlags {
             subnet_file,
             cni_data_dir,
             node_status_update_seconds,
+            housekeeping_interval_seconds,
             local_path_root,
             dns_listen,
             dns_upstream
@@ -352,6 +358,9 @@ impl AgentConfig {
                 .unwrap_or_else(|| "/run/cairn/subnet.env".into()),
             cni_data_dir: f.cni_data_dir,
             node_status_update_seconds: f.node_status_update_seconds.unwrap_or(10),
+            housekeeping_interval: std::time::Duration::from_secs(
+                f.housekeeping_interval_seconds.unwrap_or(10).max(1),
+            ),
             dns_listen: f.dns_listen,
             dns_upstreams,
         })

@@ -37,6 +37,7 @@ pub mod server;
 pub mod server_auth;
 pub mod serving;
 pub mod static_pods;
+pub mod stats;
 pub mod status;
 pub mod streaming;
 pub mod sysinfo;
@@ -66,4 +67,6 @@ pub struct Agent {
     pub services: Store<Service>,
     /// Pods this agent runs (API pods and static pods), admission grants, live log files.
     pub ledger: Arc<ledger::PodLedger>,
+    /// Usage statistics from the housekeeping passes.
+    pub stats: Arc<stats::Stats>,
 }

@@ -195,11 +195,17 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         services,
         client: client.clone(),
         ledger: Default::default(),
+        stats: Arc::new(cairn_agent::stats::Stats::new(
+            &config.cgroupfs_mount,
+            std::path::Path::new("/proc"),
+            config.housekeeping_interval,
+        )),
         config: config.clone(),
     });
 
     node::register(&agent).await?;
     tokio::spawn(node::run(agent.clone()));
+    tokio::spawn(cairn_agent::stats::run(agent.clone()));
     let local_path = Arc::new(cairn_agent::local_path::LocalPath {
         client: client.clone(),
         node: config.node_name.clone(),

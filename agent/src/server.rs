@@ -10,52 +10,14 @@ use axum::Router;
 use crate::pod_logs::AgentLogs;
 use crate::Agent;
 
-/// The kubelet's Summary API shape (`/stats/summary`), from cgroup files (cAdvisor-style).
+/// The kubelet's Summary API (`/stats/summary`) from the last housekeeping passes.
 pub async fn summary(agent: &Agent) -> serde_json::Value {
-    use serde_json::json;
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let stat = |s: &cairn_runtime::CgroupStats| {
-        json!({
-            "cpu": {"time": now, "usageCoreNanoSeconds": s.cpu_usage_nanos},
-            "memory": {"time": now, "usageBytes": s.memory_usage_bytes, "workingSetBytes": s.memory_working_set_bytes, "rssBytes": s.memory_rss_bytes},
-        })
+    let pods = crate::stats::targets(agent).await;
+    let facts = crate::stats::NodeFacts {
+        name: agent.config.node_name.clone(),
+        fs: crate::sysinfo::filesystem_bytes(&agent.config.root_dir),
     };
-    let containers = agent.runtime.list_containers().await.unwrap_or_default();
-    let mut pods = Vec::new();
-    for pod in agent.ledger.pods().values() {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let s = agent.cgroups.stats(&crate::pod_meta::cgroup_parent(
-            &agent.config.cgroup_root,
-            pod,
-        ));
-        let mut entry = stat(&s);
-        entry["podRef"] =
-            json!({"name": pod.metadata.name, "namespace": pod.metadata.namespace, "uid": uid});
-        entry["process_stats"] = json!({"process_count": s.pids});
-        entry["containers"] = json!(containers
-            .iter()
-            .filter(|c| c.pod_uid == uid && c.state == cairn_runtime::ContainerState::Running)
-            .map(|c| {
-                let mut e = stat(&agent.cgroups.stats(&c.cgroup));
-                e["name"] = json!(c.name);
-                e["startTime"] = json!(c.started_at.map(|t| t.to_rfc3339()));
-                e
-            })
-            .collect::<Vec<_>>());
-        pods.push(entry);
-    }
-    let mem = agent.host.meminfo().unwrap_or_default();
-    let (fs_total, fs_avail) =
-        crate::sysinfo::filesystem_bytes(&agent.config.root_dir).unwrap_or((0, 0));
-    json!({
-        "node": {
-            "nodeName": agent.config.node_name,
-            "memory": {"time": now, "availableBytes": mem.available_bytes, "usageBytes": mem.total_bytes.saturating_sub(mem.available_bytes), "workingSetBytes": mem.total_bytes.saturating_sub(mem.available_bytes)},
-            "fs": {"time": now, "capacityBytes": fs_total, "availableBytes": fs_avail, "usedBytes": fs_total.saturating_sub(fs_avail)},
-            "rlimit": {"time": now, "maxpid": agent.host.pid_max(), "curproc": agent.host.process_count()},
-        },
-        "pods": pods,
-    })
+    crate::stats::summary(&facts, &pods, &agent.stats.collector())
 }
 
 /// A few of the kubelet's own metrics (`/metrics`), in the Prometheus text format.

@@ -268,6 +268,7 @@ impl Cluster {
             .arg("--logger-path")
             .arg(bin("cairn-logger"))
             .args(["--node-status-update-seconds", "1"])
+            .args(["--housekeeping-interval-seconds", "1"])
             .env("RUST_LOG", "info,cairn_agent=debug,kube=warn")
             .stdout(Stdio::null())
             .stderr(log)

@@ -1,0 +1,72 @@
+//! Usage statistics, cAdvisor's job inside the kubelet: a housekeeping task reads every
+//! pod's cgroup, its running containers' cgroups, its network and the node every
+//! `--housekeeping-interval` (10 s) with `cairn-stats`; the stats endpoints answer from
+//! the last passes, so a scrape costs no cgroup reads.
+
+mod summary;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cairn_stats::{Collector, PassSummary, PodCgroups};
+
+use crate::Agent;
+
+pub use summary::{summary, ContainerTarget, NodeFacts, PodTarget};
+
+/// The collector and its history, shared by the housekeeping task and the endpoints.
+#[derive(Debug)]
+pub struct Stats {
+    collector: Mutex<Collector>,
+}
+
+impl Stats {
+    pub fn new(cgroupfs: &Path, proc_root: &Path, interval: std::time::Duration) -> Stats {
+        Stats {
+            collector: Mutex::new(Collector::new(cgroupfs, proc_root, interval)),
+        }
+    }
+
+    /// One pass over `pods` (blocking file reads: run it off the async workers).
+    pub fn housekeep(&self, pods: &[PodTarget]) -> PassSummary {
+        let cgroups: Vec<PodCgroups> = pods.iter().map(PodTarget::cgroups).collect();
+        self.collector().housekeep(&cgroups)
+    }
+
+    /// The collector, for reading its history. A panic elsewhere while it was held left
+    /// readings, not broken invariants: keep serving them.
+    pub fn collector(&self) -> MutexGuard<'_, Collector> {
+        self.collector.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The pods this agent runs and their running containers, as the runtime reports them.
+pub async fn targets(agent: &Agent) -> Vec<PodTarget> {
+    let containers = agent.runtime.list_containers().await.unwrap_or_default();
+    agent
+        .ledger
+        .pods()
+        .values()
+        .map(|pod| {
+            let cgroup = crate::pod_meta::cgroup_parent(&agent.config.cgroup_root, pod);
+            PodTarget::new(pod, cgroup, &containers)
+        })
+        .collect()
+}
+
+/// Runs a pass every interval for as long as the agent runs.
+pub async fn run(agent: Arc<Agent>) {
+    let mut tick = tokio::time::interval(agent.config.housekeeping_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let pods = targets(&agent).await;
+        let stats = agent.stats.clone();
+        match tokio::task::spawn_blocking(move || stats.housekeep(&pods)).await {
+            Ok(pass) => tracing::trace!(read = pass.read, gone = pass.gone, "housekeeping"),
+            Err(e) => tracing::warn!(error = %e, "housekeeping pass failed"),
+        }
+    }
+}
