@@ -42,7 +42,11 @@ impl PodTarget {
         PodTarget {
             name: pod.metadata.name.clone().unwrap_or_default(),
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-            start_time: pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0.to_string()),
+            start_time: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.to_string()),
             containers: running
                 .map(|c| ContainerTarget {
                     name: c.name.clone(),
@@ -87,12 +91,18 @@ fn node_stats(facts: &NodeFacts, collector: &Collector) -> Value {
     let (s, time) = (&reading.sample, rfc3339(reading.time));
     let cpu = object([
         ("time", Some(json!(time))),
-        ("usageNanoCores", collector.node_usage_nano_cores().map(Value::from)),
+        (
+            "usageNanoCores",
+            collector.node_usage_nano_cores().map(Value::from),
+        ),
         ("usageCoreNanoSeconds", s.cpu_usage_ns.map(Value::from)),
     ]);
     // Without the root cgroup's inactive file pages, the working set is what the kernel
     // would not give back: total less MemAvailable.
-    let used = s.memory_total_bytes.zip(s.memory_available_bytes).map(|(t, a)| t.saturating_sub(a));
+    let used = s
+        .memory_total_bytes
+        .zip(s.memory_available_bytes)
+        .map(|(t, a)| t.saturating_sub(a));
     let memory = object([
         ("time", Some(json!(time))),
         ("availableBytes", s.memory_available_bytes.map(Value::from)),
@@ -132,17 +142,33 @@ fn pod_stats(pod: &PodTarget, collector: &Collector) -> Value {
     let processes: Option<u64> = pod
         .containers
         .iter()
-        .map(|c| collector.history().latest(&c.cgroup)?.sample.processes.processes)
+        .map(|c| {
+            collector
+                .history()
+                .latest(&c.cgroup)?
+                .sample
+                .processes
+                .processes
+        })
         .sum();
     let mut entry = object([
-        ("podRef", Some(json!({"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}))),
+        (
+            "podRef",
+            Some(json!({"name": pod.name, "namespace": pod.namespace, "uid": pod.uid})),
+        ),
         ("startTime", pod.start_time.clone().map(Value::from)),
         ("containers", Some(Value::Array(containers))),
-        ("process_stats", Some(json!({"process_count": processes.unwrap_or(0)}))),
+        (
+            "process_stats",
+            Some(json!({"process_count": processes.unwrap_or(0)})),
+        ),
     ]);
     entry.extend(usage(collector, &pod.cgroup));
     if let Some(net) = collector.network(&pod.uid) {
-        entry.insert("network".into(), network(&rfc3339(net.time), &net.interfaces));
+        entry.insert(
+            "network".into(),
+            network(&rfc3339(net.time), &net.interfaces),
+        );
     }
     Value::Object(entry)
 }
@@ -155,10 +181,19 @@ fn usage(collector: &Collector, cgroup: &str) -> Map<String, Value> {
     let (time, m) = (rfc3339(*time), &sample.memory);
     let cpu = object([
         ("time", Some(json!(time))),
-        ("usageNanoCores", collector.history().usage_nano_cores(cgroup).map(Value::from)),
+        (
+            "usageNanoCores",
+            collector
+                .history()
+                .usage_nano_cores(cgroup)
+                .map(Value::from),
+        ),
         ("usageCoreNanoSeconds", sample.cpu.usage_ns.map(Value::from)),
     ]);
-    let available = m.limit_bytes.zip(m.working_set_bytes).map(|(l, w)| l.saturating_sub(w));
+    let available = m
+        .limit_bytes
+        .zip(m.working_set_bytes)
+        .map(|(l, w)| l.saturating_sub(w));
     let memory = object([
         ("time", Some(json!(time))),
         ("availableBytes", available.map(Value::from)),
@@ -168,20 +203,27 @@ fn usage(collector: &Collector, cgroup: &str) -> Map<String, Value> {
         ("pageFaults", m.page_faults.map(Value::from)),
         ("majorPageFaults", m.major_page_faults.map(Value::from)),
     ]);
-    Map::from_iter([("cpu".into(), Value::Object(cpu)), ("memory".into(), Value::Object(memory))])
+    Map::from_iter([
+        ("cpu".into(), Value::Object(cpu)),
+        ("memory".into(), Value::Object(memory)),
+    ])
 }
 
 /// upstream's NetworkStats: the default interface inline, every interface listed.
 fn network(time: &str, interfaces: &[InterfaceCounters]) -> Value {
-    let counters = |i: &InterfaceCounters| {
-        json!({"name": i.name, "rxBytes": i.rx_bytes, "rxErrors": i.rx_errors, "txBytes": i.tx_bytes, "txErrors": i.tx_errors})
-    };
+    let counters = |i: &InterfaceCounters| json!({"name": i.name, "rxBytes": i.rx_bytes, "rxErrors": i.rx_errors, "txBytes": i.tx_bytes, "txErrors": i.tx_errors});
     let mut net = object([("time", Some(json!(time)))]);
-    let default = interfaces.iter().find(|i| i.name == DEFAULT_INTERFACE).or(interfaces.first());
+    let default = interfaces
+        .iter()
+        .find(|i| i.name == DEFAULT_INTERFACE)
+        .or(interfaces.first());
     if let Some(Value::Object(inline)) = default.map(counters) {
         net.extend(inline);
     }
-    net.insert("interfaces".into(), interfaces.iter().map(counters).collect());
+    net.insert(
+        "interfaces".into(),
+        interfaces.iter().map(counters).collect(),
+    );
     Value::Object(net)
 }
 

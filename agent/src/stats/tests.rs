@@ -36,7 +36,12 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
     for cgroup in ["kubepods/poduid-1", "kubepods/poduid-1/app"] {
         write(root, cgroup, "cpu.stat", "usage_usec 2000000\n");
         write(root, cgroup, "memory.current", "67108864\n");
-        write(root, cgroup, "memory.stat", "anon 50331648\ninactive_file 4194304\n");
+        write(
+            root,
+            cgroup,
+            "memory.stat",
+            "anon 50331648\ninactive_file 4194304\n",
+        );
     }
     write(root, "kubepods/poduid-1/app", "memory.max", "134217728\n");
     let me = format!("{}\n", std::process::id());
@@ -44,7 +49,12 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
     let mut collector = Collector::new(root, Path::new("/proc"), Duration::from_secs(10));
     let pods = [target()];
     collector.housekeep(&[pods[0].cgroups()]);
-    write(root, "kubepods/poduid-1/app", "cpu.stat", "usage_usec 3000000\n");
+    write(
+        root,
+        "kubepods/poduid-1/app",
+        "cpu.stat",
+        "usage_usec 3000000\n",
+    );
     collector.housekeep(&[pods[0].cgroups()]);
     let facts = NodeFacts {
         name: "node-1".into(),
@@ -57,13 +67,22 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
     let app = &pod["containers"][0];
     assert_eq!(app["name"], "app");
     assert_eq!(app["cpu"]["usageCoreNanoSeconds"], 3_000_000_000u64);
-    assert!(app["cpu"]["usageNanoCores"].as_u64().is_some_and(|n| n > 0), "{app}");
+    assert!(
+        app["cpu"]["usageNanoCores"].as_u64().is_some_and(|n| n > 0),
+        "{app}"
+    );
     assert_eq!(app["memory"]["workingSetBytes"], (64u64 - 4) << 20);
     assert_eq!(app["memory"]["availableBytes"], (128u64 - 60) << 20);
     assert_eq!(app["memory"]["rssBytes"], 48u64 << 20);
-    assert!(app["memory"].get("pageFaults").is_none(), "unread values are left out");
+    assert!(
+        app["memory"].get("pageFaults").is_none(),
+        "unread values are left out"
+    );
     assert_eq!(pod["memory"]["usageBytes"], 64u64 << 20);
-    assert_eq!(pod["cpu"]["usageNanoCores"], 0, "the pod's counter did not move");
+    assert_eq!(
+        pod["cpu"]["usageNanoCores"], 0,
+        "the pod's counter did not move"
+    );
     assert_eq!(pod["process_stats"]["process_count"], 1);
     assert!(pod["network"]["interfaces"].is_array(), "{pod}");
     let node = &s["node"];

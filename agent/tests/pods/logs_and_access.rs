@@ -80,7 +80,10 @@ async fn summary_until(cluster: &Cluster, what: &str, done: impl Fn(&serde_json:
 }
 
 fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
-    summary["pods"].as_array()?.iter().find(|p| p["podRef"]["name"] == name)
+    summary["pods"]
+        .as_array()?
+        .iter()
+        .find(|p| p["podRef"]["name"] == name)
 }
 
 /// cAdvisor-style stats from the housekeeping passes (every second here): a busy loop
@@ -89,26 +92,46 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
     let img = &cluster.image;
     let burner = json!([{"name": "burn", "image": img, "command": ["sh", "-c", "while :; do :; done"],
         "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]);
-    cluster.create(busybox_pod("burner", img, burner, json!({}))).await;
+    cluster
+        .create(busybox_pod("burner", img, burner, json!({})))
+        .await;
     summary_until(cluster, "talker's container and the node", |s| {
-        let Some(pod) = pod_stats(s, "talker") else { return false };
-        pod["memory"]["workingSetBytes"].as_u64().is_some_and(|b| b > 0)
+        let Some(pod) = pod_stats(s, "talker") else {
+            return false;
+        };
+        pod["memory"]["workingSetBytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0)
             && pod["containers"][0]["name"] == "c"
-            && pod["containers"][0]["cpu"]["usageCoreNanoSeconds"].as_u64().is_some()
+            && pod["containers"][0]["cpu"]["usageCoreNanoSeconds"]
+                .as_u64()
+                .is_some()
             && pod["network"]["name"] == "eth0"
-            && s["node"]["memory"]["availableBytes"].as_u64().is_some_and(|b| b > 0)
+            && s["node"]["memory"]["availableBytes"]
+                .as_u64()
+                .is_some_and(|b| b > 0)
             && s["node"]["cpu"]["usageNanoCores"].as_u64().is_some()
     })
     .await;
     summary_until(cluster, "the burner at half a core", |s| {
-        let Some(pod) = pod_stats(s, "burner") else { return false };
-        let cores = pod["containers"][0]["cpu"]["usageNanoCores"].as_u64().unwrap_or(0);
-        let limited = pod["containers"][0]["memory"]["availableBytes"].as_u64().is_some();
+        let Some(pod) = pod_stats(s, "burner") else {
+            return false;
+        };
+        let cores = pod["containers"][0]["cpu"]["usageNanoCores"]
+            .as_u64()
+            .unwrap_or(0);
+        let limited = pod["containers"][0]["memory"]["availableBytes"]
+            .as_u64()
+            .is_some();
         limited && (450_000_000..=550_000_000).contains(&cores)
     })
     .await;
     let out = cluster.kubectl(&["delete", "pod", "burner", "--wait=false"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The ServiceAccount admission's projected volume: a token bound to the pod that the API
