@@ -25,6 +25,7 @@ pub mod inflight;
 pub mod join;
 pub mod ledger;
 pub mod local_path;
+pub mod metrics;
 pub mod node;
 pub mod pod_logs;
 pub mod pod_meta;
@@ -69,4 +70,6 @@ pub struct Agent {
     pub ledger: Arc<ledger::PodLedger>,
     /// Usage statistics from the housekeeping passes.
     pub stats: Arc<stats::Stats>,
+    /// The agent's own metrics (`/metrics`, `/metrics/probes`).
+    pub metrics: Arc<metrics::AgentMetrics>,
 }

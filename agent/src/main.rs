@@ -200,6 +200,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
             std::path::Path::new("/proc"),
             config.housekeeping_interval,
         )),
+        metrics: Arc::new(cairn_agent::metrics::AgentMetrics::new(&config.node_name)),
         config: config.clone(),
     });
 

@@ -20,8 +20,8 @@ pub async fn summary(agent: &Agent) -> serde_json::Value {
     crate::stats::summary(&facts, &pods, &agent.stats.collector())
 }
 
-/// A few of the kubelet's own metrics (`/metrics`), in the Prometheus text format.
-pub async fn metrics(agent: &Agent) -> String {
+/// The kubelet's own metrics (`/metrics`), the running counts taken at the scrape.
+pub async fn metrics(agent: Arc<Agent>) -> Result<String, std::fmt::Error> {
     let containers = agent.runtime.list_containers().await.unwrap_or_default();
     let running = containers
         .iter()
@@ -32,41 +32,79 @@ pub async fn metrics(agent: &Agent) -> String {
         .iter()
         .filter(|s| s.state == cairn_runtime::SandboxState::Ready)
         .count();
-    format!(
-        "# HELP kubelet_node_name The node's name. The count is always 1.\n\
-         # TYPE kubelet_node_name gauge\n\
-         kubelet_node_name{{node=\"{node}\"}} 1\n\
-         # HELP kubelet_running_pods Number of pods that have a running pod sandbox\n\
-         # TYPE kubelet_running_pods gauge\n\
-         kubelet_running_pods {ready}\n\
-         # HELP kubelet_running_containers Number of containers currently running\n\
-         # TYPE kubelet_running_containers gauge\n\
-         kubelet_running_containers{{container_state=\"running\"}} {running}\n",
-        node = agent.config.node_name,
-    )
+    agent.metrics.set_running(ready, running);
+    agent.metrics.encode_kubelet()
+}
+
+async fn probe_metrics(agent: Arc<Agent>) -> Result<String, std::fmt::Error> {
+    agent.metrics.encode_probes()
+}
+
+/// A GET route answering `render(agent)` in OpenMetrics text (what prometheus-client writes).
+fn openmetrics<F, Fut>(agent: &Arc<Agent>, render: F) -> axum::routing::MethodRouter
+where
+    F: Fn(Arc<Agent>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<String, std::fmt::Error>> + Send + 'static,
+{
+    use axum::response::IntoResponse;
+    let agent = agent.clone();
+    get(move || {
+        let (agent, render) = (agent.clone(), render.clone());
+        async move {
+            match render(agent).await {
+                Ok(body) => {
+                    let ct = crate::metrics::OPENMETRICS;
+                    ([(axum::http::header::CONTENT_TYPE, ct)], body).into_response()
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "encoding the agent's metrics");
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+                }
+            }
+        }
+    })
+}
+
+/// The Prometheus text format's content type.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A GET route answering `render(agent)` in the Prometheus text format.
+fn prometheus<F, Fut>(agent: &Arc<Agent>, render: F) -> axum::routing::MethodRouter
+where
+    F: Fn(Arc<Agent>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = String> + Send + 'static,
+{
+    let agent = agent.clone();
+    get(move || {
+        let (agent, render) = (agent.clone(), render.clone());
+        async move {
+            let body = render(agent).await;
+            ([(axum::http::header::CONTENT_TYPE, PROMETHEUS_TEXT)], body)
+        }
+    })
 }
 
 pub fn router(agent: Arc<Agent>) -> Router {
     let pods_agent = agent.clone();
-    let metrics_agent = agent.clone();
     let stats_agent = agent.clone();
     let ledger = agent.ledger.clone();
     let streaming = crate::streaming::routes(agent.clone());
+    let metrics_routes = Router::new()
+        .route("/metrics", openmetrics(&agent, metrics))
+        .route("/metrics/probes", openmetrics(&agent, probe_metrics))
+        .route(
+            "/metrics/resource",
+            prometheus(&agent, crate::stats::resource_text),
+        )
+        .route(
+            "/metrics/cadvisor",
+            prometheus(&agent, crate::stats::cadvisor_text),
+        );
     let logs = Arc::new(AgentLogs { agent, ledger });
     cairn_podlogs::router(logs)
         .merge(streaming)
+        .merge(metrics_routes)
         .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/metrics",
-            get(move || {
-                let agent = metrics_agent.clone();
-                async move {
-                    let body = metrics(&agent).await;
-                    let ct = "text/plain; version=0.0.4; charset=utf-8";
-                    ([(axum::http::header::CONTENT_TYPE, ct)], body)
-                }
-            }),
-        )
         .route(
             "/stats/summary",
             get(move || {

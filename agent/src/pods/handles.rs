@@ -98,6 +98,7 @@ pub struct Handles {
     pub ledger: Arc<PodLedger>,
     pub node: Arc<NodeView>,
     pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<crate::metrics::AgentMetrics>,
 }
 
 impl Handles {
@@ -122,6 +123,7 @@ impl Handles {
                 node_ip: agent.node_ip.clone(),
             }),
             clock: Arc::new(cairn_runtime::SystemClock),
+            metrics: agent.metrics.clone(),
         }
     }
 }

@@ -102,6 +102,8 @@ impl Worker {
             .entry(key)
             .or_insert_with(|| ProbeState::new(&cur.id, kind, cur.started_at, now));
         state.record(probe, ok);
+        let verdict = state.ok;
+        self.count_probe(pod, c, kind, ok);
         if !ok {
             let what = match kind {
                 ProbeKind::Liveness => "Liveness",
@@ -116,6 +118,22 @@ impl Worker {
                 &format!("{what} probe failed: {message}"),
             );
         }
-        state.ok
+        verdict
+    }
+
+    fn count_probe(&self, pod: &Pod, c: &Container, kind: ProbeKind, ok: bool) {
+        use crate::metrics::{ProbeTarget, ProbeType};
+        let probe_type = match kind {
+            ProbeKind::Liveness => ProbeType::Liveness,
+            ProbeKind::Readiness => ProbeType::Readiness,
+            ProbeKind::Startup => ProbeType::Startup,
+        };
+        let target = ProbeTarget {
+            namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod: pod.metadata.name.as_deref().unwrap_or_default(),
+            pod_uid: &self.uid,
+            container: &c.name,
+        };
+        self.h.metrics.probe(probe_type, target, Some(ok));
     }
 }

@@ -18,6 +18,7 @@ impl Worker {
                 .set_log_live(std::path::Path::new(&c.log_path), live);
         }
         let status = status::pod_status(pod, &obs, self.h.clock.now());
+        self.count_start(pod, &status);
         if self.last_status.as_ref() == Some(&status) || pod.status.as_ref() == Some(&status) {
             self.last_status = Some(status);
             return;
@@ -36,6 +37,19 @@ impl Worker {
                 warn!(error = %e, "writing pod status");
                 self.wake_in(Duration::from_secs(2));
             }
+        }
+    }
+
+    /// Observes the pod's start once, when this agent first reports it Running. A pod
+    /// that was already Running (an agent restart) is not a start.
+    fn count_start(&mut self, pod: &Pod, status: &PodStatus) {
+        let phase = |s: Option<&PodStatus>| s.and_then(|s| s.phase.as_deref()) == Some("Running");
+        if self.start_counted || !phase(Some(status)) {
+            return;
+        }
+        self.start_counted = true;
+        if !phase(pod.status.as_ref()) {
+            self.h.metrics.pod_started(self.seen_at.elapsed());
         }
     }
 

@@ -90,6 +90,10 @@ pub(super) struct Worker {
     pub(super) next_wake: Option<Duration>,
     /// What the pod source wants, watched by long hooks so a deletion interrupts them.
     pub(super) desired: Option<watch::Receiver<Desired>>,
+    /// When this agent first saw the pod, and whether its start was counted
+    /// (`kubelet_pod_start_duration_seconds`).
+    pub(super) seen_at: std::time::Instant,
+    pub(super) start_counted: bool,
 }
 
 impl Worker {
@@ -107,6 +111,8 @@ impl Worker {
             volume_paths: Default::default(),
             next_wake: None,
             desired: None,
+            seen_at: std::time::Instant::now(),
+            start_counted: false,
         }
     }
 

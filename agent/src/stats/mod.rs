@@ -3,6 +3,8 @@
 //! `--housekeeping-interval` (10 s) with `cairn-stats`; the stats endpoints answer from
 //! the last passes, so a scrape costs no cgroup reads.
 
+mod cadvisor;
+mod resource;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -14,6 +16,8 @@ use cairn_stats::{Collector, PassSummary, PodCgroups};
 
 use crate::Agent;
 
+pub use cadvisor::cadvisor_metrics;
+pub use resource::resource_metrics;
 pub use summary::{summary, ContainerTarget, NodeFacts, PodTarget};
 
 /// The collector and its history, shared by the housekeeping task and the endpoints.
@@ -54,6 +58,20 @@ pub async fn targets(agent: &Agent) -> Vec<PodTarget> {
             PodTarget::new(pod, cgroup, &containers)
         })
         .collect()
+}
+
+/// `/metrics/resource` from the last passes.
+pub async fn resource_text(agent: Arc<Agent>) -> String {
+    let pods = targets(&agent).await;
+    resource_metrics(&pods, &agent.stats.collector())
+}
+
+/// `/metrics/cadvisor` from the last passes.
+pub async fn cadvisor_text(agent: Arc<Agent>) -> String {
+    let pods = targets(&agent).await;
+    let sys = Path::new("/sys");
+    let device = |major, minor| cairn_stats::block_device_name(sys, major, minor);
+    cadvisor_metrics(&pods, &agent.stats.collector(), agent.host.cpus(), &device)
 }
 
 /// Runs a pass every interval for as long as the agent runs.

@@ -18,8 +18,11 @@ const DEFAULT_INTERFACE: &str = "eth0";
 #[derive(Debug, Clone)]
 pub struct ContainerTarget {
     pub name: String,
+    /// The runtime's id (cAdvisor's `name` label).
+    pub id: String,
+    pub image: String,
     pub cgroup: String,
-    pub start_time: Option<String>,
+    pub started_at: Option<SystemTime>,
 }
 
 #[derive(Debug, Clone)]
@@ -50,8 +53,10 @@ impl PodTarget {
             containers: running
                 .map(|c| ContainerTarget {
                     name: c.name.clone(),
+                    id: c.id.clone(),
+                    image: c.image_ref.clone(),
                     cgroup: c.cgroup.clone(),
-                    start_time: c.started_at.map(|t| rfc3339(t.into())),
+                    started_at: c.started_at.map(SystemTime::from),
                 })
                 .collect(),
             uid,
@@ -133,7 +138,7 @@ fn pod_stats(pod: &PodTarget, collector: &Collector) -> Value {
         .map(|c| {
             let mut entry = object([
                 ("name", Some(json!(c.name))),
-                ("startTime", c.start_time.clone().map(Value::from)),
+                ("startTime", c.started_at.map(|t| Value::from(rfc3339(t)))),
             ]);
             entry.extend(usage(collector, &c.cgroup));
             Value::Object(entry)

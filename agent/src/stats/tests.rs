@@ -22,19 +22,26 @@ fn target() -> PodTarget {
         start_time: Some("2026-11-29T06:00:00Z".into()),
         containers: vec![ContainerTarget {
             name: "app".into(),
+            id: "c0ffee".into(),
+            image: "registry.local/app:1".into(),
             cgroup: "/kubepods/poduid-1/app".into(),
-            start_time: None,
+            started_at: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
         }],
     }
 }
 
-#[test]
-fn pods_and_containers_carry_what_metrics_server_reads() {
+/// A pod with one container on a v2 tree, read twice (the container's CPU moved by 1 s).
+fn collected() -> (tempfile::TempDir, Collector, [PodTarget; 1]) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path();
     write(root, "", "cgroup.controllers", "cpu memory\n");
     for cgroup in ["kubepods/poduid-1", "kubepods/poduid-1/app"] {
-        write(root, cgroup, "cpu.stat", "usage_usec 2000000\n");
+        write(
+            root,
+            cgroup,
+            "cpu.stat",
+            "usage_usec 2000000\nnr_periods 10\nnr_throttled 4\nthrottled_usec 300000\n",
+        );
         write(root, cgroup, "memory.current", "67108864\n");
         write(
             root,
@@ -44,6 +51,12 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
         );
     }
     write(root, "kubepods/poduid-1/app", "memory.max", "134217728\n");
+    write(
+        root,
+        "kubepods/poduid-1/app",
+        "io.stat",
+        "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2\n",
+    );
     let me = format!("{}\n", std::process::id());
     write(root, "kubepods/poduid-1/app", "cgroup.procs", &me);
     let mut collector = Collector::new(root, Path::new("/proc"), Duration::from_secs(10));
@@ -53,9 +66,15 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
         root,
         "kubepods/poduid-1/app",
         "cpu.stat",
-        "usage_usec 3000000\n",
+        "usage_usec 3000000\nnr_periods 20\nnr_throttled 9\nthrottled_usec 700000\n",
     );
     collector.housekeep(&[pods[0].cgroups()]);
+    (tmp, collector, pods)
+}
+
+#[test]
+fn pods_and_containers_carry_what_metrics_server_reads() {
+    let (_tmp, collector, pods) = collected();
     let facts = NodeFacts {
         name: "node-1".into(),
         fs: Some((1000, 400)),
@@ -91,4 +110,140 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
     assert!(node["cpu"]["usageCoreNanoSeconds"].as_u64().is_some());
     assert!(node["memory"]["availableBytes"].as_u64().is_some());
     assert!(node["rlimit"]["maxpid"].as_u64().is_some());
+}
+
+fn parse(text: &str) -> prometheus_parse::Scrape {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    prometheus_parse::Scrape::parse(lines).expect("the Prometheus text format")
+}
+
+/// The value of `metric` whose labels include every one of `labels`.
+fn value(scrape: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let sample = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))?;
+    match sample.value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => Some(v),
+        _ => None,
+    }
+}
+
+#[test]
+fn resource_metrics_parse_and_carry_upstreams_series() {
+    let (_tmp, collector, pods) = collected();
+    let scrape = parse(&super::resource_metrics(&pods, &collector));
+    let app = [
+        ("container", "app"),
+        ("namespace", "default"),
+        ("pod", "web"),
+    ];
+    assert_eq!(
+        value(&scrape, "container_cpu_usage_seconds_total", &app),
+        Some(3.0)
+    );
+    let ws = value(&scrape, "container_memory_working_set_bytes", &app);
+    assert_eq!(ws, Some(((64u64 - 4) << 20) as f64));
+    assert_eq!(
+        value(&scrape, "container_start_time_seconds", &app),
+        Some(1_700_000_000.0)
+    );
+    let pod = [("namespace", "default"), ("pod", "web")];
+    assert_eq!(
+        value(&scrape, "pod_cpu_usage_seconds_total", &pod),
+        Some(2.0)
+    );
+    assert!(value(&scrape, "pod_memory_working_set_bytes", &pod).is_some());
+    assert!(value(&scrape, "node_cpu_usage_seconds_total", &[]).is_some_and(|v| v > 0.0));
+    assert!(value(&scrape, "node_memory_working_set_bytes", &[]).is_some());
+    assert_eq!(value(&scrape, "resource_scrape_error", &[]), Some(0.0));
+    let stamped = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric != "resource_scrape_error");
+    let now = chrono::Utc::now();
+    for s in stamped {
+        let age = now - s.timestamp;
+        assert!(
+            age < chrono::Duration::seconds(60),
+            "{} is stamped with its pass: {age}",
+            s.metric
+        );
+    }
+}
+
+#[test]
+fn cadvisor_metrics_parse_and_carry_cadvisors_series() {
+    let (_tmp, collector, pods) = collected();
+    let device = |major: u64, minor: u64| format!("/dev/test{major}_{minor}");
+    let scrape = parse(&super::cadvisor_metrics(&pods, &collector, 2, &device));
+    let app = [
+        ("container", "app"),
+        ("pod", "web"),
+        ("namespace", "default"),
+        ("name", "c0ffee"),
+        ("image", "registry.local/app:1"),
+        ("id", "/kubepods/poduid-1/app"),
+    ];
+    let cpu = [app.as_slice(), &[("cpu", "total")]].concat();
+    assert_eq!(
+        value(&scrape, "container_cpu_usage_seconds_total", &cpu),
+        Some(3.0)
+    );
+    assert_eq!(
+        value(&scrape, "container_cpu_cfs_periods_total", &app),
+        Some(20.0)
+    );
+    assert_eq!(
+        value(&scrape, "container_cpu_cfs_throttled_periods_total", &app),
+        Some(9.0)
+    );
+    assert_eq!(
+        value(&scrape, "container_cpu_cfs_throttled_seconds_total", &app),
+        Some(0.7)
+    );
+    assert_eq!(
+        value(&scrape, "container_memory_rss", &app),
+        Some((48u64 << 20) as f64)
+    );
+    assert_eq!(
+        value(&scrape, "container_spec_memory_limit_bytes", &app),
+        Some((128u64 << 20) as f64)
+    );
+    let reads = [app.as_slice(), &[("device", "/dev/test8_0")]].concat();
+    assert_eq!(
+        value(&scrape, "container_fs_reads_bytes_total", &reads),
+        Some(4096.0)
+    );
+    assert_eq!(
+        value(&scrape, "container_fs_writes_total", &reads),
+        Some(2.0)
+    );
+    assert_eq!(value(&scrape, "container_processes", &app), Some(1.0));
+    let pod_level = [
+        ("container", ""),
+        ("pod", "web"),
+        ("id", "/kubepods/poduid-1"),
+    ];
+    assert_eq!(
+        value(&scrape, "container_memory_usage_bytes", &pod_level),
+        Some((64u64 << 20) as f64)
+    );
+    assert_eq!(
+        value(&scrape, "container_spec_memory_limit_bytes", &pod_level),
+        Some(0.0),
+        "no limit"
+    );
+    let eth = scrape.samples.iter().any(|s| {
+        s.metric == "container_network_receive_bytes_total" && s.labels.get("container") == Some("")
+    });
+    assert!(
+        eth || collector
+            .network("uid-1")
+            .is_none_or(|n| n.interfaces.is_empty()),
+        "the pod's interfaces"
+    );
+    assert_eq!(value(&scrape, "machine_cpu_cores", &[]), Some(2.0));
 }

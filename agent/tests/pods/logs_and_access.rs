@@ -91,7 +91,8 @@ fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde
 async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
     let img = &cluster.image;
     let burner = json!([{"name": "burn", "image": img, "command": ["sh", "-c", "while :; do :; done"],
-        "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]);
+        "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}},
+        "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]);
     cluster
         .create(busybox_pod("burner", img, burner, json!({})))
         .await;
@@ -126,12 +127,91 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
         limited && (450_000_000..=550_000_000).contains(&cores)
     })
     .await;
+    metrics_endpoints_parse_and_count_the_burner(cluster).await;
     let out = cluster.kubectl(&["delete", "pod", "burner", "--wait=false"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The agent's Prometheus endpoint `path`, read by a real text-format parser.
+async fn scrape(cluster: &Cluster, path: &str) -> prometheus_parse::Scrape {
+    let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
+    let resp = admin
+        .get(format!("https://{NODE_IP}:10250{path}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{path}: {}", resp.status());
+    let text = resp.text().await.unwrap();
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    prometheus_parse::Scrape::parse(lines).unwrap_or_else(|e| panic!("{path}: {e}\n{text}"))
+}
+
+/// The value of the burner's `metric` (whose labels include `labels`) in `scrape`.
+fn burner_value(
+    scrape: &prometheus_parse::Scrape,
+    metric: &str,
+    labels: &[(&str, &str)],
+) -> Option<f64> {
+    let sample = scrape.samples.iter().find(|s| {
+        s.metric == metric
+            && s.labels.get("pod") == Some("burner")
+            && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+    })?;
+    match sample.value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// `/metrics/cadvisor`, `/metrics/resource` and `/metrics/probes` parse and carry the
+/// burner: its throttling grows between passes, its CPU and probes are counted.
+async fn metrics_endpoints_parse_and_count_the_burner(cluster: &Cluster) {
+    let throttled = "container_cpu_cfs_throttled_periods_total";
+    let burn = [("container", "burn")];
+    let first = burner_value(
+        &scrape(cluster, "/metrics/cadvisor").await,
+        throttled,
+        &burn,
+    );
+    let first = first.expect("the limited container's throttled periods");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = burner_value(
+            &scrape(cluster, "/metrics/cadvisor").await,
+            throttled,
+            &burn,
+        );
+        if now.is_some_and(|n| n > first) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "throttled periods stayed at {first}: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let resource = scrape(cluster, "/metrics/resource").await;
+    let cpu = burner_value(&resource, "container_cpu_usage_seconds_total", &burn);
+    assert!(cpu.is_some_and(|s| s > 0.0), "{cpu:?}");
+    let error = resource
+        .samples
+        .iter()
+        .find(|s| s.metric == "resource_scrape_error");
+    assert!(error.is_some_and(|s| matches!(s.value, prometheus_parse::Value::Gauge(v) if v == 0.0)));
+    let probes = scrape(cluster, "/metrics/probes").await;
+    let ok = [
+        ("probe_type", "Readiness"),
+        ("result", "successful"),
+        ("container", "burn"),
+    ];
+    let count = burner_value(&probes, "prober_probe_total", &ok);
+    assert!(count.is_some_and(|n| n >= 1.0), "{count:?}");
 }
 
 /// The ServiceAccount admission's projected volume: a token bound to the pod that the API

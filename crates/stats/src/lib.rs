@@ -8,6 +8,7 @@
 
 pub mod cgroup;
 pub mod collector;
+pub mod exposition;
 pub mod history;
 pub mod network;
 pub mod node;
@@ -18,5 +19,5 @@ pub mod sample;
 pub use cgroup::{CgroupReadError, CgroupReader, Hierarchy};
 pub use collector::{Collector, NetworkReading, PassSummary, PodCgroups, DEFAULT_INTERVAL};
 pub use network::pod_interfaces;
-pub use node::{read_node, NodeSample};
+pub use node::{block_device_name, read_node, NodeSample};
 pub use sample::{CgroupSample, CpuUsage, MemoryUsage, ProcessCounts};

@@ -61,3 +61,12 @@ fn count_processes(proc_root: &Path) -> Option<u64> {
         .count();
     Some(pids as u64)
 }
+
+/// cAdvisor's `device` label for a block device: `/dev/<name>` from sysfs's
+/// `dev/block/<major>:<minor>` link under `sys_root`, else `<major>:<minor>`.
+pub fn block_device_name(sys_root: &Path, major: u64, minor: u64) -> String {
+    std::fs::read_link(sys_root.join(format!("dev/block/{major}:{minor}")))
+        .ok()
+        .and_then(|target| Some(format!("/dev/{}", target.file_name()?.to_str()?)))
+        .unwrap_or_else(|| format!("{major}:{minor}"))
+}

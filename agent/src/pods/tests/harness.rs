@@ -155,6 +155,7 @@ impl Rig {
                 node_ip: Some("198.18.0.2".into()),
             }),
             clock: clock.clone(),
+            metrics: Arc::new(crate::metrics::AgentMetrics::new("test-node")),
         };
         Rig {
             runtime,
