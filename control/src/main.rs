@@ -106,6 +106,10 @@ struct ServeArgs {
     /// How long a request may take (watches and streams excepted): `60s`, `1m`, `90`.
     #[arg(long, default_value = "60s")]
     request_timeout: String,
+    /// How often the built-in metrics API (`kubectl top`) scrapes every Ready node's
+    /// `/metrics/resource`: metrics-server's `--metric-resolution`.
+    #[arg(long, default_value = "15s")]
+    metric_resolution: String,
     /// Lifetime of the leaf certificates cairn-control issues, in seconds (tests shorten
     /// it to watch renewal; upstream's and kubeadm's one year by default).
     #[arg(long, default_value_t = 365 * 86400, hide = true)]
@@ -439,6 +443,7 @@ fn serve_config(
         max_requests_inflight,
         max_mutating_requests_inflight,
         request_timeout,
+        metric_resolution,
         cert_lifetime_seconds,
         service_account_token_max_seconds,
         controllers,
@@ -485,6 +490,11 @@ fn serve_config(
         max_mutating_inflight: max_mutating_requests_inflight,
         timeout: go_duration("request-timeout", &request_timeout)?,
     };
+    config.metric_resolution = go_duration("metric-resolution", &metric_resolution)?;
+    anyhow::ensure!(
+        !config.metric_resolution.is_zero(),
+        "--metric-resolution {metric_resolution}: must be positive"
+    );
     anyhow::ensure!(
         cert_lifetime_seconds >= 3,
         "--cert-lifetime-seconds {cert_lifetime_seconds}: must be at least 3"

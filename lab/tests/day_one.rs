@@ -68,7 +68,13 @@ fn pod_ready(lab: &Lab, name: &str) {
 fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     // The switch stands for the world outside: its resolver is every agent's upstream.
     let upstream = "--agent-arg=--dns-upstream=198.18.0.1:53";
-    let lab = Lab::up("e2eday1", 16491, &["--driver=netns", "--nodes=2", upstream]);
+    // Quick housekeeping and scrapes, so `kubectl top` has two points within seconds.
+    let quick_stats = [
+        "--agent-arg=--housekeeping-interval-seconds=1",
+        "--control-arg=--metric-resolution=2s",
+    ];
+    let args = [&["--driver=netns", "--nodes=2", upstream][..], &quick_stats].concat();
+    let lab = Lab::up("e2eday1", 16491, &args);
     lab.kubectl(&["run", "web", "--image=httpd", "--port=80"]);
     lab.kubectl(&["expose", "pod", "web", "--port=80"]);
     pod_ready(&lab, "web");
@@ -86,6 +92,40 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     python_client_streams_and_jobs(&lab);
     python_client_in_cluster(&lab);
     deleted_pods_stop_pulling(&lab);
+    kubectl_top_with_and_without_a_node(&lab);
+}
+
+/// Stock `kubectl top` (1.33 and 1.27) against the built-in metrics API; then node-2's
+/// agent stops answering: node-2 drops out of `top`, node-1 still shows. Last, because
+/// node-2 stays without its agent.
+fn kubectl_top_with_and_without_a_node(lab: &Lab) {
+    for bin in &kubectls() {
+        let top = |args: &[&str]| run(lab, bin, args, "");
+        eventually("kubectl top nodes lists both nodes", MINUTE, || {
+            let (code, out, _) = top(&["top", "nodes"]);
+            (code == 0 && out.contains("node-1") && out.contains("node-2")).then_some(())
+        });
+        let out = eventually("kubectl top pods -A --containers shows web", MINUTE, || {
+            let (code, out, _) = top(&["top", "pods", "-A", "--containers"]);
+            (code == 0 && out.contains("web")).then_some(out)
+        });
+        assert!(
+            out.lines().next().is_some_and(|h| h.contains("POD")
+                && h.contains("NAME")
+                && h.contains("CPU(cores)")),
+            "{out}"
+        );
+        let (code, out, err) = top(&["top", "pod", "-l", "run=web"]);
+        assert!(code == 0 && out.contains("web"), "{out}{err}");
+    }
+    lab.lab(&["stop", "node-2", "agent", "--kill"]);
+    eventually("node-2 missing from kubectl top nodes", MINUTE, || {
+        let out = lab.try_kubectl(&["top", "nodes"]).ok()?;
+        (out.contains("node-1") && !out.contains("node-2")).then_some(())
+    });
+    let missing = lab.try_kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/node-2"]);
+    let err = missing.expect_err("node-2 has no metrics");
+    assert!(err.contains("not found"), "{err}");
 }
 
 /// The official Python client: Debian's python3-kubernetes, and the PyPI release

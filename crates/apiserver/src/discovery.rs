@@ -172,10 +172,11 @@ const fn review(
     }
 }
 
-/// What discovery lists: the served resources and the review kinds.
+/// What discovery lists: the served resources, the review kinds and the metrics API.
 pub fn discoverable(served: Vec<&'static ResourceInfo>) -> Vec<&'static ResourceInfo> {
     let mut all = served;
     all.extend(REVIEWS.iter());
+    all.extend(crate::metrics_api::RESOURCES.iter());
     all
 }
 

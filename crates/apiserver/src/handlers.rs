@@ -81,7 +81,7 @@ fn json_response(
     resp
 }
 
-fn json_value_response(v: &Value) -> Response {
+pub(crate) fn json_value_response(v: &Value) -> Response {
     match render::to_bytes(v) {
         Ok(b) => json_response(StatusCode::OK, b, "application/json", &[]),
         Err(s) => status_response(&s),

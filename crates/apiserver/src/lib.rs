@@ -21,6 +21,7 @@ pub mod handlers;
 pub mod in_process;
 pub mod limitranger;
 pub mod limits;
+pub mod metrics_api;
 pub mod nodeipam;
 pub mod object_fields;
 pub mod objects;
@@ -99,6 +100,9 @@ pub struct ServerConfig {
     pub audit_policy_file: Option<PathBuf>,
     /// `--audit-log-path` and its rotation settings.
     pub audit_log: Option<cairn_audit::LogSettings>,
+    /// How often the metrics API scrapes the nodes (metrics-server's
+    /// `--metric-resolution`, 15 s).
+    pub metric_resolution: Duration,
 }
 
 impl ServerConfig {
@@ -128,6 +132,7 @@ impl ServerConfig {
             audit_policy_file: None,
             audit_log: None,
             max_token_seconds: 0,
+            metric_resolution: Duration::from_secs(15),
         }
     }
 }
@@ -255,7 +260,7 @@ impl RunningServer {
 }
 
 /// The server's own loops: compaction, certificate renewal, the CSR approver and
-/// signer, node IPAM.
+/// signer, the metrics API's scraper, node IPAM.
 fn spawn_background(
     config: &ServerConfig,
     state: &Arc<ApiState>,
@@ -282,6 +287,10 @@ fn spawn_background(
             pki: Arc::clone(&security.pki),
         })),
     ];
+    background.push(tokio::spawn(metrics_api::scrape_loop(
+        Arc::clone(state),
+        config.metric_resolution,
+    )));
     if let Some(ipam) = config.node_ipam {
         background.push(tokio::spawn(nodeipam::node_ipam_loop(
             Arc::clone(state),

@@ -141,6 +141,8 @@ pub struct ApiState {
     webhook_caller: Arc<dyn crate::admission::webhook::Caller>,
     /// HTTPS to the agents' ports, as the API server's own client.
     pub agents: Arc<crate::agent_dial::AgentDialer>,
+    /// The nodes' last resource metrics scrapes (`metrics.k8s.io`).
+    pub resource_metrics: crate::metrics_api::ResourceMetrics,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -189,6 +191,7 @@ impl ApiState {
                 Arc::new(CachedServices(cache.clone())),
             )),
             agents,
+            resource_metrics: Default::default(),
         });
         state.restore_allocations();
         state

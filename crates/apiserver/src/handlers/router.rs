@@ -50,6 +50,9 @@ pub(super) async fn route(state: AppState, req: Request) -> Response {
         if let Some(resp) = discovery_path(&state, &path) {
             return resp;
         }
+        if let Some(resp) = crate::metrics_api::serve(&state, &path, parts.uri.query()) {
+            return resp;
+        }
     }
     let parts = match stream_path(&state, &path, is_get, parts, body).await {
         Ok(resp) => return resp,

@@ -134,7 +134,24 @@ fn user_facing_roles() -> Vec<ClusterRole> {
             AGGREGATE_TO_VIEW,
             aggregate_to_view(),
         ),
+        metrics_reader(),
     ]
+}
+
+/// metrics-server's `system:aggregated-metrics-reader`: cairn serves `metrics.k8s.io`
+/// itself, so the role its manifest adds is bootstrapped, feeding `view`, `edit` and
+/// `admin` (what lets a `view` user run `kubectl top`).
+fn metrics_reader() -> ClusterRole {
+    let labels = [
+        (AGGREGATE_TO_VIEW, "true"),
+        (AGGREGATE_TO_EDIT, "true"),
+        (AGGREGATE_TO_ADMIN, "true"),
+    ];
+    ClusterRole {
+        metadata: meta("system:aggregated-metrics-reader", None, &labels),
+        rules: Some(vec![rule(READ, &["metrics.k8s.io"], &["pods", "nodes"])]),
+        aggregation_rule: None,
+    }
 }
 
 /// `edit`'s own rules: write workloads, read secrets, exec into pods; never RBAC.
