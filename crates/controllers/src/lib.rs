@@ -15,6 +15,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod expectations;
 pub mod garbagecollector;
+pub mod hpa;
 pub mod informer;
 pub mod job;
 pub mod namespace;
