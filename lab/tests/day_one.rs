@@ -120,12 +120,20 @@ fn kubectl_top_with_and_without_a_node(lab: &Lab) {
     }
     lab.lab(&["stop", "node-2", "agent", "--kill"]);
     // kubectl lists every Node, those without metrics as <unknown>.
-    eventually("node-2 without metrics in kubectl top nodes", MINUTE, || {
-        let out = lab.try_kubectl(&["top", "nodes"]).ok()?;
-        let line = |node: &str| out.lines().find(|l| l.starts_with(node)).map(str::to_string);
-        let (one, two) = (line("node-1")?, line("node-2")?);
-        (!one.contains("<unknown>") && two.contains("<unknown>")).then_some(())
-    });
+    eventually(
+        "node-2 without metrics in kubectl top nodes",
+        MINUTE,
+        || {
+            let out = lab.try_kubectl(&["top", "nodes"]).ok()?;
+            let line = |node: &str| {
+                out.lines()
+                    .find(|l| l.starts_with(node))
+                    .map(str::to_string)
+            };
+            let (one, two) = (line("node-1")?, line("node-2")?);
+            (!one.contains("<unknown>") && two.contains("<unknown>")).then_some(())
+        },
+    );
     let missing = lab.try_kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/node-2"]);
     let err = missing.expect_err("node-2 has no metrics");
     assert!(err.contains("not found"), "{err}");

@@ -62,7 +62,15 @@ fn known_rules_of_the_user_facing_roles() {
     assert_eq!(&edit[..to_edit.len()], &to_edit[..]);
     assert_eq!(edit.len(), to_edit.len() + view.len());
     assert_eq!(&admin[..edit.len()], &edit[..]);
-    assert_eq!(view, rules("system:aggregate-to-view"));
+    let metrics = rules("system:aggregated-metrics-reader");
+    assert_eq!(
+        view,
+        [rules("system:aggregate-to-view"), metrics.clone()].concat()
+    );
+    assert!(
+        grants(&view, "list", "metrics.k8s.io", "pods"),
+        "kubectl top for viewers"
+    );
     let ca = rules("cluster-admin");
     assert_eq!(ca.len(), 2);
     assert!(grants(
