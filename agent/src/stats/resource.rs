@@ -4,6 +4,7 @@
 use std::time::UNIX_EPOCH;
 
 use cairn_stats::exposition::{Exposition, Kind};
+use cairn_stats::history::Timed;
 use cairn_stats::Collector;
 
 use super::{ContainerTarget, PodTarget};
@@ -48,86 +49,87 @@ fn node(out: &mut Exposition, collector: &Collector) {
     }
 }
 
+/// A container family: name, help, kind and the value of one container's reading.
+type ContainerFamily = (
+    &'static str,
+    &'static str,
+    Kind,
+    fn(&ContainerTarget, &Timed) -> Option<f64>,
+);
+/// A pod family: name, help, kind and the value of the pod cgroup's reading.
+type PodFamily = (&'static str, &'static str, Kind, fn(&Timed) -> Option<f64>);
+
+fn container_families() -> [ContainerFamily; 3] {
+    [
+        (
+            "container_cpu_usage_seconds_total",
+            "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
+            Kind::Counter,
+            |_, r| r.sample.cpu.usage_ns.map(|ns| ns as f64 / NS),
+        ),
+        (
+            "container_memory_working_set_bytes",
+            "[STABLE] Current working set of the container in bytes",
+            Kind::Gauge,
+            |_, r| r.sample.memory.working_set_bytes.map(|b| b as f64),
+        ),
+        (
+            "container_start_time_seconds",
+            "[STABLE] Start time of the container since unix epoch in seconds",
+            Kind::Gauge,
+            |c, _| Some(c.started_at?.duration_since(UNIX_EPOCH).ok()?.as_secs_f64()),
+        ),
+    ]
+}
+
+fn pod_families() -> [PodFamily; 2] {
+    [
+        (
+            "pod_cpu_usage_seconds_total",
+            "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
+            Kind::Counter,
+            |r| r.sample.cpu.usage_ns.map(|ns| ns as f64 / NS),
+        ),
+        (
+            "pod_memory_working_set_bytes",
+            "[STABLE] Current working set of the pod in bytes",
+            Kind::Gauge,
+            |r| r.sample.memory.working_set_bytes.map(|b| b as f64),
+        ),
+    ]
+}
+
 fn containers(out: &mut Exposition, pods: &[PodTarget], collector: &Collector) {
-    let each = || {
-        pods.iter().flat_map(|p| {
-            p.containers.iter().filter_map(move |c| {
-                let reading = collector.history().latest(&c.cgroup)?;
-                Some((p, c, reading))
-            })
+    let readings: Vec<(&PodTarget, &ContainerTarget, &Timed)> = pods
+        .iter()
+        .flat_map(|p| {
+            p.containers
+                .iter()
+                .filter_map(move |c| Some((p, c, collector.history().latest(&c.cgroup)?)))
         })
-    };
-    let name = "container_cpu_usage_seconds_total";
-    out.family(
-        name,
-        "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
-        Kind::Counter,
-    );
-    for (pod, c, r) in each() {
-        if let Some(ns) = r.sample.cpu.usage_ns {
-            out.sample(name, &labels(pod, c), ns as f64 / NS, Some(r.time));
+        .collect();
+    for (name, help, kind, value) in container_families() {
+        out.family(name, help, kind);
+        for (pod, c, r) in &readings {
+            if let Some(v) = value(c, r) {
+                out.sample(name, &labels(pod, c), v, Some(r.time));
+            }
         }
-    }
-    let name = "container_memory_working_set_bytes";
-    out.family(
-        name,
-        "[STABLE] Current working set of the container in bytes",
-        Kind::Gauge,
-    );
-    for (pod, c, r) in each() {
-        if let Some(bytes) = r.sample.memory.working_set_bytes {
-            out.sample(name, &labels(pod, c), bytes as f64, Some(r.time));
-        }
-    }
-    let name = "container_start_time_seconds";
-    out.family(
-        name,
-        "[STABLE] Start time of the container since unix epoch in seconds",
-        Kind::Gauge,
-    );
-    for (pod, c, r) in each() {
-        let Some(started) = c.started_at.and_then(|t| t.duration_since(UNIX_EPOCH).ok()) else {
-            continue;
-        };
-        out.sample(name, &labels(pod, c), started.as_secs_f64(), Some(r.time));
     }
 }
 
 fn pod_totals(out: &mut Exposition, pods: &[PodTarget], collector: &Collector) {
-    let each = || {
-        pods.iter()
-            .filter_map(|p| Some((p, collector.history().latest(&p.cgroup)?)))
-    };
-    let name = "pod_cpu_usage_seconds_total";
-    out.family(
-        name,
-        "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
-        Kind::Counter,
-    );
-    for (pod, r) in each() {
-        if let Some(ns) = r.sample.cpu.usage_ns {
-            out.sample(
-                name,
-                &[("namespace", &pod.namespace), ("pod", &pod.name)],
-                ns as f64 / NS,
-                Some(r.time),
-            );
-        }
-    }
-    let name = "pod_memory_working_set_bytes";
-    out.family(
-        name,
-        "[STABLE] Current working set of the pod in bytes",
-        Kind::Gauge,
-    );
-    for (pod, r) in each() {
-        if let Some(bytes) = r.sample.memory.working_set_bytes {
-            out.sample(
-                name,
-                &[("namespace", &pod.namespace), ("pod", &pod.name)],
-                bytes as f64,
-                Some(r.time),
-            );
+    let readings: Vec<(&PodTarget, &Timed)> = pods
+        .iter()
+        .filter_map(|p| Some((p, collector.history().latest(&p.cgroup)?)))
+        .collect();
+    for (name, help, kind, value) in pod_families() {
+        out.family(name, help, kind);
+        for (pod, r) in &readings {
+            if let Some(v) = value(r) {
+                let labels = [("namespace", pod.namespace.as_str()), ("pod", &pod.name)];
+                out.sample(name, &labels, v, Some(r.time));
+            }
         }
     }
 }

@@ -156,9 +156,21 @@ const fn review(
     plural: &'static str,
     namespaced: bool,
 ) -> ResourceInfo {
+    unstored(group, "v1", kind, plural, namespaced, &["create"])
+}
+
+/// A resource the server answers itself and never stores (reviews, metrics).
+pub(crate) const fn unstored(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    verbs: &'static [&'static str],
+) -> ResourceInfo {
     ResourceInfo {
         group,
-        version: "v1",
+        version,
         kind,
         strategy: &cairn_api::kinds::Strategy::NONE,
         plural,
@@ -166,7 +178,7 @@ const fn review(
         namespaced,
         short_names: &[],
         categories: &[],
-        verbs: &["create"],
+        verbs,
         subresources: &[],
         field_selectors: &[],
     }

@@ -42,18 +42,5 @@ const fn metrics_resource(
     plural: &'static str,
     namespaced: bool,
 ) -> ResourceInfo {
-    ResourceInfo {
-        group: GROUP,
-        version: VERSION,
-        kind,
-        strategy: &cairn_api::kinds::Strategy::NONE,
-        plural,
-        singular: "",
-        namespaced,
-        short_names: &[],
-        categories: &[],
-        verbs: &["get", "list"],
-        subresources: &[],
-        field_selectors: &[],
-    }
+    crate::discovery::unstored(GROUP, VERSION, kind, plural, namespaced, &["get", "list"])
 }
