@@ -15,7 +15,7 @@ pub struct NodeSample {
     pub memory_total_bytes: Option<u64>,
     pub memory_available_bytes: Option<u64>,
     pub load: Option<[f32; 3]>,
-    /// Processes now running on the node (the kubelet's `rlimit.curproc`).
+    /// Processes (threads) on the node (the kubelet's `rlimit.curproc`).
     pub processes: Option<u64>,
     /// The kernel's `pid_max` (the kubelet's `rlimit.maxpid`).
     pub pid_max: Option<u64>,
@@ -26,14 +26,15 @@ pub struct NodeSample {
 pub fn read_node(proc_root: &Path) -> NodeSample {
     let stat = KernelStats::from_file(proc_root.join("stat"), procfs::current_system_info());
     let memory = Meminfo::from_file(proc_root.join("meminfo")).ok();
+    let load = LoadAverage::from_file(proc_root.join("loadavg")).ok();
     NodeSample {
         cpu_usage_ns: stat.ok().map(|s| busy_ns(&s.total)),
         memory_total_bytes: memory.as_ref().map(|m| m.mem_total),
         memory_available_bytes: memory.and_then(|m| m.mem_available),
-        load: LoadAverage::from_file(proc_root.join("loadavg"))
-            .ok()
-            .map(|l| [l.one, l.five, l.fifteen]),
-        processes: count_processes(proc_root),
+        load: load.as_ref().map(|l| [l.one, l.five, l.fifteen]),
+        // What the kubelet reports as `rlimit.curproc` (sysinfo's procs): the kernel's
+        // scheduling entities, which loadavg's fourth field counts; no walk of /proc.
+        processes: load.map(|l| u64::from(l.max)),
         pid_max: std::fs::read_to_string(proc_root.join("sys/kernel/pid_max"))
             .ok()
             .and_then(|t| t.trim().parse().ok()),
@@ -47,19 +48,6 @@ fn busy_ns(t: &procfs::CpuTime) -> u64 {
     let optional = [t.irq_ms(), t.softirq_ms(), t.steal_ms()];
     let ms = t.user_ms() + t.nice_ms() + t.system_ms() + optional.iter().flatten().sum::<u64>();
     ms.saturating_mul(1_000_000)
-}
-
-fn count_processes(proc_root: &Path) -> Option<u64> {
-    let entries = std::fs::read_dir(proc_root).ok()?;
-    let pids = entries
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .count();
-    Some(pids as u64)
 }
 
 /// cAdvisor's `device` label for a block device: `/dev/<name>` from sysfs's
