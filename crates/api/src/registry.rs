@@ -103,6 +103,31 @@ impl ResourceInfo {
         format!("/registry/{group}/{}/", self.plural)
     }
 
+    /// A resource the server answers itself and never stores (reviews, metrics).
+    pub const fn unstored(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+        namespaced: bool,
+        verbs: &'static [&'static str],
+    ) -> ResourceInfo {
+        ResourceInfo {
+            group,
+            version,
+            kind,
+            strategy: &crate::kinds::Strategy::NONE,
+            plural,
+            singular: "",
+            namespaced,
+            short_names: &[],
+            categories: &[],
+            verbs,
+            subresources: &[],
+            field_selectors: &[],
+        }
+    }
+
     /// Storage key of one object (`namespace` ignored for cluster-scoped resources).
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         match (self.namespaced, namespace) {

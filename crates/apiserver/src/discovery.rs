@@ -156,32 +156,7 @@ const fn review(
     plural: &'static str,
     namespaced: bool,
 ) -> ResourceInfo {
-    unstored(group, "v1", kind, plural, namespaced, &["create"])
-}
-
-/// A resource the server answers itself and never stores (reviews, metrics).
-pub(crate) const fn unstored(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    verbs: &'static [&'static str],
-) -> ResourceInfo {
-    ResourceInfo {
-        group,
-        version,
-        kind,
-        strategy: &cairn_api::kinds::Strategy::NONE,
-        plural,
-        singular: "",
-        namespaced,
-        short_names: &[],
-        categories: &[],
-        verbs,
-        subresources: &[],
-        field_selectors: &[],
-    }
+    ResourceInfo::unstored(group, "v1", kind, plural, namespaced, &["create"])
 }
 
 /// What discovery lists: the served resources, the review kinds and the metrics API.

@@ -42,5 +42,5 @@ const fn metrics_resource(
     plural: &'static str,
     namespaced: bool,
 ) -> ResourceInfo {
-    crate::discovery::unstored(GROUP, VERSION, kind, plural, namespaced, &["get", "list"])
+    ResourceInfo::unstored(GROUP, VERSION, kind, plural, namespaced, &["get", "list"])
 }
