@@ -292,6 +292,21 @@ struct ControllerArgs {
     /// Finished pods kept before the oldest are deleted (0: keep all).
     #[arg(long, default_value_t = 12500)]
     terminated_pod_gc_threshold: usize,
+    /// How often every HorizontalPodAutoscaler is synced.
+    #[arg(long, default_value = "15s")]
+    horizontal_pod_autoscaler_sync_period: String,
+    /// How long an HPA waits for higher recommendations before it scales down.
+    #[arg(long, default_value = "5m")]
+    horizontal_pod_autoscaler_downscale_stabilization: String,
+    /// How far the usage ratio may stray from 1.0 before an HPA acts.
+    #[arg(long, default_value_t = 0.1)]
+    horizontal_pod_autoscaler_tolerance: f64,
+    /// After a pod starts, how long its CPU samples count only once it is Ready.
+    #[arg(long, default_value = "5m")]
+    horizontal_pod_autoscaler_cpu_initialization_period: String,
+    /// After a pod starts, how long its readiness may still change as start-up.
+    #[arg(long, default_value = "30s")]
+    horizontal_pod_autoscaler_initial_readiness_delay: String,
 }
 
 /// `90`, `90s`, `2m`, `1m30s`, `1h`: the forms a Go duration flag takes that matter here.
@@ -362,8 +377,36 @@ impl ControllerArgs {
             node_lifecycle,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             root_ca_pem: None,
+            hpa: self.hpa()?,
         };
         Ok((selection, settings))
+    }
+
+    fn hpa(&self) -> anyhow::Result<cairn_controllers::hpa::HpaSettings> {
+        let flag = |name: &str, text: &str| {
+            go_duration(&format!("horizontal-pod-autoscaler-{name}"), text)
+        };
+        let tolerance = self.horizontal_pod_autoscaler_tolerance;
+        anyhow::ensure!(
+            tolerance.is_finite() && tolerance >= 0.0,
+            "--horizontal-pod-autoscaler-tolerance {tolerance}: must be a number >= 0"
+        );
+        Ok(cairn_controllers::hpa::HpaSettings {
+            sync_period: flag("sync-period", &self.horizontal_pod_autoscaler_sync_period)?,
+            downscale_stabilization: flag(
+                "downscale-stabilization",
+                &self.horizontal_pod_autoscaler_downscale_stabilization,
+            )?,
+            tolerance,
+            cpu_initialization_period: flag(
+                "cpu-initialization-period",
+                &self.horizontal_pod_autoscaler_cpu_initialization_period,
+            )?,
+            initial_readiness_delay: flag(
+                "initial-readiness-delay",
+                &self.horizontal_pod_autoscaler_initial_readiness_delay,
+            )?,
+        })
     }
 }
 

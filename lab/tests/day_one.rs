@@ -7,10 +7,13 @@
 //! a missing container, a finished pod, a client killed mid-exec (its process is reaped),
 //! a port-forward to a closed port; the official Python client's exec, stdin and
 //! port-forward, its Job deletions (pods must finish), and pods deleted while their
-//! images cannot be pulled.
+//! images cannot be pulled; an HPA scaling a Deployment out under load and back in;
+//! `kubectl top` with and without a node's agent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "day_one/autoscaling.rs"]
+mod autoscaling;
 mod common;
 
 use std::io::Write as _;
@@ -72,6 +75,9 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     let quick_stats = [
         "--agent-arg=--housekeeping-interval-seconds=1",
         "--control-arg=--metric-resolution=2s",
+        // HPAs decide every 2 s and scale in 10 s after the load goes.
+        "--control-arg=--horizontal-pod-autoscaler-sync-period=2s",
+        "--control-arg=--horizontal-pod-autoscaler-downscale-stabilization=10s",
     ];
     let args = [&["--driver=netns", "--nodes=2", upstream][..], &quick_stats].concat();
     let lab = Lab::up("e2eday1", 16491, &args);
@@ -92,6 +98,7 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     python_client_streams_and_jobs(&lab);
     python_client_in_cluster(&lab);
     deleted_pods_stop_pulling(&lab);
+    autoscaling::hpa_scales_out_and_back_in(&lab);
     kubectl_top_with_and_without_a_node(&lab);
 }
 

@@ -57,6 +57,7 @@ pub struct Settings {
     /// The cluster CA (PEM) the root CA publisher puts in every namespace's
     /// `kube-root-ca.crt`; without it that controller does nothing.
     pub root_ca_pem: Option<String>,
+    pub hpa: hpa::HpaSettings,
 }
 
 impl Default for Settings {
@@ -66,6 +67,7 @@ impl Default for Settings {
             node_lifecycle: Default::default(),
             terminated_pod_gc_threshold: 12_500,
             root_ca_pem: None,
+            hpa: Default::default(),
         }
     }
 }
@@ -80,6 +82,7 @@ const STARTERS: &[(&str, Starter)] = &[
         replicaset::start_replication_controller,
     ),
     ("deployment", deployment::start),
+    ("horizontalpodautoscaling", hpa::start),
     ("serviceaccount", serviceaccount::start),
     ("daemonset", daemonset::start),
     ("namespace", namespace::start),

@@ -9,6 +9,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("replicaset", true),
     ("replicationcontroller", true),
     ("deployment", true),
+    ("horizontalpodautoscaling", true),
     ("serviceaccount", true),
     ("daemonset", true),
     ("namespace", true),

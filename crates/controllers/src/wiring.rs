@@ -8,6 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
@@ -59,6 +60,7 @@ pub(crate) struct Informers {
     pub(crate) volumes: informer::Informer<PersistentVolume>,
     pub(crate) storageclasses: informer::Informer<StorageClass>,
     pub(crate) clusterroles: informer::Informer<ClusterRole>,
+    pub(crate) hpas: informer::Informer<HorizontalPodAutoscaler>,
     /// Only the `kube-root-ca.crt` ConfigMaps (a field-selected watch).
     pub(crate) root_ca_configmaps: informer::Informer<ConfigMap>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
@@ -104,6 +106,7 @@ impl Informers {
             volumes: informer::Informer::new(Api::all(client.clone())),
             storageclasses: informer::Informer::new(Api::all(client.clone())),
             clusterroles: informer::Informer::new(Api::all(client.clone())),
+            hpas: informer::Informer::new(Api::all(client.clone())),
             root_ca_configmaps: informer::Informer::new(Api::all(client.clone())).with_config(
                 kube::runtime::watcher::Config::default()
                     .fields(&format!("metadata.name={ROOT_CA_CONFIGMAP}")),
@@ -171,6 +174,7 @@ impl Informers {
             self.volumes.start_if_used("persistentvolumes").await,
             self.claims.start_if_used("persistentvolumeclaims").await,
             self.clusterroles.start_if_used("clusterroles").await,
+            self.hpas.start_if_used("horizontalpodautoscalers").await,
             self.root_ca_configmaps
                 .start_if_used("configmaps kube-root-ca.crt")
                 .await,

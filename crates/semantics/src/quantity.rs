@@ -33,6 +33,13 @@ pub fn value(q: &Quantity) -> Result<i64, QuantityError> {
     parse_value(&q.0)
 }
 
+/// A milli-unit amount as `Quantity.String()` prints `NewMilliQuantity(m, DecimalSI)`:
+/// `250m`, `2`, `64k`.
+pub fn print_milli(m: i64) -> String {
+    grammar::print_nanos(i128::from(m) * 1_000_000, grammar::Format::DecimalSI)
+        .unwrap_or_else(|| format!("{m}m"))
+}
+
 /// `q × 10^extra_exp`, rounded towards +∞, saturating at i64's range.
 fn scaled(q: &str, extra_exp: i32) -> Result<i64, QuantityError> {
     grammar::parse(q)
@@ -46,6 +53,14 @@ fn scaled(q: &str, extra_exp: i32) -> Result<i64, QuantityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn milli_amounts_print_as_go_prints_them() {
+        assert_eq!(print_milli(250), "250m");
+        assert_eq!(print_milli(2000), "2");
+        assert_eq!(print_milli(67_108_864_000), "67108864");
+        assert_eq!(print_milli(0), "0");
+    }
 
     #[test]
     fn milli_values_round_up() {

@@ -73,10 +73,12 @@ pub fn rules(
     (up, down)
 }
 
-/// The replicas to scale to, and the ScalingLimited reason and message.
+/// The replicas to scale to, and the ScalingLimited reason and message; `stabilized`
+/// is the recommendation after the windows, before the rate limits and bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Normalized {
     pub replicas: i32,
+    pub stabilized: i32,
     pub reason: &'static str,
     pub message: &'static str,
 }
@@ -99,6 +101,44 @@ pub fn normalize(args: &Args<'_>, up: &Rules, down: &Rules) -> Normalized {
     limit_rate(args, stabilized, up, down)
 }
 
+/// Upstream's path for an HPA without `behavior` (`normalizeDesiredReplicas`): only the
+/// scale-down window over past recommendations, then at most max(2 × current, 4) and
+/// min/max replicas.
+pub fn normalize_legacy(args: &Args<'_>, downscale_window: SignedDuration) -> Normalized {
+    let stabilized = args
+        .recommendations
+        .iter()
+        .filter(|r| r.at >= args.now - downscale_window)
+        .map(|r| r.replicas)
+        .fold(args.desired, i32::max);
+    let scale_up_limit = (2 * args.current).max(4);
+    let (max_allowed, reason, message) = match args.max > scale_up_limit {
+        true => (scale_up_limit, "ScaleUpLimit", SCALE_UP_LIMIT),
+        false => (args.max, "TooManyReplicas", TOO_MANY),
+    };
+    let n = |replicas, reason, message| Normalized {
+        replicas,
+        stabilized,
+        reason,
+        message,
+    };
+    if stabilized < args.min {
+        n(args.min, "TooFewReplicas", TOO_FEW)
+    } else if stabilized > max_allowed {
+        n(max_allowed, reason, message)
+    } else {
+        n(stabilized, "DesiredWithinRange", WITHIN_RANGE)
+    }
+}
+
+const SCALE_UP_LIMIT: &str =
+    "the desired replica count is increasing faster than the maximum scale rate";
+const SCALE_DOWN_LIMIT: &str =
+    "the desired replica count is decreasing faster than the maximum scale rate";
+const TOO_MANY: &str = "the desired replica count is more than the maximum replica count";
+const TOO_FEW: &str = "the desired replica count is less than the minimum replica count";
+const WITHIN_RANGE: &str = "the desired count is within the acceptable range";
+
 /// The current count moved only as far as every recommendation in the windows agrees.
 fn stabilize(args: &Args<'_>, up: &Rules, down: &Rules) -> i32 {
     let (mut up_rec, mut down_rec) = (args.desired, args.desired);
@@ -116,6 +156,7 @@ fn stabilize(args: &Args<'_>, up: &Rules, down: &Rules) -> i32 {
 fn limit_rate(args: &Args<'_>, desired: i32, up: &Rules, down: &Rules) -> Normalized {
     let n = |replicas, reason, message| Normalized {
         replicas,
+        stabilized: desired,
         reason,
         message,
     };
@@ -123,16 +164,8 @@ fn limit_rate(args: &Args<'_>, desired: i32, up: &Rules, down: &Rules) -> Normal
         let limit =
             scale_up_limit(args.current, args.scale_up_events, up, args.now).max(args.current);
         let (allowed, reason, message) = match args.max > limit {
-            true => (
-                limit,
-                "ScaleUpLimit",
-                "the desired replica count is increasing faster than the maximum scale rate",
-            ),
-            false => (
-                args.max,
-                "TooManyReplicas",
-                "the desired replica count is more than the maximum replica count",
-            ),
+            true => (limit, "ScaleUpLimit", SCALE_UP_LIMIT),
+            false => (args.max, "TooManyReplicas", TOO_MANY),
         };
         if desired > allowed {
             return n(allowed, reason, message);
@@ -141,26 +174,14 @@ fn limit_rate(args: &Args<'_>, desired: i32, up: &Rules, down: &Rules) -> Normal
         let limit = scale_down_limit(args.current, args.scale_down_events, down, args.now)
             .min(args.current);
         let (allowed, reason, message) = match args.min < limit {
-            true => (
-                limit,
-                "ScaleDownLimit",
-                "the desired replica count is decreasing faster than the maximum scale rate",
-            ),
-            false => (
-                args.min,
-                "TooFewReplicas",
-                "the desired replica count is less than the minimum replica count",
-            ),
+            true => (limit, "ScaleDownLimit", SCALE_DOWN_LIMIT),
+            false => (args.min, "TooFewReplicas", TOO_FEW),
         };
         if desired < allowed {
             return n(allowed, reason, message);
         }
     }
-    n(
-        desired,
-        "DesiredWithinRange",
-        "the desired count is within the acceptable range",
-    )
+    n(desired, "DesiredWithinRange", WITHIN_RANGE)
 }
 
 /// Replicas changed by the events within `period` before `now`.
@@ -291,5 +312,25 @@ mod tests {
         let mut a = args(3, 0, &[], &[], &[]);
         a.min = 2;
         assert_eq!(normalize(&a, &up, &down).reason, "TooFewReplicas");
+    }
+
+    #[test]
+    fn without_behavior_upstream_doubles_at_most_and_waits_the_window() {
+        let window = SignedDuration::from_secs(300);
+        let r = normalize_legacy(&args(1, 10, &[], &[], &[]), window);
+        assert_eq!((r.replicas, r.reason), (4, "ScaleUpLimit"), "max(2 × 1, 4)");
+        let r = normalize_legacy(&args(5, 30, &[], &[], &[]), window);
+        assert_eq!(r.replicas, 10);
+        let recent = [Timed {
+            at: at(100),
+            replicas: 6,
+        }];
+        let r = normalize_legacy(&args(6, 2, &recent, &[], &[]), window);
+        assert_eq!((r.replicas, r.stabilized), (6, 6), "6 is inside the window");
+        let r = normalize_legacy(
+            &args(6, 2, &recent, &[], &[]),
+            SignedDuration::from_secs(60),
+        );
+        assert_eq!((r.replicas, r.reason), (2, "DesiredWithinRange"));
     }
 }

@@ -20,8 +20,8 @@ pub struct PodInfo {
     pub ready: Option<(bool, Timestamp)>,
     pub start_time: Option<Timestamp>,
     /// The request for the metric's resource, summed over the pod's containers (or the
-    /// one container of a ContainerResource metric); `None` if one lacks it.
-    pub request_milli: Option<i64>,
+    /// one container of a ContainerResource metric); else the container that lacks it.
+    pub request_milli: Result<i64, String>,
 }
 
 /// A pod's usage of the resource (milli-units) over `window` ending at `timestamp`.
@@ -73,8 +73,12 @@ pub enum CalcError {
     NoPods,
     #[error("did not receive metrics for targeted pods (pods might be unready)")]
     NoMetrics,
-    #[error("missing request for {resource} in container of Pod {pod}")]
-    MissingRequest { resource: String, pod: String },
+    #[error("missing request for {resource} in container {container} of Pod {pod}")]
+    MissingRequest {
+        resource: String,
+        container: String,
+        pod: String,
+    },
 }
 
 struct Groups {
@@ -122,7 +126,11 @@ pub fn replicas(
     if usable.is_empty() {
         return Err(CalcError::NoMetrics);
     }
-    let requests = requests(pods, resource)?;
+    // Only a utilization needs the requests (upstream's raw-value path never reads them).
+    let requests = match target {
+        Target::Utilization(_) => requests(pods, resource)?,
+        Target::AverageValue(_) => BTreeMap::new(),
+    };
     let first = ratio(&usable, &requests, target);
     let scale_up_with_unready = !groups.unready.is_empty() && first.ratio > 1.0;
     if !scale_up_with_unready && groups.missing.is_empty() {
@@ -226,10 +234,11 @@ fn ratio(
 fn requests(pods: &[PodInfo], resource: &str) -> Result<BTreeMap<String, i64>, CalcError> {
     pods.iter()
         .filter(|p| !p.ignored)
-        .map(|p| match p.request_milli {
-            Some(r) => Ok((p.name.clone(), r)),
-            None => Err(CalcError::MissingRequest {
+        .map(|p| match &p.request_milli {
+            Ok(r) => Ok((p.name.clone(), *r)),
+            Err(container) => Err(CalcError::MissingRequest {
                 resource: resource.to_string(),
+                container: container.clone(),
                 pod: p.name.clone(),
             }),
         })
@@ -303,7 +312,7 @@ mod tests {
                 ignored: false,
                 ready: Some((true, started)),
                 start_time: Some(started),
-                request_milli: Some(1000),
+                request_milli: Ok(1000),
             })
             .collect()
     }
@@ -351,8 +360,8 @@ mod tests {
     #[test]
     fn within_the_tolerance_nothing_changes() {
         let mut p = pods(3);
-        p[0].request_milli = Some(900);
-        p[1].request_milli = Some(1100);
+        p[0].request_milli = Ok(900);
+        p[1].request_milli = Ok(1100);
         let same = cpu(3, &p, &[1010, 1030, 1020], 100).expect("tolerance");
         assert_eq!((same.replicas, same.utilization), (3, Some(102)));
     }
@@ -392,11 +401,11 @@ mod tests {
         assert_eq!(cpu(1, &[], &[], 50), Err(CalcError::NoPods));
         assert_eq!(cpu(2, &pods(2), &[], 50), Err(CalcError::NoMetrics));
         let mut p = pods(1);
-        p[0].request_milli = None;
+        p[0].request_milli = Err("web".into());
         let missing = cpu(1, &p, &[100], 50).expect_err("no request");
         assert_eq!(
             missing.to_string(),
-            "missing request for cpu in container of Pod p0"
+            "missing request for cpu in container web of Pod p0"
         );
     }
 }

@@ -23,7 +23,7 @@ fn controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
 
 fn workload_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
     let mut all = cronjob_daemonset_deployment_controllers();
-    all.extend(disruption_and_job_controllers());
+    all.extend(disruption_hpa_and_job_controllers());
     all.extend(replicaset_statefulset_ttl_controllers());
     all
 }
@@ -98,8 +98,25 @@ fn cronjob_daemonset_deployment_controllers() -> Vec<(&'static str, Vec<PolicyRu
     ]
 }
 
-fn disruption_and_job_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
+fn disruption_hpa_and_job_controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
     vec![
+        (
+            "horizontal-pod-autoscaler",
+            vec![
+                rule(READ, &["autoscaling"], &["horizontalpodautoscalers"]),
+                rule(
+                    &["update"],
+                    &["autoscaling"],
+                    &["horizontalpodautoscalers/status"],
+                ),
+                rule(&["get", "update"], &["*"], &["*/scale"]),
+                rule(&["list"], &[""], &["pods"]),
+                rule(&["list"], &["metrics.k8s.io"], &["pods"]),
+                rule(&["get", "list"], &["custom.metrics.k8s.io"], &["*"]),
+                rule(&["get", "list"], &["external.metrics.k8s.io"], &["*"]),
+                events_rule(),
+            ],
+        ),
         (
             "disruption-controller",
             vec![
