@@ -21,6 +21,7 @@ pub mod handlers;
 pub mod in_process;
 pub mod limitranger;
 pub mod limits;
+pub mod metered_store;
 pub mod metrics_api;
 pub mod nodeipam;
 pub mod object_fields;
@@ -35,6 +36,7 @@ pub mod render;
 pub mod request;
 pub mod selectors;
 mod serve;
+pub mod server_metrics;
 pub mod serviceaccount_admission;
 pub mod state;
 pub mod storage;
@@ -308,7 +310,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         path: config.data_dir.clone(),
         source,
     })?;
-    let backend = open_store(&config).await?;
+    let metrics = Arc::new(server_metrics::ServerMetrics::new());
+    let backend = open_store(&config, &metrics).await?;
     let cache = WatchCache::start(
         Arc::clone(&backend),
         Arc::new(decorate::ObjectDecorator),
@@ -348,6 +351,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         },
         config.service_cidr,
         config.node_port_range,
+        metrics,
         Arc::clone(&security.agents),
     );
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
@@ -432,13 +436,20 @@ async fn encrypted(
     )))
 }
 
-/// The SQLite store in the data directory, behind the encryption configuration.
-async fn open_store(config: &ServerConfig) -> Result<Arc<dyn Backend>, ServerError> {
-    let stored: Arc<dyn Backend> =
+/// The SQLite store in the data directory, timed, behind the encryption configuration.
+async fn open_store(
+    config: &ServerConfig,
+    metrics: &Arc<server_metrics::ServerMetrics>,
+) -> Result<Arc<dyn Backend>, ServerError> {
+    let sqlite: Arc<dyn Backend> =
         SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
             path: config.data_dir.clone(),
             source,
         })?;
+    let stored = Arc::new(metered_store::MeteredBackend::new(
+        sqlite,
+        Arc::clone(metrics),
+    ));
     encrypted(stored, config).await
 }
 

@@ -193,14 +193,38 @@ fn ended(
     }
 }
 
+/// A request through [`checked`], counted and timed in the server's metrics.
 async fn guarded(
     state: AppState,
     guards: &Guards,
     peer: &PeerCert,
     audit: Option<AuditStart<'_>>,
-    mut req: axum::extract::Request,
+    req: axum::extract::Request,
 ) -> axum::response::Response {
+    let started = std::time::Instant::now();
     let info = RequestInfo::new(req.method(), req.uri().path(), req.uri().query());
+    let apply = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+    let dry_run = req.uri().query().is_some_and(|q| q.contains("dryRun=All"));
+    let metrics = Arc::clone(&state.metrics);
+    let response = checked(state, guards, peer, audit, req, &info).await;
+    let code = response.status().as_u16();
+    metrics.request(&info, apply, dry_run, code, started.elapsed());
+    response
+}
+
+/// Authentication, authorization, the in-flight limits and the audit record around the
+/// handler.
+async fn checked(
+    state: AppState,
+    guards: &Guards,
+    peer: &PeerCert,
+    audit: Option<AuditStart<'_>>,
+    mut req: axum::extract::Request,
+    info: &RequestInfo,
+) -> axum::response::Response {
     let user = guards.authn.authenticate(
         req.method(),
         req.uri().path(),
@@ -212,17 +236,17 @@ async fn guarded(
         Ok(user) => user,
         Err(why) => {
             debug!(reason = %why.0, path = %req.uri().path(), "unauthorized");
-            let cx = audit.and_then(|a| a.begin(&req, &info, None));
+            let cx = audit.and_then(|a| a.begin(&req, info, None));
             let status = cairn_api::status::Status::new(401, "Unauthorized", "Unauthorized");
             return ended(cx, handlers::status_response(&status));
         }
     };
-    let mut cx = audit.and_then(|a| a.begin(&req, &info, Some(&requester)));
+    let mut cx = audit.and_then(|a| a.begin(&req, info, Some(&requester)));
     let user = match impersonation(&guards.authorizer, requester, req.headers()) {
         Ok(user) => user,
         Err(status) => return ended(cx, handlers::status_response(&status)),
     };
-    let attrs = authz::attributes(&user, &info);
+    let attrs = authz::attributes(&user, info);
     let decision = guards
         .authorizer
         .decide_selected(&attrs, &info.field_selector);
@@ -258,7 +282,7 @@ async fn guarded(
     };
     let response = guards
         .limiter
-        .run(&info, query.as_deref(), privileged, handler)
+        .run(info, query.as_deref(), privileged, handler)
         .await;
     match cx {
         Some(cx) if !completed_by_audit => cx.finish(response).await,

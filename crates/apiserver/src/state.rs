@@ -143,6 +143,8 @@ pub struct ApiState {
     pub agents: Arc<crate::agent_dial::AgentDialer>,
     /// The nodes' last resource metrics scrapes (`metrics.k8s.io`).
     pub resource_metrics: crate::metrics_api::ResourceMetrics,
+    /// The server's own Prometheus metrics (`GET /metrics`).
+    pub metrics: Arc<crate::server_metrics::ServerMetrics>,
 }
 
 pub fn store_status(e: StoreError, r: &ResourceInfo, name: &str) -> Status {
@@ -176,6 +178,7 @@ impl ApiState {
         settings: ServerSettings,
         service_cidr: ipnetwork::Ipv4Network,
         node_port_range: (u16, u16),
+        metrics: Arc<crate::server_metrics::ServerMetrics>,
         agents: Arc<crate::agent_dial::AgentDialer>,
     ) -> Arc<ApiState> {
         let state = Arc::new(ApiState {
@@ -192,6 +195,7 @@ impl ApiState {
             )),
             agents,
             resource_metrics: Default::default(),
+            metrics,
         });
         state.restore_allocations();
         state

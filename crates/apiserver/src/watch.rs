@@ -104,6 +104,11 @@ pub async fn start(
         .await
         .map_err(|e| store_status(e, r, ""))?;
     let (tx, rx) = mpsc::channel::<Bytes>(256);
+    // The served group/version/kind (a converting view's, not the stored one).
+    let served = req.view.served;
+    let sent = state
+        .metrics
+        .watch_events(served.group, served.version, served.kind);
     tokio::spawn(async move {
         let repr = req.representation;
         let mut last_rev = after;
@@ -115,6 +120,7 @@ pub async fn start(
             if tx.send(frame).await.is_err() || last {
                 return;
             }
+            sent.inc();
         }
         if req.initial_events_bookmark && tx.send(bookmark(r, last_rev, true)).await.is_err() {
             return;
@@ -146,7 +152,7 @@ pub async fn start(
                         Some(Ok(ev)) => ev,
                     };
                     last_rev = ev.revision;
-                    if !send_event(&tx, &req, &ev).await {
+                    if !send_event(&tx, &req, &ev, &sent).await {
                         return;
                     }
                 }
@@ -175,7 +181,12 @@ fn seen_as(ev: &WatchEvent, selectors: &Selectors) -> Option<&'static str> {
 
 /// Sends `ev` to one watcher; false when the watch ends (the watcher left, or the object
 /// could not be encoded and an ERROR event was sent).
-async fn send_event(tx: &mpsc::Sender<Bytes>, req: &WatchRequest, ev: &WatchEvent) -> bool {
+async fn send_event(
+    tx: &mpsc::Sender<Bytes>,
+    req: &WatchRequest,
+    ev: &WatchEvent,
+    sent: &prometheus_client::metrics::counter::Counter,
+) -> bool {
     let repr = req.representation;
     let natural = match ev.kind {
         WatchEventType::Added => "ADDED",
@@ -191,12 +202,14 @@ async fn send_event(tx: &mpsc::Sender<Bytes>, req: &WatchRequest, ev: &WatchEven
             .encoded
             .get_or_init(|| frame(natural, &ev.object.bytes))
             .clone();
+        sent.inc();
         return tx.send(b).await.is_ok();
     }
     let (frame, last) = match encode(&req.view, event_type, &ev.object, repr) {
         Ok(b) => (b, false),
         Err(e) => (e, true),
     };
+    sent.inc();
     tx.send(frame).await.is_ok() && !last
 }
 

@@ -237,6 +237,16 @@ impl WatchCache {
         self.shared.inner.read().objects.get(key).cloned()
     }
 
+    /// How many objects are under `prefix` (nothing is copied).
+    pub fn count(&self, prefix: &str) -> usize {
+        let inner = self.shared.inner.read();
+        inner
+            .objects
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .count()
+    }
+
     /// Every object under `prefix`, sorted by key, and the revision of that snapshot.
     pub fn list(&self, prefix: &str) -> (Vec<Arc<CachedObject>>, Revision) {
         let inner = self.shared.inner.read();

@@ -78,6 +78,30 @@ pub(super) fn not_found() -> Response {
     ))
 }
 
+/// The server's Prometheus metrics, with each stored resource's object count.
+fn metrics_response(state: &AppState) -> Response {
+    let mut seen = std::collections::BTreeSet::new();
+    let objects: Vec<(String, usize)> = state
+        .resources()
+        .into_iter()
+        .map(|r| state.storage_of(r).key_prefix())
+        .filter(|prefix| seen.insert(prefix.clone()))
+        .map(|prefix| {
+            let count = state.cache.count(&prefix);
+            (crate::server_metrics::key_resource(&prefix), count)
+        })
+        .collect();
+    match state.metrics.encode(&objects) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, crate::server_metrics::CONTENT_TYPE)],
+            body,
+        )
+            .into_response(),
+        Err(e) => status_response(&Status::internal(format!("encoding the metrics: {e}"))),
+    }
+}
+
 /// The fixed paths: health, version, the discovery roots and the OpenAPI index.
 fn fixed_path(state: &AppState, path: &str, is_get: bool, headers: &HeaderMap) -> Option<Response> {
     let accept = header_str(headers, header::ACCEPT);
@@ -89,6 +113,7 @@ fn fixed_path(state: &AppState, path: &str, is_get: bool, headers: &HeaderMap) -
         )
             .into_response(),
         "/version" if is_get => json_value_response(&discovery::version()),
+        "/metrics" if is_get => metrics_response(state),
         "/api" if is_get => match request::aggregated_discovery_version(accept) {
             Some(v) => aggregated_response(state, true, v),
             None => json_value_response(&discovery::api_versions(
