@@ -433,6 +433,11 @@ async fn serve(
     let ca = std::fs::read_to_string(&ca_path)
         .with_context(|| format!("reading the cluster CA {}", ca_path.display()))?;
     controllers.1.root_ca_pem = Some(ca);
+    // The in-process scheduler's and controllers' metrics join the server's `/metrics`.
+    let mut registry = prometheus_client::registry::Registry::default();
+    cairn_scheduler::metrics::SchedulerMetrics::install(&mut registry);
+    cairn_controllers::queue_metrics::QueueMetrics::install(&mut registry);
+    server.state.metrics.add(registry);
     // The identities upstream's bootstrap policy binds for these two components.
     let controllers_client = in_process_client(&server, "system:kube-controller-manager")?;
     let scheduler_client = in_process_client(&server, "system:kube-scheduler")?;

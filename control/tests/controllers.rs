@@ -149,6 +149,92 @@ fn seed_scenario_scale_rollout_undo_pause() {
     history_and_undo(&k);
     paused_rollout_waits_for_resume(&k);
     deleted_pod_is_replaced(&k);
+    component_metrics(&k);
+}
+
+/// After all that, `cairn-control`'s `/metrics` (the API server's, the in-process
+/// scheduler's and controllers') parses as the Prometheus text format and carries
+/// upstream's series for what just happened; it is not public.
+fn component_metrics(k: &Kubectl) {
+    let text = k.ok(&["get", "--raw", "/metrics"]);
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("the Prometheus text format");
+    let value = |metric: &str, labels: &[(&str, &str)]| -> Option<f64> {
+        let sample = scrape.samples.iter().find(|s| {
+            s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+        })?;
+        match &sample.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => Some(*v),
+            prometheus_parse::Value::Histogram(buckets) => buckets.last().map(|b| b.count),
+            _ => None,
+        }
+    };
+    let has = |metric: &str, labels: &[(&str, &str)]| {
+        let v = value(metric, labels);
+        assert!(
+            v.is_some_and(|v| v > 0.0),
+            "{metric} {labels:?}: {v:?}\n{text}"
+        );
+    };
+    let deployments = [("group", "apps"), ("resource", "deployments")];
+    has(
+        "apiserver_request_total",
+        &[&[("verb", "POST"), ("code", "201")][..], &deployments].concat(),
+    );
+    has(
+        "apiserver_request_total",
+        &[("verb", "WATCH"), ("resource", "pods")],
+    );
+    has(
+        "apiserver_request_duration_seconds",
+        &[("verb", "LIST"), ("resource", "pods")],
+    );
+    has("apiserver_watch_events_total", &[("kind", "Pod")]);
+    has(
+        "apiserver_storage_objects",
+        &[("resource", "deployments.apps")],
+    );
+    has("apiserver_storage_objects", &[("resource", "pods")]);
+    has(
+        "etcd_request_duration_seconds",
+        &[("operation", "create"), ("type", "pods")],
+    );
+    has(
+        "scheduler_schedule_attempts_total",
+        &[("result", "scheduled"), ("profile", "default-scheduler")],
+    );
+    has(
+        "scheduler_pod_scheduling_duration_seconds",
+        &[("attempts", "1")],
+    );
+    assert!(
+        value("scheduler_pending_pods", &[("queue", "active")]).is_some(),
+        "{text}"
+    );
+    has("workqueue_adds_total", &[("name", "deployment")]);
+    has(
+        "workqueue_queue_duration_seconds",
+        &[("name", "replicaset")],
+    );
+    has("workqueue_work_duration_seconds", &[("name", "replicaset")]);
+    assert!(
+        value("workqueue_depth", &[("name", "deployment")]).is_some(),
+        "{text}"
+    );
+    // Anonymous callers are not upstream's system:monitoring: no metrics for them.
+    let anonymous = k.fails(&[
+        "get",
+        "--raw",
+        "/metrics",
+        "--token=",
+        "--as=system:anonymous",
+    ]);
+    assert!(
+        anonymous.contains("Forbidden") || anonymous.contains("forbidden"),
+        "{anonymous}"
+    );
 }
 
 fn seed_runs_two_on_two_nodes_then_is_quiet(k: &Kubectl) {

@@ -21,6 +21,7 @@ pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod owner;
+pub mod queue_metrics;
 pub mod reconcile_loop;
 pub mod replicaset;
 pub mod resourcequota;

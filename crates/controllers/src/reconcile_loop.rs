@@ -13,6 +13,7 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 use tracing::{info_span, warn, Instrument};
 
+use crate::queue_metrics::Queue;
 use crate::retry::Retries;
 
 /// What kube-runtime hands the reconciler and the error policy: the controller's own
@@ -20,6 +21,14 @@ use crate::retry::Retries;
 struct Running<C> {
     ctx: Arc<C>,
     retries: Retries,
+    queue: Queue,
+}
+
+fn ref_key(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
 }
 
 /// `namespace/name`, or `name` for cluster-scoped objects.
@@ -38,6 +47,7 @@ where
     E: Display,
 {
     let wait = running.retries.failed(&key_of(obj.as_ref()));
+    running.queue.retried();
     warn!(error = %err, retry_in = ?wait, "sync failed");
     Action::requeue(wait)
 }
@@ -69,27 +79,39 @@ pub async fn run<K, C, E, F, Fut>(
         let sync = sync.clone();
         async move {
             let key = key_of(obj.as_ref());
+            running.queue.taken(&key);
             let span = info_span!("reconcile", controller, object = %key);
+            let started = std::time::Instant::now();
             let result = sync(obj, running.ctx.clone()).instrument(span).await;
+            running.queue.worked(started.elapsed());
             if result.is_ok() {
                 running.retries.succeeded(&key);
             }
             result
         }
     };
+    let queue = Queue::new(controller);
     let running = Arc::new(Running {
         ctx,
         retries: Retries::default(),
+        queue: queue.clone(),
     });
+    let adds = queue.clone();
+    let triggers = triggers.inspect(move |r| adds.added(ref_key(&r.name, r.namespace.as_deref())));
     Controller::for_stream(futures::stream::empty(), store)
         .reconcile_on(triggers)
         .reconcile_all_on(resync)
         .with_config(Config::default().concurrency(concurrency))
         .run(reconcile, error_policy::<K, C, E>, running)
-        .for_each(|r| async move {
-            if let Err(e) = r {
+        .for_each(|r| {
+            if let Err(e) = &r {
+                // A key whose object is gone never reconciles: it leaves the queue here.
+                if let kube::runtime::controller::Error::ObjectNotFound(gone) = e {
+                    queue.taken(&ref_key(&gone.name, gone.namespace.as_deref()));
+                }
                 tracing::debug!(controller, error = %e, "reconcile");
             }
+            async {}
         })
         .await;
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain_cache;
 pub mod fit_error;
 pub mod framework;
+pub mod metrics;
 pub mod node_info;
 pub mod plugins;
 pub mod pod_info;

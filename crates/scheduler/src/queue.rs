@@ -36,6 +36,8 @@ struct Entry {
     unschedulable_since: Instant,
     /// A cluster event arrived while the pod was being scheduled.
     moved_while_in_flight: bool,
+    /// When the pod first entered the queue (for the scheduling latency).
+    first_queued: Instant,
 }
 
 #[derive(PartialEq, Eq)]
@@ -64,6 +66,7 @@ impl PartialOrd for ActiveKey {
 pub struct Popped {
     pub pod: Arc<Pod>,
     pub attempts: u32,
+    pub first_queued: Instant,
 }
 
 #[derive(Default)]
@@ -190,6 +193,7 @@ impl SchedulingQueue {
                         backoff_until: now,
                         unschedulable_since: now,
                         moved_while_in_flight: false,
+                        first_queued: now,
                     },
                 );
                 let to = if is_gated {
@@ -259,6 +263,7 @@ impl SchedulingQueue {
             return Some(Popped {
                 pod: e.pod.clone(),
                 attempts: e.attempts,
+                first_queued: e.first_queued,
             });
         }
         None

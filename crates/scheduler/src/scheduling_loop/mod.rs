@@ -25,6 +25,7 @@ use tracing::{debug, info, info_span, warn};
 use crate::algorithm::{self, Cursor};
 use crate::config::SchedulerConfig;
 use crate::fit_error::FitError;
+use crate::metrics::{Outcome, SchedulerMetrics};
 use crate::pod_info::PodInfo;
 use crate::preemption::{self, Preemption};
 use crate::queue::SchedulingQueue;
@@ -114,11 +115,17 @@ impl Scheduler {
             extenders = s.extenders.len(),
             "scheduler started"
         );
+        let mut counted = Instant::now();
         loop {
             while let Ok(input) = rx.try_recv() {
                 s.handle(input);
             }
             let now = Instant::now();
+            // The pending counts walk the queue: once a second, not per cycle.
+            if now.duration_since(counted) >= Duration::from_secs(1) {
+                SchedulerMetrics::get().pending(s.queue.stats());
+                counted = now;
+            }
             s.queue.flush_backoff(now);
             if s.synced.nodes && s.synced.pods && s.schedule_one().await {
                 continue;
@@ -391,6 +398,13 @@ impl Scheduler {
             .await
         };
         let now = Instant::now();
+        let outcome = match &result {
+            Ok(_) => Outcome::Scheduled,
+            Err(CycleError::Fit(_)) => Outcome::Unschedulable,
+            Err(CycleError::Extender(_)) => Outcome::Error,
+        };
+        let waited = now.saturating_duration_since(popped.first_queued);
+        SchedulerMetrics::get().attempt(outcome, &profile_name, popped.attempts, waited);
         match result {
             Ok(node) => {
                 debug!(node, "assumed");
