@@ -64,7 +64,7 @@ pub async fn start(
         upstreams,
         ..Default::default()
     };
-    let server = DnsServer::bind(config, zone)
+    let server = DnsServer::bind_metered(config, zone, agent.metrics.dns.clone())
         .await
         .map_err(|e| DnsError::Bind {
             listen,

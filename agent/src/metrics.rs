@@ -3,6 +3,7 @@
 //! (`prober_probe_total`). OpenMetrics text as `prometheus-client` writes it: counters
 //! are declared without `_total` and their samples carry it, as in `cairn-proxy`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -47,6 +48,8 @@ pub struct AgentMetrics {
     pod_start: Histogram,
     running_pods: Gauge,
     running_containers: Family<Labels, Gauge>,
+    /// The cluster DNS server's, served on `/metrics` with the kubelet's.
+    pub dns: Arc<cairn_dns::DnsMetrics>,
 }
 
 impl AgentMetrics {
@@ -79,6 +82,8 @@ impl AgentMetrics {
             "Number of containers currently running",
             running_containers.clone(),
         );
+        let dns = Arc::new(cairn_dns::DnsMetrics::default());
+        dns.register(&mut kubelet);
         let mut probes = Registry::default();
         let probe_total = Family::<Labels, Counter>::default();
         probes.register("prober_probe", "Cumulative number of a liveness, readiness or startup probe for a container by result.", probe_total.clone());
@@ -89,6 +94,7 @@ impl AgentMetrics {
             pod_start,
             running_pods,
             running_containers,
+            dns,
         }
     }
 

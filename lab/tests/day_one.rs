@@ -15,6 +15,8 @@
 #[path = "day_one/autoscaling.rs"]
 mod autoscaling;
 mod common;
+#[path = "day_one/metrics.rs"]
+mod metrics;
 
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
@@ -94,6 +96,8 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     debug_container_sees_the_target(&lab);
     proxies(&lab);
     cluster_dns(&lab);
+    metrics::every_component_serves_metrics(&lab);
+    metrics::prometheus_scrapes_the_lab(&lab);
     bad_input(&lab);
     python_client_streams_and_jobs(&lab);
     python_client_in_cluster(&lab);

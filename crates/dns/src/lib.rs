@@ -13,6 +13,7 @@
 mod forward;
 mod handler;
 pub mod input;
+pub mod metrics;
 pub mod records;
 pub mod server;
 pub mod source;
@@ -20,6 +21,7 @@ mod wire;
 
 pub use forward::{read_resolv_conf, upstreams_from_resolv_conf};
 pub use input::{EndpointInfo, PortInfo, ServiceInfo, ServiceKind, SliceInfo};
+pub use metrics::DnsMetrics;
 pub use records::{
     Answer, ClusterZone, PodMode, RecordError, Reply, ZoneConfig, ZoneError, DEFAULT_DOMAIN,
     DEFAULT_TTL,

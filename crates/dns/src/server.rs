@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -26,6 +26,7 @@ use tracing::{debug, info, warn};
 
 use crate::forward::Forwarder;
 use crate::handler::{self, Outcome};
+use crate::metrics::{question_type, response_code, Answered, DnsMetrics};
 use crate::records::ClusterZone;
 use crate::wire::{self, Fast, KeyBuf, Parsed};
 
@@ -106,6 +107,7 @@ struct Counters {
 
 struct Shared {
     zone: ArcSwap<ClusterZone>,
+    metrics: Arc<DnsMetrics>,
     forwarder: Forwarder,
     counters: Counters,
     tcp_slots: Arc<Semaphore>,
@@ -163,14 +165,25 @@ async fn bind_all(
 impl DnsServer {
     /// Binds and starts serving `zone` on the current Tokio runtime.
     pub async fn bind(config: ServerConfig, zone: ClusterZone) -> Result<DnsServer, ServerError> {
+        Self::bind_metered(config, zone, Arc::default()).await
+    }
+
+    /// [`DnsServer::bind`], counting every answer in `metrics`.
+    pub async fn bind_metered(
+        config: ServerConfig,
+        zone: ClusterZone,
+        metrics: Arc<DnsMetrics>,
+    ) -> Result<DnsServer, ServerError> {
         let (sockets, listener) = bind_all(config.listen, config.udp_sockets.max(1)).await?;
         let addr = listener.local_addr().map_err(|source| ServerError::Bind {
             proto: "tcp",
             addr: config.listen,
             source,
         })?;
+        metrics.serving(addr);
         let shared = Arc::new(Shared {
             zone: ArcSwap::from_pointee(zone),
+            metrics,
             forwarder: Forwarder::new(
                 config.upstreams.clone(),
                 config.upstream_timeout,
@@ -234,6 +247,23 @@ impl Drop for DnsServer {
 }
 
 impl Shared {
+    fn answered(
+        &self,
+        tcp: bool,
+        peer: SocketAddr,
+        qtype: Option<u16>,
+        out: &[u8],
+        started: Instant,
+    ) {
+        self.metrics.answered(Answered {
+            tcp,
+            peer,
+            qtype,
+            rcode: response_code(out),
+            took: started.elapsed(),
+        });
+    }
+
     /// Answers one message into `out`: the fast path for cluster names, else the general
     /// one.
     fn handle(&self, packet: &[u8], tcp: bool, out: &mut Vec<u8>) -> Outcome {
@@ -292,8 +322,11 @@ async fn udp_loop(socket: Arc<UdpSocket>, shared: Arc<Shared>) {
                 continue;
             }
         };
+        let started = Instant::now();
+        let qtype = question_type(&buf[..n]);
         match shared.handle(&buf[..n], false, &mut out) {
             Outcome::Reply => {
+                shared.answered(false, peer, qtype, &out, started);
                 if let Err(e) = socket.send_to(&out, peer).await {
                     debug!(error = %e, %peer, "UDP send failed");
                 }
@@ -304,6 +337,7 @@ async fn udp_loop(socket: Arc<UdpSocket>, shared: Arc<Shared>) {
                 tokio::spawn(async move {
                     let mut out = Vec::new();
                     if job.run(&shared.forwarder, &mut out).await {
+                        shared.answered(false, peer, qtype, &out, started);
                         if let Err(e) = socket.send_to(&out, peer).await {
                             debug!(error = %e, %peer, "UDP send failed");
                         }
@@ -331,7 +365,7 @@ async fn tcp_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         let shared = shared.clone();
         tokio::spawn(async move {
-            if let Err(e) = tcp_connection(stream, &shared).await {
+            if let Err(e) = tcp_connection(stream, peer, &shared).await {
                 debug!(error = %e, %peer, "TCP connection ended");
             }
             drop(slot);
@@ -340,7 +374,11 @@ async fn tcp_loop(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 /// Length-prefixed queries, answered in order, until the peer closes or idles.
-async fn tcp_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
+async fn tcp_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     loop {
@@ -354,6 +392,7 @@ async fn tcp_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()
         tokio::time::timeout(shared.tcp_idle, stream.read_exact(&mut buf))
             .await
             .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+        let started = Instant::now();
         let replied = match shared.handle(&buf, true, &mut out) {
             Outcome::Reply => true,
             // Garbage on a stream: nothing sensible follows it.
@@ -361,6 +400,7 @@ async fn tcp_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()
             Outcome::Forward(job) => job.run(&shared.forwarder, &mut out).await,
         };
         if replied {
+            shared.answered(true, peer, question_type(&buf), &out, started);
             let len = u16::try_from(out.len()).map_err(io::Error::other)?;
             let mut framed = Vec::with_capacity(out.len() + 2);
             framed.extend_from_slice(&len.to_be_bytes());
