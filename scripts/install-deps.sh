@@ -20,6 +20,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Prometheus: the suite scrapes a lab with docs/monitoring/prometheus.yml. Only the
+# binary is wanted: no node exporter, and the service the package starts is stopped.
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+    echo "install-deps: installing prometheus (for the monitoring test; its service is disabled)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    if [ -d /run/systemd/system ]; then
+        systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: cargo not found. Install a Rust toolchain (1.85 or newer, e.g. with rustup) and re-run." >&2
     exit 1

@@ -133,6 +133,16 @@ fn start_prometheus(lab: &Lab, dir: &std::path::Path) -> Prometheus {
         .replace("scrape_interval: 15s", "scrape_interval: 1s");
     let config_path = dir.join("prometheus.yml");
     std::fs::write(&config_path, config).unwrap();
+    let script = format!(
+        "{}/../docs/monitoring/nodes-to-targets.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let listed = std::process::Command::new(script)
+        .args([server.as_str(), dir.join("nodes.json").to_str().unwrap()])
+        .env("KUBECONFIG", &lab.kubeconfig)
+        .status()
+        .unwrap();
+    assert!(listed.success(), "nodes-to-targets.sh");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
