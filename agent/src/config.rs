@@ -121,6 +121,14 @@ pub struct AgentFlags {
     /// 10 s).
     #[arg(long)]
     pub housekeeping_interval_seconds: Option<u64>,
+    /// Hard eviction thresholds, the kubelet's syntax (default
+    /// `memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%`;
+    /// empty: none).
+    #[arg(long)]
+    pub eviction_hard: Option<String>,
+    /// Seconds a pressure condition stays True after its threshold cleared (300).
+    #[arg(long)]
+    pub eviction_pressure_transition_period_seconds: Option<u64>,
     /// Where the `cairn.io/local-path` provisioner makes volume directories
     /// (default: `<root-dir>/local-path`).
     #[arg(long)]
@@ -170,6 +178,8 @@ pub struct AgentConfig {
     pub cni_data_dir: Option<PathBuf>,
     pub node_status_update_seconds: u64,
     pub housekeeping_interval: std::time::Duration,
+    pub eviction_hard: Vec<crate::eviction::thresholds::Threshold>,
+    pub eviction_pressure_transition: std::time::Duration,
     pub local_path_root: PathBuf,
     pub dns_listen: Option<SocketAddr>,
     pub dns_upstreams: Vec<SocketAddr>,
@@ -215,6 +225,8 @@ impl AgentFlags {
             cni_data_dir,
             node_status_update_seconds,
             housekeeping_interval_seconds,
+            eviction_hard,
+            eviction_pressure_transition_period_seconds,
             local_path_root,
             dns_listen,
             dns_upstream
@@ -360,6 +372,18 @@ impl AgentConfig {
             node_status_update_seconds: f.node_status_update_seconds.unwrap_or(10),
             housekeeping_interval: std::time::Duration::from_secs(
                 f.housekeeping_interval_seconds.unwrap_or(10).max(1),
+            ),
+            eviction_hard: match f.eviction_hard.as_deref() {
+                None => crate::eviction::thresholds::defaults(),
+                Some(flag) => {
+                    crate::eviction::thresholds::parse(flag).map_err(|e| ConfigError::Invalid {
+                        key: "eviction-hard",
+                        message: e.to_string(),
+                    })?
+                }
+            },
+            eviction_pressure_transition: std::time::Duration::from_secs(
+                f.eviction_pressure_transition_period_seconds.unwrap_or(300),
             ),
             dns_listen: f.dns_listen,
             dns_upstreams,

@@ -94,6 +94,17 @@ impl EventRecorder {
         self.post(&ns, &name, involved, kind, reason, message);
     }
 
+    /// Records an event about this node (the kubelet's: namespace `default`, the node's
+    /// name as its uid), once per 5 minutes for the same reason and message.
+    pub fn node(&self, kind: EventType, reason: &str, message: &str) {
+        if !self.first_in_a_while(format!("node/{reason}/{message}")) {
+            return;
+        }
+        let node = self.node.clone();
+        let involved = json!({"kind": "Node", "name": node, "uid": node});
+        self.post("default", &node, involved, kind, reason, message);
+    }
+
     fn first_in_a_while(&self, key: String) -> bool {
         let mut recent = self.recent.lock();
         if recent.get(&key).is_some_and(|t| t.elapsed() < REPEAT_AFTER) {

@@ -19,6 +19,7 @@ pub mod config;
 pub mod dns;
 pub mod env;
 pub mod events;
+pub mod eviction;
 pub mod hooks;
 pub mod images;
 pub mod inflight;
@@ -72,4 +73,6 @@ pub struct Agent {
     pub stats: Arc<stats::Stats>,
     /// The agent's own metrics (`/metrics`, `/metrics/probes`).
     pub metrics: Arc<metrics::AgentMetrics>,
+    /// Node pressure and the pods evicted for it.
+    pub eviction: Arc<eviction::Eviction>,
 }

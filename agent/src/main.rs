@@ -201,6 +201,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
             config.housekeeping_interval,
         )),
         metrics: Arc::new(cairn_agent::metrics::AgentMetrics::new(&config.node_name)),
+        eviction: Default::default(),
         config: config.clone(),
     });
 
@@ -238,6 +239,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let manager = pods::PodManager::new(pods::Handles::of_agent(&agent), client.clone());
     tokio::spawn(static_pods::run(agent.clone(), manager.clone()));
     let watch = tokio::spawn(manager.clone().watch_api_pods());
+    tokio::spawn(cairn_agent::eviction::run(agent.clone(), manager.clone()));
 
     // Pods keep running when the agent stops (like the kubelet): just exit.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -79,13 +79,12 @@ fn condition(kind: &str, ok_is_true: bool, healthy: bool, reason: &str, message:
 pub async fn conditions(agent: &Agent) -> Vec<Value> {
     let runtime_ok = agent.runtime.version().await.is_ok();
     let network_ok = agent.cni.network_ready();
-    let host = &agent.host;
-    let mem_pressure = host
-        .meminfo()
-        .is_some_and(|m| m.available_bytes < (100 << 20));
-    let disk_pressure = sysinfo::filesystem_bytes(&agent.config.root_dir)
-        .is_some_and(|(total, avail)| total > 0 && avail * 10 < total);
-    let pid_pressure = host.process_count() * 10 > host.pid_max() * 9;
+    // The eviction manager's view of the thresholds (`eviction/`).
+    let pressure = agent
+        .eviction
+        .node_pressure(agent.config.eviction_pressure_transition);
+    let (mem_pressure, disk_pressure, pid_pressure) =
+        (pressure.memory, pressure.disk, pressure.pid);
     let ready_message = match (runtime_ok, network_ok) {
         (true, true) => "cairn-agent is posting ready status".to_string(),
         (false, _) => format!(

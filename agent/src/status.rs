@@ -364,7 +364,7 @@ fn all_terminated(mut statuses: Vec<ApiContainerStatus>) -> Vec<ApiContainerStat
     statuses
 }
 
-/// The five pod conditions.
+/// The five pod conditions, and DisruptionTarget for an evicted pod.
 fn conditions(
     pod: &Pod,
     obs: &Observed<'_>,
@@ -386,7 +386,7 @@ fn conditions(
     });
     let sandbox_ready = obs.pod_ip.is_some() || host_network;
     let not_initialized = (!initialized).then_some("ContainersNotInitialized");
-    vec![
+    let mut list = vec![
         condition(
             "PodReadyToStartContainers",
             sandbox_ready,
@@ -404,7 +404,20 @@ fn conditions(
             now,
         ),
         condition("PodScheduled", true, None, &previous, now),
-    ]
+    ];
+    // An evicted pod says who disrupted it, as the kubelet's eviction manager does.
+    if let Some((_, message)) = obs.pod_failure.as_ref().filter(|(r, _)| r == "Evicted") {
+        let mut target = condition(
+            "DisruptionTarget",
+            true,
+            Some("TerminationByKubelet"),
+            &previous,
+            now,
+        );
+        target.message = Some(message.clone());
+        list.push(target);
+    }
+    list
 }
 
 /// The whole `status` of a pod.

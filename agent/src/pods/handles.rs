@@ -99,6 +99,22 @@ pub struct Handles {
     pub node: Arc<NodeView>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<crate::metrics::AgentMetrics>,
+    /// Pods the eviction manager wants gone, with their eviction message.
+    pub evictions: Arc<Evictions>,
+}
+
+/// Eviction requests, by pod uid, until the pod's worker takes them.
+#[derive(Debug, Default)]
+pub struct Evictions(parking_lot::Mutex<std::collections::HashMap<String, String>>);
+
+impl Evictions {
+    pub fn request(&self, uid: &str, message: String) {
+        self.0.lock().insert(uid.to_string(), message);
+    }
+
+    pub fn take(&self, uid: &str) -> Option<String> {
+        self.0.lock().remove(uid)
+    }
 }
 
 impl Handles {
@@ -124,6 +140,7 @@ impl Handles {
             }),
             clock: Arc::new(cairn_runtime::SystemClock),
             metrics: agent.metrics.clone(),
+            evictions: Default::default(),
         }
     }
 }

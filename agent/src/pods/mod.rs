@@ -125,6 +125,15 @@ impl PodManager {
         );
     }
 
+    /// Asks the pod's worker to evict it (the eviction manager's hard eviction).
+    pub fn evict(&self, uid: &str, message: String) {
+        self.h.evictions.request(uid, message);
+        if let Some(tx) = self.workers.lock().get(uid) {
+            // Wakes the worker with its current desired state; it takes the request.
+            tx.send_modify(|_| {});
+        }
+    }
+
     pub fn known_uids(&self) -> HashSet<String> {
         self.workers.lock().keys().cloned().collect()
     }

@@ -63,6 +63,7 @@ impl Worker {
     ) -> Observed<'a> {
         let pod_failure = match &self.state {
             WorkerState::Rejected { reason, message } => Some((reason.clone(), message.clone())),
+            WorkerState::Evicted { message } => Some(("Evicted".to_string(), message.clone())),
             _ => None,
         };
         let mut obs = Observed {

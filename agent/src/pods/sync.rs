@@ -36,7 +36,18 @@ impl Worker {
         }
         match self.state {
             WorkerState::Running => {}
-            WorkerState::Finished => return self.stop_finished(pod, &sandboxes, &containers).await,
+            WorkerState::Finished => {
+                let grace = Duration::from_secs(2);
+                return self
+                    .stop_finished(pod, &sandboxes, &containers, grace)
+                    .await;
+            }
+            // A hard eviction threshold allows no grace period.
+            WorkerState::Evicted { .. } => {
+                return self
+                    .stop_finished(pod, &sandboxes, &containers, Duration::ZERO)
+                    .await;
+            }
             _ => {
                 self.write_status(pod, &[], None).await;
                 return Ok(());
@@ -84,23 +95,20 @@ impl Worker {
         Ok(())
     }
 
-    /// A finished pod stays finished: stop what runs, never start anything.
+    /// A finished (or evicted) pod stays finished: stop what runs within `grace`, never
+    /// start anything.
     async fn stop_finished(
         &mut self,
         pod: &Pod,
         sandboxes: &[PodSandbox],
         containers: &[ContainerStatus],
+        grace: Duration,
     ) -> Result<(), cairn_runtime::RuntimeError> {
         let running = containers
             .iter()
             .filter(|c| c.state == ContainerState::Running);
         for c in running {
-            if let Err(e) = self
-                .h
-                .runtime
-                .stop_container(&c.id, Duration::from_secs(2))
-                .await
-            {
+            if let Err(e) = self.h.runtime.stop_container(&c.id, grace).await {
                 // The next sync tries again; the status below says what still runs.
                 warn!(container = %c.name, error = %e, "stopping a finished pod's container");
             }

@@ -19,6 +19,8 @@ pub(super) enum WorkerState {
     Running,
     /// Succeeded or Failed: what still runs is stopped, nothing starts again.
     Finished,
+    /// Evicted under node pressure: killed at once, then Failed with reason `Evicted`.
+    Evicted { message: String },
     /// Its containers are being stopped within `grace`; `final_delete` when the API
     /// object waits for the agent's last delete (a graceful deletion, not a vanished pod).
     Terminating { grace: Duration, final_delete: bool },
@@ -130,6 +132,11 @@ impl Worker {
                 self.h.ledger.record(&self.uid, &pod);
             }
             self.state = self.state.on_desired(&desired);
+            if let Some(message) = self.h.evictions.take(&self.uid) {
+                if matches!(self.state, WorkerState::Pending | WorkerState::Running) {
+                    self.state = WorkerState::Evicted { message };
+                }
+            }
             if let WorkerState::Terminating {
                 grace,
                 final_delete,

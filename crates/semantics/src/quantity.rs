@@ -40,6 +40,13 @@ pub fn print_milli(m: i64) -> String {
         .unwrap_or_else(|| format!("{m}m"))
 }
 
+/// A whole amount as `Quantity.String()` prints `NewQuantity(v, BinarySI)`: `64Mi`,
+/// `52344Ki`, `1000`, `-4Ki`.
+pub fn print_binary(v: i64) -> String {
+    grammar::print_nanos(i128::from(v) * 1_000_000_000, grammar::Format::BinarySI)
+        .unwrap_or_else(|| v.to_string())
+}
+
 /// `q × 10^extra_exp`, rounded towards +∞, saturating at i64's range.
 fn scaled(q: &str, extra_exp: i32) -> Result<i64, QuantityError> {
     grammar::parse(q)
@@ -60,6 +67,11 @@ mod tests {
         assert_eq!(print_milli(2000), "2");
         assert_eq!(print_milli(67_108_864_000), "67108864");
         assert_eq!(print_milli(0), "0");
+        assert_eq!(print_binary(64 << 20), "64Mi");
+        assert_eq!(print_binary(52_344 * 1024), "52344Ki");
+        assert_eq!(print_binary(1000), "1k", "below 1024 Go prints DecimalSI");
+        assert_eq!(print_binary(1500), "1500");
+        assert_eq!(print_binary(-4096), "-4Ki");
     }
 
     #[test]

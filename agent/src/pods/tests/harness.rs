@@ -156,6 +156,7 @@ impl Rig {
             }),
             clock: clock.clone(),
             metrics: Arc::new(crate::metrics::AgentMetrics::new("test-node")),
+            evictions: Default::default(),
         };
         Rig {
             runtime,

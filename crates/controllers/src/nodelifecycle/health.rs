@@ -95,15 +95,55 @@ pub fn silenced_conditions(
     changed.then_some(conditions)
 }
 
+/// Upstream's TaintNodesByCondition: a condition that is True → its `NoSchedule` taint.
+const CONDITION_TAINTS: &[(&str, &str)] = &[
+    ("MemoryPressure", "node.kubernetes.io/memory-pressure"),
+    ("DiskPressure", "node.kubernetes.io/disk-pressure"),
+    ("PIDPressure", "node.kubernetes.io/pid-pressure"),
+    (
+        "NetworkUnavailable",
+        "node.kubernetes.io/network-unavailable",
+    ),
+];
+
+fn condition_is_true(node: &Node, kind: &str) -> bool {
+    node.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == kind && c.status == "True")
+}
+
 /// The node's taints with the NoExecute and NoSchedule taints its readiness calls for
-/// (`not-ready` for False, `unreachable` for Unknown, neither for True); `None` when they
-/// are already so. New taints are stamped `now`, kept ones keep their time.
+/// (`not-ready` for False, `unreachable` for Unknown, neither for True) and the
+/// `NoSchedule` taint of each True pressure condition; `None`
+/// when they are already so. New taints are stamped `now` (NoExecute ones), kept ones
+/// keep their time and place.
 pub fn desired_taints(node: &Node, readiness: Readiness, now: Timestamp) -> Option<Vec<Taint>> {
     let current = node
         .spec
         .as_ref()
         .and_then(|s| s.taints.clone())
         .unwrap_or_default();
+    let stale = |t: &Taint| {
+        CONDITION_TAINTS
+            .iter()
+            .any(|(cond, key)| *key == t.key && !condition_is_true(node, cond))
+    };
+    let by_condition: Vec<Taint> = CONDITION_TAINTS
+        .iter()
+        .filter(|(cond, key)| {
+            condition_is_true(node, cond)
+                && !current
+                    .iter()
+                    .any(|t| t.key == *key && t.effect == "NoSchedule")
+        })
+        .map(|(_, key)| Taint {
+            key: key.to_string(),
+            effect: "NoSchedule".into(),
+            time_added: None,
+            value: None,
+        })
+        .collect();
     let wanted_key = match readiness {
         Readiness::Ready => None,
         Readiness::NotReady => Some(NOT_READY_TAINT),
@@ -113,8 +153,10 @@ pub fn desired_taints(node: &Node, readiness: Readiness, now: Timestamp) -> Opti
     let mut out: Vec<Taint> = current
         .iter()
         .filter(|t| !ours(t) || Some(t.key.as_str()) == wanted_key)
+        .filter(|t| !stale(t))
         .cloned()
         .collect();
+    out.extend(by_condition);
     if let Some(key) = wanted_key {
         for effect in ["NoSchedule", "NoExecute"] {
             if !out.iter().any(|t| t.key == key && t.effect == effect) {
@@ -200,5 +242,32 @@ mod tests {
             desired_taints(&tainted, Readiness::Ready, now).unwrap(),
             vec![]
         );
+    }
+
+    #[test]
+    fn pressure_conditions_taint_no_schedule_until_they_clear() {
+        let now = at("2026-01-01T00:00:00Z");
+        let mut n = node("True", "2026-01-01T00:00:00Z");
+        let set_memory = |n: &mut Node, status: &str| {
+            for c in n.status.as_mut().unwrap().conditions.as_mut().unwrap() {
+                if c.type_ == "MemoryPressure" {
+                    c.status = status.into();
+                }
+            }
+        };
+        set_memory(&mut n, "True");
+        let t = desired_taints(&n, Readiness::Ready, now).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].key.as_str(), t[0].effect.as_str()),
+            ("node.kubernetes.io/memory-pressure", "NoSchedule")
+        );
+        n.spec.get_or_insert_with(Default::default).taints = Some(t);
+        assert!(
+            desired_taints(&n, Readiness::Ready, now).is_none(),
+            "already tainted"
+        );
+        set_memory(&mut n, "False");
+        assert_eq!(desired_taints(&n, Readiness::Ready, now).unwrap(), vec![]);
     }
 }
