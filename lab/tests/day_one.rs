@@ -15,6 +15,8 @@
 #[path = "day_one/autoscaling.rs"]
 mod autoscaling;
 mod common;
+#[path = "day_one/eviction.rs"]
+mod eviction;
 #[path = "day_one/metrics.rs"]
 mod metrics;
 
@@ -81,7 +83,24 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
         "--control-arg=--horizontal-pod-autoscaler-sync-period=2s",
         "--control-arg=--horizontal-pod-autoscaler-downscale-stabilization=10s",
     ];
-    let args = [&["--driver=netns", "--nodes=2", upstream][..], &quick_stats].concat();
+    // Pods get 800 MiB of the host and evict below 500 MiB (see day_one/eviction.rs); the
+    // status is checked every 2 s and pressure holds 15 s after it cleared.
+    let reserved = format!(
+        "--agent-arg=--reserved-memory-mib={}",
+        eviction::reserved_memory_mib()
+    );
+    let pressure = [
+        reserved.as_str(),
+        "--agent-arg=--eviction-hard=memory.available<500Mi",
+        "--agent-arg=--eviction-pressure-transition-period-seconds=15",
+        "--agent-arg=--node-status-update-seconds=2",
+    ];
+    let args = [
+        &["--driver=netns", "--nodes=2", upstream][..],
+        &quick_stats,
+        &pressure,
+    ]
+    .concat();
     let lab = Lab::up("e2eday1", 16491, &args);
     lab.kubectl(&["run", "web", "--image=httpd", "--port=80"]);
     lab.kubectl(&["expose", "pod", "web", "--port=80"]);
@@ -103,6 +122,7 @@ fn exec_port_forward_cp_attach_proxy_and_bad_input() {
     python_client_in_cluster(&lab);
     deleted_pods_stop_pulling(&lab);
     autoscaling::hpa_scales_out_and_back_in(&lab);
+    eviction::memory_pressure_evicts_the_hog(&lab);
     kubectl_top_with_and_without_a_node(&lab);
 }
 

@@ -38,6 +38,10 @@ pub struct Eviction {
     pressure: Mutex<Pressure>,
     /// Pods already told to go (each is evicted once).
     evicted: Mutex<HashSet<String>>,
+    /// The last pod evicted, and when its containers were seen gone: the next eviction
+    /// waits for a stats pass after that (upstream waits for the pod's cleanup), so a
+    /// pass that still counts the evicted pod's memory evicts nobody else.
+    settling: Mutex<Option<(String, Option<Instant>)>>,
 }
 
 impl Eviction {
@@ -68,6 +72,9 @@ pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) {
     else {
         return;
     };
+    if still_settling(agent, targets) {
+        return;
+    }
     let resource = m.signal.resource();
     agent.events.node(
         EventType::Warning,
@@ -86,7 +93,30 @@ pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) {
     let message = rank::message(m.signal, &m.threshold, m.available, victim);
     tracing::info!(pod = %victim.key, %message, "evicting");
     agent.eviction.evicted.lock().insert(victim.uid.clone());
+    *agent.eviction.settling.lock() = Some((victim.uid.clone(), None));
     pods.evict(&victim.uid, message);
+}
+
+/// Whether the last evicted pod still runs, or no stats pass has read the node since it
+/// stopped.
+fn still_settling(agent: &Agent, targets: &[PodTarget]) -> bool {
+    let mut settling = agent.eviction.settling.lock();
+    let Some((uid, gone_at)) = settling.as_mut() else {
+        return false;
+    };
+    if targets
+        .iter()
+        .any(|t| &t.uid == uid && !t.containers.is_empty())
+    {
+        return true;
+    }
+    let gone = *gone_at.get_or_insert_with(Instant::now);
+    let last_pass = agent.stats.collector().node().map(|n| n.at);
+    if last_pass.is_some_and(|at| at > gone) {
+        *settling = None;
+        return false;
+    }
+    true
 }
 
 /// The signals now, from the last housekeeping pass and the filesystems.

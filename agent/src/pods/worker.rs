@@ -134,6 +134,9 @@ impl Worker {
             self.state = self.state.on_desired(&desired);
             if let Some(message) = self.h.evictions.take(&self.uid) {
                 if matches!(self.state, WorkerState::Pending | WorkerState::Running) {
+                    self.h
+                        .events
+                        .pod(&pod, None, EventType::Warning, "Evicted", &message);
                     self.state = WorkerState::Evicted { message };
                 }
             }
