@@ -382,6 +382,41 @@ fn phases(log: &str, prefix: &str, timings: &[Timing]) -> Vec<Vec<f64>> {
     out
 }
 
+/// `/metrics/cadvisor` of the node `rounds` times through the API server's node proxy (how
+/// docs/monitoring/prometheus.yml scrapes it), after a housekeeping pass saw every pod:
+/// per-scrape latency and the exposition's size and series.
+async fn scrape_cadvisor(cluster: &Cluster, n: usize, rounds: usize) -> Value {
+    let path = format!("/api/v1/nodes/{NODE}/proxy/metrics/cadvisor");
+    let get = || async {
+        let req = http::Request::get(&path).body(Vec::new()).unwrap();
+        cluster.client.request_text(req).await.unwrap_or_default()
+    };
+    // Every bench pod's container in the exposition (a pass after the last start).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut text = get().await;
+    while text
+        .matches("container_cpu_usage_seconds_total{container=\"c\"")
+        .count()
+        < n
+    {
+        assert!(
+            Instant::now() < deadline,
+            "cAdvisor metrics never listed {n} containers"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        text = get().await;
+    }
+    let mut lat = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let body = get().await;
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(!body.is_empty());
+    }
+    let series = text.lines().filter(|l| !l.starts_with('#')).count();
+    json!({"per_scrape_ms": summary(&lat), "bytes": text.len(), "series": series})
+}
+
 struct Pids {
     agent: u32,
     control: u32,
@@ -427,6 +462,13 @@ async fn measure(
     // Let status writes, events and probes of the last pod settle before reading RSS.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_kb = status_kb(pids.agent, "VmRSS:");
+    let cadvisor = scrape_cadvisor(cluster, n, 200).await;
+    println!(
+        "         /metrics/cadvisor with {n} containers via the node proxy: {} ({} bytes, {} series)",
+        fmt(&cadvisor["per_scrape_ms"]),
+        cadvisor["bytes"],
+        cadvisor["series"]
+    );
     let (idle_secs, agent_idle, containerd_idle) = steady_state_cpu_then_hold(pids, mode, n).await;
     all_bench_pods_running(cluster, mode, n).await;
     let phase_ms = phases(&cluster.agent_log(), &prefix, &timings);
@@ -457,7 +499,7 @@ async fn measure(
         json: json!({
             "mode": mode, "n": n, "par": par, "per_pod_ms": s, "per_pod_raw_ms": lat, "phases_ms": phase_json, "batch_wall_ms": wall,
             "teardown_ms": teardown.as_secs_f64() * 1000.0, "host_busy_cores": busy_cores,
-            "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb,
+            "agent_rss_kb_running": rss_kb, "agent_rss_kb_peak": peak_kb, "cadvisor_scrape": cadvisor,
             "steady_agent_cpu_ms_per_s": agent_idle, "steady_containerd_cpu_ms_per_s": containerd_idle,
             "agent_cpu_ms": agent_cpu, "agent_children_cpu_ms": agent_children,
             "control_cpu_ms": cpu1[1].0 - cpu0[1].0,
