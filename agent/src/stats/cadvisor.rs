@@ -21,11 +21,15 @@ struct Entry<'a> {
     reading: &'a Timed,
     started_at: Option<SystemTime>,
     network: Option<&'a NetworkReading>,
+    /// A container's writable layer and logs.
+    fs: Option<super::fs::ContainerFs>,
 }
 
 type Scalar = fn(&CgroupSample) -> Option<f64>;
 /// A per-device family: name, help and the figure it takes.
 type DeviceFamily = (&'static str, &'static str, fn(&DeviceIo) -> u64);
+/// A writable layer's figure.
+type LayerFigure = fn(&cairn_runtime::LayerUsage) -> u64;
 /// A per-interface family: name, help and the figure it takes.
 type InterfaceFamily = (&'static str, &'static str, fn(&InterfaceCounters) -> u64);
 
@@ -86,6 +90,7 @@ pub fn cadvisor_metrics(
     block_io(&mut out, &entries, device_name);
     network(&mut out, &entries);
     start_and_last_seen(&mut out, &entries);
+    filesystem(&mut out, &entries);
     machine(&mut out, collector, cpu_cores);
     out.finish()
 }
@@ -108,6 +113,7 @@ fn entries<'a>(pods: &'a [PodTarget], collector: &'a Collector) -> Vec<Entry<'a>
                 reading,
                 started_at: None,
                 network,
+                fs: None,
             });
         }
         for c in &pod.containers {
@@ -127,10 +133,37 @@ fn entries<'a>(pods: &'a [PodTarget], collector: &'a Collector) -> Vec<Entry<'a>
                 reading,
                 started_at: c.started_at,
                 network: None,
+                fs: c.fs,
             });
         }
     }
     entries
+}
+
+/// The writable layer of each container, as cAdvisor's `container_fs_*` (device: the
+/// snapshotter's; cAdvisor names the backing device, cairn the layer).
+fn filesystem(out: &mut Exposition, entries: &[Entry<'_>]) {
+    let layers: Vec<(&Entry<'_>, cairn_runtime::LayerUsage, SystemTime)> = entries
+        .iter()
+        .filter_map(|e| Some((e, e.fs?.rootfs?, e.fs?.time)))
+        .collect();
+    let families: [(&str, &str, LayerFigure); 2] = [
+        (
+            "container_fs_usage_bytes",
+            "Number of bytes that are consumed by the container on this filesystem.",
+            |l| l.bytes,
+        ),
+        ("container_fs_inodes_total", "Number of Inodes", |l| {
+            l.inodes
+        }),
+    ];
+    for (name, help, value) in families {
+        out.family(name, help, Kind::Gauge);
+        for (e, layer, time) in &layers {
+            let labels = with(e, &[("device", "writable-layer")]);
+            out.sample(name, &labels, value(layer) as f64, Some(*time));
+        }
+    }
 }
 
 /// Base labels and extra ones, in one list.

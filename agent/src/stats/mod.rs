@@ -4,6 +4,7 @@
 //! the last passes, so a scrape costs no cgroup reads.
 
 mod cadvisor;
+pub mod fs;
 mod resource;
 mod summary;
 #[cfg(test)]
@@ -24,12 +25,15 @@ pub use summary::{summary, ContainerTarget, NodeFacts, PodTarget};
 #[derive(Debug)]
 pub struct Stats {
     collector: Mutex<Collector>,
+    /// Each running container's writable layer and logs from the last pass.
+    filesystems: Mutex<std::collections::HashMap<String, fs::ContainerFs>>,
 }
 
 impl Stats {
     pub fn new(cgroupfs: &Path, proc_root: &Path, interval: std::time::Duration) -> Stats {
         Stats {
             collector: Mutex::new(Collector::new(cgroupfs, proc_root, interval)),
+            filesystems: Mutex::default(),
         }
     }
 
@@ -37,6 +41,10 @@ impl Stats {
     pub fn housekeep(&self, pods: &[PodTarget]) -> PassSummary {
         let cgroups: Vec<PodCgroups> = pods.iter().map(PodTarget::cgroups).collect();
         self.collector().housekeep(&cgroups)
+    }
+
+    fn filesystems(&self) -> MutexGuard<'_, std::collections::HashMap<String, fs::ContainerFs>> {
+        self.filesystems.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The collector, for reading its history. A panic elsewhere while it was held left
@@ -49,13 +57,18 @@ impl Stats {
 /// The pods this agent runs and their running containers, as the runtime reports them.
 pub async fn targets(agent: &Agent) -> Vec<PodTarget> {
     let containers = agent.runtime.list_containers().await.unwrap_or_default();
+    let filesystems = agent.stats.filesystems();
     agent
         .ledger
         .pods()
         .values()
         .map(|pod| {
             let cgroup = crate::pod_meta::cgroup_parent(&agent.config.cgroup_root, pod);
-            PodTarget::new(pod, cgroup, &containers)
+            let mut target = PodTarget::new(pod, cgroup, &containers);
+            for c in &mut target.containers {
+                c.fs = filesystems.get(&c.id).copied();
+            }
+            target
         })
         .collect()
 }
@@ -82,9 +95,12 @@ pub async fn run(agent: Arc<Agent>) {
         tick.tick().await;
         let pods = targets(&agent).await;
         let stats = agent.stats.clone();
+        let targets = pods.clone();
         match tokio::task::spawn_blocking(move || stats.housekeep(&pods)).await {
             Ok(pass) => tracing::trace!(read = pass.read, gone = pass.gone, "housekeeping"),
             Err(e) => tracing::warn!(error = %e, "housekeeping pass failed"),
         }
+        let filesystems = fs::read(&agent, &targets).await;
+        *agent.stats.filesystems() = filesystems;
     }
 }

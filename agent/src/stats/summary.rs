@@ -23,6 +23,8 @@ pub struct ContainerTarget {
     pub image: String,
     pub cgroup: String,
     pub started_at: Option<SystemTime>,
+    /// Its writable layer and logs from the last pass.
+    pub fs: Option<super::fs::ContainerFs>,
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +59,7 @@ impl PodTarget {
                     image: c.image_ref.clone(),
                     cgroup: c.cgroup.clone(),
                     started_at: c.started_at.map(SystemTime::from),
+                    fs: None,
                 })
                 .collect(),
             uid,
@@ -141,6 +144,7 @@ fn pod_stats(pod: &PodTarget, collector: &Collector) -> Value {
                 ("startTime", c.started_at.map(|t| Value::from(rfc3339(t)))),
             ]);
             entry.extend(usage(collector, &c.cgroup));
+            entry.extend(filesystems(c.fs.as_ref()));
             Value::Object(entry)
         })
         .collect();
@@ -169,6 +173,9 @@ fn pod_stats(pod: &PodTarget, collector: &Collector) -> Value {
         ),
     ]);
     entry.extend(usage(collector, &pod.cgroup));
+    if let Some(storage) = ephemeral_storage(pod) {
+        entry.insert("ephemeral-storage".into(), storage);
+    }
     if let Some(net) = collector.network(&pod.uid) {
         entry.insert(
             "network".into(),
@@ -212,6 +219,46 @@ fn usage(collector: &Collector, cgroup: &str) -> Map<String, Value> {
         ("cpu".into(), Value::Object(cpu)),
         ("memory".into(), Value::Object(memory)),
     ])
+}
+
+/// A container's `rootfs` (writable layer) and `logs`, upstream's FsStats.
+fn filesystems(fs: Option<&super::fs::ContainerFs>) -> Map<String, Value> {
+    let Some(fs) = fs else {
+        return Map::new();
+    };
+    let time = rfc3339(fs.time);
+    let mut out = Map::new();
+    if let Some(layer) = fs.rootfs {
+        let rootfs = json!({"time": time, "usedBytes": layer.bytes, "inodesUsed": layer.inodes});
+        out.insert("rootfs".into(), rootfs);
+    }
+    if let Some((bytes, files)) = fs.logs {
+        out.insert(
+            "logs".into(),
+            json!({"time": time, "usedBytes": bytes, "inodesUsed": files}),
+        );
+    }
+    out
+}
+
+/// The pod's ephemeral storage as the kubelet sums it: its containers' writable layers
+/// and logs (emptyDir volumes are not counted yet).
+fn ephemeral_storage(pod: &PodTarget) -> Option<Value> {
+    let readings: Vec<&super::fs::ContainerFs> = pod
+        .containers
+        .iter()
+        .filter_map(|c| c.fs.as_ref())
+        .collect();
+    let time = readings.iter().map(|f| f.time).max()?;
+    let bytes: u64 = readings
+        .iter()
+        .map(|f| f.rootfs.map_or(0, |l| l.bytes) + f.logs.map_or(0, |l| l.0))
+        .sum();
+    let inodes: u64 = readings
+        .iter()
+        .map(|f| f.rootfs.map_or(0, |l| l.inodes) + f.logs.map_or(0, |l| l.1))
+        .sum();
+    Some(json!({"time": rfc3339(time), "usedBytes": bytes, "inodesUsed": inodes}))
 }
 
 /// upstream's NetworkStats: the default interface inline, every interface listed.

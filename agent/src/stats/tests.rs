@@ -26,6 +26,14 @@ fn target() -> PodTarget {
             image: "registry.local/app:1".into(),
             cgroup: "/kubepods/poduid-1/app".into(),
             started_at: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+            fs: Some(super::fs::ContainerFs {
+                time: std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+                rootfs: Some(cairn_runtime::LayerUsage {
+                    bytes: 5 << 20,
+                    inodes: 3,
+                }),
+                logs: Some((4096, 1)),
+            }),
         }],
     }
 }
@@ -98,6 +106,10 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
         "unread values are left out"
     );
     assert_eq!(pod["memory"]["usageBytes"], 64u64 << 20);
+    assert_eq!(app["rootfs"]["usedBytes"], 5u64 << 20);
+    assert_eq!(app["rootfs"]["inodesUsed"], 3);
+    assert_eq!(app["logs"]["usedBytes"], 4096);
+    assert_eq!(pod["ephemeral-storage"]["usedBytes"], (5u64 << 20) + 4096);
     assert_eq!(
         pod["cpu"]["usageNanoCores"], 0,
         "the pod's counter did not move"
@@ -191,6 +203,10 @@ fn cadvisor_metrics_parse_and_carry_cadvisors_series() {
     assert_eq!(
         value(&scrape, "container_cpu_usage_seconds_total", &cpu),
         Some(3.0)
+    );
+    assert_eq!(
+        value(&scrape, "container_fs_usage_bytes", &app),
+        Some((5u64 << 20) as f64)
     );
     assert_eq!(
         value(&scrape, "container_cpu_cfs_periods_total", &app),

@@ -290,6 +290,13 @@ pub struct ContainerExit {
     pub pod_uid: String,
 }
 
+/// What a container's writable layer holds (the snapshotter's `Usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LayerUsage {
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct RuntimeVersion {
     pub runtime_name: String,
@@ -337,6 +344,11 @@ pub trait Runtime: Send + Sync {
         Ok(all.into_iter().filter(|c| c.pod_uid == pod_uid).collect())
     }
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError>;
+    /// The container's writable layer usage; `None` from a runtime that cannot say.
+    async fn writable_layer_usage(&self, id: &str) -> Result<Option<LayerUsage>, RuntimeError> {
+        let _ = id;
+        Ok(None)
+    }
     async fn exec_sync(
         &self,
         id: &str,

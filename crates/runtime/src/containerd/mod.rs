@@ -18,7 +18,7 @@ use containerd_client::services::v1::containers_client::ContainersClient;
 use containerd_client::services::v1::leases_client::LeasesClient;
 use containerd_client::services::v1::snapshots::snapshots_client::SnapshotsClient;
 use containerd_client::services::v1::snapshots::{
-    MountsRequest, PrepareSnapshotRequest, RemoveSnapshotRequest,
+    MountsRequest, PrepareSnapshotRequest, RemoveSnapshotRequest, UsageRequest,
 };
 use containerd_client::services::v1::tasks_client::TasksClient;
 use containerd_client::services::v1::version_client::VersionClient;
@@ -45,7 +45,7 @@ use crate::cni::{Attachment, CniConfig};
 use crate::netns::{self, PodNamespaces};
 use crate::{
     labels, spec, ContainerConfig, ContainerExit, ContainerState, ContainerStatus, ExecResult,
-    PodSandbox, PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
+    LayerUsage, PodSandbox, PodSandboxConfig, Runtime, RuntimeError, RuntimeVersion, SandboxState,
 };
 use container::mount_readonly;
 
@@ -692,6 +692,24 @@ impl Runtime for ContainerdRuntime {
             out.push(self.listed_status(c, task.as_ref()).await?);
         }
         Ok(out)
+    }
+
+    /// The snapshotter's usage of the container's writable layer (its snapshot's key is
+    /// the container id), as the CRI plugin reports `WritableLayer`.
+    async fn writable_layer_usage(&self, id: &str) -> Result<Option<LayerUsage>, RuntimeError> {
+        let usage = self
+            .snapshots()
+            .usage(self.request(UsageRequest {
+                snapshotter: self.inner.config.snapshotter.clone(),
+                key: id.to_string(),
+            }))
+            .await
+            .map_err(grpc("snapshots.Usage", id))?
+            .into_inner();
+        Ok(Some(LayerUsage {
+            bytes: u64::try_from(usage.size).unwrap_or(0),
+            inodes: u64::try_from(usage.inodes).unwrap_or(0),
+        }))
     }
 
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, RuntimeError> {
