@@ -90,7 +90,9 @@ fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde
 /// limited to 500m reads half a core (± 10 %) in some pass, as `kubectl top` would show.
 async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
     let img = &cluster.image;
-    let burner = json!([{"name": "burn", "image": img, "command": ["sh", "-c", "while :; do :; done"],
+    // 5 MiB in its writable layer first, for the rootfs figure.
+    let burn = "dd if=/dev/zero of=/blob bs=1M count=5 2>/dev/null; while :; do :; done";
+    let burner = json!([{"name": "burn", "image": img, "command": ["sh", "-c", burn],
         "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}},
         "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]);
     cluster
@@ -126,6 +128,20 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
             .is_some();
         limited && (450_000_000..=550_000_000).contains(&cores)
     })
+    .await;
+    summary_until(
+        cluster,
+        "the burner's 5 MiB layer and the talker's logs",
+        |s| {
+            let layer = pod_stats(s, "burner")
+                .and_then(|p| p["containers"][0]["rootfs"]["usedBytes"].as_u64());
+            let logs = pod_stats(s, "talker")
+                .and_then(|p| p["containers"][0]["logs"]["usedBytes"].as_u64());
+            let storage =
+                pod_stats(s, "burner").and_then(|p| p["ephemeral-storage"]["usedBytes"].as_u64());
+            layer.is_some_and(|b| b >= 5 << 20) && logs.is_some_and(|b| b > 0) && storage >= layer
+        },
+    )
     .await;
     metrics_endpoints_parse_and_count_the_burner(cluster).await;
     let out = cluster.kubectl(&["delete", "pod", "burner", "--wait=false"]);
