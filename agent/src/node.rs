@@ -50,10 +50,17 @@ pub fn resources(
         ),
     ]);
     let cpu_alloc = (cpus * 1000).saturating_sub(config.reserved_cpu_millis);
-    // The kubelet also keeps the hard eviction threshold (100Mi) out of allocatable.
+    // The kubelet also keeps the hard `memory.available` threshold out of allocatable.
+    let threshold = config
+        .eviction_hard
+        .iter()
+        .find(|t| t.signal == crate::eviction::thresholds::Signal::MemoryAvailable)
+        .map_or(0, |t| {
+            u64::try_from(t.quantity(i64::try_from(mem).unwrap_or(i64::MAX))).unwrap_or(0)
+        });
     let mem_alloc = mem
         .saturating_sub(config.reserved_memory_bytes)
-        .saturating_sub(100 << 20);
+        .saturating_sub(threshold);
     let allocatable = BTreeMap::from([
         ("cpu".to_string(), format!("{cpu_alloc}m")),
         ("memory".to_string(), format!("{}Ki", mem_alloc / 1024)),
