@@ -150,6 +150,10 @@ pub fn proxy_kubeconfig(node: &NodePlan) -> PathBuf {
 /// The `kube-dns` Service's address cairn-control creates: the 10th of the service range.
 pub const CLUSTER_DNS_IP: &str = "10.96.0.10";
 
+/// The lab agents' hard eviction thresholds (see [`agent`]).
+const LAB_EVICTION_HARD: &str =
+    "--eviction-hard=memory.available<100Mi,nodefs.available<1%,nodefs.inodesFree<1%,imagefs.available<1%";
+
 pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let (d, r) = (&node.data_dir, &node.run_dir);
     let argv = args![
@@ -202,6 +206,17 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
         format!("{}:53", node.ip)
     ];
     let mut argv = argv;
+    // Lab nodes share the host's disk: a host more than 85 % full (a CI machine after a
+    // build) would put every node under upstream's disk thresholds and taint it. Unless
+    // the user sets thresholds, the lab's are upstream's memory one and 1 % of disk.
+    if !plan
+        .options
+        .agent_args
+        .iter()
+        .any(|a| a.starts_with("--eviction-hard"))
+    {
+        argv.push(LAB_EVICTION_HARD.to_string());
+    }
     argv.extend(plan.options.agent_args.iter().cloned());
     Daemon {
         component: "agent",
