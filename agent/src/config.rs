@@ -293,26 +293,21 @@ impl AgentConfig {
         };
         let f = flags.merge(file);
         let node_name = node_name(f.node_name.clone())?;
-        let backend = f.network_backend.clone().filter(|b| b != "none");
+        let backend = network_backend(&f)?;
         let dns_upstreams = dns_upstreams(f.dns_upstream.as_deref())?;
-        if let Some(b) = &backend {
-            if b != "host-gw" && b != "vxlan" {
-                return Err(ConfigError::Invalid {
-                    key: "network-backend",
-                    message: format!("{b:?} is not one of none, host-gw, vxlan"),
-                });
-            }
-        }
+        let eviction_hard = eviction_hard(&f)?;
         let join = join_config(&f)?;
+        // A joining node keeps the credentials it gets beside its other state.
+        let kubeconfig = f.kubeconfig.clone().or_else(|| {
+            join.as_ref().map(|_| {
+                f.root_dir
+                    .clone()
+                    .unwrap_or_else(default_root)
+                    .join("kubeconfig")
+            })
+        });
         Ok(AgentConfig {
-            kubeconfig: f.kubeconfig.clone().or_else(|| {
-                join.as_ref().map(|_| {
-                    f.root_dir
-                        .clone()
-                        .unwrap_or_else(|| "/var/lib/cairn-agent".into())
-                        .join("kubeconfig")
-                })
-            }),
+            kubeconfig,
             join,
             node_name,
             node_ip: f.node_ip,
@@ -323,10 +318,10 @@ impl AgentConfig {
             local_path_root: f.local_path_root.clone().unwrap_or_else(|| {
                 f.root_dir
                     .clone()
-                    .unwrap_or_else(|| "/var/lib/cairn-agent".into())
+                    .unwrap_or_else(default_root)
                     .join("local-path")
             }),
-            root_dir: f.root_dir.unwrap_or_else(|| "/var/lib/cairn-agent".into()),
+            root_dir: f.root_dir.unwrap_or_else(default_root),
             state_dir: f.state_dir.unwrap_or_else(|| "/run/cairn-agent".into()),
             cni_conf_dir: f.cni_conf_dir.unwrap_or_else(|| "/etc/cni/net.d".into()),
             cni_bin_dirs: f
@@ -373,21 +368,42 @@ impl AgentConfig {
             housekeeping_interval: std::time::Duration::from_secs(
                 f.housekeeping_interval_seconds.unwrap_or(10).max(1),
             ),
-            eviction_hard: match f.eviction_hard.as_deref() {
-                None => crate::eviction::thresholds::defaults(),
-                Some(flag) => {
-                    crate::eviction::thresholds::parse(flag).map_err(|e| ConfigError::Invalid {
-                        key: "eviction-hard",
-                        message: e.to_string(),
-                    })?
-                }
-            },
+            eviction_hard,
             eviction_pressure_transition: std::time::Duration::from_secs(
                 f.eviction_pressure_transition_period_seconds.unwrap_or(300),
             ),
             dns_listen: f.dns_listen,
             dns_upstreams,
         })
+    }
+}
+
+fn default_root() -> PathBuf {
+    "/var/lib/cairn-agent".into()
+}
+
+/// `--network-backend`: none (the default), host-gw or vxlan.
+fn network_backend(f: &AgentFlags) -> Result<Option<String>, ConfigError> {
+    let backend = f.network_backend.clone().filter(|b| b != "none");
+    match backend.as_deref() {
+        None | Some("host-gw" | "vxlan") => Ok(backend),
+        Some(b) => Err(ConfigError::Invalid {
+            key: "network-backend",
+            message: format!("{b:?} is not one of none, host-gw, vxlan"),
+        }),
+    }
+}
+
+/// `--eviction-hard`, upstream's Linux defaults when absent.
+fn eviction_hard(
+    f: &AgentFlags,
+) -> Result<Vec<crate::eviction::thresholds::Threshold>, ConfigError> {
+    match f.eviction_hard.as_deref() {
+        None => Ok(crate::eviction::thresholds::defaults()),
+        Some(flag) => crate::eviction::thresholds::parse(flag).map_err(|e| ConfigError::Invalid {
+            key: "eviction-hard",
+            message: e.to_string(),
+        }),
     }
 }
 

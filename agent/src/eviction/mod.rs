@@ -123,7 +123,7 @@ fn still_settling(agent: &Agent, targets: &[PodTarget]) -> bool {
 fn observe(agent: &Agent, targets: &[PodTarget]) -> Vec<Observation> {
     let collector = agent.stats.collector();
     let mut out = Vec::new();
-    let node = collector.node().map(|n| n.sample.clone());
+    let node = collector.node().map(|n| &n.sample);
     let total = node.as_ref().and_then(|n| n.memory_total_bytes);
     if let (Some(total), Some(available)) =
         (total, node.as_ref().and_then(|n| n.memory_available_bytes))
@@ -145,7 +145,7 @@ fn observe(agent: &Agent, targets: &[PodTarget]) -> Vec<Observation> {
             capacity: i64::try_from(pods_capacity).unwrap_or(i64::MAX),
         });
     }
-    if let Some(n) = &node {
+    if let Some(n) = node {
         if let (Some(processes), Some(max)) = (n.processes, n.pid_max) {
             out.push(obs(
                 Signal::PidAvailable,
@@ -191,7 +191,7 @@ fn candidates(agent: &Agent, targets: &[PodTarget], signal: Signal) -> Vec<Candi
     let collector = agent.stats.collector();
     let pods = agent.ledger.pods();
     let evicted = agent.eviction.evicted.lock();
-    let latest = |cgroup: &str| collector.history().latest(cgroup).map(|r| r.sample.clone());
+    let latest = |cgroup: &str| collector.history().latest(cgroup).map(|r| &r.sample);
     targets
         .iter()
         .filter(|t| !evicted.contains(&t.uid))

@@ -65,15 +65,25 @@ pub async fn start_server_with(
     (server, url, http)
 }
 
-/// The admin credentials `bin kubeconfig` prints; none for a plain-HTTP server whose
-/// binary has no such subcommand.
-pub fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
-    let out = Command::new(bin)
+/// The admin kubeconfig `bin kubeconfig` prints (empty when it fails).
+pub fn admin_kubeconfig(bin: impl AsRef<Path>, data_dir: &Path) -> String {
+    let out = Command::new(bin.as_ref())
         .args(["kubeconfig", "--data-dir"])
         .arg(data_dir)
         .output()
         .expect("run cairn-control kubeconfig");
-    if !out.status.success() && url.starts_with("http://") {
+    if out.status.success() {
+        String::from_utf8(out.stdout).expect("kubeconfig is UTF-8")
+    } else {
+        String::new()
+    }
+}
+
+/// The admin credentials `bin kubeconfig` prints; none for a plain-HTTP server whose
+/// binary has no such subcommand.
+pub fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
+    let text = admin_kubeconfig(bin, data_dir);
+    if text.is_empty() && url.starts_with("http://") {
         return Credentials {
             server: url.to_string(),
             ca_pem: String::new(),
@@ -82,7 +92,6 @@ pub fn credentials(bin: &Path, data_dir: &Path, url: &str) -> Credentials {
             token: None,
         };
     }
-    let text = String::from_utf8(out.stdout).expect("kubeconfig is UTF-8");
     Credentials::from_kubeconfig_text(&text).expect("admin kubeconfig")
 }
 

@@ -302,16 +302,12 @@ fn spawn_background(
     background
 }
 
-/// Opens the store, loads the cache, bootstraps the cluster objects and starts serving.
-pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
-    // The built-in kinds' OpenAPI documents take a moment to generate: not in a request.
-    tokio::task::spawn_blocking(openapi::builtin::documents);
-    std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
-        path: config.data_dir.clone(),
-        source,
-    })?;
-    let metrics = Arc::new(server_metrics::ServerMetrics::new());
-    let backend = open_store(&config, &metrics).await?;
+/// The store (metered) and the watch cache over it.
+async fn open_store_and_cache(
+    config: &ServerConfig,
+    metrics: &Arc<server_metrics::ServerMetrics>,
+) -> Result<(Arc<dyn Backend>, Arc<WatchCache>), ServerError> {
+    let backend = open_store(config, metrics).await?;
     let cache = WatchCache::start(
         Arc::clone(&backend),
         Arc::new(decorate::ObjectDecorator),
@@ -322,16 +318,27 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         path: config.data_dir.clone(),
         source,
     })?;
-    let listener = TcpListener::bind(config.bind)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: config.bind,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
-        addr: config.bind,
+    Ok((backend, cache))
+}
+
+async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let bind_err = |source| ServerError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind_err)?;
+    let local = listener.local_addr().map_err(bind_err)?;
+    Ok((listener, local))
+}
+
+/// Opens the store, loads the cache, bootstraps the cluster objects and starts serving.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    // The built-in kinds' OpenAPI documents take a moment to generate: not in a request.
+    tokio::task::spawn_blocking(openapi::builtin::documents);
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
+        path: config.data_dir.clone(),
         source,
     })?;
+    let metrics = Arc::new(server_metrics::ServerMetrics::new());
+    let (backend, cache) = open_store_and_cache(&config, &metrics).await?;
+    let (listener, addr) = bind(config.bind).await?;
     let advertise = config.advertise_address.unwrap_or(match addr.ip() {
         std::net::IpAddr::V4(ip) if !ip.is_unspecified() => ip,
         _ => Ipv4Addr::LOCALHOST,

@@ -265,8 +265,8 @@ impl Shared {
     }
 
     /// Answers one message into `out`: the fast path for cluster names, else the general
-    /// one.
-    fn handle(&self, packet: &[u8], tcp: bool, out: &mut Vec<u8>) -> Outcome {
+    /// one. Also the question's type for the metrics, from the parse the fast path made.
+    fn handle(&self, packet: &[u8], tcp: bool, out: &mut Vec<u8>) -> (Outcome, Option<u16>) {
         let c = &self.counters;
         c.queries.fetch_add(1, Ordering::Relaxed);
         let zone = self.zone.load();
@@ -274,7 +274,7 @@ impl Shared {
         let q = match wire::parse(packet, &mut key) {
             Parsed::Drop => {
                 c.dropped.fetch_add(1, Ordering::Relaxed);
-                return Outcome::Drop;
+                return (Outcome::Drop, None);
             }
             Parsed::Slow => None,
             Parsed::Query(q) => Some(q),
@@ -289,12 +289,12 @@ impl Shared {
                 Fast::Positive(chunk) => q.write_positive(out, chunk, limit),
                 Fast::Negative { rcode } => q.write_negative(out, rcode, zone.soa_wire()),
                 Fast::Error { rcode } => q.write_error(out, rcode),
-                Fast::Slow => return self.general(&zone, packet, tcp, out),
+                Fast::Slow => return (self.general(&zone, packet, tcp, out), Some(q.qtype())),
             }
             c.fast.fetch_add(1, Ordering::Relaxed);
-            return Outcome::Reply;
+            return (Outcome::Reply, Some(q.qtype()));
         }
-        self.general(&zone, packet, tcp, out)
+        (self.general(&zone, packet, tcp, out), question_type(packet))
     }
 
     fn general(&self, zone: &ClusterZone, packet: &[u8], tcp: bool, out: &mut Vec<u8>) -> Outcome {
@@ -323,8 +323,8 @@ async fn udp_loop(socket: Arc<UdpSocket>, shared: Arc<Shared>) {
             }
         };
         let started = Instant::now();
-        let qtype = question_type(&buf[..n]);
-        match shared.handle(&buf[..n], false, &mut out) {
+        let (outcome, qtype) = shared.handle(&buf[..n], false, &mut out);
+        match outcome {
             Outcome::Reply => {
                 shared.answered(false, peer, qtype, &out, started);
                 if let Err(e) = socket.send_to(&out, peer).await {
@@ -393,14 +393,15 @@ async fn tcp_connection(
             .await
             .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
         let started = Instant::now();
-        let replied = match shared.handle(&buf, true, &mut out) {
+        let (outcome, qtype) = shared.handle(&buf, true, &mut out);
+        let replied = match outcome {
             Outcome::Reply => true,
             // Garbage on a stream: nothing sensible follows it.
             Outcome::Drop => return Ok(()),
             Outcome::Forward(job) => job.run(&shared.forwarder, &mut out).await,
         };
         if replied {
-            shared.answered(true, peer, question_type(&buf), &out, started);
+            shared.answered(true, peer, qtype, &out, started);
             let len = u16::try_from(out.len()).map_err(io::Error::other)?;
             let mut framed = Vec::with_capacity(out.len() + 2);
             framed.extend_from_slice(&len.to_be_bytes());

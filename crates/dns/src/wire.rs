@@ -190,6 +190,10 @@ fn read_opt(p: &[u8], at: usize) -> Option<ClientEdns> {
 }
 
 impl FastQuery<'_> {
+    pub(crate) fn qtype(&self) -> u16 {
+        self.qtype
+    }
+
     /// The most a UDP response may carry.
     pub(crate) fn udp_limit(&self) -> usize {
         match self.edns {

@@ -239,7 +239,8 @@ pub fn plan(
         }
     };
     p.status.desired_replicas = desired;
-    if let (Some(reason), true) = (reason, desired != current && !(current == 0 && min != 0)) {
+    // The disabled branch gives no reason, so it never rescales.
+    if let (Some(reason), true) = (reason, desired != current) {
         p.rescale = Some(Rescale {
             replicas: desired,
             reason,
