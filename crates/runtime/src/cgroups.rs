@@ -1,5 +1,6 @@
 //! cgroup v1 and v2 (cgroupfs layout) behind one manager: pod-level cgroups with limits,
-//! cAdvisor-style usage stats, and the OOM-kill counter used for `OOMKilled`.
+//! usage read through `cairn-stats` (the agent's parser), and the OOM-kill counter used for
+//! `OOMKilled`.
 //!
 //! Every path is relative to a mount root (normally `/sys/fs/cgroup`) so tests can use a
 //! fixture tree. runc creates the per-container cgroups below the pod's, from the spec's
@@ -7,6 +8,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use cairn_stats::{CgroupReader, CgroupSample};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -38,22 +41,12 @@ pub struct PodResources {
     pub memory_limit: Option<i64>,
 }
 
-/// Usage of one cgroup, as cAdvisor reports it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CgroupStats {
-    pub cpu_usage_nanos: Option<u64>,
-    pub memory_usage_bytes: Option<u64>,
-    /// usage minus inactive file pages (what the kubelet evicts on).
-    pub memory_working_set_bytes: Option<u64>,
-    pub memory_rss_bytes: Option<u64>,
-    pub pids: Option<u64>,
-    pub oom_kills: Option<u64>,
-}
-
 #[derive(Debug, Clone)]
 pub struct CgroupManager {
     root: PathBuf,
     version: CgroupVersion,
+    /// The stats collector's reader: one parser of cgroup files for the agent and here.
+    reader: CgroupReader,
 }
 
 const V1_CONTROLLERS: [&str; 4] = ["memory", "cpu", "cpuacct", "pids"];
@@ -69,6 +62,7 @@ impl CgroupManager {
         CgroupManager {
             root: root.to_path_buf(),
             version,
+            reader: CgroupReader::new(root, Path::new("/proc")),
         }
     }
 
@@ -192,39 +186,9 @@ impl CgroupManager {
         }
     }
 
-    pub fn stats(&self, path: &str) -> CgroupStats {
-        match self.version {
-            CgroupVersion::V1 => {
-                let mem = self.v1_dir("memory", path);
-                let stat = read_kv(&mem.join("memory.stat"));
-                let usage = read_u64(&mem.join("memory.usage_in_bytes"));
-                let inactive = kv(&stat, "total_inactive_file");
-                CgroupStats {
-                    cpu_usage_nanos: read_u64(&self.v1_dir("cpuacct", path).join("cpuacct.usage")),
-                    memory_usage_bytes: usage,
-                    memory_working_set_bytes: usage
-                        .map(|u| u.saturating_sub(inactive.unwrap_or(0))),
-                    memory_rss_bytes: kv(&stat, "total_rss"),
-                    pids: read_u64(&self.v1_dir("pids", path).join("pids.current")),
-                    oom_kills: kv(&read_kv(&mem.join("memory.oom_control")), "oom_kill"),
-                }
-            }
-            CgroupVersion::V2 => {
-                let dir = self.v2_dir(path);
-                let stat = read_kv(&dir.join("memory.stat"));
-                let usage = read_u64(&dir.join("memory.current"));
-                CgroupStats {
-                    cpu_usage_nanos: kv(&read_kv(&dir.join("cpu.stat")), "usage_usec")
-                        .map(|u| u * 1000),
-                    memory_usage_bytes: usage,
-                    memory_working_set_bytes: usage
-                        .map(|u| u.saturating_sub(kv(&stat, "inactive_file").unwrap_or(0))),
-                    memory_rss_bytes: kv(&stat, "anon"),
-                    pids: read_u64(&dir.join("pids.current")),
-                    oom_kills: kv(&read_kv(&dir.join("memory.events")), "oom_kill"),
-                }
-            }
-        }
+    /// The cgroup's usage as the stats collector reads it; `None` once it is gone.
+    pub fn stats(&self, path: &str) -> Option<CgroupSample> {
+        self.reader.read(path).ok()
     }
 }
 
@@ -249,27 +213,6 @@ fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
         value: value.to_string(),
         source,
     })
-}
-
-fn read_u64(path: &Path) -> Option<u64> {
-    fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn read_kv(path: &Path) -> Vec<(String, u64)> {
-    fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let key = parts.next()?;
-            let value = parts.next()?.parse().ok()?;
-            Some((key.to_string(), value))
-        })
-        .collect()
-}
-
-fn kv(pairs: &[(String, u64)], key: &str) -> Option<u64> {
-    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 #[cfg(test)]
@@ -310,10 +253,10 @@ mod tests {
             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
         )
         .unwrap();
-        let s = m.stats("/cairn/kubepods/pod1");
-        assert_eq!(s.memory_working_set_bytes, Some(700));
-        assert_eq!(s.memory_rss_bytes, Some(500));
-        assert_eq!(s.oom_kills, Some(2));
+        let s = m.stats("/cairn/kubepods/pod1").unwrap();
+        assert_eq!(s.memory.working_set_bytes, Some(700));
+        assert_eq!(s.memory.rss_bytes, Some(500));
+        assert_eq!(s.memory.oom_events, Some(2));
         assert_eq!(
             fs::read_to_string(root.path().join("cpu/cairn/kubepods/pod1/cpu.shares")).unwrap(),
             "512"
@@ -353,9 +296,10 @@ mod tests {
         assert!(!m.v2_has_file("/cairn/pod2", "memory.swap.max"));
         fs::write(dir.join("memory.swap.max"), "max\n").unwrap();
         assert!(m.v2_has_file("/cairn/pod2", "memory.swap.max"));
-        let s = m.stats("/cairn/pod2");
-        assert_eq!(s.oom_kills, Some(1));
-        assert_eq!(s.cpu_usage_nanos, Some(42_000));
+        let s = m.stats("/cairn/pod2").unwrap();
+        assert_eq!(s.memory.oom_events, Some(1));
+        assert_eq!(s.cpu.usage_ns, Some(42_000));
+        assert!(m.stats("/cairn/gone").is_none());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-pub use cgroups::{CgroupError, CgroupManager, CgroupStats, PodResources};
+pub use cgroups::{CgroupError, CgroupManager, PodResources};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use cni::{CniConfig, CniError};
 pub use containerd::{ContainerdRuntime, ContainerdRuntimeConfig};

@@ -444,7 +444,7 @@ impl ContainerdRuntime {
             self.inner
                 .cgroups
                 .stats(&cgroup)
-                .oom_kills
+                .and_then(|s| s.memory.oom_events)
                 .is_some_and(|n| n > 0)
         };
         let mut oom = oom_killed();
