@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+#[path = "cgroup_v2/stats.rs"]
+mod stats;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +24,11 @@ use cairn_testsupport::{busybox_image, write_oci_layout_tar, Containerd};
 const NAMESPACE: &str = "cairn-cgv2";
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const IMAGE: &str = "example.com/cairn/busybox:cgv2";
+/// The pod's memory limit: room for the 64 MiB holder (awk peaks near 100 MB while it
+/// builds the string) beside the limited container.
+const POD_MEMORY_LIMIT: i64 = 256 << 20;
+/// What the holder container keeps: a 64 MiB string in a sleeping awk.
+const HELD_BYTES: u64 = 64 << 20;
 /// Path of the image tar in the dir shared with the guest.
 const IMAGE_TAR_ENV: &str = "CAIRN_CGV2_IMAGE_TAR";
 
@@ -111,6 +118,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     );
     let containerd = Containerd::start().context("starting containerd")?;
     let work = tempfile::tempdir()?;
+    write_cni_config(work.path())?;
     phase("containerd started");
 
     let infos = import_busybox_image(&containerd).await?;
@@ -131,7 +139,7 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     let pod_cgroup = format!("/cairn/kubepods/burstable/pod{uid}");
     let pod_dir = make_burstable_pod_cgroup(&cgroups, &pod_cgroup)?;
 
-    let sandbox = host_network_sandbox(&runtime, uid, &pod_cgroup).await?;
+    let sandbox = bridged_sandbox(&runtime, uid, &pod_cgroup).await?;
 
     let container = |name: &str, command: &[&str], resources: Resources| ContainerConfig {
         name: name.into(),
@@ -153,6 +161,9 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     )
     .await?;
     limited_container_sees_its_own_cgroup(&runtime, &limited).await?;
+    let measured =
+        stats::burner_holder_and_traffic(&runtime, &sandbox, &container, &pod_cgroup).await?;
+    phase("stats of the burner, the holder and the pod's traffic checked");
     let hog = hog_container_is_oom_killed(
         &runtime,
         &sandbox,
@@ -166,6 +177,9 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     // Removal: nothing left under the QoS parent.
     runtime.remove_container(&limited).await?;
     runtime.remove_container(&hog).await?;
+    for id in &measured {
+        runtime.remove_container(id).await?;
+    }
     runtime.remove_pod_sandbox(&sandbox.id).await?;
     cgroups.remove(&pod_cgroup);
     ensure!(
@@ -186,12 +200,13 @@ async fn pod_lifecycle_on_v2() -> Result<()> {
     Ok(())
 }
 
-async fn host_network_sandbox(
+async fn bridged_sandbox(
     runtime: &ContainerdRuntime,
     uid: &str,
     pod_cgroup: &str,
 ) -> Result<PodSandbox> {
-    // Host network: no CNI needed, the guest's own namespace.
+    // The guest's own network: the stock bridge plugin (containernetworking-plugins from
+    // the host's root) gives the pod an eth0 the stats read and the guest pings.
     let sandbox = runtime
         .run_pod_sandbox(&PodSandboxConfig {
             uid: uid.into(),
@@ -199,12 +214,35 @@ async fn host_network_sandbox(
             name: "cgv2".into(),
             attempt: 0,
             hostname: "cgv2".into(),
-            host_network: true,
+            host_network: false,
             cgroup_parent: pod_cgroup.to_owned(),
         })
         .await
         .context("creating the sandbox")?;
     Ok(sandbox)
+}
+
+/// The bridge network the guest's pods get, IPAM state under `work`.
+fn write_cni_config(work: &Path) -> Result<()> {
+    let dir = work.join("net.d");
+    std::fs::create_dir_all(&dir)?;
+    let config = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": "cgv2",
+        "plugins": [{
+            "type": "bridge",
+            "bridge": "cgv2br0",
+            "isGateway": true,
+            "ipMasq": false,
+            "ipam": {
+                "type": "host-local",
+                "ranges": [[{"subnet": "10.244.7.0/24"}]],
+                "dataDir": work.join("ipam"),
+            },
+        }],
+    });
+    std::fs::write(dir.join("10-cgv2.conflist"), config.to_string())?;
+    Ok(())
 }
 
 async fn import_busybox_image(containerd: &Containerd) -> Result<Vec<cairn_image::ImageInfo>> {
@@ -229,14 +267,14 @@ fn make_burstable_pod_cgroup(cgroups: &CgroupManager, pod_cgroup: &str) -> Resul
         pod_cgroup,
         &PodResources {
             cpu_shares: Some(512),
-            cpu_quota: Some(50_000),
+            cpu_quota: Some(100_000),
             cpu_period: Some(100_000),
-            memory_limit: Some(96 << 20),
+            memory_limit: Some(POD_MEMORY_LIMIT),
         },
     )?;
     let pod_dir = cgroup_dir(pod_cgroup);
-    ensure!(read(&pod_dir, "memory.max")? == (96u64 << 20).to_string());
-    ensure!(read(&pod_dir, "cpu.max")? == "50000 100000");
+    ensure!(read(&pod_dir, "memory.max")? == POD_MEMORY_LIMIT.to_string());
+    ensure!(read(&pod_dir, "cpu.max")? == "100000 100000");
     ensure!(read(&pod_dir, "cpu.weight")? == "20");
     let parent_controllers = read(
         &cgroup_dir("/cairn/kubepods/burstable"),
@@ -323,23 +361,28 @@ async fn limited_container_cgroup_files_and_stats(
         "pid {pid} not in {}/cgroup.procs: {procs:?}",
         dir.display()
     );
-    let stats = cgroups.stats(&status.cgroup);
+    let stats = cgroups
+        .stats(&status.cgroup)
+        .context("no stats for the limited container")?;
     println!("limited container stats: {stats:?}");
     ensure!(
-        stats.cpu_usage_nanos.is_some_and(|n| n > 0),
+        stats.cpu.usage_ns.is_some_and(|n| n > 0),
         "cpu usage: {stats:?}"
     );
     ensure!(
-        stats.memory_working_set_bytes.is_some_and(|n| n > 0),
+        stats.memory.working_set_bytes.is_some_and(|n| n > 0),
         "working set: {stats:?}"
     );
-    ensure!(stats.pids.is_some_and(|n| n >= 1), "pids: {stats:?}");
-    ensure!(stats.oom_kills == Some(0), "oom kills: {stats:?}");
-    // Read right after the container's: cpu usage only grows and the pod's includes it.
-    let pod_stats = cgroups.stats(pod_cgroup);
     ensure!(
-        pod_stats.cpu_usage_nanos >= stats.cpu_usage_nanos
-            && pod_stats.memory_working_set_bytes.is_some_and(|n| n > 0),
+        stats.processes.processes.is_some_and(|n| n >= 1),
+        "pids: {stats:?}"
+    );
+    ensure!(stats.memory.oom_events == Some(0), "oom kills: {stats:?}");
+    // Read right after the container's: cpu usage only grows and the pod's includes it.
+    let pod_stats = cgroups.stats(pod_cgroup).context("no stats for the pod")?;
+    ensure!(
+        pod_stats.cpu.usage_ns >= stats.cpu.usage_ns
+            && pod_stats.memory.working_set_bytes.is_some_and(|n| n > 0),
         "pod stats {pod_stats:?} do not cover the container's {stats:?}"
     );
     Ok(())
@@ -431,7 +474,10 @@ async fn hog_container_is_oom_killed(
         status.exit_code
     );
     ensure!(
-        cgroups.stats(pod_cgroup).oom_kills.is_some_and(|n| n >= 1),
+        cgroups
+            .stats(pod_cgroup)
+            .and_then(|s| s.memory.oom_events)
+            .is_some_and(|n| n >= 1),
         "pod memory.events has no oom_kill"
     );
     ensure!(
