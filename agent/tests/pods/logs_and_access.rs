@@ -86,15 +86,30 @@ fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde
         .find(|p| p["podRef"]["name"] == name)
 }
 
+/// The container `name` of a pod in a summary.
+fn container<'a>(pod: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+    pod["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == name)
+}
+
+/// 64 MiB held by a sleeping awk (65.5 MiB RSS with busybox's own pages, measured).
+const HELD_BYTES: u64 = 64 << 20;
+
 /// cAdvisor-style stats from the housekeeping passes (every second here): a busy loop
-/// limited to 500m reads half a core (± 10 %) in some pass, as `kubectl top` would show.
+/// limited to 500m reads half a core (± 10 %) in some pass, as `kubectl top` would show;
+/// a container holding 64 MiB reads a working set within 10 % of it.
 async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
     let img = &cluster.image;
     // 5 MiB in its writable layer first, for the rootfs figure.
     let burn = "dd if=/dev/zero of=/blob bs=1M count=5 2>/dev/null; while :; do :; done";
+    let hold = format!("BEGIN {{ s = sprintf(\"%{HELD_BYTES}s\", \"\"); system(\"sleep 3600\") }}");
     let burner = json!([{"name": "burn", "image": img, "command": ["sh", "-c", burn],
         "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}},
-        "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]);
+        "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}},
+        {"name": "hold", "image": img, "command": ["awk", hold],
+        "resources": {"limits": {"memory": "192Mi"}}}]);
     cluster
         .create(busybox_pod("burner", img, burner, json!({})))
         .await;
@@ -105,10 +120,7 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
         pod["memory"]["workingSetBytes"]
             .as_u64()
             .is_some_and(|b| b > 0)
-            && pod["containers"][0]["name"] == "c"
-            && pod["containers"][0]["cpu"]["usageCoreNanoSeconds"]
-                .as_u64()
-                .is_some()
+            && container(pod, "c").is_some_and(|c| c["cpu"]["usageCoreNanoSeconds"].is_u64())
             && pod["network"]["name"] == "eth0"
             && s["node"]["memory"]["availableBytes"]
                 .as_u64()
@@ -117,16 +129,19 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
     })
     .await;
     summary_until(cluster, "the burner at half a core", |s| {
-        let Some(pod) = pod_stats(s, "burner") else {
+        let Some(burn) = pod_stats(s, "burner").and_then(|p| container(p, "burn")) else {
             return false;
         };
-        let cores = pod["containers"][0]["cpu"]["usageNanoCores"]
-            .as_u64()
-            .unwrap_or(0);
-        let limited = pod["containers"][0]["memory"]["availableBytes"]
-            .as_u64()
-            .is_some();
+        let cores = burn["cpu"]["usageNanoCores"].as_u64().unwrap_or(0);
+        let limited = burn["memory"]["availableBytes"].as_u64().is_some();
         limited && (450_000_000..=550_000_000).contains(&cores)
+    })
+    .await;
+    summary_until(cluster, "the holder's 64 MiB working set (± 10 %)", |s| {
+        let held = pod_stats(s, "burner")
+            .and_then(|p| container(p, "hold"))
+            .and_then(|c| c["memory"]["workingSetBytes"].as_u64());
+        held.is_some_and(|b| b.abs_diff(HELD_BYTES) <= HELD_BYTES / 10)
     })
     .await;
     summary_until(
@@ -134,15 +149,18 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
         "the burner's 5 MiB layer and the talker's logs",
         |s| {
             let layer = pod_stats(s, "burner")
-                .and_then(|p| p["containers"][0]["rootfs"]["usedBytes"].as_u64());
+                .and_then(|p| container(p, "burn"))
+                .and_then(|c| c["rootfs"]["usedBytes"].as_u64());
             let logs = pod_stats(s, "talker")
-                .and_then(|p| p["containers"][0]["logs"]["usedBytes"].as_u64());
+                .and_then(|p| container(p, "c"))
+                .and_then(|c| c["logs"]["usedBytes"].as_u64());
             let storage =
                 pod_stats(s, "burner").and_then(|p| p["ephemeral-storage"]["usedBytes"].as_u64());
             layer.is_some_and(|b| b >= 5 << 20) && logs.is_some_and(|b| b > 0) && storage >= layer
         },
     )
     .await;
+    network_counters_count_a_transfer(cluster).await;
     metrics_endpoints_parse_and_count_the_burner(cluster).await;
     let out = cluster.kubectl(&["delete", "pod", "burner", "--wait=false"]);
     assert!(
@@ -150,6 +168,57 @@ async fn stats_summary_reports_pod_and_node(cluster: &Cluster) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The pod's network counters as the summary has them: rx and tx bytes of `eth0`.
+fn pod_network(summary: &serde_json::Value, name: &str) -> Option<(u64, u64)> {
+    let net = &pod_stats(summary, name)?["network"];
+    Some((net["rxBytes"].as_u64()?, net["txBytes"].as_u64()?))
+}
+
+/// 8 MiB of ICMP echo payload each way between the burner and the talker (`ping -A`:
+/// the next request as soon as the reply is in). Each pod's rx and tx counters grow by
+/// that ± 5 % (IP fragment and Ethernet headers add 2.4 % at MTU 1500).
+async fn network_counters_count_a_transfer(cluster: &Cluster) {
+    let (count, size) = (256u64, 32768u64);
+    let sent = count * size;
+    let ip = cluster.kubectl(&["get", "pod", "talker", "-o", "jsonpath={.status.podIP}"]);
+    let ip = String::from_utf8_lossy(&ip.stdout).to_string();
+    let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
+    let summary = || async {
+        let url = format!("https://{NODE_IP}:10250/stats/summary");
+        let r = admin.get(url).send().await.unwrap();
+        r.json::<serde_json::Value>().await.unwrap()
+    };
+    let before = summary().await;
+    let before = ["burner", "talker"].map(|p| pod_network(&before, p).expect(p));
+    let (c, s) = (count.to_string(), size.to_string());
+    let args = [
+        "exec", "burner", "-c", "hold", "--", "ping", "-q", "-A", "-c", &c, "-s", &s,
+    ];
+    let out = cluster.kubectl(&[&args[..], &[ip.as_str()]].concat());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && text.contains(&format!("{count} packets received")),
+        "ping {ip}: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let within = |grown: u64| (sent..=sent + sent / 20).contains(&grown);
+    summary_until(
+        cluster,
+        "both pods' counters grown by 8 MiB (± 5 %)",
+        |s| {
+            ["burner", "talker"]
+                .iter()
+                .zip(before)
+                .all(|(pod, (rx0, tx0))| {
+                    pod_network(s, pod).is_some_and(|(rx, tx)| {
+                        within(rx.saturating_sub(rx0)) && within(tx.saturating_sub(tx0))
+                    })
+                })
+        },
+    )
+    .await;
 }
 
 /// The agent's Prometheus endpoint `path`, read by a real text-format parser.
