@@ -32,6 +32,12 @@ enum Command {
         kubeconfig: PathBuf,
         #[command(flatten)]
         controllers: ControllerArgs,
+        /// HTTPS port for /healthz and /metrics (kube-controller-manager's); 0: none.
+        #[arg(long, default_value_t = 10257)]
+        secure_port: u16,
+        /// Address the secure port listens on.
+        #[arg(long, default_value = "0.0.0.0")]
+        bind_address: std::net::IpAddr,
     },
     /// Run only the scheduler, against any Kubernetes API server.
     Scheduler {
@@ -41,6 +47,12 @@ enum Command {
         /// KubeSchedulerConfiguration file (`kubescheduler.config.k8s.io/v1`).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// HTTPS port for /healthz and /metrics (kube-scheduler's); 0: none.
+        #[arg(long, default_value_t = 10259)]
+        secure_port: u16,
+        /// Address the secure port listens on.
+        #[arg(long, default_value = "0.0.0.0")]
+        bind_address: std::net::IpAddr,
     },
     /// Print a kubeconfig for this server with a new client certificate (default: the
     /// admin, `cairn-admin` in `system:masters`). Needs the data dir's client CA key.
@@ -195,6 +207,38 @@ async fn run_scheduler(
 ) -> anyhow::Result<()> {
     cairn_scheduler::scheduling_loop::Scheduler::run(client, config).await?;
     anyhow::bail!("scheduler stopped")
+}
+
+/// A standalone component's secure port (`/healthz`, `/metrics` of what `install` puts
+/// in its registry) on `addr`; none when the port is 0.
+async fn serve_secure_port(
+    (ip, port): (std::net::IpAddr, u16),
+    component: &'static str,
+    client: &kube::Client,
+    install: impl FnOnce(&mut prometheus_client::registry::Registry),
+) -> anyhow::Result<()> {
+    if port == 0 {
+        return Ok(());
+    }
+    let mut registry = prometheus_client::registry::Registry::default();
+    install(&mut registry);
+    let listener = tokio::net::TcpListener::bind((ip, port))
+        .await
+        .with_context(|| format!("binding the secure port {ip}:{port}"))?;
+    let metrics = move || {
+        let mut out = String::new();
+        match prometheus_client::encoding::text::encode(&mut out, &registry) {
+            Ok(()) => out,
+            Err(e) => format!("# encoding the metrics failed: {e}\n"),
+        }
+    };
+    let port = cairn_delegated::SecurePort {
+        component,
+        client: client.clone(),
+        metrics: std::sync::Arc::new(metrics),
+    };
+    cairn_delegated::secure_port::start(listener, port).await?;
+    Ok(())
 }
 
 async fn client_from_kubeconfig(path: &std::path::Path) -> anyhow::Result<kube::Client> {
@@ -577,12 +621,22 @@ async fn main() -> anyhow::Result<()> {
             let (config, scheduler_config, controllers) = serve_config(*args)?;
             serve(config, scheduler_config, controllers).await
         }
-        Command::Scheduler { kubeconfig, config } => {
+        Command::Scheduler {
+            kubeconfig,
+            config,
+            secure_port,
+            bind_address,
+        } => {
             let cfg = match config {
                 Some(path) => cairn_scheduler::config::SchedulerConfig::load(&path)?,
                 None => cairn_scheduler::config::SchedulerConfig::default(),
             };
             let client = client_from_kubeconfig(&kubeconfig).await?;
+            let port = (bind_address, secure_port);
+            serve_secure_port(port, "kube-scheduler", &client, |registry| {
+                cairn_scheduler::metrics::SchedulerMetrics::install(registry)
+            })
+            .await?;
             tokio::select! {
                 r = run_scheduler(client, cfg) => r,
                 _ = tokio::signal::ctrl_c() => Ok(()),
@@ -591,11 +645,18 @@ async fn main() -> anyhow::Result<()> {
         Command::Controllers {
             kubeconfig,
             controllers,
+            secure_port,
+            bind_address,
         } => {
             cairn_alloc::purge_freed_pages_at_once();
             let mut controllers = controllers.parse()?;
             controllers.1.root_ca_pem = kubeconfig_ca(&kubeconfig);
             let client = client_from_kubeconfig(&kubeconfig).await?;
+            let port = (bind_address, secure_port);
+            serve_secure_port(port, "kube-controller-manager", &client, |registry| {
+                cairn_controllers::queue_metrics::QueueMetrics::install(registry)
+            })
+            .await?;
             tokio::select! {
                 r = run_controllers(client, controllers) => r,
                 _ = tokio::signal::ctrl_c() => Ok(()),

@@ -612,3 +612,116 @@ fn extenders_filter_prioritize_bind_and_fail_clearly() {
     );
     assert_stays_unbound(&k, "victim");
 }
+
+/// A standalone component's child process, killed when the test ends.
+struct Component(std::process::Child);
+
+impl Drop for Component {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// `cairn-control <args>` with its secure port on loopback `port`.
+fn component(server: &Server, args: &[&str], port: u16) -> Component {
+    let child = std::process::Command::new(common::BIN)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args(["--bind-address", "127.0.0.1", "--secure-port"])
+        .arg(port.to_string())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Component(child)
+}
+
+/// GET `path` on a component's port (its certificate is self-signed, as upstream's).
+fn get(port: u16, path: &str, token: Option<&str>) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .tls_danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let mut req = client.get(format!("https://127.0.0.1:{port}{path}"));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        match req.send().await {
+            Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+            Err(_) => (0, String::new()),
+        }
+    })
+}
+
+/// The standalone scheduler and controllers serve `/healthz` to anyone and `/metrics`
+/// (upstream's names, parsed by a real parser) to whom a SubjectAccessReview allows: a
+/// ServiceAccount bound to `system:monitoring`; one without the binding is refused in
+/// upstream's words, and no credentials is a 401.
+#[test]
+fn standalone_scheduler_and_controllers_serve_metrics_to_whom_rbac_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        &["--scheduler=false", "--controllers="],
+    );
+    let k = Kubectl::new(33, &server);
+    let (sched_port, ctrl_port) = (free_port(), free_port());
+    let _scheduler = component(&server, &["scheduler"], sched_port);
+    let _controllers = component(&server, &["controllers", "--controllers=*"], ctrl_port);
+    for port in [sched_port, ctrl_port] {
+        common::wait_for("the secure port's /healthz", 30, || {
+            (get(port, "/healthz", None) == (200, "ok".into())).then_some(())
+        });
+    }
+    add_nodes(&k, &[("n1", "8", &[])]);
+    create_pod(&k, "p0", json!({}));
+    assert_eq!(wait_bound(&k, "p0"), "n1", "the standalone scheduler binds");
+    k.ok(&["create", "serviceaccount", "prom"]);
+    k.ok(&["create", "serviceaccount", "nobody"]);
+    k.ok(&[
+        "create",
+        "clusterrolebinding",
+        "prom",
+        "--clusterrole=system:monitoring",
+        "--serviceaccount=default:prom",
+    ]);
+    let prom = k.ok(&["create", "token", "prom"]);
+    let nobody = k.ok(&["create", "token", "nobody"]);
+    let scrapes = [
+        (sched_port, "scheduler_schedule_attempts_total"),
+        (ctrl_port, "workqueue_adds_total"),
+    ];
+    for (port, series) in scrapes {
+        assert_eq!(get(port, "/metrics", None).0, 401);
+        let refused = get(port, "/metrics", Some(nobody.trim()));
+        assert_eq!(
+            refused,
+            (
+                403,
+                "forbidden: User \"system:serviceaccount:default:nobody\" cannot get path \"/metrics\"\n"
+                    .into()
+            )
+        );
+        let (status, text) = get(port, "/metrics", Some(prom.trim()));
+        assert_eq!(status, 200, "{text}");
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+        assert!(
+            scrape.samples.iter().any(|s| s.metric == series),
+            "{series} missing:\n{text}"
+        );
+        assert_eq!(get(port, "/nothing", Some(prom.trim())).0, 404);
+    }
+}

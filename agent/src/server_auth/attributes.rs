@@ -12,15 +12,15 @@ pub struct NodeRequest {
     pub path: String,
 }
 
-fn verb(method: &http::Method) -> &'static str {
-    match *method {
-        http::Method::POST => "create",
-        // Upstream maps nothing else, not even HEAD: other methods review an empty verb.
-        http::Method::GET => "get",
-        http::Method::PUT => "update",
-        http::Method::PATCH => "patch",
-        http::Method::DELETE => "delete",
-        _ => "",
+impl NodeRequest {
+    /// What the SubjectAccessReview asks: `nodes/<subresource>` of this node.
+    pub fn access(&self) -> cairn_delegated::Access {
+        cairn_delegated::Access::Resource {
+            verb: self.verb,
+            resource: "nodes",
+            subresource: self.subresource,
+            name: self.node.clone(),
+        }
     }
 }
 
@@ -44,7 +44,7 @@ pub fn request_attributes(method: &http::Method, path: &str, node: &str) -> Node
         "proxy"
     };
     NodeRequest {
-        verb: verb(method),
+        verb: cairn_delegated::access::verb(method),
         subresource,
         node: node.to_string(),
         path: path.to_string(),

@@ -4,13 +4,10 @@
 //! decides through a SubjectAccessReview.
 //!
 //! - [`attributes`]: a request's verb and subresource.
-//! - [`review`]: the TokenReview and SubjectAccessReview seam ([`Reviewer`]).
-//! - [`gate`]: authenticate, then authorize, with the kubelet's caches.
+//! - `cairn-delegated`: the TokenReview and SubjectAccessReview seam and the gate with the
+//!   kubelet's caches, shared with the standalone components' ports.
 
 pub mod attributes;
-pub mod gate;
-pub mod review;
 
 pub use attributes::{request_attributes, NodeRequest};
-pub use gate::{Gate, Refusal};
-pub use review::{ApiReviewer, Reviewer};
+pub use cairn_delegated::{ApiReviewer, Gate, Refusal, Reviewer};

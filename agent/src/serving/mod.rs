@@ -17,23 +17,26 @@ use cairn_auth::x509::{ClientCertAuthenticator, PeerCert};
 use cairn_pki::tls::SwappableCert;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
-use crate::server_auth::{ApiReviewer, Gate};
+use crate::server_auth::{request_attributes, ApiReviewer, Gate};
+
+/// The gate and the node whose subresources the agent's requests ask for.
+struct NodeGate {
+    gate: Gate,
+    node: String,
+}
 use crate::Agent;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-const CLIENT_CA_CONFIGMAP: &str = "extension-apiserver-authentication";
-const CLIENT_CA_KEY: &str = "client-ca-file";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PortError {
-    #[error("reading the client CA from kube-system/{CLIENT_CA_CONFIGMAP}: {0}")]
+    #[error("{0}")]
     ClientCa(String),
     #[error("reading the client CA from {}: {message}", path.display())]
     ClientCaFile {
@@ -52,18 +55,9 @@ async fn client_ca(agent: &Agent) -> Result<String, PortError> {
             message: e.to_string(),
         });
     }
-    published_client_ca(&agent.client).await
-}
-
-async fn published_client_ca(client: &kube::Client) -> Result<String, PortError> {
-    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "kube-system");
-    let cm = cms
-        .get(CLIENT_CA_CONFIGMAP)
+    cairn_delegated::published_client_ca(&agent.client)
         .await
-        .map_err(|e| PortError::ClientCa(e.to_string()))?;
-    cm.data
-        .and_then(|mut d| d.remove(CLIENT_CA_KEY))
-        .ok_or_else(|| PortError::ClientCa(format!("no {CLIENT_CA_KEY}")))
+        .map_err(|e| PortError::ClientCa(e.to_string()))
 }
 
 /// Starts the port on `listener` and the task that gets and renews its certificate.
@@ -72,11 +66,13 @@ pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), Port
     let chain_check = cairn_pki::tls::client_chain_verifier(&ca)?;
     let cert = SwappableCert::empty();
     let tls = cairn_pki::tls::server_config(Arc::clone(&cert), Arc::clone(&chain_check))?;
-    let gate = Gate::new(
-        ClientCertAuthenticator::new(chain_check),
-        Arc::new(ApiReviewer(agent.client.clone())),
-        &agent.config.node_name,
-    );
+    let gate = NodeGate {
+        gate: Gate::new(
+            ClientCertAuthenticator::new(chain_check),
+            Arc::new(ApiReviewer(agent.client.clone())),
+        ),
+        node: agent.config.node_name.clone(),
+    };
     tokio::spawn(cert::run(cert::ServingCert {
         client: agent.client.clone(),
         node: agent.config.node_name.clone(),
@@ -94,7 +90,7 @@ pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), Port
     Ok(())
 }
 
-async fn serve(listener: TcpListener, acceptor: TlsAcceptor, gate: Arc<Gate>, router: Router) {
+async fn serve(listener: TcpListener, acceptor: TlsAcceptor, gate: Arc<NodeGate>, router: Router) {
     loop {
         match listener.accept().await {
             Ok((tcp, _)) => {
@@ -114,14 +110,14 @@ async fn serve(listener: TcpListener, acceptor: TlsAcceptor, gate: Arc<Gate>, ro
     }
 }
 
-async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<Gate>, router: Router) {
+async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<NodeGate>, router: Router) {
     let _ = tcp.set_nodelay(true);
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
         Err(_) => return debug!("TLS handshake timed out"),
     };
-    let peer = Arc::new(gate.x509.peer(stream.get_ref().1.peer_certificates()));
+    let peer = Arc::new(gate.gate.x509.peer(stream.get_ref().1.peer_certificates()));
     let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let gate = Arc::clone(&gate);
         let peer = Arc::clone(&peer);
@@ -143,14 +139,13 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<Gate>, rout
 }
 
 async fn guarded(
-    gate: &Gate,
+    gate: &NodeGate,
     peer: &PeerCert,
     router: Router,
     req: axum::extract::Request,
 ) -> axum::response::Response {
-    let admitted = gate
-        .admit(req.method(), req.uri().path(), req.headers(), peer)
-        .await;
+    let access = request_attributes(req.method(), req.uri().path(), &gate.node).access();
+    let admitted = gate.gate.admit(&access, req.headers(), peer).await;
     match admitted {
         Ok(_) => match router.oneshot(req).await {
             Ok(response) => response,

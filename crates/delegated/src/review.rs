@@ -1,17 +1,18 @@
 //! Asking the API server who a bearer token is (TokenReview) and whether a user may make
-//! a request of this node (SubjectAccessReview), as the kubelet's webhook authenticator
-//! and authorizer do. [`Reviewer`] is the seam: the API in the agent, a fake in tests.
+//! a request (SubjectAccessReview), as the kubelet's webhook authenticator and authorizer
+//! and upstream's delegating options do. [`Reviewer`] is the seam: the API in the agent
+//! and the components, a fake in tests.
 
 use async_trait::async_trait;
 use cairn_auth::UserInfo;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::api::PostParams;
 use kube::Api;
 
-use super::attributes::NodeRequest;
+use crate::access::Access;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -29,15 +30,12 @@ pub enum ReviewError {
 pub trait Reviewer: Send + Sync {
     /// The user `token` authenticates as; None when the API server says it does not.
     async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, ReviewError>;
-    /// Whether `user` may make `request`.
-    async fn review_access(
-        &self,
-        user: &UserInfo,
-        request: &NodeRequest,
-    ) -> Result<bool, ReviewError>;
+    /// Whether `user` may make `access`.
+    async fn review_access(&self, user: &UserInfo, access: &Access) -> Result<bool, ReviewError>;
 }
 
-/// The reviews, made with the node's own credentials (`system:node` may create both).
+/// The reviews, made with the component's own credentials (`system:node`,
+/// `system:kube-scheduler` and `system:kube-controller-manager` may create both).
 pub struct ApiReviewer(pub kube::Client);
 
 #[async_trait]
@@ -69,11 +67,8 @@ impl Reviewer for ApiReviewer {
         Ok(Some(info))
     }
 
-    async fn review_access(
-        &self,
-        user: &UserInfo,
-        request: &NodeRequest,
-    ) -> Result<bool, ReviewError> {
+    async fn review_access(&self, user: &UserInfo, access: &Access) -> Result<bool, ReviewError> {
+        let (resource_attributes, non_resource_attributes) = attributes(access);
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(user.username.clone()),
@@ -81,15 +76,8 @@ impl Reviewer for ApiReviewer {
                 groups: Some(user.groups.clone()),
                 extra: Some(user.extra.clone().into_iter().collect())
                     .filter(|e: &std::collections::BTreeMap<String, Vec<String>>| !e.is_empty()),
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(request.verb.to_string()),
-                    version: Some("v1".into()),
-                    resource: Some("nodes".into()),
-                    subresource: Some(request.subresource.to_string()),
-                    name: Some(request.node.clone()),
-                    ..Default::default()
-                }),
-                ..Default::default()
+                resource_attributes,
+                non_resource_attributes,
             },
             ..Default::default()
         };
@@ -101,5 +89,33 @@ impl Reviewer for ApiReviewer {
                 source,
             })?;
         Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+}
+
+fn attributes(access: &Access) -> (Option<ResourceAttributes>, Option<NonResourceAttributes>) {
+    match access {
+        Access::Resource {
+            verb,
+            resource,
+            subresource,
+            name,
+        } => (
+            Some(ResourceAttributes {
+                verb: Some(verb.to_string()),
+                version: Some("v1".into()),
+                resource: Some(resource.to_string()),
+                subresource: Some(subresource.to_string()).filter(|s| !s.is_empty()),
+                name: Some(name.clone()),
+                ..Default::default()
+            }),
+            None,
+        ),
+        Access::NonResource { verb, path } => (
+            None,
+            Some(NonResourceAttributes {
+                verb: Some(verb.to_string()),
+                path: Some(path.clone()),
+            }),
+        ),
     }
 }

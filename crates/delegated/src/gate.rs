@@ -1,7 +1,8 @@
-//! The check every request to the agent's port passes (the kubelet's `InstallAuthFilter`):
-//! authenticate (the connection's client certificate against the client CA, else a
-//! bearer token through a TokenReview; nothing else: anonymous requests are refused),
-//! then authorize `nodes/<subresource>` of this node through a SubjectAccessReview.
+//! The check every gated request to a component's port passes (the kubelet's
+//! `InstallAuthFilter`): authenticate (the connection's client certificate against the
+//! client CA, else a bearer token through a TokenReview; nothing else: anonymous requests
+//! are refused), then authorize what it asks ([`Access`]: the agent's `nodes/<subresource>`,
+//! a component's `/metrics`) through a SubjectAccessReview.
 //! Answers are cached as the kubelet caches them (tokens 2 minutes; decisions 5 minutes
 //! when allowed, 30 seconds when not), so a stream of requests costs one review.
 //! Rejected tokens are cached apart from accepted ones, and only while there is room:
@@ -18,8 +19,8 @@ use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use tracing::{debug, warn};
 
-use super::attributes::{request_attributes, NodeRequest};
-use super::review::Reviewer;
+use crate::access::Access;
+use crate::review::Reviewer;
 
 const TOKEN_TTL: Duration = Duration::from_secs(120);
 const ALLOWED_TTL: Duration = Duration::from_secs(300);
@@ -103,12 +104,11 @@ fn still_full<K, V>(map: &mut HashMap<K, (V, Instant)>) -> bool {
 
 /// Everything a SubjectAccessReview is asked about: two users differing only in uid or
 /// extra (a scoped token, an impersonated identity) get their own answers.
-type DecisionKey = (UserInfo, &'static str, &'static str);
+type DecisionKey = (UserInfo, Access);
 
 pub struct Gate {
     pub x509: ClientCertAuthenticator,
     reviewer: Arc<dyn Reviewer>,
-    node: String,
     tokens: TtlCache<[u8; 32], UserInfo>,
     rejected_tokens: TtlCache<[u8; 32], ()>,
     decisions: TtlCache<DecisionKey, bool>,
@@ -121,19 +121,11 @@ fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-fn forbidden(user: &UserInfo, r: &NodeRequest) -> String {
-    format!(
-        "Forbidden (user={}, verb={}, resource=nodes, subresource(s)=[{}])",
-        user.username, r.verb, r.subresource
-    )
-}
-
 impl Gate {
-    pub fn new(x509: ClientCertAuthenticator, reviewer: Arc<dyn Reviewer>, node: &str) -> Gate {
+    pub fn new(x509: ClientCertAuthenticator, reviewer: Arc<dyn Reviewer>) -> Gate {
         Gate {
             x509,
             reviewer,
-            node: node.to_string(),
             tokens: TtlCache::new(),
             rejected_tokens: TtlCache::new(),
             decisions: TtlCache::new(),
@@ -177,44 +169,39 @@ impl Gate {
         }
     }
 
-    async fn authorize(&self, user: &UserInfo, request: &NodeRequest) -> Result<(), Refusal> {
-        let key = (user.clone(), request.verb, request.subresource);
+    async fn authorize(&self, user: &UserInfo, access: &Access) -> Result<(), Refusal> {
+        let key = (user.clone(), access.clone());
         let allowed = match self.decisions.get(&key) {
             Some(allowed) => allowed,
-            None => match self.reviewer.review_access(user, request).await {
+            None => match self.reviewer.review_access(user, access).await {
                 Ok(allowed) => {
                     let ttl = if allowed { ALLOWED_TTL } else { DENIED_TTL };
                     self.decisions.put(key, allowed, ttl);
                     allowed
                 }
                 Err(e) => {
-                    warn!(error = %e, "reviewing access to the agent's port");
-                    return Err(Refusal::AuthorizationError(format!(
-                        "Authorization error (user={}, verb={}, resource=nodes, subresource(s)=[{}])",
-                        user.username, request.verb, request.subresource
-                    )));
+                    warn!(error = %e, "reviewing access to a component's port");
+                    return Err(Refusal::AuthorizationError(access.review_failed(user)));
                 }
             },
         };
         if allowed {
             Ok(())
         } else {
-            debug!(user = %user.username, path = %request.path, "forbidden");
-            Err(Refusal::Forbidden(forbidden(user, request)))
+            debug!(user = %user.username, ?access, "forbidden");
+            Err(Refusal::Forbidden(access.forbidden(user)))
         }
     }
 
-    /// Whether the request may go on, and as whom.
+    /// Whether a request asking `access` may go on, and as whom.
     pub async fn admit(
         &self,
-        method: &http::Method,
-        path: &str,
+        access: &Access,
         headers: &http::HeaderMap,
         peer: &PeerCert,
     ) -> Result<UserInfo, Refusal> {
         let user = self.authenticate(headers, peer).await?;
-        let request = request_attributes(method, path, &self.node);
-        self.authorize(&user, &request).await?;
+        self.authorize(&user, access).await?;
         Ok(user)
     }
 }
