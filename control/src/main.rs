@@ -353,35 +353,16 @@ struct ControllerArgs {
     horizontal_pod_autoscaler_initial_readiness_delay: String,
 }
 
-/// `90`, `90s`, `2m`, `1m30s`, `1h`: the forms a Go duration flag takes that matter here.
+/// A Go duration flag (`90s`, `2m`, `1m30s`, `1h`), or bare seconds (`90`); above zero.
 fn go_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
+    let parsed = match text.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => cairn_semantics::duration::parse_go(text),
+    };
+    match parsed {
+        Some(d) if !d.is_zero() => Ok(d),
+        _ => anyhow::bail!("--{flag} {text}: not a duration (e.g. 60s, 1m30s)"),
     }
-    let mut total = 0u64;
-    let mut number = String::new();
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            'h' => 3600,
-            'm' => 60,
-            's' => 1,
-            _ => anyhow::bail!("--{flag} {text}: not a duration (e.g. 60s, 1m30s)"),
-        };
-        let n: u64 = number
-            .parse()
-            .map_err(|_| anyhow::anyhow!("--{flag} {text}: not a duration (e.g. 60s, 1m30s)"))?;
-        total += n * unit;
-        number.clear();
-    }
-    anyhow::ensure!(
-        number.is_empty() && total > 0,
-        "--{flag} {text}: not a duration (e.g. 60s, 1m30s)"
-    );
-    Ok(Duration::from_secs(total))
 }
 
 fn seconds(flag: &str, secs: f64) -> anyhow::Result<Duration> {

@@ -2,10 +2,11 @@
 //! controllers, typed over k8s-openapi and free of IO: resource quantities, a pod's
 //! effective requests, QoS class, label/node selectors, taints and tolerations, a pod's
 //! lifecycle state (active, ready, available) and scale-down order, and CronJob schedules
-//! (whose named time zones come from the node's zoneinfo, read-only), and what objects
-//! charge against ResourceQuotas.
+//! (whose named time zones come from the node's zoneinfo, read-only), what objects
+//! charge against ResourceQuotas, and Go's duration text.
 
 pub mod cron;
+pub mod duration;
 pub mod pod_state;
 pub mod qos;
 pub mod quantity;
