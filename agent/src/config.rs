@@ -129,6 +129,19 @@ pub struct AgentFlags {
     /// Seconds a pressure condition stays True after its threshold cleared (300).
     #[arg(long)]
     pub eviction_pressure_transition_period_seconds: Option<u64>,
+    /// Percent of the image filesystem in use at which unused images are removed (85;
+    /// 100: never).
+    #[arg(long)]
+    pub image_gc_high_threshold: Option<u8>,
+    /// Percent the image garbage collector frees down to (80).
+    #[arg(long)]
+    pub image_gc_low_threshold: Option<u8>,
+    /// How long an unused image stays before it may be removed (a Go duration, `2m`).
+    #[arg(long)]
+    pub minimum_image_ttl_duration: Option<String>,
+    /// Seconds between image GC passes (upstream's fixed 5 minutes; a cairn flag).
+    #[arg(long)]
+    pub image_gc_period_seconds: Option<u64>,
     /// Where the `cairn.io/local-path` provisioner makes volume directories
     /// (default: `<root-dir>/local-path`).
     #[arg(long)]
@@ -180,6 +193,7 @@ pub struct AgentConfig {
     pub housekeeping_interval: std::time::Duration,
     pub eviction_hard: Vec<crate::eviction::thresholds::Threshold>,
     pub eviction_pressure_transition: std::time::Duration,
+    pub image_gc: crate::image_gc::GcSettings,
     pub local_path_root: PathBuf,
     pub dns_listen: Option<SocketAddr>,
     pub dns_upstreams: Vec<SocketAddr>,
@@ -227,6 +241,10 @@ impl AgentFlags {
             housekeeping_interval_seconds,
             eviction_hard,
             eviction_pressure_transition_period_seconds,
+            image_gc_high_threshold,
+            image_gc_low_threshold,
+            minimum_image_ttl_duration,
+            image_gc_period_seconds,
             local_path_root,
             dns_listen,
             dns_upstream
@@ -296,6 +314,7 @@ impl AgentConfig {
         let backend = network_backend(&f)?;
         let dns_upstreams = dns_upstreams(f.dns_upstream.as_deref())?;
         let eviction_hard = eviction_hard(&f)?;
+        let image_gc = image_gc(&f)?;
         let join = join_config(&f)?;
         // A joining node keeps the credentials it gets beside its other state.
         let kubeconfig = f.kubeconfig.clone().or_else(|| {
@@ -372,6 +391,7 @@ impl AgentConfig {
             eviction_pressure_transition: std::time::Duration::from_secs(
                 f.eviction_pressure_transition_period_seconds.unwrap_or(300),
             ),
+            image_gc,
             dns_listen: f.dns_listen,
             dns_upstreams,
         })
@@ -392,6 +412,51 @@ fn network_backend(f: &AgentFlags) -> Result<Option<String>, ConfigError> {
             message: format!("{b:?} is not one of none, host-gw, vxlan"),
         }),
     }
+}
+
+/// The image GC flags, checked as the kubelet checks them (its messages).
+fn image_gc(f: &AgentFlags) -> Result<crate::image_gc::GcSettings, ConfigError> {
+    let defaults = crate::image_gc::GcSettings::default();
+    let high = f.image_gc_high_threshold.unwrap_or(defaults.high_percent);
+    let low = f.image_gc_low_threshold.unwrap_or(defaults.low_percent);
+    let invalid = |key, message| Err(ConfigError::Invalid { key, message });
+    for (key, flag, value) in [
+        (
+            "image-gc-high-threshold",
+            "imageGCHighThresholdPercent",
+            high,
+        ),
+        ("image-gc-low-threshold", "imageGCLowThresholdPercent", low),
+    ] {
+        if value > 100 {
+            let message =
+                format!("{flag} (--{key}) of {value} must be between 0 and 100, inclusive");
+            return invalid(key, message);
+        }
+    }
+    if low >= high {
+        let message = format!("imageGCLowThresholdPercent (--image-gc-low-threshold) of {low} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) of {high}");
+        return invalid("image-gc-low-threshold", message);
+    }
+    let minimum_age = match f.minimum_image_ttl_duration.as_deref() {
+        None => defaults.minimum_age,
+        Some(text) => match cairn_semantics::duration::parse_go(text) {
+            Some(d) => d,
+            None => {
+                let message = format!("{text:?} is not a duration (e.g. 2m, 90s)");
+                return invalid("minimum-image-ttl-duration", message);
+            }
+        },
+    };
+    let period = f.image_gc_period_seconds.map_or(defaults.period, |s| {
+        std::time::Duration::from_secs(s.max(1))
+    });
+    Ok(crate::image_gc::GcSettings {
+        high_percent: high,
+        low_percent: low,
+        minimum_age,
+        period,
+    })
 }
 
 /// `--eviction-hard`, upstream's Linux defaults when absent.
@@ -502,5 +567,35 @@ mod tests {
             ..Default::default()
         };
         assert!(AgentConfig::resolve(flags, None).is_err());
+    }
+
+    #[test]
+    fn image_gc_flags_are_checked_in_the_kubelets_words() {
+        let with = |high, low, ttl: Option<&str>| AgentFlags {
+            node_name: Some("n".into()),
+            image_gc_high_threshold: high,
+            image_gc_low_threshold: low,
+            minimum_image_ttl_duration: ttl.map(str::to_string),
+            ..Default::default()
+        };
+        let message = |flags| match AgentConfig::resolve(flags, None) {
+            Err(ConfigError::Invalid { message, .. }) => message,
+            other => panic!("{:?}", other.map(|c| c.image_gc)),
+        };
+        assert_eq!(
+            message(with(Some(101), None, None)),
+            "imageGCHighThresholdPercent (--image-gc-high-threshold) of 101 must be between 0 and 100, inclusive"
+        );
+        assert_eq!(
+            message(with(Some(70), None, None)),
+            "imageGCLowThresholdPercent (--image-gc-low-threshold) of 80 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) of 70"
+        );
+        assert!(message(with(None, None, Some("soon"))).contains("\"soon\" is not a duration"));
+        let ok = AgentConfig::resolve(with(Some(90), Some(50), Some("1m30s")), None).unwrap();
+        assert_eq!(
+            (ok.image_gc.high_percent, ok.image_gc.low_percent),
+            (90, 50)
+        );
+        assert_eq!(ok.image_gc.minimum_age, std::time::Duration::from_secs(90));
     }
 }

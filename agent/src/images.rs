@@ -68,6 +68,16 @@ fn to_spec(info: cairn_image::ImageInfo) -> ImageSpec {
 }
 
 impl ImageManager {
+    /// Every image unpacked here (for the image garbage collector).
+    pub async fn list(&self) -> Result<Vec<cairn_image::ImageInfo>, cairn_image::ImageError> {
+        cairn_image::list(self.channel.clone(), &self.namespace).await
+    }
+
+    /// Removes the image named `name` (its content goes with containerd's GC).
+    pub async fn remove(&self, name: &str) -> Result<bool, cairn_image::ImageError> {
+        cairn_image::remove(self.channel.clone(), &self.namespace, name).await
+    }
+
     pub fn new(channel: Channel, namespace: &str, hosts_dir: PathBuf) -> Self {
         ImageManager {
             channel,

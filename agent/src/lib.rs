@@ -21,6 +21,7 @@ pub mod env;
 pub mod events;
 pub mod eviction;
 pub mod hooks;
+pub mod image_gc;
 pub mod images;
 pub mod inflight;
 pub mod join;
@@ -75,4 +76,6 @@ pub struct Agent {
     pub metrics: Arc<metrics::AgentMetrics>,
     /// Node pressure and the pods evicted for it.
     pub eviction: Arc<eviction::Eviction>,
+    /// The image garbage collector's memory of images.
+    pub image_gc: Arc<image_gc::ImageGc>,
 }

@@ -202,6 +202,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
         )),
         metrics: Arc::new(cairn_agent::metrics::AgentMetrics::new(&config.node_name)),
         eviction: Default::default(),
+        image_gc: Default::default(),
         config: config.clone(),
     });
 
@@ -240,6 +241,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     tokio::spawn(static_pods::run(agent.clone(), manager.clone()));
     let watch = tokio::spawn(manager.clone().watch_api_pods());
     tokio::spawn(cairn_agent::eviction::run(agent.clone(), manager.clone()));
+    tokio::spawn(cairn_agent::image_gc::run(agent.clone()));
 
     // Pods keep running when the agent stops (like the kubelet): just exit.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

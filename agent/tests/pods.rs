@@ -789,3 +789,80 @@ async fn embedded_network_controller_configures_pod_network() {
     let net: ipnetwork::Ipv4Network = cidr.parse().unwrap();
     assert!(net.contains(ip), "{ip} not in {cidr}");
 }
+
+/// The image names containerd holds for the agent.
+async fn image_names(cluster: &Cluster) -> Vec<String> {
+    let channel = cluster.containerd.channel().await.unwrap();
+    cairn_image::list(channel, "cairn-test")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.name)
+        .collect()
+}
+
+/// Image GC at its thresholds (here 1 % high, 0 % low, 3 s minimum age, a pass a second):
+/// once its pod is gone, an image no container uses is removed; the image of a running
+/// container stays (it was weighed in the same pass).
+#[tokio::test]
+async fn image_gc_removes_unused_images_and_keeps_used_ones() {
+    let _cgroups;
+    let cluster = Cluster::start_opts(ClusterOptions {
+        eager_image_gc: true,
+        ..ClusterOptions::default()
+    })
+    .await;
+    _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
+    let spec = cairn_testsupport::ImageSpec {
+        labels: [("cairn.test/gc".to_string(), "victim".to_string())].into(),
+        ..Default::default()
+    };
+    let built = cairn_testsupport::busybox_image(&spec).unwrap();
+    let victim = cluster
+        .registry
+        .push_image("cairn/gc-victim", "v1", &built)
+        .await
+        .unwrap();
+    let img = cluster.image.clone();
+    let keeper = json!([{"name": "c", "image": img, "command": ["sleep", "3600"]}]);
+    cluster
+        .create(busybox_pod("keeper", &img, keeper, json!({})))
+        .await;
+    let once = json!([{"name": "c", "image": victim, "command": ["true"]}]);
+    cluster
+        .create(busybox_pod(
+            "once",
+            &victim,
+            once,
+            json!({"restartPolicy": "Never"}),
+        ))
+        .await;
+    cluster
+        .wait_for("keeper", "Running", 60, |p| phase(p) == "Running")
+        .await;
+    cluster
+        .wait_for("once", "Succeeded", 60, |p| phase(p) == "Succeeded")
+        .await;
+    cluster
+        .pods()
+        .delete("once", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let names = loop {
+        let names = image_names(&cluster).await;
+        if !names.iter().any(|n| n.contains("cairn/gc-victim")) {
+            break names;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the unused image stayed: {names:?}\n{}",
+            cluster.agent_log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        names.iter().any(|n| n.contains("cairn/busybox")),
+        "the running pod's image went too: {names:?}"
+    );
+}

@@ -153,6 +153,8 @@ pub const CLUSTER_DNS_IP: &str = "10.96.0.10";
 /// The lab agents' hard eviction thresholds (see [`agent`]).
 const LAB_EVICTION_HARD: &str =
     "--eviction-hard=memory.available<100Mi,nodefs.available<1%,nodefs.inodesFree<1%,imagefs.available<1%";
+/// The lab agents' image GC threshold (see [`agent`]): 99 % of the shared disk.
+const LAB_IMAGE_GC_HIGH: &str = "--image-gc-high-threshold=99";
 
 pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let (d, r) = (&node.data_dir, &node.run_dir);
@@ -207,15 +209,16 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
     ];
     let mut argv = argv;
     // Lab nodes share the host's disk: a host more than 85 % full (a CI machine after a
-    // build) would put every node under upstream's disk thresholds and taint it. Unless
-    // the user sets thresholds, the lab's are upstream's memory one and 1 % of disk.
-    if !plan
-        .options
-        .agent_args
-        .iter()
-        .any(|a| a.starts_with("--eviction-hard"))
-    {
+    // build) would put every node under upstream's disk thresholds and taint it, and set
+    // its image GC removing every unused image. Unless the user sets them, the lab's
+    // eviction thresholds are upstream's memory one and 1 % of disk, and image GC starts
+    // at 99 % used.
+    let given = |flag: &str| plan.options.agent_args.iter().any(|a| a.starts_with(flag));
+    if !given("--eviction-hard") {
         argv.push(LAB_EVICTION_HARD.to_string());
+    }
+    if !given("--image-gc-high-threshold") {
+        argv.push(LAB_IMAGE_GC_HIGH.to_string());
     }
     argv.extend(plan.options.agent_args.iter().cloned());
     Daemon {

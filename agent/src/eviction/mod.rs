@@ -10,9 +10,11 @@
 //! (`MemAvailable`) and the pods' share (`allocatableMemory.available`: the node's
 //! memory less `--reserved-memory-mib` less every pod's working set), both against
 //! `memory.available`. imagefs is the agent's root filesystem (cairn does not ask
-//! containerd where its images live), and disk pressure evicts nothing yet: it only
-//! raises the condition and its taint (image and container garbage collection first,
-//! as upstream, is still to come).
+//! containerd where its images live). Disk pressure first reclaims node-level resources
+//! as upstream does: every unused image goes (`image_gc::ImageGc::delete_unused`, the
+//! collector's minimum age still holding); it evicts no pod yet (ranking by
+//! ephemeral-storage use is still to come), and dead containers are left to each pod
+//! worker's pruning (two instances per container).
 
 pub mod pressure;
 pub mod rank;
@@ -57,23 +59,38 @@ pub async fn run(agent: Arc<Agent>, pods: Arc<PodManager>) {
     loop {
         tick.tick().await;
         let targets = crate::stats::targets(&agent).await;
-        sync(&agent, &pods, &targets);
+        if sync(&agent, &pods, &targets) {
+            reclaim_disk(&agent).await;
+        }
     }
 }
 
+/// Upstream's `reclaimNodeLevelResources` for disk: unused images first.
+async fn reclaim_disk(agent: &Agent) {
+    agent.events.node(
+        EventType::Warning,
+        "EvictionThresholdMet",
+        "Attempting to reclaim ephemeral-storage",
+    );
+    let freed = agent.image_gc.delete_unused(agent).await;
+    tracing::info!(freed, "disk pressure: removed unused images");
+}
+
 /// One pass: observe, record the pressure, evict one pod if memory or PIDs run short.
-pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) {
+/// True when a disk threshold is met (the caller reclaims images).
+pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) -> bool {
     let observations = observe(agent, targets);
     let met = pressure::met(&agent.config.eviction_hard, &observations);
     agent.eviction.pressure.lock().observe(&met, Instant::now());
+    let disk = met.iter().any(|m| m.signal.is_disk());
     let Some(m) = met
         .iter()
         .find(|m| matches!(m.signal, Signal::MemoryAvailable | Signal::PidAvailable))
     else {
-        return;
+        return disk;
     };
     if still_settling(agent, targets) {
-        return;
+        return disk;
     }
     let resource = m.signal.resource();
     agent.events.node(
@@ -88,13 +105,14 @@ pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) {
             resource,
             "eviction threshold met, but no pod may be evicted"
         );
-        return;
+        return disk;
     };
     let message = rank::message(m.signal, &m.threshold, m.available, victim);
     tracing::info!(pod = %victim.key, %message, "evicting");
     agent.eviction.evicted.lock().insert(victim.uid.clone());
     *agent.eviction.settling.lock() = Some((victim.uid.clone(), None));
     pods.evict(&victim.uid, message);
+    disk
 }
 
 /// Whether the last evicted pod still runs, or no stats pass has read the node since it

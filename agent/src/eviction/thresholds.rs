@@ -15,6 +15,11 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// A filesystem signal (nodefs or imagefs, bytes or inodes).
+    pub fn is_disk(self) -> bool {
+        !matches!(self, Signal::MemoryAvailable | Signal::PidAvailable)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Signal::MemoryAvailable => "memory.available",

@@ -78,6 +78,8 @@ pub struct Cluster {
     /// A join token: the agent joins with it (and rotates its certificate) instead of
     /// using a ready-made node kubeconfig.
     pub join_token: Option<String>,
+    /// See [`ClusterOptions::eager_image_gc`].
+    pub eager_image_gc: bool,
 }
 
 /// How a [`Cluster`] starts.
@@ -90,6 +92,9 @@ pub struct ClusterOptions<'a> {
     pub cert_lifetime_seconds: Option<u64>,
     /// Join the node with a token (bootstrap CSR, rotation) rather than a kubeconfig.
     pub join_by_token: bool,
+    /// Image GC that removes every unused image seen for 3 s, each second; else it is off, because
+    /// the test node shares this machine's disk and a full CI disk would start it.
+    pub eager_image_gc: bool,
 }
 
 impl Cluster {
@@ -210,6 +215,7 @@ impl Cluster {
             client,
             backend: backend.map(str::to_string),
             join_token,
+            eager_image_gc: opts.eager_image_gc,
         };
         c.start_agent();
         c.wait_node_ready().await;
@@ -261,6 +267,16 @@ impl Cluster {
             // The test node shares this machine's disk, which a CI build may have filled
             // past upstream's 10-15 %: memory only, so no disk pressure taints the node.
             .arg("--eviction-hard=memory.available<100Mi")
+            .args(if self.eager_image_gc {
+                &[
+                    "--image-gc-high-threshold=1",
+                    "--image-gc-low-threshold=0",
+                    "--minimum-image-ttl-duration=3s",
+                    "--image-gc-period-seconds=1",
+                ][..]
+            } else {
+                &["--image-gc-high-threshold=100"][..]
+            })
             // Pinned from a file here; the lab's agents read the published one.
             .arg("--client-ca-file")
             .arg(self.path("control/pki/client-ca.crt"))
