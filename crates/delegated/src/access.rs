@@ -18,18 +18,27 @@ pub enum Access {
 }
 
 impl Access {
-    /// Upstream's refusal: the kubelet's text for its node subresources, the generic
-    /// API server filter's for paths.
-    pub fn forbidden(&self, user: &UserInfo) -> String {
+    /// The attributes as the kubelet prints them in its refusals.
+    fn attributes_text(&self) -> String {
         match self {
             Access::Resource {
                 verb,
                 resource,
                 subresource,
                 ..
-            } => format!(
-                "Forbidden (user={}, verb={verb}, resource={resource}, subresource(s)=[{subresource}])",
-                user.username
+            } => format!("verb={verb}, resource={resource}, subresource(s)=[{subresource}]"),
+            Access::NonResource { verb, path } => format!("verb={verb}, path={path}"),
+        }
+    }
+
+    /// Upstream's refusal: the kubelet's text for its node subresources, the generic
+    /// API server filter's for paths.
+    pub fn forbidden(&self, user: &UserInfo) -> String {
+        match self {
+            Access::Resource { .. } => format!(
+                "Forbidden (user={}, {})",
+                user.username,
+                self.attributes_text()
             ),
             Access::NonResource { verb, path } => format!(
                 "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
@@ -40,21 +49,11 @@ impl Access {
 
     /// The text when the review itself could not be made.
     pub fn review_failed(&self, user: &UserInfo) -> String {
-        match self {
-            Access::Resource {
-                verb,
-                resource,
-                subresource,
-                ..
-            } => format!(
-                "Authorization error (user={}, verb={verb}, resource={resource}, subresource(s)=[{subresource}])",
-                user.username
-            ),
-            Access::NonResource { verb, path } => format!(
-                "Authorization error (user={}, verb={verb}, path={path})",
-                user.username
-            ),
-        }
+        format!(
+            "Authorization error (user={}, {})",
+            user.username,
+            self.attributes_text()
+        )
     }
 }
 
