@@ -493,14 +493,19 @@ fn debug_container_sees_the_target(lab: &Lab) {
         let out = lab.try_kubectl(&["logs", "web", "-c", "dbg"]).ok()?;
         out.contains("httpd -f").then_some(())
     });
-    let status = lab.kubectl(&[
-        "get",
-        "pod",
-        "web",
-        "-o",
-        "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.reason}",
-    ]);
-    assert_eq!(status, "Completed");
+    // The logs can be complete before the agent's next status sync reports the exit.
+    eventually("the debugger's terminated status", MINUTE, || {
+        let reason = lab
+            .try_kubectl(&[
+                "get",
+                "pod",
+                "web",
+                "-o",
+                "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.reason}",
+            ])
+            .ok()?;
+        (reason == "Completed").then_some(())
+    });
     let removal = r#"[{"op":"remove","path":"/spec/ephemeralContainers/0"}]"#;
     let err = lab
         .try_kubectl(&[
