@@ -103,11 +103,32 @@ fn read_trim(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Total and available bytes of the filesystem holding `path`.
-pub fn filesystem_bytes(path: &Path) -> Option<(u64, u64)> {
+/// Capacity and availability of one filesystem, in bytes and inodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsUsage {
+    pub bytes: u64,
+    pub available: u64,
+    /// Zero where the filesystem keeps no inode count (btrfs, some overlays).
+    pub inodes: u64,
+    pub inodes_free: u64,
+}
+
+/// The filesystem holding `path` (one statvfs: the node's status, eviction's nodefs and
+/// imagefs signals and the image GC all read it).
+pub fn filesystem_usage(path: &Path) -> Option<FsUsage> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
     let frag = st.fragment_size();
-    Some((st.blocks() * frag, st.blocks_available() * frag))
+    Some(FsUsage {
+        bytes: st.blocks() * frag,
+        available: st.blocks_available() * frag,
+        inodes: st.files(),
+        inodes_free: st.files_available(),
+    })
+}
+
+/// Total and available bytes of the filesystem holding `path`.
+pub fn filesystem_bytes(path: &Path) -> Option<(u64, u64)> {
+    filesystem_usage(path).map(|fs| (fs.bytes, fs.available))
 }
 
 /// The first global IPv4 address of a non-pod interface.

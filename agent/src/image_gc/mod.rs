@@ -65,7 +65,7 @@ impl ImageGc {
         let Some(images) = self.observe(agent, now).await else {
             return;
         };
-        let Some(fs) = filesystem(agent) else {
+        let Some(fs) = crate::sysinfo::filesystem_bytes(&agent.config.root_dir) else {
             return;
         };
         let settings = agent.config.image_gc;
@@ -115,13 +115,6 @@ impl ImageGc {
         debug!(freed, "image GC pass");
         freed
     }
-}
-
-/// The image filesystem's capacity and available bytes.
-fn filesystem(agent: &Agent) -> Option<(u64, u64)> {
-    let st = nix::sys::statvfs::statvfs(&agent.config.root_dir).ok()?;
-    let frag = st.fragment_size();
-    Some((st.blocks() * frag, st.blocks_available() * frag))
 }
 
 /// The collector's loop: a pass at start, then every period (upstream's `wait.Until`).

@@ -10,29 +10,27 @@ pub mod cert;
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use cairn_auth::x509::{ClientCertAuthenticator, PeerCert};
+use cairn_delegated::tls_listener;
 use cairn_pki::tls::SwappableCert;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
 use crate::server_auth::{request_attributes, ApiReviewer, Gate};
+use crate::Agent;
 
 /// The gate and the node whose subresources the agent's requests ask for.
 struct NodeGate {
     gate: Gate,
     node: String,
 }
-use crate::Agent;
-
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum PortError {
@@ -81,42 +79,17 @@ pub async fn start(agent: &Arc<Agent>, listener: TcpListener) -> Result<(), Port
         cert,
     }));
     let router = crate::server::router(Arc::clone(agent));
-    tokio::spawn(serve(
+    let gate = Arc::new(gate);
+    tokio::spawn(tls_listener::accept_tls(
         listener,
         TlsAcceptor::from(tls),
-        Arc::new(gate),
-        router,
+        "the agent's port",
+        move |stream| connection(stream, Arc::clone(&gate), router.clone()),
     ));
     Ok(())
 }
 
-async fn serve(listener: TcpListener, acceptor: TlsAcceptor, gate: Arc<NodeGate>, router: Router) {
-    loop {
-        match listener.accept().await {
-            Ok((tcp, _)) => {
-                tokio::spawn(connection(
-                    tcp,
-                    acceptor.clone(),
-                    Arc::clone(&gate),
-                    router.clone(),
-                ));
-            }
-            Err(e) => {
-                // Out of descriptors, most likely: back off rather than spin.
-                warn!(error = %e, "accepting a connection on the agent's port");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
-async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<NodeGate>, router: Router) {
-    let _ = tcp.set_nodelay(true);
-    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
-        Err(_) => return debug!("TLS handshake timed out"),
-    };
+async fn connection(stream: TlsStream<TcpStream>, gate: Arc<NodeGate>, router: Router) {
     let peer = Arc::new(gate.gate.x509.peer(stream.get_ref().1.peer_certificates()));
     let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let gate = Arc::clone(&gate);
@@ -127,9 +100,7 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, gate: Arc<NodeGate>, 
             Ok::<_, Infallible>(guarded(&gate, &peer, router, req).await)
         }
     });
-    let served = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+    let served = tls_listener::http1()
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;

@@ -7,11 +7,13 @@
 //! - [`review`]: the TokenReview and SubjectAccessReview seam ([`Reviewer`], a fake in tests).
 //! - [`gate`]: authenticate, then authorize, with the kubelet's caches. The agent's port uses it.
 //! - [`secure_port`]: the standalone scheduler's and controllers' port (`/healthz`, `/metrics`).
+//! - [`tls_listener`]: the accept loop, handshake and header deadlines both ports share.
 
 pub mod access;
 pub mod gate;
 pub mod review;
 pub mod secure_port;
+pub mod tls_listener;
 
 pub use access::Access;
 pub use gate::{Gate, Refusal};

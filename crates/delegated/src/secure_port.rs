@@ -16,18 +16,18 @@ use cairn_pki::tls::SwappableCert;
 use cairn_pki::Authority;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::access::Access;
 use crate::gate::Gate;
 use crate::review::ApiReviewer;
+use crate::tls_listener;
 
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where the API server publishes the CA of the client certificates it accepts.
 pub const CLIENT_CA_CONFIGMAP: &str = "extension-apiserver-authentication";
 pub const CLIENT_CA_KEY: &str = "client-ca-file";
@@ -89,7 +89,12 @@ pub async fn start(listener: TcpListener, port: SecurePort) -> Result<(), PortEr
         info!(%addr, component = port.component, "serving /healthz and /metrics over HTTPS");
     }
     let served = Arc::new(Served { port, gate });
-    tokio::spawn(accept_loop(listener, TlsAcceptor::from(tls), served));
+    tokio::spawn(tls_listener::accept_tls(
+        listener,
+        TlsAcceptor::from(tls),
+        "secure port",
+        move |stream| connection(stream, Arc::clone(&served)),
+    ));
     Ok(())
 }
 
@@ -109,27 +114,7 @@ fn self_signed(component: &str) -> Result<Arc<SwappableCert>, PortError> {
     Ok(SwappableCert::new(key))
 }
 
-async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, served: Arc<Served>) {
-    loop {
-        match listener.accept().await {
-            Ok((tcp, _)) => {
-                tokio::spawn(connection(tcp, acceptor.clone(), Arc::clone(&served)));
-            }
-            Err(e) => {
-                // Out of descriptors, most likely: back off rather than spin.
-                warn!(error = %e, "accepting a connection on the secure port");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
-async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, served: Arc<Served>) {
-    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return debug!(error = %e, "TLS handshake failed"),
-        Err(_) => return debug!("TLS handshake timed out"),
-    };
+async fn connection(stream: TlsStream<TcpStream>, served: Arc<Served>) {
     let peer = Arc::new(
         served
             .gate
@@ -140,9 +125,7 @@ async fn connection(tcp: TcpStream, acceptor: TlsAcceptor, served: Arc<Served>) 
         let (served, peer) = (Arc::clone(&served), Arc::clone(&peer));
         async move { Ok::<_, Infallible>(answer(&served, &peer, &req).await) }
     });
-    let result = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+    let result = tls_listener::http1()
         .serve_connection(TokioIo::new(stream), service)
         .await;
     if let Err(e) = result {
