@@ -579,6 +579,18 @@ pub fn resolv_conf(
     out
 }
 
+/// Removes the volumes of a pod whose containers have all stopped, as the kubelet tears
+/// down a terminated pod's volumes (an evicted pod's emptyDir is what disk pressure
+/// reclaims). Its etc files stay until the pod is removed. Tolerates a missing dir.
+pub fn teardown_volumes(root: &Path, uid: &str) {
+    let dir = pod_dir(root, uid).join("volumes");
+    if let Err(e) = std::fs::remove_dir_all(&dir) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(path = %dir.display(), error = %e, "removing a finished pod's volumes");
+        }
+    }
+}
+
 /// Removes the pod's directory (volumes, etc files). Tolerates a missing dir.
 pub fn teardown(root: &Path, uid: &str) {
     let dir = pod_dir(root, uid);

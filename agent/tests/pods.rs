@@ -760,6 +760,9 @@ async fn private_image_runs_with_pull_secret(
 #[path = "pods/logs_and_access.rs"]
 mod logs_and_access;
 
+#[path = "pods/disk_pressure.rs"]
+mod disk_pressure;
+
 #[tokio::test]
 async fn embedded_network_controller_configures_pod_network() {
     let _cgroups;

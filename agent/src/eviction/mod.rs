@@ -1,8 +1,7 @@
 //! The kubelet's eviction manager: every housekeeping interval it observes the node's
 //! signals from the last stats pass and the filesystems, raises MemoryPressure,
 //! DiskPressure and PIDPressure (which the node status reports and the node lifecycle
-//! controller turns into `NoSchedule` taints), and while a memory or PID threshold is
-//! met evicts one pod per pass in upstream's order: its containers are killed at once
+//! controller turns into `NoSchedule` taints), and while a threshold is met evicts one pod per pass in upstream's order: its containers are killed at once
 //! (hard thresholds have no grace) and its status says Failed, reason `Evicted`, with
 //! upstream's message and a `DisruptionTarget` condition.
 //!
@@ -12,10 +11,12 @@
 //! `memory.available`. imagefs is the agent's root filesystem (cairn does not ask
 //! containerd where its images live). Disk pressure first reclaims node-level resources
 //! as upstream does: every unused image goes (`image_gc::ImageGc::delete_unused`, the
-//! collector's minimum age still holding); it evicts no pod yet (ranking by
-//! ephemeral-storage use is still to come), and dead containers are left to each pod
-//! worker's pruning (two instances per container).
+//! collector's minimum age still holding; dead containers are left to each pod worker's
+//! pruning, two instances per container); if the filesystem is still short, one pod
+//! goes in upstream's disk ranking (over its ephemeral-storage request first, then lower
+//! priority, then the larger use above the request; [`candidates`] measures the use).
 
+mod candidates;
 pub mod pressure;
 pub mod rank;
 pub mod thresholds;
@@ -30,8 +31,7 @@ use crate::events::EventType;
 use crate::pods::PodManager;
 use crate::stats::PodTarget;
 use crate::Agent;
-use pressure::{NodePressure, Observation, Pressure};
-use rank::Candidate;
+use pressure::{Met, NodePressure, Observation, Pressure};
 use thresholds::Signal;
 
 /// What the eviction manager shares with the node status.
@@ -59,60 +59,73 @@ pub async fn run(agent: Arc<Agent>, pods: Arc<PodManager>) {
     loop {
         tick.tick().await;
         let targets = crate::stats::targets(&agent).await;
-        if sync(&agent, &pods, &targets) {
-            reclaim_disk(&agent).await;
+        if let Some(disk) = sync(&agent, &pods, &targets) {
+            reclaim_disk(&agent, &pods, &targets, &disk).await;
         }
     }
 }
 
-/// Upstream's `reclaimNodeLevelResources` for disk: unused images first.
-async fn reclaim_disk(agent: &Agent) {
+/// Upstream's `reclaimNodeLevelResources` for disk (unused images), then, if the
+/// filesystem is still short, one pod evicted in the disk ranking.
+async fn reclaim_disk(agent: &Agent, pods: &PodManager, targets: &[PodTarget], met: &Met) {
     agent.events.node(
         EventType::Warning,
         "EvictionThresholdMet",
-        "Attempting to reclaim ephemeral-storage",
+        &format!("Attempting to reclaim {}", met.signal.resource()),
     );
     let freed = agent.image_gc.delete_unused(agent).await;
     tracing::info!(freed, "disk pressure: removed unused images");
+    // Upstream observes again and evicts only if reclaiming was not enough.
+    let observations = filesystem(&agent.config.root_dir);
+    let still = pressure::met(&agent.config.eviction_hard, &observations);
+    if let Some(m) = still.iter().find(|m| m.signal.is_disk()) {
+        evict_one(agent, pods, targets, m);
+    }
 }
 
 /// One pass: observe, record the pressure, evict one pod if memory or PIDs run short.
-/// True when a disk threshold is met (the caller reclaims images).
-pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) -> bool {
+/// Otherwise the disk threshold met, if any: the caller reclaims for it.
+pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) -> Option<Met> {
     let observations = observe(agent, targets);
     let met = pressure::met(&agent.config.eviction_hard, &observations);
     agent.eviction.pressure.lock().observe(&met, Instant::now());
-    let disk = met.iter().any(|m| m.signal.is_disk());
     let Some(m) = met
         .iter()
         .find(|m| matches!(m.signal, Signal::MemoryAvailable | Signal::PidAvailable))
     else {
-        return disk;
+        return met.into_iter().find(|m| m.signal.is_disk());
     };
-    if still_settling(agent, targets) {
-        return disk;
+    if !still_settling(agent, targets) {
+        agent.events.node(
+            EventType::Warning,
+            "EvictionThresholdMet",
+            &format!("Attempting to reclaim {}", m.signal.resource()),
+        );
+        evict_one(agent, pods, targets, m);
     }
-    let resource = m.signal.resource();
-    agent.events.node(
-        EventType::Warning,
-        "EvictionThresholdMet",
-        &format!("Attempting to reclaim {resource}"),
-    );
-    let mut candidates = candidates(agent, targets, m.signal);
+    None
+}
+
+/// Evicts the first pod of the ranking for `m`, unless the last eviction is settling.
+fn evict_one(agent: &Agent, pods: &PodManager, targets: &[PodTarget], m: &Met) {
+    if still_settling(agent, targets) {
+        return;
+    }
+    let mut candidates = candidates::candidates(agent, targets, m.signal);
     rank::rank(m.signal, &mut candidates);
     let Some(victim) = candidates.first() else {
+        let resource = m.signal.resource();
         tracing::warn!(
             resource,
             "eviction threshold met, but no pod may be evicted"
         );
-        return disk;
+        return;
     };
     let message = rank::message(m.signal, &m.threshold, m.available, victim);
     tracing::info!(pod = %victim.key, %message, "evicting");
     agent.eviction.evicted.lock().insert(victim.uid.clone());
     *agent.eviction.settling.lock() = Some((victim.uid.clone(), None));
     pods.evict(&victim.uid, message);
-    disk
 }
 
 /// Whether the last evicted pod still runs, or no stats pass has read the node since it
@@ -186,99 +199,16 @@ fn obs(signal: Signal, available: u64, capacity: u64) -> Observation {
 
 /// nodefs and imagefs (one filesystem here): bytes and inodes.
 fn filesystem(root: &std::path::Path) -> Vec<Observation> {
-    let Ok(st) = nix::sys::statvfs::statvfs(root) else {
+    let Some(fs) = crate::sysinfo::filesystem_usage(root) else {
         return Vec::new();
     };
-    let frag = st.fragment_size();
-    let (bytes, free) = (st.blocks() * frag, st.blocks_available() * frag);
-    let (inodes, inodes_free) = (st.files(), st.files_available());
     let mut out = vec![
-        obs(Signal::NodefsAvailable, free, bytes),
-        obs(Signal::ImagefsAvailable, free, bytes),
+        obs(Signal::NodefsAvailable, fs.available, fs.bytes),
+        obs(Signal::ImagefsAvailable, fs.available, fs.bytes),
     ];
-    // Filesystems without inode accounting (btrfs, some overlays) report zero.
-    if inodes > 0 {
-        out.push(obs(Signal::NodefsInodesFree, inodes_free, inodes));
-        out.push(obs(Signal::ImagefsInodesFree, inodes_free, inodes));
+    if fs.inodes > 0 {
+        out.push(obs(Signal::NodefsInodesFree, fs.inodes_free, fs.inodes));
+        out.push(obs(Signal::ImagefsInodesFree, fs.inodes_free, fs.inodes));
     }
     out
-}
-
-/// The pods that may be evicted for `signal`, with their usage and requests.
-fn candidates(agent: &Agent, targets: &[PodTarget], signal: Signal) -> Vec<Candidate> {
-    let collector = agent.stats.collector();
-    let pods = agent.ledger.pods();
-    let evicted = agent.eviction.evicted.lock();
-    let latest = |cgroup: &str| collector.history().latest(cgroup).map(|r| &r.sample);
-    targets
-        .iter()
-        .filter(|t| !evicted.contains(&t.uid))
-        .filter_map(|t| {
-            let pod = pods.get(&t.uid)?;
-            let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            let finished = matches!(phase, Some("Succeeded" | "Failed"));
-            let static_pod = crate::pod_meta::is_static(pod) || crate::pod_meta::is_mirror(pod);
-            if finished || priority >= rank::CRITICAL_PRIORITY || static_pod {
-                return None;
-            }
-            let sample = latest(&t.cgroup)?;
-            let (usage, request, containers) = match signal {
-                Signal::MemoryAvailable => {
-                    let requests = container_memory_requests(pod);
-                    let containers = t
-                        .containers
-                        .iter()
-                        .map(|c| {
-                            let used = latest(&c.cgroup)
-                                .and_then(|s| s.memory.working_set_bytes)
-                                .unwrap_or(0);
-                            let req = requests
-                                .iter()
-                                .find(|(n, _)| *n == c.name)
-                                .map_or(0, |(_, r)| *r);
-                            (c.name.clone(), i64::try_from(used).unwrap_or(i64::MAX), req)
-                        })
-                        .collect();
-                    let used = sample.memory.working_set_bytes.unwrap_or(0);
-                    (
-                        i64::try_from(used).unwrap_or(i64::MAX),
-                        requests.iter().map(|(_, r)| r).sum(),
-                        containers,
-                    )
-                }
-                _ => (
-                    i64::try_from(sample.processes.processes.unwrap_or(0)).unwrap_or(i64::MAX),
-                    0,
-                    Vec::new(),
-                ),
-            };
-            Some(Candidate {
-                uid: t.uid.clone(),
-                key: format!("{}/{}", t.namespace, t.name),
-                priority,
-                usage,
-                request,
-                containers,
-            })
-        })
-        .collect()
-}
-
-/// Each container's memory request in bytes (0 without one).
-fn container_memory_requests(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<(String, i64)> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .map(|c| {
-            let request = c
-                .resources
-                .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .and_then(|r| r.get("memory"))
-                .and_then(|q| cairn_semantics::quantity::value(q).ok())
-                .unwrap_or(0);
-            (c.name.clone(), request)
-        })
-        .collect()
 }

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::thresholds::{Signal, Threshold};
+use cairn_semantics::quantity::print_binary;
+
+use super::thresholds::{Amount, Signal, Threshold};
 
 /// What a signal measures now.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,9 +35,14 @@ pub fn met(thresholds: &[Threshold], observations: &[Observation]) -> Vec<Met> {
             .filter(|o| o.signal == t.signal && t.met(o.available, o.capacity))
             .min_by_key(|o| o.available);
         if let Some(o) = worst {
+            // Upstream's message prints a percentage as the amount it came to.
+            let threshold = match t.amount {
+                Amount::Absolute(_) => t.text.clone(),
+                Amount::Percent(_) => print_binary(t.quantity(o.capacity)),
+            };
             out.push(Met {
                 signal: t.signal,
-                threshold: t.text.clone(),
+                threshold,
                 available: o.available,
             });
         }
@@ -124,5 +131,25 @@ mod tests {
             NodePressure::default(),
             "cleared after the transition period"
         );
+    }
+
+    #[test]
+    fn a_percentage_is_reported_as_the_amount_it_came_to() {
+        let t = parse("nodefs.available<10%,nodefs.inodesFree<300").expect("parses");
+        let obs = [
+            Observation {
+                signal: Signal::NodefsAvailable,
+                available: 1 << 30,
+                capacity: 20 << 30,
+            },
+            Observation {
+                signal: Signal::NodefsInodesFree,
+                available: 200,
+                capacity: 1000,
+            },
+        ];
+        let m = met(&t, &obs);
+        let thresholds: Vec<&str> = m.iter().map(|m| m.threshold.as_str()).collect();
+        assert_eq!(thresholds, ["2Gi", "300"]);
     }
 }

@@ -1,7 +1,8 @@
 //! Which pod goes first under pressure, and what its status says (no IO): upstream's
 //! `rankMemoryPressure` (pods using more than they requested first, then lower
-//! priority, then the larger use above the request) and `rankPIDPressure` (lower
-//! priority, then more processes), and `evictionMessage`.
+//! priority, then the larger use above the request), `rankDiskPressureFunc` (the same
+//! order, on ephemeral storage), `rankPIDPressure` (lower priority, then more
+//! processes), and `evictionMessage`.
 
 use std::cmp::Ordering;
 
@@ -19,7 +20,8 @@ pub struct Candidate {
     pub uid: String,
     pub key: String,
     pub priority: i32,
-    /// Memory working set (bytes) or processes, for the signal being reclaimed.
+    /// Memory working set (bytes), processes, or ephemeral storage (bytes or inodes),
+    /// for the signal being reclaimed.
     pub usage: i64,
     /// The pod's request of that resource (0 for pids).
     pub request: i64,
@@ -36,17 +38,17 @@ impl Candidate {
 /// Sorts the candidates: the first is evicted.
 pub fn rank(signal: Signal, candidates: &mut [Candidate]) {
     match signal {
-        Signal::MemoryAvailable => candidates.sort_by(|a, b| {
-            b.exceeds()
-                .cmp(&a.exceeds())
-                .then(a.priority.cmp(&b.priority))
-                .then((b.usage - b.request).cmp(&(a.usage - a.request)))
-        }),
-        _ => candidates.sort_by(|a, b| {
+        Signal::PidAvailable => candidates.sort_by(|a, b| {
             a.priority
                 .cmp(&b.priority)
                 .then(b.usage.cmp(&a.usage))
                 .then(Ordering::Equal)
+        }),
+        _ => candidates.sort_by(|a, b| {
+            b.exceeds()
+                .cmp(&a.exceeds())
+                .then(a.priority.cmp(&b.priority))
+                .then((b.usage - b.request).cmp(&(a.usage - a.request)))
         }),
     }
 }
@@ -56,14 +58,20 @@ pub fn rank(signal: Signal, candidates: &mut [Candidate]) {
 pub fn message(signal: Signal, threshold: &str, available: i64, pod: &Candidate) -> String {
     let resource = signal.resource();
     let mut m = format!("The node was low on resource: {resource}. ");
-    let available = match signal {
-        Signal::MemoryAvailable => print_binary(available),
-        _ => available.to_string(),
+    // Bytes print as binary quantities, counts as decimal ones (upstream's formats).
+    let bytes = matches!(
+        signal,
+        Signal::MemoryAvailable | Signal::NodefsAvailable | Signal::ImagefsAvailable
+    );
+    let available = if bytes {
+        print_binary(available)
+    } else {
+        available.to_string()
     };
     m.push_str(&format!(
         "Threshold quantity: {threshold}, available: {available}. "
     ));
-    if signal == Signal::MemoryAvailable {
+    if bytes {
         for (name, usage, request) in pod.containers.iter().filter(|(_, u, r)| u > r) {
             m.push_str(&format!(
                 "Container {name} was using {}, request is {}, has larger consumption of {resource}. ",
@@ -103,6 +111,37 @@ mod tests {
         assert_eq!(
             order,
             ["hog", "small-over", "low-priority-within", "guaranteed"]
+        );
+    }
+
+    #[test]
+    fn disk_ranks_by_use_over_the_ephemeral_storage_request() {
+        let mut c = vec![
+            pod("within-request", -10, 900 << 20, 1 << 30),
+            pod("logger", 0, 50 << 20, 0),
+            pod("filler", 0, 600 << 20, 100 << 20),
+            pod("important-filler", 1000, 800 << 20, 0),
+        ];
+        rank(Signal::NodefsAvailable, &mut c);
+        let order: Vec<&str> = c.iter().map(|c| c.uid.as_str()).collect();
+        assert_eq!(
+            order,
+            ["filler", "logger", "important-filler", "within-request"]
+        );
+    }
+
+    #[test]
+    fn the_disk_message_names_the_container_over_its_request() {
+        let filler = pod("filler", 0, 600 << 20, 100 << 20);
+        assert_eq!(
+            message(Signal::NodefsAvailable, "4Gi", 3 << 30, &filler),
+            "The node was low on resource: ephemeral-storage. Threshold quantity: 4Gi, \
+             available: 3Gi. Container main was using 600Mi, request is 100Mi, has larger \
+             consumption of ephemeral-storage. "
+        );
+        assert_eq!(
+            message(Signal::NodefsInodesFree, "2Ki", 1234, &filler),
+            "The node was low on resource: inodes. Threshold quantity: 2Ki, available: 1234. "
         );
     }
 

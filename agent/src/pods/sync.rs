@@ -120,6 +120,12 @@ impl Worker {
             }
         }
         let (_, containers) = self.my_state().await?;
+        if containers
+            .iter()
+            .all(|c| c.state != ContainerState::Running)
+        {
+            volumes::teardown_volumes(&self.h.node.config.root_dir, &self.uid);
+        }
         let refs: Vec<&ContainerStatus> = containers.iter().collect();
         self.write_status(pod, &refs, None).await;
         Ok(())

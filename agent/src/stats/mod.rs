@@ -25,8 +25,9 @@ pub use summary::{summary, ContainerTarget, NodeFacts, PodTarget};
 #[derive(Debug)]
 pub struct Stats {
     collector: Mutex<Collector>,
-    /// Each running container's writable layer and logs from the last pass.
-    filesystems: Mutex<std::collections::HashMap<String, fs::ContainerFs>>,
+    /// Each running container's writable layer and logs, and each pod's volumes, from
+    /// the last pass.
+    filesystems: Mutex<fs::FsReadings>,
 }
 
 impl Stats {
@@ -43,7 +44,7 @@ impl Stats {
         self.collector().housekeep(&cgroups)
     }
 
-    fn filesystems(&self) -> MutexGuard<'_, std::collections::HashMap<String, fs::ContainerFs>> {
+    fn filesystems(&self) -> MutexGuard<'_, fs::FsReadings> {
         self.filesystems.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -66,8 +67,13 @@ pub async fn targets(agent: &Agent) -> Vec<PodTarget> {
             let cgroup = crate::pod_meta::cgroup_parent(&agent.config.cgroup_root, pod);
             let mut target = PodTarget::new(pod, cgroup, &containers);
             for c in &mut target.containers {
-                c.fs = filesystems.get(&c.id).copied();
+                c.fs = filesystems.containers.get(&c.id).copied();
             }
+            target.volumes = filesystems
+                .volumes
+                .get(&target.uid)
+                .cloned()
+                .unwrap_or_default();
             target
         })
         .collect()

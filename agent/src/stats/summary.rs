@@ -35,6 +35,8 @@ pub struct PodTarget {
     pub cgroup: String,
     pub start_time: Option<String>,
     pub containers: Vec<ContainerTarget>,
+    /// Its volumes from the last pass.
+    pub volumes: Vec<super::fs::VolumeFs>,
 }
 
 impl PodTarget {
@@ -62,9 +64,36 @@ impl PodTarget {
                     fs: None,
                 })
                 .collect(),
+            volumes: Vec::new(),
             uid,
             cgroup,
         }
+    }
+
+    /// Upstream's pod ephemeral storage: writable layers, logs and local ephemeral
+    /// volumes; `None` before a pass has read any of them.
+    pub fn ephemeral_usage(&self) -> Option<StorageUsage> {
+        let mut usage: Option<StorageUsage> = None;
+        let mut add = |time: SystemTime, bytes: u64, inodes: u64| {
+            let u = usage.get_or_insert(StorageUsage {
+                time,
+                bytes: 0,
+                inodes: 0,
+            });
+            u.time = u.time.max(time);
+            u.bytes = u.bytes.saturating_add(bytes);
+            u.inodes = u.inodes.saturating_add(inodes);
+        };
+        for c in &self.containers {
+            if let Some(fs) = &c.fs {
+                let (bytes, inodes) = fs.storage();
+                add(fs.time, bytes, inodes);
+            }
+        }
+        for v in self.volumes.iter().filter(|v| v.local_ephemeral) {
+            add(v.time, v.used_bytes, v.inodes_used);
+        }
+        usage
     }
 
     pub(super) fn cgroups(&self) -> PodCgroups {
@@ -74,6 +103,14 @@ impl PodTarget {
             containers: self.containers.iter().map(|c| c.cgroup.clone()).collect(),
         }
     }
+}
+
+/// Bytes and inodes of ephemeral storage, as of `time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageUsage {
+    pub time: SystemTime,
+    pub bytes: u64,
+    pub inodes: u64,
 }
 
 /// What the node reports besides the collector's readings.
@@ -176,6 +213,10 @@ fn pod_stats(pod: &PodTarget, collector: &Collector) -> Value {
     if let Some(storage) = ephemeral_storage(pod) {
         entry.insert("ephemeral-storage".into(), storage);
     }
+    if !pod.volumes.is_empty() {
+        let volumes = pod.volumes.iter().map(volume).collect();
+        entry.insert("volume".into(), Value::Array(volumes));
+    }
     if let Some(net) = collector.network(&pod.uid) {
         entry.insert(
             "network".into(),
@@ -242,23 +283,29 @@ fn filesystems(fs: Option<&super::fs::ContainerFs>) -> Map<String, Value> {
 }
 
 /// The pod's ephemeral storage as the kubelet sums it: its containers' writable layers
-/// and logs (emptyDir volumes are not counted yet).
+/// and logs and its local ephemeral volumes.
 fn ephemeral_storage(pod: &PodTarget) -> Option<Value> {
-    let readings: Vec<&super::fs::ContainerFs> = pod
-        .containers
-        .iter()
-        .filter_map(|c| c.fs.as_ref())
-        .collect();
-    let time = readings.iter().map(|f| f.time).max()?;
-    let bytes: u64 = readings
-        .iter()
-        .map(|f| f.rootfs.map_or(0, |l| l.bytes) + f.logs.map_or(0, |l| l.0))
-        .sum();
-    let inodes: u64 = readings
-        .iter()
-        .map(|f| f.rootfs.map_or(0, |l| l.inodes) + f.logs.map_or(0, |l| l.1))
-        .sum();
-    Some(json!({"time": rfc3339(time), "usedBytes": bytes, "inodesUsed": inodes}))
+    let usage = pod.ephemeral_usage()?;
+    Some(json!({
+        "time": rfc3339(usage.time),
+        "usedBytes": usage.bytes,
+        "inodesUsed": usage.inodes,
+    }))
+}
+
+/// upstream's VolumeStats: the volume's use and the filesystem it lives on.
+fn volume(v: &super::fs::VolumeFs) -> Value {
+    let fs = v.filesystem;
+    Value::Object(object([
+        ("time", Some(json!(rfc3339(v.time)))),
+        ("availableBytes", fs.map(|f| json!(f.available))),
+        ("capacityBytes", fs.map(|f| json!(f.bytes))),
+        ("usedBytes", Some(json!(v.used_bytes))),
+        ("inodesFree", fs.map(|f| json!(f.inodes_free))),
+        ("inodes", fs.map(|f| json!(f.inodes))),
+        ("inodesUsed", Some(json!(v.inodes_used))),
+        ("name", Some(json!(v.name))),
+    ]))
 }
 
 /// upstream's NetworkStats: the default interface inline, every interface listed.

@@ -35,6 +35,29 @@ fn target() -> PodTarget {
                 logs: Some((4096, 1)),
             }),
         }],
+        volumes: vec![
+            super::fs::VolumeFs {
+                name: "scratch".into(),
+                time: std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_001),
+                used_bytes: 1 << 20,
+                inodes_used: 2,
+                filesystem: Some(crate::sysinfo::FsUsage {
+                    bytes: 1000 << 20,
+                    available: 400 << 20,
+                    inodes: 100,
+                    inodes_free: 40,
+                }),
+                local_ephemeral: true,
+            },
+            super::fs::VolumeFs {
+                name: "token".into(),
+                time: std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_001),
+                used_bytes: 4096,
+                inodes_used: 5,
+                filesystem: None,
+                local_ephemeral: false,
+            },
+        ],
     }
 }
 
@@ -109,7 +132,19 @@ fn pods_and_containers_carry_what_metrics_server_reads() {
     assert_eq!(app["rootfs"]["usedBytes"], 5u64 << 20);
     assert_eq!(app["rootfs"]["inodesUsed"], 3);
     assert_eq!(app["logs"]["usedBytes"], 4096);
-    assert_eq!(pod["ephemeral-storage"]["usedBytes"], (5u64 << 20) + 4096);
+    // Layer, logs and the emptyDir; not the projected token.
+    assert_eq!(
+        pod["ephemeral-storage"]["usedBytes"],
+        (5u64 << 20) + 4096 + (1 << 20)
+    );
+    assert_eq!(pod["ephemeral-storage"]["inodesUsed"], 3 + 1 + 2);
+    let scratch = &pod["volume"][0];
+    assert_eq!(scratch["name"], "scratch");
+    assert_eq!(scratch["usedBytes"], 1u64 << 20);
+    assert_eq!(scratch["capacityBytes"], 1000u64 << 20);
+    assert_eq!(scratch["inodesFree"], 40);
+    assert_eq!(pod["volume"][1]["name"], "token");
+    assert!(pod["volume"][1].get("capacityBytes").is_none());
     assert_eq!(
         pod["cpu"]["usageNanoCores"], 0,
         "the pod's counter did not move"

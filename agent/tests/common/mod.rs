@@ -80,6 +80,8 @@ pub struct Cluster {
     pub join_token: Option<String>,
     /// See [`ClusterOptions::eager_image_gc`].
     pub eager_image_gc: bool,
+    /// See [`ClusterOptions::eviction_hard`].
+    pub eviction_hard: Option<String>,
 }
 
 /// How a [`Cluster`] starts.
@@ -95,6 +97,8 @@ pub struct ClusterOptions<'a> {
     /// Image GC that removes every unused image seen for 3 s, each second; else it is off, because
     /// the test node shares this machine's disk and a full CI disk would start it.
     pub eager_image_gc: bool,
+    /// `--eviction-hard` instead of memory only (see [`Cluster::start_agent`]).
+    pub eviction_hard: Option<String>,
 }
 
 impl Cluster {
@@ -216,6 +220,7 @@ impl Cluster {
             backend: backend.map(str::to_string),
             join_token,
             eager_image_gc: opts.eager_image_gc,
+            eviction_hard: opts.eviction_hard,
         };
         c.start_agent();
         c.wait_node_ready().await;
@@ -266,7 +271,12 @@ impl Cluster {
             .args(["--listen", &format!("{NODE_IP}:10250")])
             // The test node shares this machine's disk, which a CI build may have filled
             // past upstream's 10-15 %: memory only, so no disk pressure taints the node.
-            .arg("--eviction-hard=memory.available<100Mi")
+            .arg(format!(
+                "--eviction-hard={}",
+                self.eviction_hard
+                    .as_deref()
+                    .unwrap_or("memory.available<100Mi")
+            ))
             .args(if self.eager_image_gc {
                 &[
                     "--image-gc-high-threshold=1",

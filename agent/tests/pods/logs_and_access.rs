@@ -59,7 +59,11 @@ async fn logs_show_both_lines_and_tail(cluster: &Cluster) {
 }
 
 /// The agent's `/stats/summary` (admin, on its port) until `done` accepts it or 60 s pass.
-async fn summary_until(cluster: &Cluster, what: &str, done: impl Fn(&serde_json::Value) -> bool) {
+pub(super) async fn summary_until(
+    cluster: &Cluster,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) {
     let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -79,7 +83,10 @@ async fn summary_until(cluster: &Cluster, what: &str, done: impl Fn(&serde_json:
     }
 }
 
-fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+pub(super) fn pod_stats<'a>(
+    summary: &'a serde_json::Value,
+    name: &str,
+) -> Option<&'a serde_json::Value> {
     summary["pods"]
         .as_array()?
         .iter()
@@ -87,7 +94,10 @@ fn pod_stats<'a>(summary: &'a serde_json::Value, name: &str) -> Option<&'a serde
 }
 
 /// The container `name` of a pod in a summary.
-fn container<'a>(pod: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+pub(super) fn container<'a>(
+    pod: &'a serde_json::Value,
+    name: &str,
+) -> Option<&'a serde_json::Value> {
     pod["containers"]
         .as_array()?
         .iter()
