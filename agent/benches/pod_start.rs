@@ -382,18 +382,26 @@ fn phases(log: &str, prefix: &str, timings: &[Timing]) -> Vec<Vec<f64>> {
     out
 }
 
-/// `/metrics/cadvisor` of the node `rounds` times through the API server's node proxy (how
-/// docs/monitoring/prometheus.yml scrapes it), after a housekeeping pass saw every pod:
-/// per-scrape latency and the exposition's size and series.
+/// `/metrics/cadvisor` of the node `rounds` times each way Prometheus scrapes a kubelet:
+/// straight at the agent's port with a client certificate (kube-prometheus's
+/// `kubelet` job) and through the API server's node proxy (docs/monitoring/prometheus.yml),
+/// after a housekeeping pass saw every pod: per-scrape latency (body read in full) and
+/// the exposition's size and series.
 async fn scrape_cadvisor(cluster: &Cluster, n: usize, rounds: usize) -> Value {
-    let path = format!("/api/v1/nodes/{NODE}/proxy/metrics/cadvisor");
-    let get = || async {
-        let req = http::Request::get(&path).body(Vec::new()).unwrap();
+    let proxied = format!("/api/v1/nodes/{NODE}/proxy/metrics/cadvisor");
+    let via_proxy = || async {
+        let req = http::Request::get(&proxied).body(Vec::new()).unwrap();
         cluster.client.request_text(req).await.unwrap_or_default()
+    };
+    let admin = cairn_testsupport::api_client::http_client(&cluster.kubeconfig).unwrap();
+    let url = format!("https://{NODE_IP}:10250/metrics/cadvisor");
+    let direct = || async {
+        let response = admin.get(&url).send().await.unwrap();
+        response.text().await.unwrap_or_default()
     };
     // Every bench pod's container in the exposition (a pass after the last start).
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut text = get().await;
+    let mut text = via_proxy().await;
     while text
         .matches("container_cpu_usage_seconds_total{container=\"c\"")
         .count()
@@ -404,17 +412,25 @@ async fn scrape_cadvisor(cluster: &Cluster, n: usize, rounds: usize) -> Value {
             "cAdvisor metrics never listed {n} containers"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
-        text = get().await;
+        text = via_proxy().await;
     }
-    let mut lat = Vec::with_capacity(rounds);
+    let mut lat_direct = Vec::with_capacity(rounds);
+    let mut lat_proxy = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let t = Instant::now();
-        let body = get().await;
-        lat.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert!(!body.is_empty());
+        assert!(!direct().await.is_empty());
+        lat_direct.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        assert!(!via_proxy().await.is_empty());
+        lat_proxy.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let series = text.lines().filter(|l| !l.starts_with('#')).count();
-    json!({"per_scrape_ms": summary(&lat), "bytes": text.len(), "series": series})
+    json!({
+        "per_scrape_ms": summary(&lat_direct),
+        "per_scrape_ms_via_proxy": summary(&lat_proxy),
+        "bytes": text.len(),
+        "series": series,
+    })
 }
 
 struct Pids {
@@ -464,10 +480,11 @@ async fn measure(
     let rss_kb = status_kb(pids.agent, "VmRSS:");
     let cadvisor = scrape_cadvisor(cluster, n, 200).await;
     println!(
-        "         /metrics/cadvisor with {n} containers via the node proxy: {} ({} bytes, {} series)",
-        fmt(&cadvisor["per_scrape_ms"]),
+        "         /metrics/cadvisor with {n} containers ({} bytes, {} series): direct {}; via the node proxy {}",
         cadvisor["bytes"],
-        cadvisor["series"]
+        cadvisor["series"],
+        fmt(&cadvisor["per_scrape_ms"]),
+        fmt(&cadvisor["per_scrape_ms_via_proxy"]),
     );
     let (idle_secs, agent_idle, containerd_idle) = steady_state_cpu_then_hold(pids, mode, n).await;
     all_bench_pods_running(cluster, mode, n).await;

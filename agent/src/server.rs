@@ -12,7 +12,7 @@ use crate::Agent;
 
 /// The kubelet's Summary API (`/stats/summary`) from the last housekeeping passes.
 pub async fn summary(agent: &Agent) -> serde_json::Value {
-    let pods = crate::stats::targets(agent).await;
+    let pods = agent.stats.pass_targets();
     let facts = crate::stats::NodeFacts {
         name: agent.config.node_name.clone(),
         fs: crate::sysinfo::filesystem_bytes(&agent.config.root_dir),

@@ -28,6 +28,10 @@ pub struct Stats {
     /// Each running container's writable layer and logs, and each pod's volumes, from
     /// the last pass.
     filesystems: Mutex<fs::FsReadings>,
+    /// The pods and containers the last pass read, with its filesystem figures: what the
+    /// endpoints report (a scrape asks the runtime nothing, and its labels are those of
+    /// the readings it serves).
+    pass_targets: Mutex<Arc<Vec<PodTarget>>>,
 }
 
 impl Stats {
@@ -35,6 +39,7 @@ impl Stats {
         Stats {
             collector: Mutex::new(Collector::new(cgroupfs, proc_root, interval)),
             filesystems: Mutex::default(),
+            pass_targets: Mutex::default(),
         }
     }
 
@@ -48,6 +53,12 @@ impl Stats {
         self.filesystems.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The pods the last pass read (none before the first pass).
+    pub fn pass_targets(&self) -> Arc<Vec<PodTarget>> {
+        let targets = self.pass_targets.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(&targets)
+    }
+
     /// The collector, for reading its history. A panic elsewhere while it was held left
     /// readings, not broken invariants: keep serving them.
     pub fn collector(&self) -> MutexGuard<'_, Collector> {
@@ -55,41 +66,54 @@ impl Stats {
     }
 }
 
-/// The pods this agent runs and their running containers, as the runtime reports them.
+/// The pods this agent runs and their running containers, as the runtime reports them,
+/// with the last pass's filesystem figures.
 pub async fn targets(agent: &Agent) -> Vec<PodTarget> {
     let containers = agent.runtime.list_containers().await.unwrap_or_default();
-    let filesystems = agent.stats.filesystems();
-    agent
+    let mut targets: Vec<PodTarget> = agent
         .ledger
         .pods()
         .values()
         .map(|pod| {
             let cgroup = crate::pod_meta::cgroup_parent(&agent.config.cgroup_root, pod);
-            let mut target = PodTarget::new(pod, cgroup, &containers);
-            for c in &mut target.containers {
-                c.fs = filesystems.containers.get(&c.id).copied();
-            }
-            target.volumes = filesystems
-                .volumes
-                .get(&target.uid)
-                .cloned()
-                .unwrap_or_default();
-            target
+            PodTarget::new(pod, cgroup, &containers)
         })
-        .collect()
+        .collect();
+    with_filesystems(&mut targets, &agent.stats.filesystems());
+    targets
+}
+
+fn with_filesystems(targets: &mut [PodTarget], readings: &fs::FsReadings) {
+    for target in targets {
+        for c in &mut target.containers {
+            c.fs = readings.containers.get(&c.id).copied();
+        }
+        target.volumes = readings
+            .volumes
+            .get(&target.uid)
+            .cloned()
+            .unwrap_or_default();
+    }
 }
 
 /// `/metrics/resource` from the last passes.
 pub async fn resource_text(agent: Arc<Agent>) -> String {
-    let pods = targets(&agent).await;
-    resource_metrics(&pods, &agent.stats.collector())
+    resource_metrics(&agent.stats.pass_targets(), &agent.stats.collector())
 }
 
 /// `/metrics/cadvisor` from the last passes.
 pub async fn cadvisor_text(agent: Arc<Agent>) -> String {
-    let pods = targets(&agent).await;
     let sys = Path::new("/sys");
-    let device = |major, minor| cairn_stats::block_device_name(sys, major, minor);
+    // Each device is named once per scrape, not once per container and family.
+    let names = std::cell::RefCell::new(std::collections::HashMap::new());
+    let device = |major, minor| {
+        names
+            .borrow_mut()
+            .entry((major, minor))
+            .or_insert_with(|| cairn_stats::block_device_name(sys, major, minor))
+            .clone()
+    };
+    let pods = agent.stats.pass_targets();
     cadvisor_metrics(&pods, &agent.stats.collector(), agent.host.cpus(), &device)
 }
 
@@ -107,6 +131,13 @@ pub async fn run(agent: Arc<Agent>) {
             Err(e) => tracing::warn!(error = %e, "housekeeping pass failed"),
         }
         let filesystems = fs::read(&agent, &targets).await;
+        let mut pass = targets;
+        with_filesystems(&mut pass, &filesystems);
         *agent.stats.filesystems() = filesystems;
+        *agent
+            .stats
+            .pass_targets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(pass);
     }
 }

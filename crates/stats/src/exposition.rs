@@ -48,11 +48,15 @@ impl Exposition {
                 if i > 0 {
                     self.text.push(',');
                 }
-                let _ = write!(self.text, "{label}=\"{}\"", escape(v));
+                self.text.push_str(label);
+                self.text.push_str("=\"");
+                escape_into(&mut self.text, v);
+                self.text.push('"');
             }
             self.text.push('}');
         }
-        let _ = write!(self.text, " {}", format_value(value));
+        self.text.push(' ');
+        write_value(&mut self.text, value);
         if let Some(ms) = time.and_then(|t| t.duration_since(UNIX_EPOCH).ok()) {
             let _ = write!(self.text, " {}", ms.as_millis());
         }
@@ -64,20 +68,31 @@ impl Exposition {
     }
 }
 
-/// Label values escape backslash, double quote and newline.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// Label values escape backslash, double quote and newline. Most need none: copied as
+/// they are (a scrape writes tens of thousands of them).
+fn escape_into(out: &mut String, value: &str) {
+    if !value.contains(['\\', '"', '\n']) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
 }
 
-fn format_value(value: f64) -> String {
+fn write_value(out: &mut String, value: f64) {
     match value {
-        v if v.is_nan() => "NaN".into(),
-        v if v == f64::INFINITY => "+Inf".into(),
-        v if v == f64::NEG_INFINITY => "-Inf".into(),
-        v => format!("{v}"),
+        v if v.is_nan() => out.push_str("NaN"),
+        v if v == f64::INFINITY => out.push_str("+Inf"),
+        v if v == f64::NEG_INFINITY => out.push_str("-Inf"),
+        v => {
+            let _ = write!(out, "{v}");
+        }
     }
 }
 
