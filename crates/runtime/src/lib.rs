@@ -248,8 +248,9 @@ pub struct ContainerStatus {
 #[derive(Debug, Clone)]
 pub struct ExecResult {
     pub exit_code: i32,
-    /// stdout and stderr as the command wrote them, the first [`EXEC_OUTPUT_LIMIT`] bytes
-    /// (probe and hook failure messages quote it, as the kubelet's do).
+    /// stdout then stderr (as the kubelet's `RunInContainer` joins them), the first
+    /// [`EXEC_OUTPUT_LIMIT`] bytes (probe and hook failure messages quote it, as the
+    /// kubelet's do).
     pub output: String,
 }
 

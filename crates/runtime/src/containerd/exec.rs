@@ -1,4 +1,5 @@
-//! Exec in a running container. `exec_sync` (probes, hooks): output to a file, a timeout.
+//! Exec in a running container. `exec_sync` (probes, hooks): a streamed exec read to
+//! its end, with a timeout.
 //! Streaming exec (`kubectl exec`): the process's stdio through FIFOs the shim opens, a
 //! terminal when asked, and a background task that reaps the process (DeleteProcess, FIFO
 //! directory) whether or not anyone waits for its exit, so no exec is left in the shim.
@@ -20,19 +21,6 @@ use tracing::{debug, warn};
 
 use super::{grpc, new_id, ContainerdRuntime, PROCESS_TYPE_URL};
 use crate::{spec, ExecResult, ExecStreamRequest, ExecStreams, RuntimeError, StreamReader};
-
-/// The first [`crate::EXEC_OUTPUT_LIMIT`] bytes of an exec's output file, lossily as text.
-fn read_exec_output(path: &Path) -> String {
-    use std::io::Read as _;
-    let mut buf = Vec::new();
-    if let Ok(f) = std::fs::File::open(path) {
-        // A short or failed read leaves what was read: output is informational.
-        let _ = f
-            .take(crate::EXEC_OUTPUT_LIMIT as u64)
-            .read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
 
 /// The FIFOs of one exec, in `<state>/exec/<exec-id>/`.
 struct Fifos {
@@ -123,6 +111,26 @@ async fn join_reader(
                 source: std::io::Error::other(e.to_string()),
             })?
             .map(Some),
+    }
+}
+
+/// A stream read to its end, its first [`crate::EXEC_OUTPUT_LIMIT`] bytes kept (the rest
+/// is read too, so the process never blocks on a full pipe).
+async fn read_limited(reader: Option<StreamReader>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let Some(mut reader) = reader else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = crate::EXEC_OUTPUT_LIMIT.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
     }
 }
 
@@ -235,58 +243,43 @@ impl ContainerdRuntime {
             .unwrap_or(Value::Null))
     }
 
-    /// A command run to completion with its output (probes, hooks): both streams appended
-    /// to one file by the shim, as the kubelet reports them combined, killed at `timeout`.
+    /// A command run to completion with its output (probes, hooks), killed at `timeout`:
+    /// a streamed exec whose stdout and stderr are read to their end, as CRI's ExecSync
+    /// waits for the IO after the exit. (The shim reports the exit before it has copied
+    /// all the output; a file read at the exit was at times still empty.) The output is
+    /// stdout then stderr, as the kubelet's `RunInContainer` joins them.
     pub(super) async fn exec_sync_impl(
         &self,
         id: &str,
         command: &[String],
         timeout: Duration,
     ) -> Result<ExecResult, RuntimeError> {
-        let process = spec::exec_process(&self.container_spec(id).await?, command);
-        let exec_id = format!("exec-{}", &new_id()[..12]);
-        let output_dir = self.inner.config.state_dir.join("exec");
-        std::fs::create_dir_all(&output_dir)
-            .map_err(io_error(format!("creating {}", output_dir.display())))?;
-        let output_path = output_dir.join(format!("{exec_id}.out"));
-        // Without stdio the shim leaves fds 1/2 closed and writers fail.
-        let output_uri = format!("file://{}", output_path.display());
-        let stdio = [String::new(), output_uri.clone(), output_uri];
-        let exited = match self.start_exec(id, &exec_id, stdio, process).await {
-            Err(e) => Err(e),
-            Ok(()) => self.wait_exec(id, &exec_id, timeout).await,
+        let request = ExecStreamRequest {
+            command: command.to_vec(),
+            tty: false,
+            stdin: false,
+            stdout: true,
+            stderr: true,
         };
-        // The shim reports the exit before it has copied all the output into the file;
-        // deleting the exec waits for that copy (as CRI's ExecSync waits for its IO), so
-        // the file is read only then. Read before, a probe's message was at times empty.
-        self.delete_exec(id, &exec_id).await;
-        let result = exited.map(|exit_code| ExecResult {
-            exit_code,
-            output: read_exec_output(&output_path),
-        });
-        if let Err(e) = std::fs::remove_file(&output_path) {
-            debug!(path = %output_path.display(), error = %e, "removing exec output");
-        }
-        result
-    }
-
-    /// The exit code, or a kill and `ExecTimeout` once `timeout` has passed.
-    async fn wait_exec(
-        &self,
-        id: &str,
-        exec_id: &str,
-        timeout: Duration,
-    ) -> Result<i32, RuntimeError> {
-        let mut tasks = self.tasks();
-        let waited = tasks.wait(self.request(WaitRequest {
-            container_id: id.to_string(),
-            exec_id: exec_id.to_string(),
-        }));
-        match tokio::time::timeout(timeout, waited).await {
-            Ok(Ok(r)) => Ok(i32::try_from(r.into_inner().exit_status).unwrap_or(255)),
-            Ok(Err(s)) => Err(grpc("tasks.Wait(exec)", id)(s)),
+        let streams = self.exec_stream_impl(id, &request).await?;
+        let exec_id = streams.exec_id.clone();
+        let run = async move {
+            let (stdout, stderr) =
+                tokio::join!(read_limited(streams.stdout), read_limited(streams.stderr));
+            let exit_code = streams.exit.await?;
+            let mut output = stdout;
+            output.extend(stderr);
+            output.truncate(crate::EXEC_OUTPUT_LIMIT);
+            Ok(ExecResult {
+                exit_code,
+                output: String::from_utf8_lossy(&output).into_owned(),
+            })
+        };
+        match tokio::time::timeout(timeout, run).await {
+            Ok(result) => result,
             Err(_) => {
-                if let Err(e) = self.kill_exec_impl(id, exec_id).await {
+                // The reaper removes the process once the kill has ended it.
+                if let Err(e) = self.kill_exec_impl(id, &exec_id).await {
                     debug!(container = id, exec_id, error = %e, "killing a timed-out exec");
                 }
                 Err(RuntimeError::ExecTimeout {
