@@ -1,7 +1,8 @@
 //! The kubelet's eviction manager: every housekeeping interval it observes the node's
 //! signals from the last stats pass and the filesystems, raises MemoryPressure,
 //! DiskPressure and PIDPressure (which the node status reports and the node lifecycle
-//! controller turns into `NoSchedule` taints), and while a threshold is met evicts one pod per pass in upstream's order: its containers are killed at once
+//! controller turns into `NoSchedule` taints), and while a threshold is met evicts one
+//! pod per pass in upstream's order: its containers are killed at once
 //! (hard thresholds have no grace) and its status says Failed, reason `Evicted`, with
 //! upstream's message and a `DisruptionTarget` condition.
 //!
