@@ -80,7 +80,9 @@ async fn reclaim_disk(agent: &Agent, pods: &PodManager, targets: &[PodTarget], m
     let observations = filesystem(&agent.config.root_dir);
     let still = pressure::met(&agent.config.eviction_hard, &observations);
     if let Some(m) = still.iter().find(|m| m.signal.is_disk()) {
-        evict_one(agent, pods, targets, m);
+        if !still_settling(agent, targets) {
+            evict_one(agent, pods, targets, m);
+        }
     }
 }
 
@@ -107,11 +109,9 @@ pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) -> Option<M
     None
 }
 
-/// Evicts the first pod of the ranking for `m`, unless the last eviction is settling.
+/// Evicts the first pod of the ranking for `m` (the caller has checked that the last
+/// eviction settled).
 fn evict_one(agent: &Agent, pods: &PodManager, targets: &[PodTarget], m: &Met) {
-    if still_settling(agent, targets) {
-        return;
-    }
     let mut candidates = candidates::candidates(agent, targets, m.signal);
     rank::rank(m.signal, &mut candidates);
     let Some(victim) = candidates.first() else {
