@@ -45,7 +45,7 @@ pub fn candidates(agent: &Agent, targets: &[PodTarget], signal: Signal) -> Vec<C
         .collect()
 }
 
-fn evictable(pod: &Pod, priority: i32) -> bool {
+pub(super) fn evictable(pod: &Pod, priority: i32) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     let finished = matches!(phase, Some("Succeeded" | "Failed"));
     let static_pod = crate::pod_meta::is_static(pod) || crate::pod_meta::is_mirror(pod);

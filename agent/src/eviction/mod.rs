@@ -16,8 +16,11 @@
 //! pruning, two instances per container); if the filesystem is still short, one pod
 //! goes in upstream's disk ranking (over its ephemeral-storage request first, then lower
 //! priority, then the larger use above the request; [`candidates`] measures the use).
+//! Before any threshold, [`local_storage`] evicts the pods over their own emptyDir
+//! `sizeLimit` or ephemeral-storage limits, as upstream's LocalStorageCapacityIsolation.
 
 mod candidates;
+pub mod local_storage;
 pub mod pressure;
 pub mod rank;
 pub mod thresholds;
@@ -86,12 +89,16 @@ async fn reclaim_disk(agent: &Agent, pods: &PodManager, targets: &[PodTarget], m
     }
 }
 
-/// One pass: observe, record the pressure, evict one pod if memory or PIDs run short.
+/// One pass: observe, record the pressure, evict the pods over their local storage
+/// limits or else one pod if memory or PIDs run short.
 /// Otherwise the disk threshold met, if any: the caller reclaims for it.
 pub fn sync(agent: &Agent, pods: &PodManager, targets: &[PodTarget]) -> Option<Met> {
     let observations = observe(agent, targets);
     let met = pressure::met(&agent.config.eviction_hard, &observations);
     agent.eviction.pressure.lock().observe(&met, Instant::now());
+    if local_storage::evict_over_limits(agent, pods, targets) {
+        return None;
+    }
     let Some(m) = met
         .iter()
         .find(|m| matches!(m.signal, Signal::MemoryAvailable | Signal::PidAvailable))

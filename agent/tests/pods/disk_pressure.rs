@@ -5,6 +5,11 @@
 //! spare), then the pod using the most ephemeral storage over its request is evicted
 //! (Failed, `Evicted`, upstream's message), its emptyDir is torn down, and a pod within
 //! its ephemeral-storage request keeps running.
+//!
+//! The same node first shows LocalStorageCapacityIsolation, with the threshold far away:
+//! pods over their emptyDir `sizeLimit`, their pod-wide or their container's own
+//! ephemeral-storage limit are evicted with upstream's messages; a pod within its limits
+//! stays.
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +57,7 @@ async fn disk_pressure_evicts_the_pod_filling_its_empty_dir() {
     .await;
     _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
     let img = cluster.image.clone();
+    local_storage_limits_evict(&cluster, &img).await;
     let quiet = json!([{
         "name": "quiet", "image": img, "command": ["sleep", "3600"],
         "resources": {"requests": {"ephemeral-storage": "1Gi"}},
@@ -149,4 +155,86 @@ async fn disk_pressure_evicts_the_pod_filling_its_empty_dir() {
         log.contains("disk pressure: removed unused images"),
         "{log}"
     );
+}
+
+fn writes(path: &str, mib: u64) -> String {
+    format!("dd if=/dev/zero of={path} bs=1M count={mib} && exec sleep 3600")
+}
+
+fn limited(name: &str, limit: &str, img: &str, command: String) -> serde_json::Value {
+    json!({
+        "name": name, "image": img, "command": ["sh", "-c", command],
+        "resources": {"limits": {"ephemeral-storage": limit}},
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+    })
+}
+
+fn scratch(size_limit: Option<&str>) -> serde_json::Value {
+    let empty_dir = size_limit.map_or_else(|| json!({}), |l| json!({"sizeLimit": l}));
+    json!({"restartPolicy": "Never", "volumes": [{"name": "scratch", "emptyDir": empty_dir}]})
+}
+
+async fn local_storage_limits_evict(cluster: &Cluster, img: &str) {
+    let pods = [
+        (
+            "over-size-limit",
+            json!([limited("w", "64Mi", img, writes("/scratch/f", 8))]),
+            scratch(Some("4Mi")),
+            "Usage of EmptyDir volume \"scratch\" exceeds the limit \"4Mi\". ",
+        ),
+        (
+            // 12 MiB in the shared emptyDir (no sizeLimit) over the summed 8 MiB.
+            "over-pod-limit",
+            json!([
+                limited("w", "4Mi", img, writes("/scratch/f", 12)),
+                limited("idle", "4Mi", img, "exec sleep 3600".into()),
+            ]),
+            scratch(None),
+            "Pod ephemeral local storage usage exceeds the total limit of containers 8Mi. ",
+        ),
+        (
+            // 8 MiB in w's layer: over its own 4 MiB, within the pod's 68 MiB.
+            "over-container-limit",
+            json!([
+                limited("w", "4Mi", img, writes("/tmp/f", 8)),
+                limited("idle", "64Mi", img, "exec sleep 3600".into()),
+            ]),
+            scratch(None),
+            "Container w exceeded its local ephemeral storage limit \"4Mi\". ",
+        ),
+    ];
+    let within = json!([limited(
+        "w",
+        "64Mi",
+        img,
+        "dd if=/dev/zero of=/tmp/f bs=1M count=2 && ".to_string() + &writes("/scratch/f", 2)
+    )]);
+    cluster
+        .create(busybox_pod("within", img, within, scratch(Some("64Mi"))))
+        .await;
+    for (name, containers, extra, _) in &pods {
+        cluster
+            .create(busybox_pod(name, img, containers.clone(), extra.clone()))
+            .await;
+    }
+    for (name, _, _, message) in &pods {
+        let evicted = cluster
+            .wait_for(name, "Evicted", 60, |p| {
+                p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("Evicted")
+            })
+            .await;
+        let status = evicted.status.unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Failed"), "{name}");
+        assert_eq!(status.message.as_deref(), Some(*message), "{name}");
+    }
+    // Its writes were read (the summary shows them) and it still runs.
+    summary_until(cluster, "the within pod's writes", |summary| {
+        pod_stats(summary, "within").is_some_and(|pod| {
+            pod["ephemeral-storage"]["usedBytes"].as_u64().unwrap_or(0) >= 4 * MIB
+        })
+    })
+    .await;
+    let within = cluster.pods().get("within").await.unwrap();
+    assert_eq!(phase(&within), "Running");
+    assert_eq!(within.status.and_then(|s| s.reason), None);
 }

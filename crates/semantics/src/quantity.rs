@@ -47,6 +47,20 @@ pub fn print_binary(v: i64) -> String {
         .unwrap_or_else(|| v.to_string())
 }
 
+/// `Quantity.String()`: the canonical form (`4096Ki` prints `4Mi`); a malformed one as
+/// written.
+pub fn canonical(q: &Quantity) -> String {
+    grammar::canonical(&q.0).unwrap_or_else(|_| q.0.clone())
+}
+
+/// A whole amount as `Quantity.String()` prints it in `like`'s format, as Go's
+/// `Quantity.Add` keeps the receiver's: a sum of `2Mi` limits prints `4Mi`, of `2M` ones
+/// `4M`.
+pub fn print_like(v: i64, like: &Quantity) -> String {
+    let format = grammar::parse(&like.0).map_or(grammar::Format::BinarySI, |p| p.format());
+    grammar::print_nanos(i128::from(v) * 1_000_000_000, format).unwrap_or_else(|| v.to_string())
+}
+
 /// `q × 10^extra_exp`, rounded towards +∞, saturating at i64's range.
 fn scaled(q: &str, extra_exp: i32) -> Result<i64, QuantityError> {
     grammar::parse(q)
@@ -72,6 +86,9 @@ mod tests {
         assert_eq!(print_binary(1000), "1k", "below 1024 Go prints DecimalSI");
         assert_eq!(print_binary(1500), "1500");
         assert_eq!(print_binary(-4096), "-4Ki");
+        assert_eq!(print_like(4 << 20, &Quantity("2Mi".into())), "4Mi");
+        assert_eq!(print_like(4_000_000, &Quantity("2M".into())), "4M");
+        assert_eq!(print_like(4 << 20, &Quantity("1024Ki".into())), "4Mi");
     }
 
     #[test]
