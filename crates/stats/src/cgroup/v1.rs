@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{gone, process_counts, read, CgroupReadError};
+use super::{process_counts, read_in, CgroupDir, CgroupReadError};
 use crate::parse::{blkio_v1, flat_keyed, key, single};
 use crate::sample::{working_set, CgroupSample, CpuUsage, MemoryUsage};
 
@@ -16,17 +16,21 @@ pub(super) fn sample(
     rel: &str,
     clock_ticks: u64,
 ) -> Result<CgroupSample, CgroupReadError> {
-    let dir = |controller: &str| root.join(controller).join(rel);
-    gone(&dir("cpuacct"))?;
-    let cpu = cpu(&dir("cpuacct"), &dir("cpu"), clock_ticks);
-    let memory = memory(&dir("memory"));
+    let dir = |controller: &str| CgroupDir::open(&root.join(controller).join(rel));
+    // cpuacct decides whether the cgroup exists; any other controller may be absent.
+    let cpuacct = dir("cpuacct")?;
+    let cpu_dir = dir("cpu").ok();
+    let memory_dir = dir("memory").ok();
+    let blkio = dir("blkio").ok();
+    let cpu = cpu(&cpuacct, cpu_dir.as_ref(), clock_ticks);
+    let memory = memory(memory_dir.as_ref());
     let (processes, pids) = process_counts(
-        read(&dir("cpu").join("cgroup.procs")),
-        read(&dir("cpu").join("tasks")),
+        read_in(cpu_dir.as_ref(), "cgroup.procs"),
+        read_in(cpu_dir.as_ref(), "tasks"),
     );
     let io = match (
-        read(&dir("blkio").join("blkio.throttle.io_service_bytes_recursive")),
-        read(&dir("blkio").join("blkio.throttle.io_serviced_recursive")),
+        read_in(blkio.as_ref(), "blkio.throttle.io_service_bytes_recursive"),
+        read_in(blkio.as_ref(), "blkio.throttle.io_serviced_recursive"),
     ) {
         (Some(bytes), Some(ops)) => blkio_v1(&bytes, &ops),
         (Some(bytes), None) => blkio_v1(&bytes, ""),
@@ -41,14 +45,14 @@ pub(super) fn sample(
     })
 }
 
-fn cpu(cpuacct: &Path, cpu: &Path, clock_ticks: u64) -> CpuUsage {
-    let ticks = read(&cpuacct.join("cpuacct.stat")).unwrap_or_default();
+fn cpu(cpuacct: &CgroupDir, cpu: Option<&CgroupDir>, clock_ticks: u64) -> CpuUsage {
+    let ticks = cpuacct.read("cpuacct.stat").unwrap_or_default();
     let ticks = flat_keyed(&ticks);
     let to_ns = |t: u64| t.saturating_mul(1_000_000_000 / clock_ticks);
-    let bandwidth = read(&cpu.join("cpu.stat")).unwrap_or_default();
+    let bandwidth = read_in(cpu, "cpu.stat").unwrap_or_default();
     let bandwidth = flat_keyed(&bandwidth);
     CpuUsage {
-        usage_ns: read(&cpuacct.join("cpuacct.usage")).and_then(|t| single(&t)),
+        usage_ns: cpuacct.read("cpuacct.usage").and_then(|t| single(&t)),
         user_ns: key(&ticks, "user").map(to_ns),
         system_ns: key(&ticks, "system").map(to_ns),
         periods: key(&bandwidth, "nr_periods"),
@@ -57,12 +61,12 @@ fn cpu(cpuacct: &Path, cpu: &Path, clock_ticks: u64) -> CpuUsage {
     }
 }
 
-fn memory(dir: &Path) -> MemoryUsage {
-    let stat = read(&dir.join("memory.stat")).unwrap_or_default();
+fn memory(dir: Option<&CgroupDir>) -> MemoryUsage {
+    let stat = read_in(dir, "memory.stat").unwrap_or_default();
     let stat = flat_keyed(&stat);
-    let usage = read(&dir.join("memory.usage_in_bytes")).and_then(|t| single(&t));
-    let with_swap = read(&dir.join("memory.memsw.usage_in_bytes")).and_then(|t| single(&t));
-    let oom = read(&dir.join("memory.oom_control")).unwrap_or_default();
+    let usage = read_in(dir, "memory.usage_in_bytes").and_then(|t| single(&t));
+    let with_swap = read_in(dir, "memory.memsw.usage_in_bytes").and_then(|t| single(&t));
+    let oom = read_in(dir, "memory.oom_control").unwrap_or_default();
     MemoryUsage {
         usage_bytes: usage,
         working_set_bytes: working_set(usage, key(&stat, "total_inactive_file")),
@@ -77,7 +81,7 @@ fn memory(dir: &Path) -> MemoryUsage {
         page_faults: key(&stat, "total_pgfault"),
         major_page_faults: key(&stat, "total_pgmajfault"),
         oom_events: key(&flat_keyed(&oom), "oom_kill"),
-        limit_bytes: read(&dir.join("memory.limit_in_bytes"))
+        limit_bytes: read_in(dir, "memory.limit_in_bytes")
             .and_then(|t| single(&t))
             .filter(|l| *l < UNLIMITED),
     }

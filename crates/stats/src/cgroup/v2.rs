@@ -2,30 +2,24 @@
 
 use std::path::Path;
 
-use super::{gone, process_counts, read, CgroupReadError};
+use super::{process_counts, CgroupDir, CgroupReadError};
 use crate::parse::{flat_keyed, io_stat, key, single};
 use crate::sample::{working_set, CgroupSample, CpuUsage, MemoryUsage};
 
 pub(super) fn sample(root: &Path, rel: &str) -> Result<CgroupSample, CgroupReadError> {
-    let dir = root.join(rel);
-    gone(&dir)?;
-    let (processes, pids) = process_counts(
-        read(&dir.join("cgroup.procs")),
-        read(&dir.join("cgroup.threads")),
-    );
+    let dir = CgroupDir::open(&root.join(rel))?;
+    let (processes, pids) = process_counts(dir.read("cgroup.procs"), dir.read("cgroup.threads"));
     Ok(CgroupSample {
         cpu: cpu(&dir),
         memory: memory(&dir),
         processes,
-        io: read(&dir.join("io.stat"))
-            .map(|t| io_stat(&t))
-            .unwrap_or_default(),
+        io: dir.read("io.stat").map(|t| io_stat(&t)).unwrap_or_default(),
         pids,
     })
 }
 
-fn cpu(dir: &Path) -> CpuUsage {
-    let stat = read(&dir.join("cpu.stat")).unwrap_or_default();
+fn cpu(dir: &CgroupDir) -> CpuUsage {
+    let stat = dir.read("cpu.stat").unwrap_or_default();
     let stat = flat_keyed(&stat);
     let usec = |name: &str| key(&stat, name).map(|v| v.saturating_mul(1000));
     CpuUsage {
@@ -38,22 +32,22 @@ fn cpu(dir: &Path) -> CpuUsage {
     }
 }
 
-fn memory(dir: &Path) -> MemoryUsage {
-    let stat = read(&dir.join("memory.stat")).unwrap_or_default();
+fn memory(dir: &CgroupDir) -> MemoryUsage {
+    let stat = dir.read("memory.stat").unwrap_or_default();
     let stat = flat_keyed(&stat);
-    let usage = read(&dir.join("memory.current")).and_then(|t| single(&t));
-    let events = read(&dir.join("memory.events")).unwrap_or_default();
+    let usage = dir.read("memory.current").and_then(|t| single(&t));
+    let events = dir.read("memory.events").unwrap_or_default();
     MemoryUsage {
         usage_bytes: usage,
         working_set_bytes: working_set(usage, key(&stat, "inactive_file")),
         rss_bytes: key(&stat, "anon"),
         cache_bytes: key(&stat, "file"),
-        swap_bytes: read(&dir.join("memory.swap.current")).and_then(|t| single(&t)),
+        swap_bytes: dir.read("memory.swap.current").and_then(|t| single(&t)),
         mapped_file_bytes: key(&stat, "file_mapped"),
         page_faults: key(&stat, "pgfault"),
         major_page_faults: key(&stat, "pgmajfault"),
         oom_events: key(&flat_keyed(&events), "oom_kill"),
         // "max" (no limit) does not parse as a number.
-        limit_bytes: read(&dir.join("memory.max")).and_then(|t| single(&t)),
+        limit_bytes: dir.read("memory.max").and_then(|t| single(&t)),
     }
 }
