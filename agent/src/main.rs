@@ -238,6 +238,9 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     tokio::spawn(serving::serve_healthz(healthz));
 
     let manager = pods::PodManager::new(pods::Handles::of_agent(&agent), client.clone());
+    // Registered, and the port serves: the unit is up (pods follow as they sync).
+    cairn_systemd::ready("node registered; serving the node port");
+    let _watchdog = cairn_systemd::spawn_watchdog();
     tokio::spawn(static_pods::run(agent.clone(), manager.clone()));
     let watch = tokio::spawn(manager.clone().watch_api_pods());
     tokio::spawn(cairn_agent::eviction::run(agent.clone(), manager.clone()));

@@ -35,6 +35,7 @@ async fn pods_run_crash_finish_and_terminate() {
     _cgroups = CgroupCleanup(cluster.cgroup_root.clone());
     let img = cluster.image.clone();
 
+    daemons_say_ready_once_they_serve(&cluster);
     create_config_map_and_secret(&cluster).await;
     let web = start_web_pod(&cluster, &img).await;
     web_sees_env_files_and_network(&cluster, &web);
@@ -45,6 +46,23 @@ async fn pods_run_crash_finish_and_terminate() {
     memory_limit_oom_kills(&cluster, &img).await;
     graceful_deletion_waits_for_grace_period(&cluster, &img).await;
     web_has_normal_start_events(&cluster).await;
+}
+
+/// `Type=notify` units: `READY=1` (with a status line) only once the API answers
+/// `/readyz`, and once the agent's node is registered and its port answers.
+fn daemons_say_ready_once_they_serve(cluster: &Cluster) {
+    let agent = cluster.agent_ready.as_ref().unwrap();
+    for (daemon, (message, served)) in [
+        ("cairn-control", cluster.control_ready.wait()),
+        ("cairn-agent", agent.wait()),
+    ] {
+        let lines: Vec<&str> = message.lines().collect();
+        assert!(
+            lines.contains(&"READY=1") && lines.iter().any(|l| l.starts_with("STATUS=")),
+            "{daemon}: {message:?}"
+        );
+        assert_eq!(served, Ok(()), "{daemon} said READY=1 before it served");
+    }
 }
 
 async fn create_config_map_and_secret(cluster: &Cluster) {

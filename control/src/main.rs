@@ -466,6 +466,9 @@ async fn serve(
     // The identities upstream's bootstrap policy binds for these two components.
     let controllers_client = in_process_client(&server, "system:kube-controller-manager")?;
     let scheduler_client = in_process_client(&server, "system:kube-scheduler")?;
+    // The listener accepts and the API answers from here on.
+    cairn_systemd::ready("serving the API");
+    let _watchdog = cairn_systemd::spawn_watchdog();
     let scheduler_task = async move {
         match scheduler_config {
             Some(cfg) => run_scheduler(scheduler_client, cfg).await,

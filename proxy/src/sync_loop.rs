@@ -236,11 +236,18 @@ pub async fn run(
 async fn sync_loop(mut syncer: Syncer, config: &ProxyConfig, changed: &Notify) {
     let mut last_full: Option<Instant> = None;
     let mut failures = 0u32;
+    let mut notified = false;
+    let _watchdog = cairn_systemd::spawn_watchdog();
     loop {
         let full = last_full.is_none_or(|t| t.elapsed() >= config.sync_period);
         let started = Instant::now();
         let wait = match syncer.sync(full).await {
             Some(was_full) => {
+                if !notified {
+                    // The first rules are programmed: Services work on this node.
+                    cairn_systemd::ready("service rules programmed");
+                    notified = true;
+                }
                 if was_full {
                     last_full = Some(started);
                 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_testsupport::{Containerd, NetNs, Registry};
+use cairn_testsupport::{ready, Containerd, NetNs, Registry};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::Value;
@@ -82,6 +82,10 @@ pub struct Cluster {
     pub eager_image_gc: bool,
     /// See [`ClusterOptions::eviction_hard`].
     pub eviction_hard: Option<String>,
+    /// cairn-control's `READY=1`, checked against `/readyz` when it came.
+    pub control_ready: ready::ReadyWatch,
+    /// The agent's last start's `READY=1`, checked against its port and Node.
+    pub agent_ready: Option<ready::ReadyWatch>,
 }
 
 /// How a [`Cluster`] starts.
@@ -134,7 +138,17 @@ impl Cluster {
         let data = dir.path().join("control");
         std::fs::create_dir_all(&data).unwrap();
         let log = std::fs::File::create(dir.path().join("control.log")).unwrap();
+        let url_file = data.join("server-url");
+        let control_ready =
+            ready::ReadyWatch::start(&dir.path().join("control.notify"), move || {
+                let url = std::fs::read_to_string(&url_file).map_err(|e| e.to_string())?;
+                match ready::answers(&format!("{}/readyz", url.trim()))?.as_str() {
+                    "200" => Ok(()),
+                    code => Err(format!("/readyz said {code}")),
+                }
+            });
         let control = Command::new(bin("cairn-control"))
+            .env("NOTIFY_SOCKET", dir.path().join("control.notify"))
             .args(["serve", "--data-dir"])
             .arg(&data)
             .args(["--bind", "127.0.0.1:0"])
@@ -221,6 +235,8 @@ impl Cluster {
             join_token,
             eager_image_gc: opts.eager_image_gc,
             eviction_hard: opts.eviction_hard,
+            control_ready,
+            agent_ready: None,
         };
         c.start_agent();
         c.wait_node_ready().await;
@@ -237,7 +253,28 @@ impl Cluster {
             .append(true)
             .open(self.path("agent.log"))
             .unwrap();
+        let socket = self.path("agent.notify");
+        let kubeconfig = self.kubeconfig.clone();
+        self.agent_ready = Some(ready::ReadyWatch::start(&socket, move || {
+            // The node port wants a client certificate: that it accepts is enough.
+            std::net::TcpStream::connect((NODE_IP, 10250)).map_err(|e| format!(":10250: {e}"))?;
+            match ready::answers("http://127.0.0.1:10248/healthz")?.as_str() {
+                "200" => {}
+                code => return Err(format!("/healthz said {code}")),
+            }
+            let node = Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["get", "node", NODE, "-o", "name"])
+                .output()
+                .map_err(|e| e.to_string())?;
+            match node.status.success() {
+                true => Ok(()),
+                false => Err(String::from_utf8_lossy(&node.stderr).into_owned()),
+            }
+        }));
         let mut cmd = Command::new(bin("cairn-agent"));
+        cmd.env("NOTIFY_SOCKET", socket);
         if let Some(b) = &self.backend {
             cmd.args(["--network-backend", b])
                 .arg("--subnet-file")

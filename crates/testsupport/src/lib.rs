@@ -11,6 +11,7 @@ pub mod images;
 pub mod netns;
 mod proc_util;
 pub mod qemu;
+pub mod ready;
 
 pub use proc_util::{kill_tree, pids_whose_cmdline_contains, remove_cgroup, unmount_under};
 pub mod registry;
@@ -21,4 +22,5 @@ pub use images::{
     BuiltIndex, ImageSpec, ManifestFormat,
 };
 pub use netns::NetNs;
+pub use ready::ReadyWatch;
 pub use registry::Registry;

@@ -260,7 +260,26 @@ pub fn scenario(mode: Mode) {
     let before = nft_ruleset();
 
     let proxy_log = dir.path().join("proxy.log");
-    let proxy = start_proxy(&kc, mode, &proxy_log);
+    // Type=notify: READY=1 comes once the first rules are programmed (the VIP answers).
+    let to_web = format!("{vip}:80");
+    let ready = cairn_testsupport::ReadyWatch::start(&dir.path().join("proxy.notify"), move || {
+        fetch(&to_web)
+            .map(|_| ())
+            .map_err(|e| format!("{to_web}: {e}"))
+    });
+    let proxy = start_proxy(
+        &kc,
+        mode,
+        &proxy_log,
+        Some(&dir.path().join("proxy.notify")),
+    );
+    let (message, served) = ready.wait();
+    assert!(message.lines().any(|l| l == "READY=1"), "{message:?}");
+    assert_eq!(
+        served,
+        Ok(()),
+        "cairn-proxy said READY=1 before its rules worked"
+    );
     let to_vip = cluster_ip_spreads_and_node_port_masquerades(&client, &vip);
     empty_service_refuses_at_once(&empty_vip);
     not_ready_endpoint_leaves_rotation_and_metrics_show(&kc, to_vip);
@@ -307,15 +326,19 @@ fn nft_ruleset() -> String {
 }
 
 /// cairn-proxy in `mode`, logging to `proxy_log`; killed when dropped.
-fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path) -> Kill {
+/// `notify`: a `NOTIFY_SOCKET` for it (`Type=notify`).
+fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path, notify: Option<&Path>) -> Kill {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(proxy_log)
         .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn-proxy"));
+    if let Some(socket) = notify {
+        cmd.env("NOTIFY_SOCKET", socket);
+    }
     Kill(
-        Command::new(env!("CARGO_BIN_EXE_cairn-proxy"))
-            .arg("--kubeconfig")
+        cmd.arg("--kubeconfig")
             .arg(kc)
             .args([
                 "--mode",
@@ -416,7 +439,7 @@ fn killed_proxy_leaves_rules_and_a_new_one_converges(
     drop(proxy);
     assert_eq!(fetch(to_vip).unwrap(), "pod-a");
     kubectl(kc, &["delete", "svc", "empty"], None);
-    proxy = start_proxy(kc, mode, proxy_log);
+    proxy = start_proxy(kc, mode, proxy_log, None);
     let empty_key = mode.key(empty_vip, 80);
     wait("the deleted service's rule gone", || {
         let rules = mode.rules();
