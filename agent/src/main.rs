@@ -15,7 +15,7 @@ use kube::runtime::{reflector, watcher, WatchStreamExt};
 use tracing::{info, warn};
 
 #[derive(Debug, Parser)]
-#[command(name = "cairn-agent", version, about = "cairn node agent (kubelet)")]
+#[command(name = "cairn-agent", version = cairn_version::LONG, about = "cairn node agent (kubelet)")]
 struct Cli {
     /// TOML file with the same keys as the flags (kebab-case).
     #[arg(long, global = true)]

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cairn-cni",
-    version,
+    version = cairn_version::LONG,
     about = "cairn bridge CNI plugin and node network controller"
 )]
 struct Cli {
@@ -71,10 +71,11 @@ struct ControllerArgs {
 
 fn main() -> ExitCode {
     // The plugin path stays exactly as the runtime expects it: anything but an explicit
-    // `controller` invocation without CNI_COMMAND is a CNI call.
-    let controller = std::env::var_os("CNI_COMMAND").is_none()
-        && std::env::args().nth(1).as_deref() == Some("controller");
-    if !controller {
+    // `controller` (or `--version`) invocation without CNI_COMMAND is a CNI call.
+    let first = std::env::args().nth(1);
+    let command_line = std::env::var_os("CNI_COMMAND").is_none()
+        && matches!(first.as_deref(), Some("controller" | "--version" | "-V"));
+    if !command_line {
         return cairn_cni::run();
     }
     match run_controller(Cli::parse()) {

@@ -13,7 +13,7 @@ mod token;
 #[derive(Parser)]
 #[command(
     name = "cairn-control",
-    version,
+    version = cairn_version::LONG,
     about = "Kubernetes-compatible control plane"
 )]
 struct Cli {

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cairn-lab",
+    version = cairn_version::LONG,
     about = "Several cairn nodes on one host: up, down, status, kubeconfig, exec, logs, soak"
 )]
 struct Cli {

@@ -20,6 +20,7 @@ use ipnetwork::Ipv4Network;
 #[derive(Parser, Debug)]
 #[command(
     name = "cairn-proxy",
+    version = cairn_version::LONG,
     about = "Service proxy: ClusterIP, NodePort, external and load-balancer traffic to endpoints"
 )]
 struct Cli {

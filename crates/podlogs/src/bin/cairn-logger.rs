@@ -69,6 +69,10 @@ fn run() -> anyhow::Result<()> {
     let Some(spec_arg) = args.first() else {
         bail!("no log spec given\n{USAGE}");
     };
+    if spec_arg == "--version" || spec_arg == "-V" {
+        println!("cairn-logger {}", cairn_version::LONG);
+        return Ok(());
+    }
     if spec_arg == "--help" || spec_arg == "-h" {
         println!("{USAGE}");
         return Ok(());
