@@ -25,8 +25,22 @@ pub fn ready(status: &str) {
 /// The watchdog's ping interval: half of `WatchdogSec=`, as `sd_watchdog_enabled(3)`
 /// advises; `None` without a watchdog for this process.
 pub fn watchdog_interval() -> Option<Duration> {
-    let mut usec = 0u64;
-    sd_notify::watchdog_enabled(false, &mut usec).then(|| Duration::from_micros(usec / 2))
+    interval_of(
+        std::env::var("WATCHDOG_USEC").ok().as_deref(),
+        std::env::var("WATCHDOG_PID").ok().as_deref(),
+        std::process::id(),
+    )
+}
+
+/// `sd_watchdog_enabled(3)`'s reading: `WATCHDOG_USEC` set and positive, and
+/// `WATCHDOG_PID` either unset or this process (the crate's own check wants it set).
+fn interval_of(usec: Option<&str>, pid: Option<&str>, me: u32) -> Option<Duration> {
+    let usec: u64 = usec?.trim().parse().ok().filter(|u| *u > 0)?;
+    match pid.map(|p| p.trim().parse::<u32>()) {
+        Some(Ok(p)) if p != me => None,
+        Some(Err(_)) => None,
+        _ => Some(Duration::from_micros(usec / 2)),
+    }
 }
 
 /// Pings the watchdog for as long as the runtime runs, if the unit has one.
@@ -42,4 +56,24 @@ pub fn spawn_watchdog() -> Option<tokio::task::JoinHandle<()>> {
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_is_this_process_s_when_its_pid_is_unset_or_ours() {
+        let half = Some(Duration::from_millis(200));
+        assert_eq!(interval_of(Some("400000"), None, 7), half);
+        assert_eq!(interval_of(Some("400000"), Some("7"), 7), half);
+        assert_eq!(
+            interval_of(Some("400000"), Some("8"), 7),
+            None,
+            "another process's"
+        );
+        assert_eq!(interval_of(Some("400000"), Some("x"), 7), None);
+        assert_eq!(interval_of(Some("0"), None, 7), None, "0 disables it");
+        assert_eq!(interval_of(None, Some("7"), 7), None);
+    }
 }

@@ -7,14 +7,18 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// What the first notification said, and whether the daemon served when it came.
+/// What the `READY=1` notification said, and whether the daemon served when it came.
 pub type Readiness = (String, Result<(), String>);
 
-pub struct ReadyWatch(mpsc::Receiver<Readiness>);
+pub struct ReadyWatch {
+    ready: mpsc::Receiver<Readiness>,
+    others: mpsc::Receiver<String>,
+}
 
 impl ReadyWatch {
-    /// Binds `socket` and waits on a thread (which inherits the test thread's network
-    /// namespace) for its first datagram; `serves` runs the moment it arrives.
+    /// Binds `socket` and reads it on a thread (which inherits the test thread's network
+    /// namespace); `serves` runs the moment the first `READY=1` arrives. Every other
+    /// notification (`WATCHDOG=1`, ...) is kept for [`ReadyWatch::wait_for`].
     pub fn start(
         socket: &Path,
         serves: impl FnOnce() -> Result<(), String> + Send + 'static,
@@ -23,22 +27,46 @@ impl ReadyWatch {
         let sock = UnixDatagram::bind(socket).unwrap();
         sock.set_read_timeout(Some(Duration::from_secs(300)))
             .unwrap();
-        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready) = mpsc::channel();
+        let (others_tx, others) = mpsc::channel();
         std::thread::spawn(move || {
+            let mut serves = Some(serves);
             let mut buf = [0u8; 4096];
-            if let Ok(n) = sock.recv(&mut buf) {
+            while let Ok(n) = sock.recv(&mut buf) {
                 let message = String::from_utf8_lossy(&buf[..n]).into_owned();
-                let _ = tx.send((message, serves()));
+                match serves.take_if(|_| message.lines().any(|l| l == "READY=1")) {
+                    Some(check) => {
+                        let _ = ready_tx.send((message, check()));
+                    }
+                    None => {
+                        if others_tx.send(message).is_err() {
+                            return;
+                        }
+                    }
+                }
             }
         });
-        ReadyWatch(rx)
+        ReadyWatch { ready, others }
     }
 
-    /// The first notification (it has come by the time a cluster is up, if ever).
+    /// The `READY=1` notification (it has come by the time a cluster is up, if ever).
     pub fn wait(&self) -> Readiness {
-        self.0
+        self.ready
             .recv_timeout(Duration::from_secs(60))
-            .expect("no sd_notify message from the daemon")
+            .expect("no READY=1 from the daemon")
+    }
+
+    /// The first other notification with the line `line`, waiting up to `secs`.
+    pub fn wait_for(&self, line: &str, secs: u64) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.others.recv_timeout(left) {
+                Ok(m) if m.lines().any(|l| l == line) => return m,
+                Ok(_) => {}
+                Err(_) => panic!("no {line} from the daemon in {secs} s"),
+            }
+        }
     }
 }
 

@@ -280,6 +280,8 @@ pub fn scenario(mode: Mode) {
         Ok(()),
         "cairn-proxy said READY=1 before its rules worked"
     );
+    // WatchdogSec=0.4s: pinged at half of it while it runs.
+    ready.wait_for("WATCHDOG=1", 10);
     let to_vip = cluster_ip_spreads_and_node_port_masquerades(&client, &vip);
     empty_service_refuses_at_once(&empty_vip);
     not_ready_endpoint_leaves_rotation_and_metrics_show(&kc, to_vip);
@@ -326,7 +328,7 @@ fn nft_ruleset() -> String {
 }
 
 /// cairn-proxy in `mode`, logging to `proxy_log`; killed when dropped.
-/// `notify`: a `NOTIFY_SOCKET` for it (`Type=notify`).
+/// `notify`: a `NOTIFY_SOCKET` for it (`Type=notify`, `WatchdogSec=0.4s`).
 fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path, notify: Option<&Path>) -> Kill {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -335,7 +337,9 @@ fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path, notify: Option<&Path>
         .unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn-proxy"));
     if let Some(socket) = notify {
-        cmd.env("NOTIFY_SOCKET", socket);
+        // As a unit with WatchdogSec=0.4s would start it.
+        cmd.env("NOTIFY_SOCKET", socket)
+            .env("WATCHDOG_USEC", "400000");
     }
     Kill(
         cmd.arg("--kubeconfig")
