@@ -4,13 +4,17 @@
 set -euo pipefail
 
 packages=(protobuf-compiler python3-kubernetes pkg-config containernetworking-plugins iproute2 iptables nftables conntrack ipset ipvsadm iputils-ping containerd runc docker-registry busybox-static socat openssl curl procps python3 qemu-system-x86 linux-image-amd64 cpio xz-utils debootstrap tmux)
+# What the packaging tests run on this machine only (packaging/tests/): not baked into the
+# container lane's image.
+packaging_tools=(lintian rpm rpmlint binutils)
+[ -z "${CAIRN_IN_CONTAINER:-}" ] || packaging_tools=()
 # --list: the package names only (scripts/test-in-container.sh bakes them into its image).
 if [ "${1:-}" = --list ]; then
     echo "${packages[*]}"
     exit 0
 fi
 missing=()
-for p in "${packages[@]}"; do
+for p in "${packages[@]}" "${packaging_tools[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

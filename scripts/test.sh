@@ -83,10 +83,12 @@ host_tests() {
 # The plain lane's tests. The lab's end-to-end binaries (mostly waiting on pods and nodes)
 # run in the background while the packages that leave the host alone (the API server's
 # suites, the unit tests) run in the foreground: 2 cores, and what one leaves idle the
-# other uses. Then, alone, the qemu guest tests and the test harness's own (its containerd
-# and qemu guest; or, without a container lane, all the host-touching tests): their kernel
-# deadlines are missed on a machine busy with three-node labs. Each queue runs its binaries one after another; the lab's output is printed after
-# the others'. Then the doc tests.
+# other uses. Then, alone: the qemu guest tests and the test harness's own (its containerd
+# and qemu guest; or, without a container lane, all the host-touching tests), whose kernel
+# deadlines are missed on a machine busy with three-node labs; and the packaging tests,
+# whose Docker container the lab's seed scenario must not see appear beside it. Each
+# queue runs its binaries one after another; the lab's output is printed after the
+# others'. Then the doc tests.
 plain_tests() {
     local lab=target/plain-lane-lab.txt api=target/plain-lane-api.txt
     local host=target/plain-lane-host.txt support=target/plain-lane-support.txt
@@ -96,9 +98,9 @@ plain_tests() {
     # shellcheck disable=SC2086
     {
         list_binaries "$lab" cairn-lab &&
-            list_binaries "$api" --except $HOST_PACKAGES cairn-lab cairn-testsupport &&
+            list_binaries "$api" --except $HOST_PACKAGES cairn-lab cairn-testsupport cairn-packaging &&
             list_binaries "$host" $HOST_PACKAGES &&
-            list_binaries "$support" cairn-testsupport
+            list_binaries "$support" cairn-testsupport cairn-packaging
     } || return 1
     run_binaries "$lab" >"$lab_log" 2>&1 &
     local lab_pid=$!

@@ -16,7 +16,7 @@ const UNITS: [&str; 3] = [
 ];
 
 fn units_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/systemd")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd")
 }
 
 fn copy_tree(from: &Path, to: &Path) {
