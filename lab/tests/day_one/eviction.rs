@@ -24,7 +24,8 @@ pub fn reserved_memory_mib() -> u64 {
     (total_kib / 1024).saturating_sub(PODS_MEMORY_MIB)
 }
 
-const PODS: &str = r#"
+/// Running before the hog starts: its 10m CPU limit makes even `runc init` take seconds.
+const STEADY: &str = r#"
 apiVersion: v1
 kind: Pod
 metadata: {name: steady}
@@ -37,7 +38,9 @@ spec:
     resources:
       requests: {cpu: 10m, memory: 32Mi}
       limits: {cpu: 10m, memory: 32Mi}
----
+"#;
+
+const HOG: &str = r#"
 apiVersion: v1
 kind: Pod
 metadata: {name: hog}
@@ -69,9 +72,16 @@ fn memory_pressure(lab: &Lab) -> (String, bool) {
 
 pub fn memory_pressure_evicts_the_hog(lab: &Lab) {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("pods.yaml");
-    std::fs::write(&manifest, PODS).unwrap();
-    lab.kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
+    let apply = |name: &str, text: &str| {
+        let manifest = dir.path().join(name);
+        std::fs::write(&manifest, text).unwrap();
+        lab.kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
+    };
+    apply("steady.yaml", STEADY);
+    eventually("the steady pod running", Duration::from_secs(120), || {
+        (field(lab, "pod/steady", "{.status.phase}") == "Running").then_some(())
+    });
+    apply("hog.yaml", HOG);
     let reason = eventually("the hog evicted", Duration::from_secs(120), || {
         let reason = field(lab, "pod/hog", "{.status.reason}");
         (reason == "Evicted").then_some(reason)
