@@ -59,7 +59,8 @@ struct Measured {
     containers: Vec<(String, i64, i64)>,
 }
 
-fn signed(n: u64) -> i64 {
+/// A kernel count as the signed amounts eviction compares (saturating).
+pub(super) fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use cairn_semantics::quantity::canonical;
 
+use super::candidates::signed;
 use crate::pods::PodManager;
 use crate::stats::PodTarget;
 use crate::Agent;
@@ -50,10 +51,6 @@ pub fn violation(pod: &Pod, target: &PodTarget) -> Option<String> {
 
 fn quantity_bytes(q: &Quantity) -> i64 {
     cairn_semantics::quantity::value(q).unwrap_or(0)
-}
-
-fn signed(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Upstream's `emptyDirLimitEviction`: a volume's used bytes over its `sizeLimit`.
