@@ -179,6 +179,12 @@ async fn nodeport_cidrs(
 
 async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
     let config = match path {
+        // The node's own kubeconfig, which the agent rewrites when it renews the
+        // certificate: follow it rather than keep a certificate that will expire.
+        Some(p) if cairn_kubeclient::EmbeddedKubeconfig::has_client_certificate(p) => {
+            return cairn_kubeclient::following(p)
+                .with_context(|| format!("loading kubeconfig {}", p.display()));
+        }
         Some(p) => {
             let kc = kube::config::Kubeconfig::read_from(p)
                 .with_context(|| format!("reading kubeconfig {}", p.display()))?;

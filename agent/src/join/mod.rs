@@ -13,7 +13,6 @@
 //! re-created under the same name joins as a new node would (nothing of the old one
 //! is needed).
 
-mod closing;
 mod csr;
 pub mod rotate;
 
@@ -46,6 +45,10 @@ pub enum JoinError {
     },
     #[error("kubeconfig for {server}: {message}")]
     Kubeconfig { server: String, message: String },
+    #[error(
+        "{server} refused the join token (unknown, expired or a wrong secret: 401 Unauthorized)"
+    )]
+    TokenRefused { server: String },
     #[error("joining {server} with the token: {source}")]
     Request {
         server: String,
@@ -121,9 +124,16 @@ pub async fn join(
     let request = CertificateRequest::kubelet_client(node);
     let issued = request_certificate(&client, &request, ISSUE_TIMEOUT)
         .await
-        .map_err(|source| JoinError::Request {
-            server: server.to_string(),
-            source,
+        .map_err(|source| match source {
+            csr::CsrError::Create(kube::Error::Api(ref e)) if e.code == 401 => {
+                JoinError::TokenRefused {
+                    server: server.to_string(),
+                }
+            }
+            source => JoinError::Request {
+                server: server.to_string(),
+                source,
+            },
         })?;
     let user = format!("system:node:{node}");
     let text = cairn_pki::kubeconfig::render(server, &ca, &user, &issued);
@@ -144,19 +154,11 @@ pub async fn join(
 /// The node's API client from the kubeconfig it joined with, its client certificate
 /// renewed in the background ([`rotate`]).
 pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinError> {
-    let bad = |message: String| JoinError::Kubeconfig {
-        server: kubeconfig.display().to_string(),
-        message,
-    };
-    let parts = KubeconfigParts::read(kubeconfig).map_err(bad)?;
-    let uri: http::Uri = parts
-        .server
-        .parse()
-        .map_err(|e| bad(format!("server: {e}")))?;
-    let certs = std::sync::Arc::new(
-        rotate::ClientCerts::new(&parts.cert_pem, &parts.key_pem).map_err(bad)?,
-    );
-    let client = rotate::client(&uri, &parts.ca_pem, std::sync::Arc::clone(&certs)).map_err(bad)?;
+    let (client, certs, parts) =
+        cairn_kubeclient::from_embedded(kubeconfig).map_err(|e| JoinError::Kubeconfig {
+            server: kubeconfig.display().to_string(),
+            message: e.to_string(),
+        })?;
     tokio::spawn(rotate::run(rotate::Rotation {
         client: client.clone(),
         certs,
@@ -167,51 +169,4 @@ pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinEr
         cert_pem: parts.cert_pem,
     }));
     Ok(client)
-}
-
-/// The server, CA and client certificate of a kubeconfig with embedded data.
-struct KubeconfigParts {
-    server: String,
-    ca_pem: String,
-    cert_pem: String,
-    key_pem: String,
-}
-
-impl KubeconfigParts {
-    fn read(path: &Path) -> Result<KubeconfigParts, String> {
-        use base64::Engine;
-        use secrecy::ExposeSecret;
-        let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
-        let cluster = kc
-            .clusters
-            .first()
-            .and_then(|c| c.cluster.as_ref())
-            .ok_or("no cluster")?;
-        let user = kc
-            .auth_infos
-            .first()
-            .and_then(|u| u.auth_info.as_ref())
-            .ok_or("no user")?;
-        let decode = |what: &str, b64: Option<&str>| -> Result<String, String> {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64.ok_or(format!("no {what}"))?.trim())
-                .map_err(|e| format!("{what}: {e}"))?;
-            String::from_utf8(bytes).map_err(|e| format!("{what}: {e}"))
-        };
-        Ok(KubeconfigParts {
-            server: cluster.server.clone().ok_or("no server")?,
-            ca_pem: decode(
-                "certificate-authority-data",
-                cluster.certificate_authority_data.as_deref(),
-            )?,
-            cert_pem: decode(
-                "client-certificate-data",
-                user.client_certificate_data.as_deref(),
-            )?,
-            key_pem: decode(
-                "client-key-data",
-                user.client_key_data.as_ref().map(|k| k.expose_secret()),
-            )?,
-        })
-    }
 }
