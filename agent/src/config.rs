@@ -484,7 +484,7 @@ fn read_config_file(path: &Path) -> Result<AgentFlags, ConfigError> {
 }
 
 /// `--node-name`, else the host name, lower-cased; it must be a DNS subdomain.
-fn node_name(flag: Option<String>) -> Result<String, ConfigError> {
+pub fn node_name(flag: Option<String>) -> Result<String, ConfigError> {
     let node_name = match flag {
         Some(n) => n,
         None => nix::unistd::gethostname()

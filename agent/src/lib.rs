@@ -29,6 +29,7 @@ pub mod ledger;
 pub mod local_path;
 pub mod metrics;
 pub mod node;
+pub mod node_cmd;
 pub mod pod_logs;
 pub mod pod_meta;
 pub mod pods;

@@ -778,6 +778,9 @@ async fn private_image_runs_with_pull_secret(
 #[path = "pods/logs_and_access.rs"]
 mod logs_and_access;
 
+#[path = "pods/node_join.rs"]
+mod node_join;
+
 #[path = "pods/disk_pressure.rs"]
 mod disk_pressure;
 

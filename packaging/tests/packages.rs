@@ -25,6 +25,7 @@ fn bin_dir() -> PathBuf {
     let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
     for bin in [
         "cairn-control",
+        "cairn-node",
         "cairn-agent",
         "cairn-proxy",
         "cairn-cni",
@@ -121,6 +122,7 @@ fn metadata_lists_files_config_dependencies_and_scripts() {
     let node = deb("cairn-node");
     let files = run("dpkg", &["-c"], std::slice::from_ref(&node));
     for path in [
+        "./usr/bin/cairn-node",
         "./usr/bin/cairn-agent",
         "./usr/bin/cairn-proxy",
         "./usr/bin/cairn-logger",
@@ -289,6 +291,7 @@ fn debs_install_upgrade_and_purge_to_the_tree_before() {
     ));
     for bin in [
         "cairn-control",
+        "cairn-node",
         "cairn-agent",
         "cairn-proxy",
         "cairn-logger",
