@@ -24,6 +24,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Vagrant, to validate the Vagrant lab's Vagrantfile (packaging/vagrant/; its provisioning
+# runs in packaging/tests/systemd_host.rs): without the providers it recommends, since no
+# hypervisor runs here. Host only, as the packaging tools.
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s vagrant >/dev/null 2>&1; then
+    echo "install-deps: installing vagrant (no providers)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends vagrant >/dev/null
+fi
+
 # Prometheus: the suite scrapes a lab with docs/monitoring/prometheus.yml. Only the
 # binary is wanted: no node exporter, and the service the package starts is stopped.
 # The container lane runs no lab and its image has no apt lists: not there.

@@ -2,10 +2,12 @@
 //! systemd as PID 1 (its own network, 198.18.201.0/24; the agent's containerd state on
 //! a host directory, as overlayfs cannot stack on the container's root).
 //!
-//! One host runs both packages, as a k3s server runs its agent: `dpkg -i` starts
-//! cairn-control (its unit is `Type=notify`, so "active" means it serves);
+//! One host runs both packages, as a k3s server runs its agent, provisioned by the
+//! Vagrant lab's own scripts (`packaging/vagrant/provision-{control,node}.sh`): `dpkg -i`
+//! starts cairn-control (its unit is `Type=notify`, so "active" means it serves);
 //! `cairn-node join` with the token `cairn-control token create` printed enables and
-//! starts cairn-agent and cairn-proxy through systemd and returns once the Node is Ready.
+//! starts cairn-agent and cairn-proxy through systemd and returns once the Node is Ready;
+//! provisioning again changes nothing.
 //! Then the seed scenario's path: a Deployment of the offline httpd image behind a
 //! Service answers through its ClusterIP (the proxy on the node's own credentials). An
 //! agent restart and a package upgrade keep the pod's container (same ID, no restart)
@@ -22,7 +24,11 @@ const VERSION: &str = "0.1.0";
 const UPGRADE: &str = "0.1.0+1";
 const SUBNET: &str = "198.18.201.0/24";
 const HOST_IP: &str = "198.18.201.10";
-const ADMIN: &str = "/var/lib/cairn/control/admin.kubeconfig";
+/// What provision-control.sh leaves for the lab's user: the API at the host's address.
+const ADMIN: &str = "/shared/kubeconfig";
+/// What provision-node.sh writes before the package is installed; reset restores it.
+const PROVISIONED_AGENT_ENV: &str =
+    "CAIRN_AGENT_ARGS=\"--root-dir /var/lib/cairn/agent --network-backend vxlan --node-ip 198.18.201.10\"\n";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -130,6 +136,8 @@ impl Host {
                 .arg("-v")
                 .arg(mount(&repo().join("scripts"), "/scripts", ":ro"))
                 .arg("-v")
+                .arg(mount(&repo().join("packaging/vagrant"), "/vagrant", ":ro"))
+                .arg("-v")
                 .arg(mount(
                     Path::new("/usr/bin/kubectl"),
                     "/usr/local/bin/kubectl",
@@ -212,18 +220,20 @@ impl Drop for Host {
     }
 }
 
-fn install_and_join(host: &Host) {
+/// The Vagrant lab's provisioning (`packaging/vagrant/provision-*.sh`), control then
+/// node, on the one host.
+fn provision(host: &Host) {
     let started = Instant::now();
-    host.sh(&format!(
-        "dpkg -i /pkgs/cairn-control_{VERSION}_amd64.deb /pkgs/cairn-node_{VERSION}_amd64.deb"
+    let control = host.sh(&format!(
+        "CAIRN_PACKAGES=/pkgs CAIRN_CONTROL_IP={HOST_IP} CAIRN_SHARED=/shared \
+         sh /vagrant/provision-control.sh"
     ));
-    assert_eq!(host.active("cairn-control"), "active\n");
-    host.sh("cp /etc/cairn/agent.env /tmp/agent.env.packaged");
-    let token = host.sh("cairn-control token create");
-    let said = host.sh(&format!(
-        "cairn-node join --server https://{HOST_IP}:6443 --token {} --timeout-seconds 180",
-        token.trim()
-    ));
+    assert_eq!(host.active("cairn-control"), "active\n", "{control}");
+    let node_env = format!(
+        "CAIRN_PACKAGES=/pkgs CAIRN_SERVER=https://{HOST_IP}:6443 CAIRN_NODE_IP={HOST_IP} \
+         CAIRN_SHARED=/shared"
+    );
+    let said = host.sh(&format!("{node_env} sh /vagrant/provision-node.sh"));
     assert!(said.contains("Node node-s is Ready"), "{said}");
     eprintln!(
         "dpkg -i to Ready: {:.1} s\n{said}",
@@ -232,6 +242,12 @@ fn install_and_join(host: &Host) {
     assert_eq!(host.active("cairn-agent cairn-proxy"), "active\nactive\n");
     let enabled = host.sh_status("systemctl is-enabled cairn-agent cairn-proxy cairn-control");
     assert_eq!(enabled, "enabled\nenabled\nenabled\n");
+    // Provisioning again changes nothing.
+    let again = host.sh(&format!("{node_env} sh /vagrant/provision-node.sh"));
+    assert!(again.contains("already joined"), "{again}");
+    // The kubeconfig left for the lab's user reaches the API by the address nodes use.
+    let nodes = host.kubectl("get nodes -o name");
+    assert_eq!(nodes, "node/node-s\n");
 }
 
 fn run_the_web_service(host: &Host) {
@@ -277,13 +293,14 @@ fn reset_removes_the_node_state(host: &Host) {
     assert_eq!(host.sh("ctr -n cairn containers ls -q"), "");
     let tables = host.sh("nft list tables");
     assert!(!tables.contains("cairn"), "{tables}");
-    host.sh("cmp /etc/cairn/agent.env /tmp/agent.env.packaged && test ! -e /etc/cairn/node");
+    assert_eq!(host.sh("cat /etc/cairn/agent.env"), PROVISIONED_AGENT_ENV);
+    host.sh("test ! -e /etc/cairn/node");
 }
 
 #[test]
 fn packages_on_a_systemd_host_join_serve_restart_upgrade_and_reset() {
     let host = Host::boot();
-    install_and_join(&host);
+    provision(&host);
     run_the_web_service(&host);
     eprintln!("idle RSS:\n{}", host.idle_rss());
     pods_survive(&host, "an agent restart", "systemctl restart cairn-agent");
