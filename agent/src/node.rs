@@ -20,6 +20,17 @@ pub const AGENT_VERSION: &str = concat!("v1.33.0-cairn-", env!("CARGO_PKG_VERSIO
 const STATUS_REFRESH: Duration = Duration::from_secs(300);
 const LEASE_RENEW: Duration = Duration::from_secs(10);
 const LEASE_DURATION_SECONDS: i32 = 40;
+/// Until the node has first reported Ready, its conditions are checked this often, so it
+/// turns Ready as soon as it can rather than at the next status period (upstream's
+/// kubelet does the same at start, `fastStatusUpdateOnce`, every 100 ms).
+const UNTIL_FIRST_READY: Duration = Duration::from_millis(200);
+
+/// Whether `conditions` (as written) say Ready=True.
+fn says_ready(conditions: &[Value]) -> bool {
+    conditions
+        .iter()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
@@ -262,6 +273,7 @@ pub async fn run(agent: Arc<Agent>) {
     let mut last_written: Option<(Vec<Value>, Instant)> = None;
     let mut last_lease = Instant::now() - LEASE_RENEW;
     let tick = Duration::from_secs(agent.config.node_status_update_seconds.clamp(1, 10));
+    let mut was_ready = false;
     loop {
         crate::qos::refresh(&agent);
         let conds = conditions(&agent).await;
@@ -291,7 +303,10 @@ pub async fn run(agent: Arc<Agent>) {
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
                 .await
             {
-                Ok(_) => last_written = Some((comparable, Instant::now())),
+                Ok(_) => {
+                    was_ready |= says_ready(&comparable);
+                    last_written = Some((comparable, Instant::now()));
+                }
                 Err(kube::Error::Api(e)) if e.code == 404 => {
                     warn!(node = %name, "node object deleted; registering again");
                     if let Err(e) = register(&agent).await {
@@ -307,7 +322,12 @@ pub async fn run(agent: Arc<Agent>) {
                 Err(e) => warn!(node = %name, error = %e, "renewing node lease"),
             }
         }
-        tokio::time::sleep(tick).await;
+        tokio::time::sleep(if was_ready {
+            tick
+        } else {
+            tick.min(UNTIL_FIRST_READY)
+        })
+        .await;
     }
 }
 
@@ -364,5 +384,20 @@ async fn renew_lease(
                 .map(|_| ())
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_true_ready_condition_says_ready() {
+        let ready = |status: &str| json!({"type": "Ready", "status": status});
+        let pressure = json!({"type": "MemoryPressure", "status": "True"});
+        assert!(says_ready(&[pressure.clone(), ready("True")]));
+        assert!(!says_ready(&[pressure, ready("False")]));
+        assert!(!says_ready(&[ready("Unknown")]));
+        assert!(!says_ready(&[]));
     }
 }
