@@ -2,7 +2,9 @@
 //! [`LIFETIME`] seconds, the API server's serving and kubelet-client certificates and
 //! the agent's client (joined by token) and serving certificates are all replaced while
 //! a pod runs and a watch opened before stays open; the node never leaves Ready, and
-//! logs and exec (API server → agent, both on new certificates) keep working.
+//! logs and exec (API server → agent, both on new certificates) keep working. A
+//! cairn-proxy on the node's own kubeconfig (as on a joined node) follows the renewed
+//! certificate and still programs a Service created after the old one expired.
 
 // Test code: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -75,6 +77,31 @@ fn tail(text: &str) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
+/// cairn-proxy in nftables mode on the node's kubeconfig, which the agent renews.
+fn start_proxy(cluster: &Cluster) -> (std::process::Child, std::path::PathBuf) {
+    let log = cluster.path("proxy.log");
+    let child = Command::new(bin("cairn-proxy"))
+        .arg("--kubeconfig")
+        .arg(cluster.path("root/kubeconfig"))
+        .args(["--hostname-override", NODE, "--mode", "nftables"])
+        .args(["--healthz-bind-address", "", "--metrics-bind-address", ""])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (child, log)
+}
+
+/// Whether the kernel holds a rule for `ip` (the proxy's nftables tables).
+fn programmed(ip: &str) -> bool {
+    let out = Command::new("nft")
+        .args(["list", "ruleset"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains(ip)
+}
+
 #[tokio::test]
 async fn certificates_rotate_under_a_running_pod_and_a_watch() {
     let _cgroups;
@@ -98,6 +125,7 @@ async fn certificates_rotate_under_a_running_pod_and_a_watch() {
         .unwrap();
     cluster.wait_for("steady", "Ready", 60, is_ready).await;
     let (mut watch, labels) = watch_label(&cluster);
+    let (mut proxy, proxy_log) = start_proxy(&cluster);
 
     let files = [
         "control/pki/apiserver.crt",
@@ -177,6 +205,53 @@ async fn certificates_rotate_under_a_running_pod_and_a_watch() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    proxy_follows_the_renewed_certificate(&cluster, &proxy_log);
+    let _ = proxy.kill();
+    let _ = proxy.wait();
     let _ = watch.kill();
     let _ = watch.wait();
+}
+
+/// The proxy swapped the renewed certificate in (which ends its old connections), and a
+/// Service created now, after the old certificate expired, reaches the kernel.
+fn proxy_follows_the_renewed_certificate(cluster: &Cluster, log: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let said = || std::fs::read_to_string(log).unwrap_or_default();
+    while !said().contains("client certificate changed; presenting the new one") {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy kept its old certificate:\n{}",
+            tail(&said())
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    ok(
+        cluster,
+        &[
+            "create",
+            "service",
+            "clusterip",
+            "after-rotation",
+            "--tcp=80:80",
+        ],
+    );
+    let ip = ok(
+        cluster,
+        &[
+            "get",
+            "service",
+            "after-rotation",
+            "-o",
+            "jsonpath={.spec.clusterIP}",
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !programmed(ip.trim()) {
+        assert!(
+            Instant::now() < deadline,
+            "{ip} never programmed:\n{}",
+            tail(&said())
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
