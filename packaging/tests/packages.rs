@@ -8,60 +8,16 @@
 //! their scripts are checked by rpmlint and `rpm -qp --scripts`, not run).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
+
+use common::{build, ok, repo};
 
 const VERSION: &str = "0.1.0";
 const UPGRADE: &str = "0.1.0+1";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Where cargo put this build's binaries (`target/<profile>`, this test's grandparent).
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    for bin in [
-        "cairn-control",
-        "cairn-node",
-        "cairn-agent",
-        "cairn-proxy",
-        "cairn-cni",
-        "cairn-logger",
-    ] {
-        assert!(
-            dir.join(bin).exists(),
-            "{} is missing: cargo build --workspace --bins first",
-            dir.join(bin).display()
-        );
-    }
-    dir
-}
-
-fn ok(out: Output, what: &str) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{what}: {text}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn build(out: &Path, version: &str, rpm: bool) {
-    let mut cmd = Command::new(repo().join("packaging/build"));
-    cmd.arg("--bin-dir")
-        .arg(bin_dir())
-        .arg("--out")
-        .arg(out)
-        .args(["--version", version, "--fast"]);
-    if !rpm {
-        cmd.arg("--no-rpm");
-    }
-    ok(cmd.output().unwrap(), "packaging/build");
-}
 
 /// The packages, built once for every test here.
 fn packages() -> &'static Path {

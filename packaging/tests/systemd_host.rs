@@ -16,9 +16,13 @@
 //! and each unit's idle RSS.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+
+use common::{build, ok, repo};
 
 const VERSION: &str = "0.1.0";
 const UPGRADE: &str = "0.1.0+1";
@@ -30,36 +34,9 @@ const ADMIN: &str = "/shared/kubeconfig";
 const PROVISIONED_AGENT_ENV: &str =
     "CAIRN_AGENT_ARGS=\"--root-dir /var/lib/cairn/agent --network-backend vxlan --node-ip 198.18.201.10\"\n";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
-}
-
-fn ok(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{what}: {text}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn build(out: &Path, version: &str) {
-    ok(
-        Command::new(repo().join("packaging/build"))
-            .arg("--bin-dir")
-            .arg(bin_dir())
-            .arg("--out")
-            .arg(out)
-            .args(["--version", version, "--fast", "--no-rpm"]),
-        "packaging/build",
-    );
+/// `ok` for a command still to run.
+fn run_ok(cmd: &mut Command, what: &str) -> String {
+    ok(cmd.output().unwrap(), what)
 }
 
 /// The systemd-booted container, its network and its containerd directory.
@@ -74,8 +51,8 @@ impl Host {
     fn boot() -> Host {
         cairn_lab::docker::ensure_image().unwrap();
         let packages = tempfile::tempdir().unwrap();
-        build(packages.path(), VERSION);
-        build(&packages.path().join("upgrade"), UPGRADE);
+        build(packages.path(), VERSION, false);
+        build(&packages.path().join("upgrade"), UPGRADE, false);
         let containerd = tempfile::tempdir().unwrap();
         let name = format!("cairn-systemd-{}", std::process::id());
         let network = format!("{name}-net");
@@ -83,7 +60,7 @@ impl Host {
         let _ = Command::new("docker")
             .args(["network", "rm", &network])
             .output();
-        ok(
+        run_ok(
             Command::new("docker").args([
                 "network",
                 "create",
@@ -125,7 +102,7 @@ impl Host {
             .into_iter()
             .filter(|f| f != "--init")
             .collect();
-        ok(
+        run_ok(
             Command::new("docker")
                 .args(["run", "-d", "--name", &self.name, "--hostname", "node-s"])
                 .args(["--network", &self.network, "--ip", HOST_IP])
@@ -156,7 +133,7 @@ impl Host {
     }
 
     fn sh(&self, script: &str) -> String {
-        ok(
+        run_ok(
             Command::new("docker").args(["exec", &self.name, "sh", "-ec", script]),
             script,
         )

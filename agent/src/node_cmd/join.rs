@@ -66,7 +66,13 @@ pub async fn join_node(
     }
     units.enable_now(&NODE_UNITS)?;
     say(&format!("Started {}", NODE_UNITS.join(", ")));
-    super::ready::wait_until_ready(o, say).await
+    let wait = super::ready::ReadyWait {
+        server: &o.server,
+        node: &o.node,
+        kubeconfig: &o.paths.kubeconfig(),
+        timeout: o.timeout,
+    };
+    super::ready::wait_until_ready(&wait, say).await
 }
 
 /// A joined node is reset before it joins again: a second join over the first would

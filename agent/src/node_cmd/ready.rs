@@ -8,8 +8,16 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 
-use super::join::JoinOptions;
 use super::{io, NodeError, Progress};
+
+/// Which node to wait for, through which API, how long.
+pub struct ReadyWait<'a> {
+    pub server: &'a str,
+    pub node: &'a str,
+    /// The node's own kubeconfig: readiness is read with its credentials.
+    pub kubeconfig: &'a std::path::Path,
+    pub timeout: Duration,
+}
 
 /// Between two reads of the Node.
 const POLL: Duration = Duration::from_millis(500);
@@ -59,16 +67,15 @@ fn describe(r: &Readiness, node: &str) -> String {
     }
 }
 
-pub async fn wait_until_ready(o: &JoinOptions, say: Progress<'_>) -> Result<(), NodeError> {
+pub async fn wait_until_ready(o: &ReadyWait<'_>, say: Progress<'_>) -> Result<(), NodeError> {
     let since = Timestamp::now();
     let started = Instant::now();
-    let path = o.paths.kubeconfig();
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-    let client = crate::join::client_from_text(&o.server, &text).await?;
+    let text = std::fs::read_to_string(o.kubeconfig).map_err(io(o.kubeconfig))?;
+    let client = crate::join::client_from_text(o.server, &text).await?;
     let nodes: Api<Node> = Api::all(client);
     let mut last = String::new();
     loop {
-        let state = match nodes.get_opt(&o.node).await {
+        let state = match nodes.get_opt(o.node).await {
             Ok(node) => readiness(node.as_ref(), since),
             Err(e) => Readiness::NotReady(format!("reading the Node: {e}")),
         };
@@ -80,14 +87,14 @@ pub async fn wait_until_ready(o: &JoinOptions, say: Progress<'_>) -> Result<(), 
             ));
             return Ok(());
         }
-        let line = describe(&state, &o.node);
+        let line = describe(&state, o.node);
         if line != last {
             say(&format!("Waiting: {line}"));
             last = line;
         }
         if started.elapsed() >= o.timeout {
             return Err(NodeError::NotReady {
-                node: o.node.clone(),
+                node: o.node.to_string(),
                 waited: o.timeout,
                 last,
             });

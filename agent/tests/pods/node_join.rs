@@ -108,22 +108,16 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `cairn-node join` as node-j, giving up on Ready after two minutes.
+fn join_args<'a>(server: &'a str, token: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["join", "--server", server, "--token", token];
+    args.extend(["--node-name", JOINED, "--timeout-seconds", "120"]);
+    args
+}
+
 /// A refused join: non-zero, one line naming the problem, nothing written.
 fn refused(host: &Host, server: &str, token: &str, expect: &str) {
-    let out = cairn_node(
-        host,
-        &[
-            "join",
-            "--server",
-            server,
-            "--token",
-            token,
-            "--node-name",
-            JOINED,
-            "--timeout-seconds",
-            "60",
-        ],
-    );
+    let out = cairn_node(host, &join_args(server, token));
     let err = text(&out.stderr);
     eprintln!("refused: {err}");
     assert!(!out.status.success(), "{server} {err}");
@@ -184,20 +178,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 fn join(host: &Host, server: &str, token: &str) -> String {
-    let out = cairn_node(
-        host,
-        &[
-            "join",
-            "--server",
-            server,
-            "--token",
-            token,
-            "--node-name",
-            JOINED,
-            "--timeout-seconds",
-            "120",
-        ],
-    );
+    let out = cairn_node(host, &join_args(server, token));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(
