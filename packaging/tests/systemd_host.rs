@@ -160,12 +160,15 @@ impl Host {
         (id.to_string(), restarts.to_string())
     }
 
-    /// The Service answers through its ClusterIP (retried until the proxy has programmed
-    /// it: a condition, bounded by curl's own retries).
+    /// The Service answers through its ClusterIP, once the proxy has programmed it (until
+    /// then the address would be routed out of the host, to whatever answers there).
     fn service_answers(&self) {
         let ip = self.kubectl("get service web -o jsonpath='{.spec.clusterIP}'");
+        self.sh(&format!(
+            "timeout 60 sh -c 'until nft list ruleset | grep -qF \"{ip} \"; do sleep 0.2; done'"
+        ));
         let page = self.sh(&format!(
-            "curl -sS --retry 30 --retry-delay 1 --retry-all-errors --max-time 5 http://{ip}/"
+            "curl -fsS --retry 30 --retry-delay 1 --retry-all-errors --max-time 5 http://{ip}/"
         ));
         assert!(page.contains("It works!"), "{page}");
     }
