@@ -14,22 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{build, ok, repo};
+use common::{build, ok, repo, UPGRADE, VERSION};
 
-const VERSION: &str = "0.1.0";
-const UPGRADE: &str = "0.1.0+1";
-
-/// The packages, built once for every test here.
+/// The packages, built once for every test here (and shared with `systemd_host.rs`).
 fn packages() -> &'static Path {
-    static BUILT: OnceLock<tempfile::TempDir> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            build(dir.path(), VERSION, true);
-            build(&dir.path().join("upgrade"), UPGRADE, false);
-            dir
-        })
-        .path()
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(common::shared_packages)
 }
 
 fn deb(name: &str) -> PathBuf {

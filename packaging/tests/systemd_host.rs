@@ -22,10 +22,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use common::{build, ok, repo};
+use common::{ok, repo, UPGRADE};
 
-const VERSION: &str = "0.1.0";
-const UPGRADE: &str = "0.1.0+1";
 const SUBNET: &str = "198.18.201.0/24";
 const HOST_IP: &str = "198.18.201.10";
 /// What provision-control.sh leaves for the lab's user: the API at the host's address.
@@ -43,16 +41,14 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 struct Host {
     name: String,
     network: String,
-    _packages: tempfile::TempDir,
+    packages: std::path::PathBuf,
     _containerd: tempfile::TempDir,
 }
 
 impl Host {
     fn boot() -> Host {
         cairn_lab::docker::ensure_image().unwrap();
-        let packages = tempfile::tempdir().unwrap();
-        build(packages.path(), VERSION, false);
-        build(&packages.path().join("upgrade"), UPGRADE, false);
+        let packages = common::shared_packages();
         let containerd = tempfile::tempdir().unwrap();
         let name = format!("cairn-systemd-{}", std::process::id());
         let network = format!("{name}-net");
@@ -75,7 +71,7 @@ impl Host {
         let host = Host {
             name,
             network,
-            _packages: packages,
+            packages,
             _containerd: containerd,
         };
         host.run_container();
@@ -109,7 +105,7 @@ impl Host {
                 .args(flags)
                 .args(["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp"])
                 .args(["-e", "container=docker", "-v"])
-                .arg(mount(self._packages.path(), "/pkgs", ":ro"))
+                .arg(mount(&self.packages, "/pkgs", ":ro"))
                 .arg("-v")
                 .arg(mount(&repo().join("scripts"), "/scripts", ":ro"))
                 .arg("-v")

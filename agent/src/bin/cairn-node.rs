@@ -58,9 +58,6 @@ enum Cmd {
         /// Give up waiting for Ready after this many seconds.
         #[arg(long, default_value_t = 300)]
         timeout_seconds: u64,
-        /// Write the configuration only; do not start the units.
-        #[arg(long)]
-        no_start: bool,
         #[command(flatten)]
         dirs: Dirs,
     },
@@ -101,7 +98,6 @@ async fn run(cli: Cli) -> Result<(), String> {
             token_file,
             node_name: n,
             timeout_seconds,
-            no_start,
             dirs,
         } => {
             let options = JoinOptions {
@@ -109,7 +105,6 @@ async fn run(cli: Cli) -> Result<(), String> {
                 token: token(t, token_file)?,
                 node: cairn_agent::config::node_name(n).map_err(|e| e.to_string())?,
                 paths: node_paths(&dirs),
-                start: !no_start,
                 timeout: Duration::from_secs(timeout_seconds),
             };
             let units = Systemctl {

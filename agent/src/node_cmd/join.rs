@@ -13,8 +13,6 @@ pub struct JoinOptions {
     pub token: String,
     pub node: String,
     pub paths: NodePaths,
-    /// Start the units and wait for Ready (else only write the configuration).
-    pub start: bool,
     pub timeout: Duration,
 }
 
@@ -60,10 +58,6 @@ pub async fn join_node(
         o.paths.env("proxy").display(),
         o.paths.token().display()
     ));
-    if !o.start {
-        say("Units not started (--no-start): systemctl enable --now cairn-agent cairn-proxy");
-        return Ok(());
-    }
     units.enable_now(&NODE_UNITS)?;
     say(&format!("Started {}", NODE_UNITS.join(", ")));
     let wait = super::ready::ReadyWait {
@@ -144,8 +138,5 @@ fn set_unit_args(
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), NodeError> {
-    cairn_pki::files::write_private(path, text.as_bytes()).map_err(|e| NodeError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    })
+    cairn_pki::files::write_private(path, text.as_bytes()).map_err(NodeError::Private)
 }

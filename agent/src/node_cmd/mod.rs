@@ -42,6 +42,9 @@ pub enum NodeError {
         #[source]
         source: std::io::Error,
     },
+    /// A `0600` file (the token): the error names its path.
+    #[error("{0}")]
+    Private(cairn_pki::PkiError),
     #[error("`{command}` failed: {message}")]
     Units { command: String, message: String },
     #[error("node {node} was not Ready {waited:?} after its units started: {last}")]

@@ -88,8 +88,10 @@ fn restore_env(p: &NodePaths, unit: &str) -> Result<(), NodeError> {
     Ok(())
 }
 
-/// Mounts left under `dir` (a volume of a pod that was running) would make its removal
-/// reach into them: detach them first.
+/// A file system mounted under `dir` (a disk for local-path volumes, say) would have
+/// its contents removed with the directory: detach it first, as `kubeadm reset` does
+/// under the kubelet's directory. cairn's own mounts are under the state directory,
+/// which the cleanup functions handle.
 fn unmount_under(dir: &Path) {
     let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
         return;
@@ -109,5 +111,74 @@ fn remove_dir(dir: &Path) -> Result<(), NodeError> {
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(dir)(e)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::units::FakeUnits;
+    use super::*;
+
+    fn joined_node(dir: &Path) -> NodePaths {
+        let p = NodePaths {
+            etc: dir.join("etc"),
+            root: dir.join("root"),
+        };
+        std::fs::create_dir_all(p.node_dir()).unwrap();
+        std::fs::create_dir_all(&p.root).unwrap();
+        std::fs::write(p.kubeconfig(), "k").unwrap();
+        std::fs::write(p.joined(), "server=s\nnode=n\n").unwrap();
+        // agent.env was there before the join; proxy.env was written by it.
+        std::fs::write(p.env_before_join("agent"), "CAIRN_AGENT_ARGS=\"--x\"\n").unwrap();
+        std::fs::write(p.env("agent"), "CAIRN_AGENT_ARGS=\"--x --server s\"\n").unwrap();
+        std::fs::write(p.env("proxy"), "CAIRN_PROXY_ARGS=\"--kubeconfig k\"\n").unwrap();
+        p
+    }
+
+    #[test]
+    fn stops_the_units_in_reverse_and_puts_the_files_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = joined_node(dir.path());
+        let units = FakeUnits::default();
+        let mut said = Vec::new();
+        let options = ResetOptions {
+            paths: paths.clone(),
+            host_state: false,
+        };
+        reset_node(&options, &units, &mut |l| said.push(l.to_string())).unwrap();
+        let calls = units.calls.lock().unwrap().clone();
+        assert_eq!(calls, ["disable cairn-proxy.service cairn-agent.service"]);
+        let agent = std::fs::read_to_string(paths.env("agent")).unwrap();
+        assert_eq!(agent, "CAIRN_AGENT_ARGS=\"--x\"\n");
+        assert!(
+            !paths.env("proxy").exists(),
+            "join made proxy.env: reset removes it"
+        );
+        assert!(!paths.root.exists() && !paths.node_dir().exists());
+        assert!(
+            said.iter().any(|l| l.starts_with("Stopped and disabled")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
+    fn units_that_cannot_be_stopped_are_a_warning_not_a_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = joined_node(dir.path());
+        let units = FakeUnits {
+            fail: true,
+            ..FakeUnits::default()
+        };
+        let mut said = Vec::new();
+        let options = ResetOptions {
+            paths: paths.clone(),
+            host_state: false,
+        };
+        reset_node(&options, &units, &mut |l| said.push(l.to_string())).unwrap();
+        assert!(
+            said.iter().any(|l| l.starts_with("Warning: `disable")),
+            "{said:?}"
+        );
+        assert!(!paths.node_dir().exists());
     }
 }
