@@ -146,10 +146,11 @@ pub struct AgentFlags {
     /// (default: `<root-dir>/local-path`).
     #[arg(long)]
     pub local_path_root: Option<PathBuf>,
-    /// Serve cluster DNS on this address (UDP and TCP), e.g. `<node-ip>:53`, and publish it
-    /// as this node's endpoint of `kube-system/kube-dns` (see `dns.rs`).
+    /// Serve cluster DNS on this address (UDP and TCP), e.g. `10.0.0.5:53`, or
+    /// `node-ip:53` for the node's InternalIP, and publish it as this node's endpoint of
+    /// `kube-system/kube-dns` (see `dns.rs`).
     #[arg(long)]
-    pub dns_listen: Option<SocketAddr>,
+    pub dns_listen: Option<crate::dns::DnsListen>,
     /// Resolvers for names outside the cluster, comma-separated `ip:port` (default: the
     /// node's /etc/resolv.conf).
     #[arg(long)]
@@ -195,7 +196,7 @@ pub struct AgentConfig {
     pub eviction_pressure_transition: std::time::Duration,
     pub image_gc: crate::image_gc::GcSettings,
     pub local_path_root: PathBuf,
-    pub dns_listen: Option<SocketAddr>,
+    pub dns_listen: Option<crate::dns::DnsListen>,
     pub dns_upstreams: Vec<SocketAddr>,
 }
 

@@ -22,8 +22,54 @@ use tracing::{info, warn};
 
 use crate::Agent;
 
+/// Where the cluster DNS server listens (`--dns-listen`): an address, or `node-ip:PORT`,
+/// the node's InternalIP, so that one packaged agent.env serves every node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum DnsListen {
+    Addr(SocketAddr),
+    NodeIp(u16),
+}
+
+impl std::str::FromStr for DnsListen {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let expected = || format!("expected IP:PORT or node-ip:PORT, got {text:?}");
+        match text.strip_prefix("node-ip:") {
+            Some(port) => port.parse().map(DnsListen::NodeIp).map_err(|_| expected()),
+            None => text.parse().map(DnsListen::Addr).map_err(|_| expected()),
+        }
+    }
+}
+
+impl TryFrom<String> for DnsListen {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
+impl DnsListen {
+    /// The address to bind, given the node's InternalIP.
+    pub fn resolve(self, node_ip: Option<&str>) -> Result<SocketAddr, DnsError> {
+        match self {
+            DnsListen::Addr(addr) => Ok(addr),
+            DnsListen::NodeIp(port) => node_ip
+                .and_then(|ip| ip.parse().ok())
+                .map(|ip| SocketAddr::new(ip, port))
+                .ok_or(DnsError::NoNodeIp { port }),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DnsError {
+    #[error(
+        "cluster DNS on node-ip:{port}: the node has no IPv4 address to serve on (set --node-ip)"
+    )]
+    NoNodeIp { port: u16 },
     #[error("cluster DNS zone for domain {domain}: {message}")]
     Zone { domain: String, message: String },
     #[error("cluster DNS server on {listen}: {message}")]
@@ -168,6 +214,32 @@ mod tests {
             upstreams(&configured, listen),
             vec!["9.9.9.9:53".parse::<SocketAddr>().unwrap()]
         );
+    }
+
+    #[test]
+    fn listen_is_an_address_or_the_node_ip() {
+        let node: DnsListen = "node-ip:53".parse().unwrap();
+        assert_eq!(
+            node.resolve(Some("198.18.0.11")).unwrap(),
+            "198.18.0.11:53".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            node.resolve(None).unwrap_err().to_string(),
+            "cluster DNS on node-ip:53: the node has no IPv4 address to serve on (set --node-ip)"
+        );
+        let fixed: DnsListen = "10.0.0.5:5353".parse().unwrap();
+        assert_eq!(
+            fixed.resolve(None).unwrap(),
+            "10.0.0.5:5353".parse::<SocketAddr>().unwrap()
+        );
+        for bad in ["node-ip", "node-ip:dns", "localhost:53", "10.0.0.5"] {
+            assert_eq!(
+                bad.parse::<DnsListen>().unwrap_err(),
+                format!("expected IP:PORT or node-ip:PORT, got {bad:?}")
+            );
+        }
+        let from_toml: DnsListen = serde_json::from_value(serde_json::json!("node-ip:53")).unwrap();
+        assert_eq!(from_toml, DnsListen::NodeIp(53));
     }
 
     #[test]

@@ -218,6 +218,7 @@ async fn run(config: AgentConfig) -> anyhow::Result<()> {
     tokio::spawn(local_path.run());
 
     if let Some(listen) = config.dns_listen {
+        let listen = listen.resolve(agent.node_ip.as_deref())?;
         let upstreams = cairn_agent::dns::upstreams(&config.dns_upstreams, listen);
         cairn_agent::dns::start(agent.clone(), listen, upstreams).await?;
     }

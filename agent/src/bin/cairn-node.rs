@@ -55,6 +55,10 @@ enum Cmd {
         /// This node's name (default: the host name, lower-cased).
         #[arg(long)]
         node_name: Option<String>,
+        /// This node's address on the cluster's network (default: its first global IPv4
+        /// address; set it on hosts whose first interface is a NAT one, as Vagrant's).
+        #[arg(long)]
+        node_ip: Option<std::net::IpAddr>,
         /// Give up waiting for Ready after this many seconds.
         #[arg(long, default_value_t = 300)]
         timeout_seconds: u64,
@@ -97,6 +101,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             token: t,
             token_file,
             node_name: n,
+            node_ip,
             timeout_seconds,
             dirs,
         } => {
@@ -104,6 +109,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 server: server.trim_end_matches('/').to_string(),
                 token: token(t, token_file)?,
                 node: cairn_agent::config::node_name(n).map_err(|e| e.to_string())?,
+                node_ip: node_ip.map(|ip| ip.to_string()),
                 paths: node_paths(&dirs),
                 timeout: Duration::from_secs(timeout_seconds),
             };

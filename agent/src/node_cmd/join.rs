@@ -12,6 +12,8 @@ pub struct JoinOptions {
     pub server: String,
     pub token: String,
     pub node: String,
+    /// The node's address on the cluster's network, when not its first one.
+    pub node_ip: Option<String>,
     pub paths: NodePaths,
     pub timeout: Duration,
 }
@@ -96,7 +98,7 @@ fn write_configuration(o: &JoinOptions) -> Result<(), NodeError> {
     let root = p.root.display().to_string();
     let kubeconfig = p.kubeconfig().display().to_string();
     let token = p.token().display().to_string();
-    let agent = [
+    let mut agent = vec![
         "--root-dir",
         &root,
         "--node-name",
@@ -106,7 +108,13 @@ fn write_configuration(o: &JoinOptions) -> Result<(), NodeError> {
         "--token-file",
         &token,
     ];
-    set_unit_args(p, "agent", "CAIRN_AGENT_ARGS", AGENT_FLAGS, &agent)?;
+    let mut owned = AGENT_FLAGS.to_vec();
+    // Given, --node-ip replaces the operator's; not given, theirs stays.
+    if let Some(ip) = &o.node_ip {
+        agent.extend(["--node-ip", ip]);
+        owned.push("--node-ip");
+    }
+    set_unit_args(p, "agent", "CAIRN_AGENT_ARGS", &owned, &agent)?;
     let proxy = ["--kubeconfig", &kubeconfig, "--hostname-override", &o.node];
     set_unit_args(p, "proxy", "CAIRN_PROXY_ARGS", PROXY_FLAGS, &proxy)?;
     let joined = format!("server={}\nnode={}\n", o.server, o.node);

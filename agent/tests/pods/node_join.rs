@@ -108,10 +108,11 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `cairn-node join` as node-j, giving up on Ready after two minutes.
+/// `cairn-node join` as node-j at NODE_IP, giving up on Ready after two minutes.
 fn join_args<'a>(server: &'a str, token: &'a str) -> Vec<&'a str> {
     let mut args = vec!["join", "--server", server, "--token", token];
-    args.extend(["--node-name", JOINED, "--timeout-seconds", "120"]);
+    args.extend(["--node-name", JOINED, "--node-ip", NODE_IP]);
+    args.extend(["--timeout-seconds", "120"]);
     args
 }
 
@@ -194,7 +195,7 @@ fn configuration_is_merged(host: &Host, server: &str) {
     let root = host.root.display();
     let token = host.etc.join("node/token");
     assert!(
-        agent.starts_with("# the operator's\nCAIRN_AGENT_ARGS=\"--node-ip"),
+        agent.starts_with("# the operator's\nCAIRN_AGENT_ARGS=\"--containerd-socket"),
         "{agent}"
     );
     assert!(
@@ -206,7 +207,7 @@ fn configuration_is_merged(host: &Host, server: &str) {
         "join owns --root-dir: {agent}"
     );
     let ours = format!(
-        "--root-dir {root} --node-name {JOINED} --server {server} --token-file {}\"\n",
+        "--root-dir {root} --node-name {JOINED} --server {server} --token-file {} --node-ip {NODE_IP}\"\n",
         token.display()
     );
     assert!(agent.ends_with(&ours), "{agent}");
