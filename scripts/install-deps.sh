@@ -24,8 +24,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Vagrant, to validate the Vagrant lab's Vagrantfile (packaging/vagrant/; its provisioning
-# runs in packaging/tests/systemd_host.rs): without the providers it recommends, since no
+# Vagrant, for the Vagrant lab (packaging/vagrant/; packaging/tests/vagrant.rs runs it on
+# Vagrant's built-in docker provider): without the providers it recommends, since no
 # hypervisor runs here. Host only, as the packaging tools.
 if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s vagrant >/dev/null 2>&1; then
     echo "install-deps: installing vagrant (no providers)"

@@ -11,7 +11,7 @@
 # plain lane only. The images this script made are removed at the end.
 #   The container, by hand:  docker run --rm -it $(target/debug/cairn-lab image run-flags) \
 #       --tmpfs /tmp:rw,exec,size=16g --tmpfs /run:rw,exec -v $PWD:$PWD -w $PWD \
-#       cairn-lab-node:bookworm-2 sh -c 'sh scripts/node-cgroups.sh && bash'
+#       cairn-lab-node:bookworm-3 sh -c 'sh scripts/node-cgroups.sh && bash'
 #
 # `--prepare` only builds the images (scripts/test.sh does that in the background while
 # clippy runs) and leaves them for the run, which then finds them in Docker's cache;
@@ -31,7 +31,7 @@ lab=$repo/target/debug/cairn-lab
 
 # The suite's packages, and a C toolchain for linking (the host's comes with the machine).
 packages="$(./scripts/install-deps.sh --list) gcc libc6-dev"
-node_image=cairn-lab-node:bookworm-2
+node_image=cairn-lab-node:bookworm-3
 # Whether the node image was there before this suite (a `--prepare` run records that it
 # was not, so the run after it still removes the image at the end).
 made_marker=$repo/target/container-lane-made-node-image

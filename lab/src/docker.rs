@@ -18,12 +18,13 @@ use crate::plan::{LabPlan, NodePlan, API_PORT};
 pub struct DockerDriver;
 
 /// The node image; its tag names the package set, so a changed set builds a new one.
-pub const NODE_IMAGE: &str = "cairn-lab-node:bookworm-2";
-/// systemd is there for the packages' tests, which boot it as PID 1 (lab nodes run
-/// `sleep` under `--init` and never start it).
-const PACKAGES: &str = "containerd,runc,iptables,nftables,iproute2,conntrack,curl,ca-certificates,procps,kmod,docker-registry,python3,busybox-static,systemd,systemd-sysv,dbus";
+pub const NODE_IMAGE: &str = "cairn-lab-node:bookworm-3";
+/// systemd is there for the packages' tests and the Vagrant lab's docker provider, which
+/// boot it as PID 1 (lab nodes run `sleep` under `--init` and never start it); sshd is
+/// how Vagrant provisions those machines.
+const PACKAGES: &str = "containerd,runc,iptables,nftables,iproute2,conntrack,curl,ca-certificates,procps,kmod,docker-registry,python3,busybox-static,systemd,systemd-sysv,dbus,openssh-server";
 /// The debootstrapped root filesystem, kept so a later `up` imports it again quickly.
-const ROOTFS_CACHE: &str = "/var/cache/cairn-lab/node-bookworm-2.tar";
+const ROOTFS_CACHE: &str = "/var/cache/cairn-lab/node-bookworm-3.tar";
 
 fn container_of(plan: &LabPlan, place: Place<'_>) -> Option<String> {
     match place {

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use common::{build, ok, repo, UPGRADE, VERSION};
 
-/// The packages, built once for every test here (and shared with `systemd_host.rs`).
+/// The packages, built once for every test here (and shared with `vagrant.rs`).
 fn packages() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(common::shared_packages)

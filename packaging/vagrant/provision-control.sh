@@ -1,7 +1,7 @@
 #!/bin/sh
 # Makes this host a cairn control host from the packages, and leaves what nodes need to
-# join in a shared directory: the Vagrant lab's control VM runs it, and so does
-# packaging/tests/systemd_host.rs on a systemd-booted container.
+# join in a shared directory: the Vagrant lab's control machine runs it (a VM, or a
+# systemd-booted container with the docker provider, as packaging/tests/vagrant.rs does).
 #
 #   CAIRN_PACKAGES    directory holding cairn-control_*.deb
 #   CAIRN_CONTROL_IP  the address nodes and kubectl reach the API at
@@ -29,6 +29,9 @@ install_debs "$CAIRN_PACKAGES"/cairn-control_*.deb
 systemctl is-active --quiet cairn-control
 
 umask 077
-cairn-control token create --ttl 24h --description "cairn lab nodes" > "$CAIRN_SHARED/join-token"
-cairn-control kubeconfig --server "https://$CAIRN_CONTROL_IP:6443" > "$CAIRN_SHARED/kubeconfig"
+# Each file appears whole (nodes provisioned in parallel wait for the token).
+cairn-control kubeconfig --server "https://$CAIRN_CONTROL_IP:6443" > "$CAIRN_SHARED/kubeconfig.tmp"
+mv "$CAIRN_SHARED/kubeconfig.tmp" "$CAIRN_SHARED/kubeconfig"
+cairn-control token create --ttl 24h --description "cairn lab nodes" > "$CAIRN_SHARED/join-token.tmp"
+mv "$CAIRN_SHARED/join-token.tmp" "$CAIRN_SHARED/join-token"
 echo "cairn-control serves at https://$CAIRN_CONTROL_IP:6443; kubeconfig: $CAIRN_SHARED/kubeconfig"
