@@ -287,20 +287,21 @@ fn watch_node1_ready(lab: &DockerLab) -> std::process::Child {
         .unwrap()
 }
 
-/// Waits until node1 reports Ready with a heartbeat from `since` (RFC 3339, UTC) or later:
-/// the restarted agent has posted its status.
-fn node1_heartbeat_since(lab: &DockerLab, since: &str) {
+/// Waits until node1's Lease was renewed at `since` (RFC 3339 seconds, UTC) or later: the
+/// restarted agent is up and heartbeating (its Node status is posted only on change, as
+/// upstream's, so the Lease is the heartbeat to wait for).
+fn node1_lease_renewed_since(lab: &DockerLab, since: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let beat = lab.kubectl(
-            "get node node1 -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].lastHeartbeatTime}'",
-        );
-        if beat.as_str() >= since {
+        let renewed =
+            lab.kubectl("get lease node1 -n kube-node-lease -o jsonpath='{.spec.renewTime}'");
+        // Micro-second precision: compared by the second.
+        if renewed.get(..19) >= since.get(..19) {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "no heartbeat since {since}: {beat}"
+            "node1's lease not renewed since {since}: {renewed}"
         );
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -313,10 +314,17 @@ fn node1_pod_survives(lab: &DockerLab, what: &str, script: &str) {
     let agent_pid = || lab.sh("node1", "systemctl show -p MainPID --value cairn-agent");
     let pid = agent_pid();
     let mut watch = watch_node1_ready(lab);
-    let since = lab.sh("node1", "date -u +%Y-%m-%dT%H:%M:%SZ");
+    let log = lab.home.path().join("ready-watch");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&log).unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the watch printed nothing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     lab.sh("node1", script);
     assert_ne!(agent_pid(), pid, "{what} did not restart cairn-agent");
-    node1_heartbeat_since(lab, since.trim());
+    // A heartbeat from after the restart: the watch covered the new agent's first posts.
+    let since = lab.sh("node1", "date -u +%Y-%m-%dT%H:%M:%SZ");
+    node1_lease_renewed_since(lab, since.trim());
     lab.kubectl("wait --for=condition=Ready pod -l app=httpd-app --timeout=120s");
     assert_eq!(node1_container(lab), before, "node1's pod after {what}");
     let _ = watch.kill();
