@@ -46,6 +46,17 @@ if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s prometheus >/dev/null 2>&1; the
     fi
 fi
 
+# etcd (Debian's etcd-server): the store's etcd backend is tested against real etcd, each
+# test starting its own on loopback; the service the package starts is stopped.
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s etcd-server >/dev/null 2>&1; then
+    echo "install-deps: installing etcd-server (for the etcd store tests; its service is disabled)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends etcd-server >/dev/null
+    if [ -d /run/systemd/system ]; then
+        systemctl disable --now etcd >/dev/null 2>&1 || true
+    fi
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: cargo not found. Install a Rust toolchain (1.85 or newer, e.g. with rustup) and re-run." >&2
     exit 1

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod certs;
+mod store_args;
 mod token;
 
 #[derive(Parser)]
@@ -139,6 +140,8 @@ struct ServeArgs {
     /// Seconds between event-log compactions.
     #[arg(long, default_value_t = 300)]
     compaction_interval_seconds: u64,
+    #[command(flatten)]
+    store: store_args::StoreArgs,
     /// Events kept in memory for resumed watches.
     #[arg(long, default_value_t = 100_000)]
     watch_history: usize,
@@ -500,6 +503,7 @@ fn serve_config(
         service_cluster_ip_range,
         service_node_port_range,
         compaction_interval_seconds,
+        store,
         watch_history,
         advertise_address,
         allocate_node_cidrs,
@@ -535,6 +539,7 @@ fn serve_config(
     config.service_cidr = service_cluster_ip_range;
     config.node_port_range = parse_port_range(&service_node_port_range)?;
     config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
+    config.etcd = store.etcd()?;
     config.watch_history = watch_history;
     config.advertise_address = advertise_address;
     for (flag, secs) in [

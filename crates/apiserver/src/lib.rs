@@ -105,6 +105,9 @@ pub struct ServerConfig {
     /// How often the metrics API scrapes the nodes (metrics-server's
     /// `--metric-resolution`, 15 s).
     pub metric_resolution: Duration,
+    /// The store: the embedded SQLite in the data directory (None), or etcd
+    /// (`--store etcd --etcd-servers …`).
+    pub etcd: Option<cairn_store_etcd::EtcdConfig>,
 }
 
 impl ServerConfig {
@@ -135,6 +138,7 @@ impl ServerConfig {
             audit_log: None,
             max_token_seconds: 0,
             metric_resolution: Duration::from_secs(15),
+            etcd: None,
         }
     }
 }
@@ -151,6 +155,8 @@ pub enum ServerError {
         path: PathBuf,
         source: cairn_store::StoreError,
     },
+    #[error("opening the etcd store: {0}")]
+    Etcd(#[from] cairn_store_etcd::EtcdError),
     #[error("binding {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -443,18 +449,21 @@ async fn encrypted(
     )))
 }
 
-/// The SQLite store in the data directory, timed, behind the encryption configuration.
+/// The store (SQLite in the data directory, or etcd), timed, behind the encryption
+/// configuration.
 async fn open_store(
     config: &ServerConfig,
     metrics: &Arc<server_metrics::ServerMetrics>,
 ) -> Result<Arc<dyn Backend>, ServerError> {
-    let sqlite: Arc<dyn Backend> =
-        SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
+    let backend: Arc<dyn Backend> = match &config.etcd {
+        Some(etcd) => Arc::new(cairn_store_etcd::EtcdBackend::connect(etcd).await?),
+        None => SqliteBackend::open(&config.data_dir).map_err(|source| ServerError::Store {
             path: config.data_dir.clone(),
             source,
-        })?;
+        })?,
+    };
     let stored = Arc::new(metered_store::MeteredBackend::new(
-        sqlite,
+        backend,
         Arc::clone(metrics),
     ));
     encrypted(stored, config).await

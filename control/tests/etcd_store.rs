@@ -1,0 +1,165 @@
+//! cairn-control on etcd (`--store etcd`; Debian's etcd-server, private, on loopback).
+//!
+//! Objects live in etcd under the store's keys and their resourceVersions are etcd's
+//! revisions; a restart keeps objects and resourceVersions, a watch resumed from before
+//! the restart gets exactly the missed events, and a compacted revision is 410 Gone. A
+//! second replica on the same etcd (the first one's CA and encryption key, no scheduler or
+//! controllers) serves the first one's objects, and a watch on it from before it started
+//! (read from etcd, past its short watch history) sees the first one's writes.
+
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+
+use cairn_store::Backend;
+use cairn_store_etcd::testing::EtcdServer;
+use common::Server;
+use serde_json::{json, Value};
+
+fn on_etcd<'a>(etcd: &'a EtcdServer, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--store", "etcd", "--etcd-servers", etcd.client_url()];
+    args.extend(extra);
+    args
+}
+
+async fn create_cm(server: &Server, name: &str) -> Value {
+    let resp = server
+        .http()
+        .post(format!("{}/api/v1/namespaces/default/configmaps", server.url))
+        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201, "create {name}");
+    resp.json().await.unwrap()
+}
+
+fn rv(object: &Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The ConfigMaps a watch from `from` reports (status, names in order), ours only.
+async fn watched(server: &Server, from: &str) -> (u16, Vec<String>) {
+    let resp = server
+        .http()
+        .get(format!(
+            "{}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={from}&timeoutSeconds=2",
+            server.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    let body = resp.text().await.unwrap();
+    let names = body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| e["object"]["metadata"]["name"].as_str().map(String::from))
+        .filter(|n| n.starts_with("cm-"))
+        .collect();
+    (code, names)
+}
+
+/// The first replica's CA, keys and encryption configuration, for a second one.
+fn share_identity(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("pki")).unwrap();
+    for entry in std::fs::read_dir(from.join("pki")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join("pki").join(entry.file_name())).unwrap();
+    }
+    let config = "encryption-config.yaml";
+    std::fs::copy(from.join(config), to.join(config)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_replica() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let a_dir = tempfile::tempdir().unwrap();
+    let mut a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &[]));
+    let mut rvs = Vec::new();
+    for i in 0..4 {
+        rvs.push(rv(&create_cm(&a, &format!("cm-{i}")).await));
+    }
+    // In etcd, under the store's key, at the revision the API reported.
+    let store = cairn_store_etcd::EtcdBackend::connect(&etcd.config(""))
+        .await
+        .unwrap();
+    let kv = store
+        .get("/registry/core/configmaps/default/cm-3")
+        .await
+        .unwrap()
+        .expect("cm-3 in etcd");
+    assert_eq!(kv.mod_revision.to_string(), rvs[3]);
+    assert!(
+        !a_dir.path().join("store.db").exists(),
+        "no SQLite store beside etcd"
+    );
+
+    a.kill();
+    let a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &[]));
+    let got: Value = a
+        .http()
+        .get(format!(
+            "{}/api/v1/namespaces/default/configmaps/cm-2",
+            a.url
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rv(&got), rvs[2], "cm-2 kept its resourceVersion");
+    let (code, names) = watched(&a, &rvs[1]).await;
+    assert_eq!(
+        (code, names),
+        (200, vec!["cm-2".to_string(), "cm-3".to_string()])
+    );
+
+    let b_dir = tempfile::tempdir().unwrap();
+    share_identity(a_dir.path(), b_dir.path());
+    let b = Server::start_with(
+        b_dir.path(),
+        // A short watch history: b's watches from before it started read etcd itself.
+        &on_etcd(
+            &etcd,
+            &[
+                "--scheduler=false",
+                "--controllers=",
+                "--watch-history",
+                "2",
+            ],
+        ),
+    );
+    let mark = rvs[3].clone();
+    let later = rv(&create_cm(&a, "cm-4").await);
+    let (code, names) = watched(&b, &mark).await;
+    assert_eq!((code, names), (200, vec!["cm-4".to_string()]), "replica b");
+    let got: Value = b
+        .http()
+        .get(format!(
+            "{}/api/v1/namespaces/default/configmaps/cm-4",
+            b.url
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rv(&got), later);
+
+    // Compacted history is 410 Gone (older than b's watch cache: etcd answers).
+    store.compact(later.parse().unwrap()).await.unwrap();
+    let (code, _) = watched(&b, &rvs[0]).await;
+    assert_eq!(code, 410);
+}

@@ -1,0 +1,232 @@
+//! The store's [`Backend`] on etcd v3, the store Kubernetes runs on.
+//!
+//! Keys are the store's own (`/registry/<group>/<resource>/<namespace>/<name>`), behind an
+//! optional prefix (`--etcd-prefix`, empty by default) for clusters sharing one etcd.
+//! Revisions are etcd's own (a fresh etcd is at revision 1, not 0). Every conditional
+//! write is one transaction: create compares the key's create revision with 0, update and
+//! delete compare its mod revision, and a failed compare reads the key in the same
+//! transaction to tell "not found" from "conflict". Watches and `events_since` are etcd
+//! watches from a revision with the previous value (a delete carries what was removed);
+//! compaction is etcd's, and the compacted revision is what etcd reports (HashKV), so
+//! every replica on the same etcd sees the same.
+
+mod keys;
+mod watch;
+mod write;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cairn_store::{Backend, Event, KeyValue, Revision, StoreError};
+use etcd_client::{Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use futures::stream::BoxStream;
+
+use keys::Keys;
+
+/// How to reach etcd.
+#[derive(Clone, Debug, Default)]
+pub struct EtcdConfig {
+    /// Client URLs (`https://10.0.0.1:2379`); the client moves to the next when one fails.
+    pub endpoints: Vec<String>,
+    /// Put before every key (empty: the store's keys as they are).
+    pub prefix: String,
+    pub tls: Option<EtcdTls>,
+}
+
+/// PEM files for a TLS connection: the CA that signed etcd's serving certificate, and the
+/// client certificate and key etcd's `--client-cert-auth` asks for.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    pub ca: std::path::PathBuf,
+    pub cert: Option<std::path::PathBuf>,
+    pub key: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("connecting to etcd at {endpoints}: {source}")]
+    Connect {
+        endpoints: String,
+        source: etcd_client::Error,
+    },
+    #[error("--etcd-servers is empty")]
+    NoEndpoints,
+}
+
+/// The backend: a client (cheap to clone, one per call) and the key prefix.
+#[derive(Clone)]
+pub struct EtcdBackend {
+    client: Client,
+    keys: Arc<Keys>,
+}
+
+impl EtcdBackend {
+    pub async fn connect(config: &EtcdConfig) -> Result<EtcdBackend, EtcdError> {
+        if config.endpoints.is_empty() {
+            return Err(EtcdError::NoEndpoints);
+        }
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(std::time::Duration::from_secs(5))
+            .with_keep_alive(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(5),
+            );
+        if let Some(tls) = &config.tls {
+            options = options.with_tls(tls_options(tls)?);
+        }
+        let client = Client::connect(config.endpoints.clone(), Some(options))
+            .await
+            .map_err(|source| EtcdError::Connect {
+                endpoints: config.endpoints.join(","),
+                source,
+            })?;
+        Ok(EtcdBackend {
+            client,
+            keys: Arc::new(Keys::new(&config.prefix)),
+        })
+    }
+
+    fn client(&self) -> Client {
+        self.client.clone()
+    }
+}
+
+fn tls_options(tls: &EtcdTls) -> Result<TlsOptions, EtcdError> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|source| EtcdError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let mut options =
+        TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(read(&tls.ca)?));
+    if let (Some(cert), Some(key)) = (&tls.cert, &tls.key) {
+        options = options.identity(Identity::from_pem(read(cert)?, read(key)?));
+    }
+    Ok(options)
+}
+
+/// An etcd error as the store's: a compacted revision keeps its meaning, the rest names
+/// what failed.
+pub(crate) fn backend_error(what: &str, error: etcd_client::Error) -> StoreError {
+    StoreError::Backend(format!("etcd {what}: {error}"))
+}
+
+pub(crate) fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> Revision {
+    header.map(|h| h.revision()).unwrap_or(0)
+}
+
+#[async_trait::async_trait]
+impl Backend for EtcdBackend {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
+        let response = self
+            .client()
+            .get(self.keys.to_etcd(key), None)
+            .await
+            .map_err(|e| backend_error(&format!("get {key}"), e))?;
+        Ok(response.kvs().first().map(|kv| self.keys.key_value(kv)))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<(Vec<KeyValue>, Revision), StoreError> {
+        let response = self
+            .client()
+            .get(
+                self.keys.prefix_to_etcd(prefix),
+                Some(GetOptions::new().with_prefix()),
+            )
+            .await
+            .map_err(|e| backend_error(&format!("list {prefix}"), e))?;
+        let kvs = response
+            .kvs()
+            .iter()
+            .map(|kv| self.keys.key_value(kv))
+            .collect();
+        Ok((kvs, revision_of(response.header())))
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
+        write::create(&self.client(), &self.keys, key, value).await
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected_mod_revision: Revision,
+    ) -> Result<Revision, StoreError> {
+        write::update(
+            &self.client(),
+            &self.keys,
+            key,
+            value,
+            expected_mod_revision,
+        )
+        .await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected_mod_revision: Option<Revision>,
+    ) -> Result<(Revision, KeyValue), StoreError> {
+        write::delete(&self.client(), &self.keys, key, expected_mod_revision).await
+    }
+
+    async fn events_since(&self, prefix: &str, after: Revision) -> Result<Vec<Event>, StoreError> {
+        let compacted = self.compacted_revision().await?;
+        if after < compacted {
+            return Err(StoreError::Compacted {
+                requested: after,
+                compacted,
+            });
+        }
+        let current = self.current_revision().await?;
+        if after >= current {
+            return Ok(Vec::new());
+        }
+        watch::events_until(self.client(), self.keys.clone(), prefix, after, current).await
+    }
+
+    fn watch(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> BoxStream<'static, Result<Event, StoreError>> {
+        watch::watch(self.clone(), prefix.to_string(), after)
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StoreError> {
+        write::compact(&self.client(), revision).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StoreError> {
+        // Any range answers with the store's revision; one key, counted, is the cheapest.
+        let response = self
+            .client()
+            .get(
+                self.keys.prefix_to_etcd(""),
+                Some(GetOptions::new().with_count_only().with_limit(1)),
+            )
+            .await
+            .map_err(|e| backend_error("current revision", e))?;
+        Ok(revision_of(response.header()))
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StoreError> {
+        let response = self
+            .client()
+            .hash_kv(0)
+            .await
+            .map_err(|e| backend_error("compacted revision (HashKV)", e))?;
+        // -1 when etcd never compacted.
+        Ok(response.compact_version().max(0))
+    }
+}
