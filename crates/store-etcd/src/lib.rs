@@ -189,7 +189,8 @@ impl Backend for EtcdBackend {
             });
         }
         let current = self.current_revision().await?;
-        if after >= current {
+        // A fresh etcd is at revision 1 without any event at it: nothing to wait for.
+        if after >= current || current <= 1 {
             return Ok(Vec::new());
         }
         watch::events_until(self.client(), self.keys.clone(), prefix, after, current).await

@@ -20,6 +20,20 @@ async fn etcd_backend() -> (Arc<dyn Backend>, EtcdServer) {
 
 cairn_store::backend_conformance_tests!(etcd_backend);
 
+/// A fresh etcd's revision 1 has no event: the window since 0 is empty at once (it once
+/// waited for an event at revision 1 until its 30 s timeout, delaying every first start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_since_zero_on_a_fresh_etcd_is_empty() {
+    let (backend, _server) = etcd_backend().await;
+    let window = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        backend.events_since("", 0),
+    )
+    .await
+    .expect("events_since on a fresh etcd did not return");
+    assert_eq!(window.unwrap(), Vec::new());
+}
+
 /// The same cases on a three-member cluster, one after another, each under its own
 /// prefix (the revision is cluster-wide, so cases may not interleave), compaction last (it
 /// is cluster-wide too).
