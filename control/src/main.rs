@@ -183,6 +183,17 @@ struct ServeArgs {
     controllers: ControllerArgs,
 }
 
+/// The default not-ready and unreachable toleration seconds, each at least 0.
+fn default_tolerations(not_ready: i64, unreachable: i64) -> anyhow::Result<(i64, i64)> {
+    for (flag, secs) in [
+        ("default-not-ready-toleration-seconds", not_ready),
+        ("default-unreachable-toleration-seconds", unreachable),
+    ] {
+        anyhow::ensure!(secs >= 0, "--{flag} {secs}: must be >= 0");
+    }
+    Ok((not_ready, unreachable))
+}
+
 fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     let (a, b) = s.split_once('-').context("port range must be FIRST-LAST")?;
     let (a, b): (u16, u16) = (a.trim().parse()?, b.trim().parse()?);
@@ -542,22 +553,10 @@ fn serve_config(
     config.etcd = store.etcd()?;
     config.watch_history = watch_history;
     config.advertise_address = advertise_address;
-    for (flag, secs) in [
-        (
-            "default-not-ready-toleration-seconds",
-            default_not_ready_toleration_seconds,
-        ),
-        (
-            "default-unreachable-toleration-seconds",
-            default_unreachable_toleration_seconds,
-        ),
-    ] {
-        anyhow::ensure!(secs >= 0, "--{flag} {secs}: must be >= 0");
-    }
-    config.default_toleration_seconds = (
+    config.default_toleration_seconds = default_tolerations(
         default_not_ready_toleration_seconds,
         default_unreachable_toleration_seconds,
-    );
+    )?;
     config.local_path_storage_class = local_path_storage_class;
     config.cluster_dns_service = cluster_dns_service;
     config.tls_sans = tls_sans;

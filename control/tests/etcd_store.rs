@@ -37,6 +37,13 @@ async fn create_cm(server: &Server, name: &str) -> Value {
     resp.json().await.unwrap()
 }
 
+async fn get_cm(server: &Server, name: &str) -> Value {
+    let url = format!("{}/api/v1/namespaces/default/configmaps/{name}", server.url);
+    let resp = server.http().get(url).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "get {name}");
+    resp.json().await.unwrap()
+}
+
 fn rv(object: &Value) -> String {
     object["metadata"]["resourceVersion"]
         .as_str()
@@ -106,18 +113,7 @@ async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_re
 
     a.kill();
     let a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &[]));
-    let got: Value = a
-        .http()
-        .get(format!(
-            "{}/api/v1/namespaces/default/configmaps/cm-2",
-            a.url
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got = get_cm(&a, "cm-2").await;
     assert_eq!(rv(&got), rvs[2], "cm-2 kept its resourceVersion");
     let (code, names) = watched(&a, &rvs[1]).await;
     assert_eq!(
@@ -144,18 +140,7 @@ async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_re
     let later = rv(&create_cm(&a, "cm-4").await);
     let (code, names) = watched(&b, &mark).await;
     assert_eq!((code, names), (200, vec!["cm-4".to_string()]), "replica b");
-    let got: Value = b
-        .http()
-        .get(format!(
-            "{}/api/v1/namespaces/default/configmaps/cm-4",
-            b.url
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got = get_cm(&b, "cm-4").await;
     assert_eq!(rv(&got), later);
 
     // Compacted history is 410 Gone (older than b's watch cache: etcd answers).
