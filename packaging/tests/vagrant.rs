@@ -219,6 +219,9 @@ fn lab_comes_up(lab: &DockerLab) {
         &format!("systemctl is-active {units}; systemctl is-enabled {units}"),
     );
     assert_eq!(node1, "active\nactive\nenabled\nenabled\n");
+    // The docker machines' eviction thresholds (they share this host's disk).
+    let args = lab.sh("node1", "systemctl show -p ExecStart --value cairn-agent; cat /proc/$(systemctl show -p MainPID --value cairn-agent)/cmdline | tr '\\0' ' '");
+    assert!(args.contains("imagefs.available<1%"), "{args}");
     let control = lab.sh(
         "control",
         "systemctl is-active cairn-control; systemctl is-enabled cairn-control",
@@ -307,6 +310,39 @@ fn node1_lease_renewed_since(lab: &DockerLab, since: &str) {
     }
 }
 
+/// The Deployment's pods are Ready; if not, the failure shows the pods, the events and
+/// both agents' recent logs.
+fn pods_stay_ready(lab: &DockerLab, what: &str) {
+    let wait = "kubectl --kubeconfig /cairn-shared/kubeconfig --cache-dir /tmp/kubectl-cache \
+                wait --for=condition=Ready pod -l app=httpd-app --timeout=120s";
+    let out = lab.sh_status("control", wait);
+    if out.status.success() {
+        return;
+    }
+    let kubectl = "kubectl --kubeconfig /cairn-shared/kubeconfig --cache-dir /tmp/kubectl-cache";
+    let mut report = text(&out);
+    for (machine, script) in [
+        (
+            "control",
+            format!("{kubectl} get pods -o wide; {kubectl} get events -A"),
+        ),
+        (
+            "node1",
+            "journalctl -u cairn-agent -n 150 --no-pager".to_string(),
+        ),
+        (
+            "node2",
+            "journalctl -u cairn-agent -n 60 --no-pager".to_string(),
+        ),
+    ] {
+        report += &format!(
+            "\n--- {machine}: {script}\n{}",
+            text(&lab.sh_status(machine, &script))
+        );
+    }
+    panic!("the Deployment's pods after {what}:\n{report}");
+}
+
 /// `script` on node1 restarts cairn-agent; node1's pod keeps its container and node1
 /// never leaves Ready.
 fn node1_pod_survives(lab: &DockerLab, what: &str, script: &str) {
@@ -325,7 +361,7 @@ fn node1_pod_survives(lab: &DockerLab, what: &str, script: &str) {
     // A heartbeat from after the restart: the watch covered the new agent's first posts.
     let since = lab.sh("node1", "date -u +%Y-%m-%dT%H:%M:%SZ");
     node1_lease_renewed_since(lab, since.trim());
-    lab.kubectl("wait --for=condition=Ready pod -l app=httpd-app --timeout=120s");
+    pods_stay_ready(lab, what);
     assert_eq!(node1_container(lab), before, "node1's pod after {what}");
     let _ = watch.kill();
     let _ = watch.wait();

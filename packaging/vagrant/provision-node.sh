@@ -13,6 +13,7 @@
 #   CAIRN_SHARED    where provision-control.sh leaves join-token (waited for: machines
 #                   may come up in parallel); image archives in its images/ are imported
 #                   before the join, for nodes without a registry (as k3s's air-gap images)
+#   CAIRN_AGENT_EXTRA_ARGS  optional flags added to the agent's in /etc/cairn/agent.env
 set -eu
 : "${CAIRN_PACKAGES:?}" "${CAIRN_SERVER:?}" "${CAIRN_NODE_IP:?}" "${CAIRN_SHARED:?}"
 
@@ -45,6 +46,9 @@ for image in "$CAIRN_SHARED"/images/*.tar; do
         cairn-agent --root-dir /var/lib/cairn/agent import-image "$image"
     fi
 done
+if [ -n "${CAIRN_AGENT_EXTRA_ARGS:-}" ]; then
+    sed -i "s|^CAIRN_AGENT_ARGS=\"\(.*\)\"\$|CAIRN_AGENT_ARGS=\"\1 $CAIRN_AGENT_EXTRA_ARGS\"|" /etc/cairn/agent.env
+fi
 echo "waiting for $CAIRN_SHARED/join-token"
 timeout 600 sh -c "until [ -s '$CAIRN_SHARED/join-token' ]; do sleep 1; done"
 cairn-node join --server "$CAIRN_SERVER" --token-file "$CAIRN_SHARED/join-token" \
