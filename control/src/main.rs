@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod certs;
+mod leader;
 mod store_args;
 mod token;
 
@@ -39,6 +40,8 @@ enum Command {
         /// Address the secure port listens on.
         #[arg(long, default_value = "0.0.0.0")]
         bind_address: std::net::IpAddr,
+        #[command(flatten)]
+        leader_election: leader::LeaderElectArgs,
     },
     /// Run only the scheduler, against any Kubernetes API server.
     Scheduler {
@@ -54,6 +57,8 @@ enum Command {
         /// Address the secure port listens on.
         #[arg(long, default_value = "0.0.0.0")]
         bind_address: std::net::IpAddr,
+        #[command(flatten)]
+        leader_election: leader::LeaderElectArgs,
     },
     /// Print a kubeconfig for this server with a new client certificate (default: the
     /// admin, `cairn-admin` in `system:masters`). Needs the data dir's client CA key.
@@ -181,6 +186,8 @@ struct ServeArgs {
     cluster_dns_service: bool,
     #[command(flatten)]
     controllers: ControllerArgs,
+    #[command(flatten)]
+    leader_election: leader::LeaderElectArgs,
 }
 
 /// The default not-ready and unreachable toleration seconds, each at least 0.
@@ -201,18 +208,16 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
     Ok((a, b))
 }
 
-/// A client for a component inside this process, as `user` (its own bearer token).
-/// A client of this process's own API server under `user`'s identity: in process, so
-/// the scheduler's and controllers' watches cost no TLS or HTTP framing (see
-/// `cairn_apiserver::in_process`).
-fn in_process_client(
+/// The service behind a client of this process's own API server under `user`'s identity:
+/// in process, so the scheduler's and controllers' watches cost no TLS or HTTP framing
+/// (see `cairn_apiserver::in_process`).
+fn in_process_service(
     server: &cairn_apiserver::RunningServer,
     user: &str,
-) -> anyhow::Result<kube::Client> {
-    let service = server
+) -> anyhow::Result<cairn_apiserver::in_process::InProcessService> {
+    server
         .in_process_service(user, Vec::new())
-        .with_context(|| format!("building the in-process API client of {user}"))?;
-    Ok(kube::Client::new(service, "default"))
+        .with_context(|| format!("building the in-process API client of {user}"))
 }
 
 async fn run_scheduler(
@@ -460,40 +465,81 @@ async fn run_controllers(
     anyhow::bail!("controllers stopped")
 }
 
-/// Serves the API with the scheduler and controllers beside it until one stops or ^C.
+/// What runs beside the API server: the scheduler (None: off), the controllers and,
+/// with `--leader-elect`, the election's timing.
+struct Components {
+    scheduler: Option<cairn_scheduler::config::SchedulerConfig>,
+    controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
+    election: Option<cairn_leaderelection::Timing>,
+}
+
+/// Serves the API with the scheduler and controllers beside it until one stops, or
+/// SIGINT/SIGTERM (leases released first).
 async fn serve(
     config: cairn_apiserver::ServerConfig,
-    scheduler_config: Option<cairn_scheduler::config::SchedulerConfig>,
-    mut controllers: (cairn_controllers::Selection, cairn_controllers::Settings),
+    mut components: Components,
 ) -> anyhow::Result<()> {
-    let ca_path = config.data_dir.join("pki").join("ca.crt");
+    let data_dir = config.data_dir.clone();
+    let ca_path = data_dir.join("pki").join("ca.crt");
     let server = cairn_apiserver::start(config).await?;
     // The CA the server just made or loaded, for the root CA publisher.
     let ca = std::fs::read_to_string(&ca_path)
         .with_context(|| format!("reading the cluster CA {}", ca_path.display()))?;
-    controllers.1.root_ca_pem = Some(ca);
+    components.controllers.1.root_ca_pem = Some(ca);
     // The in-process scheduler's and controllers' metrics join the server's `/metrics`.
     let mut registry = prometheus_client::registry::Registry::default();
     cairn_scheduler::metrics::SchedulerMetrics::install(&mut registry);
     cairn_controllers::queue_metrics::QueueMetrics::install(&mut registry);
+    cairn_leaderelection::LeaderMetrics::install(&mut registry);
     server.state.metrics.add(registry);
     // The identities upstream's bootstrap policy binds for these two components.
-    let controllers_client = in_process_client(&server, "system:kube-controller-manager")?;
-    let scheduler_client = in_process_client(&server, "system:kube-scheduler")?;
+    let controllers_service = in_process_service(&server, "system:kube-controller-manager")?;
+    let scheduler_service = in_process_service(&server, "system:kube-scheduler")?;
     // The listener accepts and the API answers from here on.
     cairn_systemd::ready("serving the API");
     let _watchdog = cairn_systemd::spawn_watchdog();
-    let scheduler_task = async move {
-        match scheduler_config {
-            Some(cfg) => run_scheduler(scheduler_client, cfg).await,
-            None => std::future::pending().await,
-        }
+    let shutdown = leader::shutdown_signal();
+    let Components {
+        scheduler,
+        controllers,
+        election,
+    } = components;
+    let identity = leader::identity_in(&data_dir)?;
+    let election = (election, identity.as_str());
+    let scheduler_task = async {
+        let Some(cfg) = scheduler else {
+            shutdown.clone().await;
+            return Ok(());
+        };
+        let client = kube::Client::new(scheduler_service.clone(), "default");
+        let work = move || {
+            run_scheduler(
+                kube::Client::new(scheduler_service.clone(), "default"),
+                cfg.clone(),
+            )
+        };
+        leader::run_elected(election, "kube-scheduler", client, work, shutdown.clone()).await
+    };
+    let controllers_task = async {
+        let client = kube::Client::new(controllers_service.clone(), "default");
+        let work = move || {
+            run_controllers(
+                kube::Client::new(controllers_service.clone(), "default"),
+                controllers.clone(),
+            )
+        };
+        leader::run_elected(
+            election,
+            "kube-controller-manager",
+            client,
+            work,
+            shutdown.clone(),
+        )
+        .await
     };
     tokio::select! {
         r = server.wait() => r?,
-        r = scheduler_task => r?,
-        r = run_controllers(controllers_client, controllers) => r?,
-        _ = tokio::signal::ctrl_c() => {}
+        r = async { tokio::try_join!(scheduler_task, controllers_task) } => { r?; }
     }
     Ok(())
 }
@@ -501,13 +547,7 @@ async fn serve(
 /// The API server's configuration, the in-process scheduler's (None: off) and the
 /// controllers to run, from the flags. A config error stops startup before anything
 /// listens.
-fn serve_config(
-    args: ServeArgs,
-) -> anyhow::Result<(
-    cairn_apiserver::ServerConfig,
-    Option<cairn_scheduler::config::SchedulerConfig>,
-    (cairn_controllers::Selection, cairn_controllers::Settings),
-)> {
+fn serve_config(args: ServeArgs) -> anyhow::Result<(cairn_apiserver::ServerConfig, Components)> {
     let ServeArgs {
         data_dir,
         bind,
@@ -538,8 +578,10 @@ fn serve_config(
         cert_lifetime_seconds,
         service_account_token_max_seconds,
         controllers,
+        leader_election,
     } = args;
     let controllers = controllers.parse()?;
+    let election = leader_election.timing()?;
     let scheduler_config = match (scheduler, scheduler_config) {
         (false, _) => None,
         (true, Some(path)) => Some(cairn_scheduler::config::SchedulerConfig::load(&path)?),
@@ -589,7 +631,12 @@ fn serve_config(
     } else {
         None
     };
-    Ok((config, scheduler_config, controllers))
+    let components = Components {
+        scheduler: scheduler_config,
+        controllers,
+        election,
+    };
+    Ok((config, components))
 }
 
 #[tokio::main]
@@ -606,49 +653,77 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
         Command::Serve(args) => {
-            let (config, scheduler_config, controllers) = serve_config(*args)?;
-            serve(config, scheduler_config, controllers).await
+            let (config, components) = serve_config(*args)?;
+            serve(config, components).await
         }
         Command::Scheduler {
             kubeconfig,
             config,
             secure_port,
             bind_address,
+            leader_election,
         } => {
             let cfg = match config {
                 Some(path) => cairn_scheduler::config::SchedulerConfig::load(&path)?,
                 None => cairn_scheduler::config::SchedulerConfig::default(),
             };
+            let election = leader_election.timing()?;
             let client = client_from_kubeconfig(&kubeconfig).await?;
             let port = (bind_address, secure_port);
             serve_secure_port(port, "kube-scheduler", &client, |registry| {
-                cairn_scheduler::metrics::SchedulerMetrics::install(registry)
+                cairn_scheduler::metrics::SchedulerMetrics::install(registry);
+                cairn_leaderelection::LeaderMetrics::install(registry);
             })
             .await?;
-            tokio::select! {
-                r = run_scheduler(client, cfg) => r,
-                _ = tokio::signal::ctrl_c() => Ok(()),
-            }
+            let work = move || {
+                let (kubeconfig, cfg) = (kubeconfig.clone(), cfg.clone());
+                async move { run_scheduler(client_from_kubeconfig(&kubeconfig).await?, cfg).await }
+            };
+            let identity = cairn_leaderelection::identity();
+            let shutdown = leader::shutdown_signal();
+            leader::run_elected(
+                (election, &identity),
+                "kube-scheduler",
+                client,
+                work,
+                shutdown,
+            )
+            .await
         }
         Command::Controllers {
             kubeconfig,
             controllers,
             secure_port,
             bind_address,
+            leader_election,
         } => {
             cairn_alloc::purge_freed_pages_at_once();
             let mut controllers = controllers.parse()?;
             controllers.1.root_ca_pem = kubeconfig_ca(&kubeconfig);
+            let election = leader_election.timing()?;
             let client = client_from_kubeconfig(&kubeconfig).await?;
             let port = (bind_address, secure_port);
             serve_secure_port(port, "kube-controller-manager", &client, |registry| {
-                cairn_controllers::queue_metrics::QueueMetrics::install(registry)
+                cairn_controllers::queue_metrics::QueueMetrics::install(registry);
+                cairn_leaderelection::LeaderMetrics::install(registry);
             })
             .await?;
-            tokio::select! {
-                r = run_controllers(client, controllers) => r,
-                _ = tokio::signal::ctrl_c() => Ok(()),
-            }
+            let work = move || {
+                let (kubeconfig, controllers) = (kubeconfig.clone(), controllers.clone());
+                async move {
+                    run_controllers(client_from_kubeconfig(&kubeconfig).await?, controllers).await
+                }
+            };
+            let identity = cairn_leaderelection::identity();
+            let shutdown = leader::shutdown_signal();
+            leader::run_elected(
+                (election, &identity),
+                "kube-controller-manager",
+                client,
+                work,
+                shutdown,
+            )
+            .await
         }
         Command::Kubeconfig {
             data_dir,

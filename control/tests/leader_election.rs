@@ -1,0 +1,301 @@
+//! Leader election of the scheduler and the controllers across two cairn-control replicas
+//! on one etcd (Debian's etcd-server, private, on loopback), with short timings (lease
+//! 4 s, renew deadline 3 s, retry 500 ms).
+//!
+//! The first replica takes both Leases; the second waits. Cut off from etcd (a proxy in
+//! front of it drops every connection), the leader reports that it stopped leading before
+//! the second replica takes the Leases, and the second one's controllers then act. Stopped
+//! with SIGTERM, a leader releases its Leases and the other takes them at once.
+
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_store_etcd::testing::EtcdServer;
+use common::Server;
+use serde_json::{json, Value};
+
+const LEASES: [&str; 2] = ["kube-scheduler", "kube-controller-manager"];
+
+const TIMING: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "4s",
+    "--leader-elect-renew-deadline",
+    "3s",
+    "--leader-elect-retry-period",
+    "500ms",
+];
+
+/// A TCP proxy to etcd that can drop every connection and refuse new ones.
+struct Partition {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    conns: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Partition {
+    async fn start(target: SocketAddr) -> Partition {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let conns = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (cut2, conns2) = (Arc::clone(&cut), Arc::clone(&conns));
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if cut2.load(Ordering::SeqCst) {
+                    continue;
+                }
+                conns2.lock().unwrap().push(tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                }));
+            }
+        });
+        Partition { addr, cut, conns }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for conn in self.conns.lock().unwrap().drain(..) {
+            conn.abort();
+        }
+    }
+
+    fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+fn on_etcd(url: &str) -> Vec<&str> {
+    let mut args = vec!["--store", "etcd", "--etcd-servers", url];
+    args.extend(TIMING);
+    args
+}
+
+/// The first replica's CA, keys and encryption configuration (not its identity).
+fn share_identity(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("pki")).unwrap();
+    for entry in std::fs::read_dir(from.join("pki")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join("pki").join(entry.file_name())).unwrap();
+    }
+    let config = "encryption-config.yaml";
+    std::fs::copy(from.join(config), to.join(config)).unwrap();
+}
+
+fn identity(server: &Server) -> String {
+    let id = std::fs::read_to_string(server.data_dir.join("leader-identity")).unwrap();
+    format!("{}_{}", cairn_leaderelection::host_name(), id.trim())
+}
+
+/// `leader_election_master_status` of `lease` on `server`'s /metrics (None: no answer).
+async fn leading(server: &Server, lease: &str) -> Option<bool> {
+    let resp = server
+        .http()
+        .get(format!("{}/metrics", server.url))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    let body = resp.text().await.ok()?;
+    let line = format!("leader_election_master_status{{name=\"{lease}\"}} ");
+    let value = body.lines().find_map(|l| l.strip_prefix(line.as_str()));
+    Some(value == Some("1"))
+}
+
+async fn holder(server: &Server, lease: &str) -> Option<Value> {
+    let url = format!(
+        "{}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease}",
+        server.url
+    );
+    let resp = server
+        .http()
+        .get(url)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let lease: Value = resp.json().await.ok()?;
+    Some(lease["spec"].clone())
+}
+
+/// Polls `check` every 50 ms until it holds; the instant it was first seen to hold.
+async fn when(what: &str, secs: u64, mut check: impl AsyncFnMut() -> bool) -> Instant {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if check().await {
+            return Instant::now();
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn leads_both(server: &Server, who: &str) -> bool {
+    for lease in LEASES {
+        let holds = holder(server, lease)
+            .await
+            .is_some_and(|s| s["holderIdentity"] == who);
+        if !holds || leading(server, lease).await != Some(true) {
+            return false;
+        }
+    }
+    true
+}
+
+async fn leads_none(server: &Server) -> bool {
+    for lease in LEASES {
+        if leading(server, lease).await != Some(false) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Messages of the LeaderElection Events on the Leases.
+async fn election_events(server: &Server) -> Vec<String> {
+    let url = format!("{}/api/v1/namespaces/kube-system/events", server.url);
+    let events: Value = server
+        .http()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["reason"] == "LeaderElection" && e["involvedObject"]["kind"] == "Lease")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["involvedObject"]["name"].as_str().unwrap(),
+                e["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A ReplicaSet `name` whose controller made its pod (no nodes: the pod stays pending).
+async fn replicaset_gets_its_pod(server: &Server, name: &str) {
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let url = format!("{}/apis/apps/v1/namespaces/default/replicasets", server.url);
+    let resp = server.http().post(url).json(&rs).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let pods = format!(
+        "{}/api/v1/namespaces/default/pods?labelSelector=app%3D{name}",
+        server.url
+    );
+    when(&format!("a pod of {name}"), 30, async || {
+        let list: Value = server
+            .http()
+            .get(&pods)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        list["items"].as_array().is_some_and(|i| i.len() == 1)
+    })
+    .await;
+}
+
+fn terminate(server: &mut Server) {
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "cairn-control after SIGTERM: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let etcd_addr: SocketAddr = etcd
+        .client_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let partition = Partition::start(etcd_addr).await;
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    let a_url = format!("http://{}", partition.addr);
+    let a = Server::start_with(a_dir.path(), &on_etcd(&a_url));
+    let a_id = identity(&a);
+    when("a to lead both leases", 30, async || {
+        leads_both(&a, &a_id).await
+    })
+    .await;
+    share_identity(a_dir.path(), b_dir.path());
+    let mut b = Server::start_with(b_dir.path(), &on_etcd(etcd.client_url()));
+    let b_id = identity(&b);
+    assert_ne!(a_id, b_id);
+    replicaset_gets_its_pod(&b, "before").await;
+    assert!(leads_none(&b).await, "b campaigns while a leads");
+
+    partition.cut();
+    let (a_stopped, b_took) = tokio::join!(
+        when("a to stop leading", 20, async || leads_none(&a).await),
+        when("b to take both leases", 30, async || leads_both(&b, &b_id)
+            .await),
+    );
+    assert!(
+        a_stopped < b_took,
+        "a stopped {:?} after b took over",
+        a_stopped - b_took
+    );
+    eprintln!(
+        "a stopped leading {:?} before b took over",
+        b_took - a_stopped
+    );
+    replicaset_gets_its_pod(&b, "after").await;
+    for lease in LEASES {
+        assert_eq!(
+            holder(&b, lease).await.unwrap()["leaseTransitions"],
+            1,
+            "{lease}"
+        );
+    }
+
+    // Healed, a is a candidate again; b stopped with SIGTERM releases and a takes over.
+    partition.heal();
+    terminate(&mut b);
+    when("a to lead again", 10, async || leads_both(&a, &a_id).await).await;
+    let events = election_events(&a).await;
+    for lease in LEASES {
+        // (a's "stopped leading" was due while a could not reach etcd.)
+        for what in [
+            format!("{a_id} became leader"),
+            format!("{b_id} became leader"),
+        ] {
+            assert!(
+                events.contains(&format!("{lease} {what}")),
+                "{lease} {what}: {events:?}"
+            );
+        }
+    }
+}
