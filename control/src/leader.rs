@@ -130,3 +130,24 @@ where
         .await
         .map_err(|e| anyhow::anyhow!("{lease}: {e}"))
 }
+
+/// `run_elected` for work that may be off (`None`): then it only waits for `shutdown`.
+pub async fn run_elected_if<F, Fut>(
+    work: Option<F>,
+    election: (Option<Timing>, &str),
+    lease: &'static str,
+    client: kube::Client,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()>
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + 'static,
+{
+    match work {
+        Some(work) => run_elected(election, lease, client, work, shutdown).await,
+        None => {
+            shutdown.await;
+            Ok(())
+        }
+    }
+}

@@ -214,9 +214,11 @@ fn parse_port_range(s: &str) -> anyhow::Result<(u16, u16)> {
 fn in_process_service(
     server: &cairn_apiserver::RunningServer,
     user: &str,
+    groups: &[&str],
 ) -> anyhow::Result<cairn_apiserver::in_process::InProcessService> {
+    let groups = groups.iter().map(|g| g.to_string()).collect();
     server
-        .in_process_service(user, Vec::new())
+        .in_process_service(user, groups)
         .with_context(|| format!("building the in-process API client of {user}"))
 }
 
@@ -476,11 +478,13 @@ struct Components {
 /// Serves the API with the scheduler and controllers beside it until one stops, or
 /// SIGINT/SIGTERM (leases released first).
 async fn serve(
-    config: cairn_apiserver::ServerConfig,
+    mut config: cairn_apiserver::ServerConfig,
     mut components: Components,
 ) -> anyhow::Result<()> {
     let data_dir = config.data_dir.clone();
     let ca_path = data_dir.join("pki").join("ca.crt");
+    // The node IPAM allocates from in-memory state: one replica at a time runs it.
+    let node_ipam = config.node_ipam.take();
     let server = cairn_apiserver::start(config).await?;
     // The CA the server just made or loaded, for the root CA publisher.
     let ca = std::fs::read_to_string(&ca_path)
@@ -492,9 +496,11 @@ async fn serve(
     cairn_controllers::queue_metrics::QueueMetrics::install(&mut registry);
     cairn_leaderelection::LeaderMetrics::install(&mut registry);
     server.state.metrics.add(registry);
-    // The identities upstream's bootstrap policy binds for these two components.
-    let controllers_service = in_process_service(&server, "system:kube-controller-manager")?;
-    let scheduler_service = in_process_service(&server, "system:kube-scheduler")?;
+    // The identities upstream's bootstrap policy binds for these two components, and the
+    // API server's own loopback identity (upstream's `system:apiserver`) for the IPAM.
+    let controllers_service = in_process_service(&server, "system:kube-controller-manager", &[])?;
+    let scheduler_service = in_process_service(&server, "system:kube-scheduler", &[])?;
+    let apiserver_service = in_process_service(&server, "system:apiserver", &["system:masters"])?;
     // The listener accepts and the API answers from here on.
     cairn_systemd::ready("serving the API");
     let _watchdog = cairn_systemd::spawn_watchdog();
@@ -506,42 +512,48 @@ async fn serve(
     } = components;
     let identity = leader::identity_in(&data_dir)?;
     let election = (election, identity.as_str());
-    let scheduler_task = async {
-        let Some(cfg) = scheduler else {
-            shutdown.clone().await;
-            return Ok(());
-        };
-        let client = kube::Client::new(scheduler_service.clone(), "default");
-        let work = move || {
-            run_scheduler(
-                kube::Client::new(scheduler_service.clone(), "default"),
-                cfg.clone(),
-            )
-        };
-        leader::run_elected(election, "kube-scheduler", client, work, shutdown.clone()).await
+    let client = |service: &cairn_apiserver::in_process::InProcessService| {
+        kube::Client::new(service.clone(), "default")
     };
-    let controllers_task = async {
-        let client = kube::Client::new(controllers_service.clone(), "default");
-        let work = move || {
+    let scheduling = scheduler.map(|cfg| {
+        let service = scheduler_service.clone();
+        move || run_scheduler(kube::Client::new(service.clone(), "default"), cfg.clone())
+    });
+    // None selected (`--controllers=`): no campaign, so a standalone controller manager
+    // can hold the lease.
+    let controlling = (!controllers.0.names().is_empty()).then(|| {
+        let service = controllers_service.clone();
+        move || {
             run_controllers(
-                kube::Client::new(controllers_service.clone(), "default"),
+                kube::Client::new(service.clone(), "default"),
                 controllers.clone(),
             )
-        };
-        leader::run_elected(
-            election,
-            "kube-controller-manager",
-            client,
-            work,
-            shutdown.clone(),
-        )
-        .await
-    };
+        }
+    });
+    let allocating = node_ipam.map(|ipam| {
+        let state = std::sync::Arc::clone(&server.state);
+        move || run_node_ipam(std::sync::Arc::clone(&state), ipam)
+    });
+    let stop = || shutdown.clone();
     tokio::select! {
         r = server.wait() => r?,
-        r = async { tokio::try_join!(scheduler_task, controllers_task) } => { r?; }
+        r = async {
+            tokio::try_join!(
+                leader::run_elected_if(scheduling, election, "kube-scheduler", client(&scheduler_service), stop()),
+                leader::run_elected_if(controlling, election, "kube-controller-manager", client(&controllers_service), stop()),
+                leader::run_elected_if(allocating, election, "cairn-node-ipam", client(&apiserver_service), stop()),
+            )
+        } => { r?; }
     }
     Ok(())
+}
+
+async fn run_node_ipam(
+    state: std::sync::Arc<cairn_apiserver::state::ApiState>,
+    config: cairn_apiserver::nodeipam::NodeIpamConfig,
+) -> anyhow::Result<()> {
+    cairn_apiserver::nodeipam::node_ipam_loop(state, config).await;
+    anyhow::bail!("node IPAM stopped")
 }
 
 /// The API server's configuration, the in-process scheduler's (None: off) and the
@@ -654,7 +666,10 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => {
             let (config, components) = serve_config(*args)?;
-            serve(config, components).await
+            serve(config, components).await?;
+            // Stopped by a signal, leases released: exit now rather than wait for the
+            // runtime's blocking threads (the store's), as the signal's default would.
+            std::process::exit(0)
         }
         Command::Scheduler {
             kubeconfig,

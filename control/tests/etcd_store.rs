@@ -148,3 +148,84 @@ async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_re
     let (code, _) = watched(&b, &rvs[0]).await;
     assert_eq!(code, 410);
 }
+
+async fn create_service(server: &Server, name: &str, cluster_ip: Option<&str>) -> (u16, Value) {
+    let mut spec = json!({"type": "NodePort", "ports": [{"port": 80}]});
+    if let Some(ip) = cluster_ip {
+        spec["clusterIP"] = json!(ip);
+    }
+    let resp = server
+        .http()
+        .post(format!("{}/api/v1/namespaces/default/services", server.url))
+        .json(&json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}))
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// Two replicas creating Services at once on one etcd never hand out a ClusterIP or a
+/// NodePort twice; a requested address another replica's Service holds is refused as
+/// upstream refuses it, and is granted once that Service is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let ranges = [
+        "--service-cluster-ip-range",
+        "10.96.0.0/26",
+        "--service-node-port-range",
+        "30000-30099",
+    ];
+    let a_dir = tempfile::tempdir().unwrap();
+    let a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &ranges));
+    let b_dir = tempfile::tempdir().unwrap();
+    share_identity(a_dir.path(), b_dir.path());
+    let b = Server::start_with(b_dir.path(), &on_etcd(&etcd, &ranges));
+    let names: Vec<String> = (0..40).map(|i| format!("svc-{i}")).collect();
+    let creates = names.iter().enumerate().map(|(i, name)| {
+        let server = if i % 2 == 0 { &a } else { &b };
+        create_service(server, name, None)
+    });
+    let created = futures::future::join_all(creates).await;
+    let mut ips = std::collections::BTreeSet::new();
+    let mut ports = std::collections::BTreeSet::new();
+    for (code, svc) in &created {
+        assert_eq!(*code, 201, "{svc}");
+        assert!(
+            ips.insert(svc["spec"]["clusterIP"].as_str().unwrap().to_string()),
+            "{svc}"
+        );
+        assert!(
+            ports.insert(svc["spec"]["ports"][0]["nodePort"].as_u64().unwrap()),
+            "{svc}"
+        );
+    }
+
+    // svc-0 (made by a) holds its address; b refuses it as upstream does.
+    let held = created[0].1["spec"]["clusterIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, status) = create_service(&b, "wants-held", Some(&held)).await;
+    assert_eq!(code, 422, "{status}");
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.contains("provided IP is already allocated"),
+        "{message}"
+    );
+    let resp = a
+        .http()
+        .delete(format!(
+            "{}/api/v1/namespaces/default/services/svc-0",
+            a.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let (code, svc) = create_service(&b, "wants-held", Some(&held)).await;
+    assert_eq!(code, 201, "released by a, granted by b: {svc}");
+}

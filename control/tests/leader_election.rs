@@ -22,7 +22,11 @@ use cairn_store_etcd::testing::EtcdServer;
 use common::Server;
 use serde_json::{json, Value};
 
-const LEASES: [&str; 2] = ["kube-scheduler", "kube-controller-manager"];
+const LEASES: [&str; 3] = [
+    "kube-scheduler",
+    "kube-controller-manager",
+    "cairn-node-ipam",
+];
 
 const TIMING: [&str; 6] = [
     "--leader-elect-lease-duration",

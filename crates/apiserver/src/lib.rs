@@ -367,6 +367,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         metrics,
         Arc::clone(&security.agents),
     );
+    state.claim_allocations().await;
     state.bootstrap().await.map_err(ServerError::Bootstrap)?;
     state
         .publish_client_ca(security.pki.client_ca.cert_pem())

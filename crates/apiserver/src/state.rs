@@ -23,6 +23,7 @@ mod allocate;
 mod binding;
 mod bootstrap;
 mod bootstrap_api;
+mod claims;
 mod client_ca;
 mod convert;
 mod create;
@@ -509,10 +510,12 @@ impl ApiState {
             .await
             .map_err(|e| store_status(e, r, &name))?;
         if r.strategy.admits(Admission::ServiceAllocation) {
-            self.release(&Allocations {
+            let allocs = Allocations {
                 ips: service_ips(obj),
                 ports: service_node_ports(obj),
-            });
+            };
+            self.release_claimed(&allocs, &claims::owner_name(obj))
+                .await;
         }
         self.settle(del_rev).await?;
         if r.strategy.admits(Admission::CustomResourceDefinition) {

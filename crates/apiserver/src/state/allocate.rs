@@ -80,6 +80,30 @@ pub(super) fn needs_node_ports(svc: &Value) -> bool {
 }
 
 impl ApiState {
+    /// Claims in the store what the stored Services hold but no claim records yet (Services
+    /// from before claims, or from a replica that crashed before claiming), then marks
+    /// every claim as used. Before serving, so no request can take an unclaimed value.
+    pub async fn claim_allocations(&self) {
+        let Some(services) = registry::find("", "v1", "services") else {
+            return;
+        };
+        let (objects, _) = self.cache.list(&services.list_prefix(None));
+        let (claims, _) = self.cache.list(super::claims::CLAIMS);
+        let claimed: std::collections::HashSet<&str> =
+            claims.iter().map(|c| c.key.as_str()).collect();
+        let unclaimed = objects
+            .iter()
+            .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
+            .filter(|svc| {
+                super::claims::keys_of(svc)
+                    .iter()
+                    .any(|k| !claimed.contains(k.as_str()))
+            })
+            .collect();
+        self.claim_stored_services(unclaimed).await;
+        self.restore_claims();
+    }
+
     /// Rebuilds the allocators from the stored Services.
     pub(super) fn restore_allocations(&self) {
         let Some(services) = registry::find("", "v1", "services") else {
@@ -168,9 +192,7 @@ impl ApiState {
                     )
                 })?;
                 if !old_ips.contains(&ip) {
-                    self.cluster_ips
-                        .lock()
-                        .reserve(ip)
+                    claimed_decides(self.cluster_ips.lock().reserve(ip))
                         .map_err(|e| invalid("spec.clusterIPs", &requested, e))?;
                     allocs.ips.push(ip);
                 }
@@ -192,7 +214,7 @@ impl ApiState {
                     } else {
                         let port = u16::try_from(requested).unwrap_or(0);
                         if !old_ports.contains(&port) {
-                            self.node_ports.lock().reserve(port).map_err(|e| {
+                            claimed_decides(self.node_ports.lock().reserve(port)).map_err(|e| {
                                 invalid(
                                     &format!("spec.ports[{i}].nodePort"),
                                     &requested.to_string(),
@@ -225,7 +247,7 @@ impl ApiState {
             (Some(p), Some(o)) if p == o => return Ok(()),
             (None, Some(o)) => o,
             (Some(p), _) => {
-                self.node_ports.lock().reserve(p).map_err(|e| {
+                claimed_decides(self.node_ports.lock().reserve(p)).map_err(|e| {
                     Status::invalid(
                         "Service",
                         "",
@@ -261,7 +283,12 @@ impl ApiState {
         Ok(())
     }
 
-    pub(super) fn release_dropped_service_allocations(&self, old: &Value, new: &Value) {
+    pub(super) async fn release_dropped_service_allocations(
+        &self,
+        old: &Value,
+        new: &Value,
+        owner: &str,
+    ) {
         let new_ips = service_ips(new);
         let new_ports = if needs_node_ports(new) {
             service_node_ports(new)
@@ -278,6 +305,15 @@ impl ApiState {
                 .filter(|p| !new_ports.contains(p))
                 .collect(),
         };
-        self.release(&allocs);
+        self.release_claimed(&allocs, owner).await;
+    }
+}
+
+/// A requested value this replica believes in use may have been released by another
+/// replica since: whether it is taken is the store claim's to decide (`claims.rs`).
+fn claimed_decides(reserved: Result<(), AllocError>) -> Result<(), AllocError> {
+    match reserved {
+        Err(AllocError::IpInUse | AllocError::PortInUse) => Ok(()),
+        other => other,
     }
 }

@@ -19,8 +19,8 @@ impl ApiState {
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             if self.cache.get(&nsr.key(None, ns)).is_none() {
-                self.create(nsr, None, json!({"metadata": {"name": ns}}), &opts)
-                    .await?;
+                let body = json!({"metadata": {"name": ns}});
+                exists_is_fine(self.create(nsr, None, body, &opts).await)?;
             }
         }
         let pcr = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
@@ -30,7 +30,7 @@ impl ApiState {
             if self.cache.get(&pcr.key(None, name)).is_none() {
                 let body =
                     json!({"metadata": {"name": name}, "value": value, "description": description});
-                self.create(pcr, None, body, &opts).await?;
+                exists_is_fine(self.create(pcr, None, body, &opts).await)?;
             }
         }
         if self.settings.local_path_storage_class {
@@ -44,7 +44,7 @@ impl ApiState {
                     "volumeBindingMode": "WaitForFirstConsumer",
                     "allowVolumeExpansion": true,
                 });
-                self.create(scr, None, body, &opts).await?;
+                exists_is_fine(self.create(scr, None, body, &opts).await)?;
             }
         }
         let svc = registry::find("", "v1", "services")
@@ -64,7 +64,7 @@ impl ApiState {
                     "type": "ClusterIP",
                 },
             });
-            self.create(svc, Some("default"), body, &opts).await?;
+            exists_is_fine(self.create(svc, Some("default"), body, &opts).await)?;
         }
         self.ensure_kubernetes_endpoints(&opts).await?;
         self.ensure_kubernetes_endpointslice(&opts).await?;
@@ -149,9 +149,7 @@ impl ApiState {
         opts: &WriteOptions,
     ) -> Result<(), Status> {
         let Some(o) = self.cache.get(&resource.key(Some("default"), "kubernetes")) else {
-            self.create(resource, Some("default"), desired, opts)
-                .await?;
-            return Ok(());
+            return exists_is_fine(self.create(resource, Some("default"), desired, opts).await);
         };
         let cur: Value = serde_json::from_slice(&o.bytes).unwrap_or(Value::Null);
         if fields.iter().all(|f| cur.get(f) == desired.get(f)) {
@@ -166,5 +164,13 @@ impl ApiState {
         })
         .await?;
         Ok(())
+    }
+}
+
+/// Another replica starting at the same time may have created it first.
+fn exists_is_fine<T>(created: Result<T, Status>) -> Result<(), Status> {
+    match created {
+        Err(status) if status.code != 409 => Err(status),
+        _ => Ok(()),
     }
 }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tracing::debug;
 
 use super::allocate::Allocations;
+use super::claims;
 use super::webhook_admission::WebhookWrite;
 use super::{
     policy_admission, qos_class, store_status, webhook_admission, ApiState, WriteOptions, Written,
@@ -186,8 +187,14 @@ impl ApiState {
     ) -> Result<Written, Status> {
         let key = r.key(meta_str(&obj, "namespace"), name);
         let mut allocs = Allocations::default();
+        let owner = claims::owner_name(&obj);
         if r.strategy.admits(Admission::ServiceAllocation) {
-            self.allocate_service(&mut obj, None, &mut allocs, name)?;
+            if opts.dry_run {
+                self.allocate_service(&mut obj, None, &mut allocs, name)?;
+            } else {
+                self.allocate_and_claim(&mut obj, None, &mut allocs, (name, &owner))
+                    .await?;
+            }
         }
         let bytes = serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()));
         if opts.dry_run {
@@ -207,7 +214,7 @@ impl ApiState {
         let created = match bytes {
             Ok(bytes) => self.cache.backend().create(&key, Bytes::from(bytes)).await,
             Err(status) => {
-                self.release(&allocs);
+                self.release_claimed(&allocs, &owner).await;
                 return Err(status);
             }
         };
@@ -217,7 +224,7 @@ impl ApiState {
                 self.written(&key, rev, warnings).await
             }
             Err(e) => {
-                self.release(&allocs);
+                self.release_claimed(&allocs, &owner).await;
                 Err(store_status(e, r, name))
             }
         }

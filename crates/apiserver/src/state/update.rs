@@ -165,8 +165,14 @@ impl ApiState {
             return self.written(key, old_rev, warnings).await;
         }
         let mut allocs = Allocations::default();
+        let owner = claims::owner_name(&obj);
         if r.strategy.admits(Admission::ServiceAllocation) {
-            self.allocate_service(&mut obj, Some(old), &mut allocs, &name)?;
+            if dry_run {
+                self.allocate_service(&mut obj, Some(old), &mut allocs, &name)?;
+            } else {
+                self.allocate_and_claim(&mut obj, Some(old), &mut allocs, (&name, &owner))
+                    .await?;
+            }
         }
         if dry_run {
             self.release(&allocs);
@@ -183,12 +189,13 @@ impl ApiState {
         let rev = match self.cache.backend().update(key, bytes, old_rev).await {
             Ok(rev) => rev,
             Err(e) => {
-                self.release(&allocs);
+                self.release_claimed(&allocs, &owner).await;
                 return Err(store_status(e, r, &name));
             }
         };
         if r.strategy.admits(Admission::ServiceAllocation) {
-            self.release_dropped_service_allocations(old, &obj);
+            self.release_dropped_service_allocations(old, &obj, &owner)
+                .await;
         }
         let written = self.written(key, rev, warnings).await?;
         // A terminating object whose last finalizer was just removed goes away now.
