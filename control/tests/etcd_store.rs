@@ -12,11 +12,9 @@
 
 mod common;
 
-use std::path::Path;
-
 use cairn_store::Backend;
 use cairn_store_etcd::testing::EtcdServer;
-use common::Server;
+use common::{share_identity, Server};
 use serde_json::{json, Value};
 
 fn on_etcd<'a>(etcd: &'a EtcdServer, extra: &[&'a str]) -> Vec<&'a str> {
@@ -71,17 +69,6 @@ async fn watched(server: &Server, from: &str) -> (u16, Vec<String>) {
         .filter(|n| n.starts_with("cm-"))
         .collect();
     (code, names)
-}
-
-/// The first replica's CA, keys and encryption configuration, for a second one.
-fn share_identity(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to.join("pki")).unwrap();
-    for entry in std::fs::read_dir(from.join("pki")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join("pki").join(entry.file_name())).unwrap();
-    }
-    let config = "encryption-config.yaml";
-    std::fs::copy(from.join(config), to.join(config)).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,13 +13,12 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_store_etcd::testing::EtcdServer;
-use common::Server;
+use common::{share_identity, Server};
 use serde_json::{json, Value};
 
 const LEASES: [&str; 3] = [
@@ -82,17 +81,6 @@ fn on_etcd(url: &str) -> Vec<&str> {
     let mut args = vec!["--store", "etcd", "--etcd-servers", url];
     args.extend(TIMING);
     args
-}
-
-/// The first replica's CA, keys and encryption configuration (not its identity).
-fn share_identity(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to.join("pki")).unwrap();
-    for entry in std::fs::read_dir(from.join("pki")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join("pki").join(entry.file_name())).unwrap();
-    }
-    let config = "encryption-config.yaml";
-    std::fs::copy(from.join(config), to.join(config)).unwrap();
 }
 
 fn identity(server: &Server) -> String {
@@ -169,16 +157,9 @@ async fn leads_none(server: &Server) -> bool {
 
 /// Messages of the LeaderElection Events on the Leases.
 async fn election_events(server: &Server) -> Vec<String> {
-    let url = format!("{}/api/v1/namespaces/kube-system/events", server.url);
-    let events: Value = server
-        .http()
-        .get(url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let events = server
+        .get_json("/api/v1/namespaces/kube-system/events")
+        .await;
     events["items"]
         .as_array()
         .unwrap()
@@ -203,20 +184,9 @@ async fn replicaset_gets_its_pod(server: &Server, name: &str) {
     let url = format!("{}/apis/apps/v1/namespaces/default/replicasets", server.url);
     let resp = server.http().post(url).json(&rs).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 201);
-    let pods = format!(
-        "{}/api/v1/namespaces/default/pods?labelSelector=app%3D{name}",
-        server.url
-    );
+    let pods = format!("/api/v1/namespaces/default/pods?labelSelector=app%3D{name}");
     when(&format!("a pod of {name}"), 30, async || {
-        let list: Value = server
-            .http()
-            .get(&pods)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list = server.get_json(&pods).await;
         list["items"].as_array().is_some_and(|i| i.len() == 1)
     })
     .await;

@@ -97,6 +97,29 @@ impl Server {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("control.log")).unwrap_or_default()
     }
+
+    /// GET `path` (from the API's root) as the admin, as JSON.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        let resp = self
+            .http()
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
+        resp.json().await.unwrap()
+    }
+}
+
+/// A replica's CA, keys and encryption configuration, copied for a second replica (its
+/// leader election identity stays its own).
+pub fn share_identity(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("pki")).unwrap();
+    for entry in std::fs::read_dir(from.join("pki")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join("pki").join(entry.file_name())).unwrap();
+    }
+    let config = "encryption-config.yaml";
+    std::fs::copy(from.join(config), to.join(config)).unwrap();
 }
 
 impl Drop for Server {

@@ -8,12 +8,13 @@
 use std::net::Ipv4Addr;
 
 use bytes::Bytes;
+use cairn_api::registry;
 use cairn_api::status::{Cause, Status};
 use cairn_store::StoreError;
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
-use super::allocate::{service_ips, service_node_ports, Allocations};
+use super::allocate::{needs_node_ports, service_ips, service_node_ports, Allocations};
 use super::ApiState;
 use crate::allocator::AllocError;
 
@@ -175,6 +176,51 @@ impl ApiState {
                 }
             }
         }
+    }
+
+    /// Claims in the store what the stored Services hold but no claim records yet (Services
+    /// from before claims, or from a replica that crashed before claiming), then marks
+    /// every claim as used. Before serving, so no request can take an unclaimed value.
+    pub async fn claim_allocations(&self) {
+        let Some(services) = registry::find("", "v1", "services") else {
+            return;
+        };
+        let (objects, _) = self.cache.list(&services.list_prefix(None));
+        let (claims, _) = self.cache.list(CLAIMS);
+        let claimed: std::collections::HashSet<&str> =
+            claims.iter().map(|c| c.key.as_str()).collect();
+        let unclaimed = objects
+            .iter()
+            .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
+            .filter(|svc| keys_of(svc).iter().any(|k| !claimed.contains(k.as_str())))
+            .collect();
+        self.claim_stored_services(unclaimed).await;
+        self.restore_claims();
+    }
+
+    pub(super) async fn release_dropped_service_allocations(
+        &self,
+        old: &Value,
+        new: &Value,
+        owner: &str,
+    ) {
+        let new_ips = service_ips(new);
+        let new_ports = if needs_node_ports(new) {
+            service_node_ports(new)
+        } else {
+            Vec::new()
+        };
+        let allocs = Allocations {
+            ips: service_ips(old)
+                .into_iter()
+                .filter(|ip| !new_ips.contains(ip))
+                .collect(),
+            ports: service_node_ports(old)
+                .into_iter()
+                .filter(|p| !new_ports.contains(p))
+                .collect(),
+        };
+        self.release_claimed(&allocs, owner).await;
     }
 
     /// Marks every value claimed in the store (by any replica) as used in memory.
