@@ -535,6 +535,7 @@ async fn serve(
         move || run_node_ipam(std::sync::Arc::clone(&state), ipam)
     });
     let stop = || shutdown.clone();
+    let state = std::sync::Arc::clone(&server.state);
     tokio::select! {
         r = server.wait() => r?,
         r = async {
@@ -545,6 +546,8 @@ async fn serve(
             )
         } => { r?; }
     }
+    // Stopping: clients in pods are no longer sent here.
+    state.remove_own_endpoint().await;
     Ok(())
 }
 

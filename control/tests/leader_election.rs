@@ -5,7 +5,9 @@
 //! The first replica takes both Leases; the second waits. Cut off from etcd (a proxy in
 //! front of it drops every connection), the leader reports that it stopped leading before
 //! the second replica takes the Leases, and the second one's controllers then act. Stopped
-//! with SIGTERM, a leader releases its Leases and the other takes them at once.
+//! with SIGTERM, a leader releases its Leases and the other takes them at once. The
+//! `kubernetes` Endpoints list both replicas' addresses while both run, and only the
+//! first's once the second stopped.
 
 // Test code: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -155,6 +157,37 @@ async fn leads_none(server: &Server) -> bool {
     true
 }
 
+/// The addresses of the `kubernetes` Endpoints and its EndpointSlice (which must agree).
+async fn kubernetes_endpoints(server: &Server) -> Vec<String> {
+    let eps = server
+        .get_json("/api/v1/namespaces/default/endpoints/kubernetes")
+        .await;
+    let ips: Vec<String> = eps["subsets"][0]["addresses"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|a| a["ip"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let slice = server
+        .get_json("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+        .await;
+    let slice_ips: Vec<String> = slice["endpoints"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|e| e["addresses"][0].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if ips == slice_ips {
+        ips
+    } else {
+        Vec::new()
+    }
+}
+
 /// Messages of the LeaderElection Events on the Leases.
 async fn election_events(server: &Server) -> Vec<String> {
     let events = server
@@ -225,9 +258,20 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
     })
     .await;
     share_identity(a_dir.path(), b_dir.path());
-    let mut b = Server::start_with(b_dir.path(), &on_etcd(etcd.client_url()));
+    let mut b_args = on_etcd(etcd.client_url());
+    b_args.extend(["--advertise-address", "127.0.0.2"]);
+    let mut b = Server::start_with(b_dir.path(), &b_args);
     let b_id = identity(&b);
     assert_ne!(a_id, b_id);
+    when(
+        "the kubernetes Endpoints to list both replicas",
+        30,
+        async || kubernetes_endpoints(&a).await.len() == 2,
+    )
+    .await;
+    let both = kubernetes_endpoints(&a).await;
+    assert!(both.contains(&"127.0.0.2".to_string()), "{both:?}");
+    let a_ip = both.iter().find(|ip| *ip != "127.0.0.2").unwrap().clone();
     replicaset_gets_its_pod(&b, "before").await;
     assert!(leads_none(&b).await, "b campaigns while a leads");
 
@@ -259,6 +303,12 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
     partition.heal();
     terminate(&mut b);
     when("a to lead again", 10, async || leads_both(&a, &a_id).await).await;
+    // b removed its address as it stopped (a's own reconcile may put it back once, until
+    // the next one sees b's lease gone).
+    when("the kubernetes Endpoints to list only a", 30, async || {
+        kubernetes_endpoints(&a).await == [a_ip.clone()]
+    })
+    .await;
     let events = election_events(&a).await;
     for lease in LEASES {
         // (a's "stopped leading" was due while a could not reach etcd.)

@@ -295,6 +295,9 @@ fn spawn_background(
             pki: Arc::clone(&security.pki),
         })),
     ];
+    background.push(tokio::spawn(
+        state::master_leases::endpoint_reconciler_loop(Arc::clone(state)),
+    ));
     background.push(tokio::spawn(metrics_api::scrape_loop(
         Arc::clone(state),
         config.metric_resolution,

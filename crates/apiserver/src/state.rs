@@ -32,6 +32,7 @@ mod custom_admission;
 mod delete;
 mod eviction;
 mod lookup;
+pub mod master_leases;
 mod node_restriction;
 mod policy_admission;
 mod rbac_defaults;

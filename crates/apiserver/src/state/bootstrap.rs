@@ -66,8 +66,7 @@ impl ApiState {
             });
             exists_is_fine(self.create(svc, Some("default"), body, &opts).await)?;
         }
-        self.ensure_kubernetes_endpoints(&opts).await?;
-        self.ensure_kubernetes_endpointslice(&opts).await?;
+        self.reconcile_kubernetes_endpoints().await?;
         if self.settings.cluster_dns_service {
             self.ensure_cluster_dns_service(&opts).await;
         }
@@ -110,38 +109,9 @@ impl ApiState {
         }
     }
 
-    async fn ensure_kubernetes_endpoints(&self, opts: &WriteOptions) -> Result<(), Status> {
-        let eps = registry::find("", "v1", "endpoints")
-            .ok_or_else(|| Status::internal("endpoints not registered"))?;
-        let desired = json!({
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [{
-                "addresses": [{"ip": self.settings.advertise_address.to_string()}],
-                "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
-            }],
-        });
-        self.create_or_converge(eps, desired, &["subsets"], opts)
-            .await
-    }
-
-    /// The slice upstream's endpoint reconciler writes beside the Endpoints (the
-    /// EndpointSlice controller leaves selectorless Services alone).
-    async fn ensure_kubernetes_endpointslice(&self, opts: &WriteOptions) -> Result<(), Status> {
-        let slices = registry::find("discovery.k8s.io", "v1", "endpointslices")
-            .ok_or_else(|| Status::internal("endpointslices not registered"))?;
-        let desired = json!({
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [self.settings.advertise_address.to_string()], "conditions": {"ready": true}}],
-            "ports": [{"name": "https", "port": self.settings.advertise_port, "protocol": "TCP"}],
-        });
-        self.create_or_converge(slices, desired, &["endpoints", "ports"], opts)
-            .await
-    }
-
     /// Creates `default/kubernetes` of `resource` as `desired`, or brings the `fields` of
     /// the stored one to it.
-    async fn create_or_converge(
+    pub(super) async fn create_or_converge(
         &self,
         resource: &'static registry::ResourceInfo,
         desired: Value,
