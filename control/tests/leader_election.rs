@@ -225,6 +225,37 @@ async fn replicaset_gets_its_pod(server: &Server, name: &str) {
     .await;
 }
 
+/// A node's kind of client (cairn-kubeclient) that knows both replicas, the stopped one
+/// first, lists through the live one and prefers it from then on.
+async fn fails_over_from_b_to_a(stopped: &Server, live: &Server) {
+    use cairn_kubeclient::failover::Servers;
+    let admin = cairn_kubeclient::EmbeddedKubeconfig::read(&live.kubeconfig).unwrap();
+    let authority = |s: &Server| -> http::uri::Authority {
+        s.url.trim_start_matches("https://").parse().unwrap()
+    };
+    let servers = Servers::new(authority(stopped));
+    servers.learn([authority(live)]);
+    let certs = cairn_kubeclient::ClientCerts::new(&admin.cert_pem, &admin.key_pem).unwrap();
+    let client = cairn_kubeclient::client_with(
+        &stopped.url.parse().unwrap(),
+        std::sync::Arc::clone(&servers),
+        &admin.ca_pem,
+        std::sync::Arc::new(certs),
+    )
+    .unwrap();
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+    let listed = namespaces.list(&Default::default()).await.unwrap();
+    assert!(listed
+        .items
+        .iter()
+        .any(|n| n.metadata.name.as_deref() == Some("kube-system")));
+    assert_eq!(
+        servers.in_order()[0],
+        authority(live),
+        "the live replica goes first now"
+    );
+}
+
 fn terminate(server: &mut Server) {
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill")
@@ -309,6 +340,7 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
         kubernetes_endpoints(&a).await == [a_ip.clone()]
     })
     .await;
+    fails_over_from_b_to_a(&b, &a).await;
     let events = election_events(&a).await;
     for lease in LEASES {
         // (a's "stopped leading" was due while a could not reach etcd.)

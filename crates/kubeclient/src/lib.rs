@@ -9,6 +9,7 @@
 
 pub mod closing;
 mod embedded;
+pub mod failover;
 mod follow;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ pub use embedded::EmbeddedKubeconfig;
 pub use follow::{follow, FOLLOW_PERIOD};
 
 use closing::{ClosingConnector, Generation};
+use failover::{FailoverConnector, Servers};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeclientError {
@@ -82,6 +84,19 @@ pub fn client(
     ca_pem: &str,
     certs: Arc<ClientCerts>,
 ) -> Result<kube::Client, String> {
+    let given = server
+        .authority()
+        .ok_or_else(|| format!("{server}: no host"))?;
+    client_with(server, Servers::new(given.clone()), ca_pem, certs)
+}
+
+/// `client`, failing over between `servers` (`server` is the one requests name).
+pub fn client_with(
+    server: &http::Uri,
+    servers: Arc<Servers>,
+    ca_pem: &str,
+    certs: Arc<ClientCerts>,
+) -> Result<kube::Client, String> {
     let roots = cairn_pki::tls::roots(ca_pem).map_err(|e| e.to_string())?;
     let generation = Arc::clone(&certs.connections);
     let mut tls = rustls::ClientConfig::builder()
@@ -91,7 +106,8 @@ pub fn client(
     tls.resumption = rustls::client::Resumption::disabled();
     let mut http = HttpConnector::new();
     http.enforce_http(false);
-    http.set_connect_timeout(Some(Duration::from_secs(30)));
+    // Short: a server that does not answer gives way to the next one.
+    http.set_connect_timeout(Some(Duration::from_secs(5)));
     // HTTP/1.1 only (ALPN from the builder), as cairn-control serves.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
@@ -99,7 +115,10 @@ pub fn client(
         .enable_http1()
         .wrap_connector(http);
     let https = ClosingConnector {
-        inner: https,
+        inner: FailoverConnector {
+            inner: https,
+            servers,
+        },
         generation,
     };
     let hyper_client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
@@ -109,7 +128,8 @@ pub fn client(
 }
 
 /// A client from a kubeconfig with an embedded client certificate, with the
-/// certificate holder to swap renewals into.
+/// certificate holder to swap renewals into; it fails over to the other control replicas
+/// it learns of.
 pub fn from_embedded(
     path: &Path,
 ) -> Result<(kube::Client, Arc<ClientCerts>, EmbeddedKubeconfig), KubeclientError> {
@@ -123,12 +143,22 @@ pub fn from_embedded(
         .parse()
         .map_err(|e| bad(format!("server: {e}")))?;
     let certs = Arc::new(ClientCerts::new(&parts.cert_pem, &parts.key_pem).map_err(bad)?);
-    let client = client(&uri, &parts.ca_pem, Arc::clone(&certs)).map_err(|message| {
-        KubeclientError::Client {
-            server: parts.server.clone(),
-            message,
-        }
+    let given = uri
+        .authority()
+        .ok_or_else(|| bad(format!("server {}: no host", parts.server)))?;
+    let servers = Servers::new(given.clone());
+    let client = client_with(
+        &uri,
+        Arc::clone(&servers),
+        &parts.ca_pem,
+        Arc::clone(&certs),
+    )
+    .map_err(|message| KubeclientError::Client {
+        server: parts.server.clone(),
+        message,
     })?;
+    // The other control replicas, from the `kubernetes` EndpointSlice.
+    tokio::spawn(failover::learn(client.clone(), servers));
     Ok((client, certs, parts))
 }
 
