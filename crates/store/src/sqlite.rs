@@ -212,9 +212,20 @@ impl Drop for SqliteBackend {
     }
 }
 
+/// `PRAGMA auto_vacuum` = INCREMENTAL.
+const INCREMENTAL_VACUUM: i64 = 2;
+
 fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
+    // Incremental auto-vacuum, so that space freed by compaction goes back to the file
+    // system (kine's SQLite grows for ever: kine#607). Set before the first table on a
+    // new file; an older file is rebuilt once with VACUUM to take it.
+    let auto_vacuum: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+    if auto_vacuum != INCREMENTAL_VACUUM {
+        conn.pragma_update(None, "auto_vacuum", INCREMENTAL_VACUUM)?;
+        conn.execute_batch("VACUUM")?;
+    }
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(mode, "sqlite refused WAL journal mode");

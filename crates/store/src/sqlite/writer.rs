@@ -65,6 +65,9 @@ impl Writer {
         let (ops, replies): (Vec<Op>, Vec<_>) = batch.into_iter().map(|r| (r.op, r.reply)).unzip();
         match self.apply(&ops) {
             Ok(applied) => {
+                if applied.compacted > self.compacted {
+                    self.reclaim();
+                }
                 self.revision = applied.revision;
                 self.compacted = applied.compacted;
                 self.counters
@@ -89,6 +92,19 @@ impl Writer {
                     let _ = reply.send(Err(StoreError::Backend(format!("sqlite: {e}"))));
                 }
             }
+        }
+    }
+
+    /// Gives the pages compaction freed back to the file system: truncates them off the
+    /// database, then checkpoints the WAL so the file shrinks now, not at the next
+    /// automatic checkpoint (it waits for running reads, at most the busy timeout, once
+    /// per compaction). A failure only leaves the space for later.
+    fn reclaim(&self) {
+        // Each step of the pragma frees pages: it is stepped to the end, not run once.
+        let reclaimed = step_to_end(&self.conn, "PRAGMA incremental_vacuum")
+            .and_then(|()| step_to_end(&self.conn, "PRAGMA wal_checkpoint(TRUNCATE)"));
+        if let Err(e) = reclaimed {
+            tracing::warn!(error = %e, "sqlite: reclaiming compacted space");
         }
     }
 
@@ -147,6 +163,14 @@ impl Writer {
             compacted,
         })
     }
+}
+
+/// Runs `sql` through every row it yields.
+fn step_to_end(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare(sql)?;
+    let mut rows = statement.query([])?;
+    while rows.next()?.is_some() {}
+    Ok(())
 }
 
 pub(super) struct Current {
