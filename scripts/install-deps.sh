@@ -47,11 +47,12 @@ if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s prometheus >/dev/null 2>&1; the
 fi
 
 # etcd (Debian's etcd-server): the store's etcd backend is tested against real etcd, each
-# test starting its own on loopback; the service the package starts is stopped.
-if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s etcd-server >/dev/null 2>&1; then
-    echo "install-deps: installing etcd-server (for the etcd store tests; its service is disabled)"
+# test starting its own on loopback; the service the package starts is stopped. etcdctl
+# (etcd-client) checks the snapshots cairn-control saves from etcd.
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s etcd-server etcd-client >/dev/null 2>&1; then
+    echo "install-deps: installing etcd-server and etcd-client (for the etcd store tests; the service is disabled)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends etcd-server >/dev/null
+    apt-get install -y -qq --no-install-recommends etcd-server etcd-client >/dev/null
     if [ -d /run/systemd/system ]; then
         systemctl disable --now etcd >/dev/null 2>&1 || true
     fi

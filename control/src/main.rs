@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod certs;
 mod leader;
+mod snapshot;
 mod store_args;
 mod token;
 
@@ -84,6 +85,11 @@ enum Command {
     Certs {
         #[command(subcommand)]
         command: certs::CertsCommand,
+    },
+    /// Backups of the store: save (while serving) and restore (SQLite, stopped).
+    Snapshot {
+        #[command(subcommand)]
+        command: snapshot::SnapshotCommand,
     },
 }
 
@@ -750,6 +756,7 @@ async fn main() -> anyhow::Result<()> {
             group,
         } => certs::print_kubeconfig(&data_dir, server, user, &group),
         Command::Certs { command } => certs::run(command),
+        Command::Snapshot { command } => snapshot::run(command).await,
         Command::Token { command } => token::run(command, go_duration).await,
     }
 }

@@ -210,6 +210,8 @@ pub struct RunningServer {
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
     background: Vec<JoinHandle<()>>,
+    /// Held while the server runs on the embedded store.
+    _store_lock: Option<cairn_store::sqlite::DataDirLock>,
 }
 
 impl RunningServer {
@@ -345,6 +347,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         path: config.data_dir.clone(),
         source,
     })?;
+    // The embedded store is this server's alone (a restore waits for it to stop).
+    let store_lock = match &config.etcd {
+        Some(_) => None,
+        None => Some(
+            cairn_store::sqlite::DataDirLock::take(&config.data_dir).map_err(|source| {
+                ServerError::Store {
+                    path: config.data_dir.clone(),
+                    source,
+                }
+            })?,
+        ),
+    };
     let metrics = Arc::new(server_metrics::ServerMetrics::new());
     let (backend, cache) = open_store_and_cache(&config, &metrics).await?;
     let (listener, addr) = bind(config.bind).await?;
@@ -420,6 +434,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         shutdown: Some(tx),
         task,
         background,
+        _store_lock: store_lock,
     })
 }
 

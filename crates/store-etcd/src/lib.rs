@@ -11,6 +11,7 @@
 //! every replica on the same etcd sees the same.
 
 mod keys;
+pub mod snapshot;
 mod watch;
 mod write;
 

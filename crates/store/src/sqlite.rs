@@ -212,6 +212,33 @@ impl Drop for SqliteBackend {
     }
 }
 
+/// An exclusive lock on a data directory's store, held by the server using it: a second
+/// server, or a restore, on the same directory is refused instead of corrupting it.
+pub struct DataDirLock(#[allow(dead_code)] std::fs::File);
+
+impl DataDirLock {
+    pub fn take(data_dir: &Path) -> Result<DataDirLock, StoreError> {
+        let path = data_dir.join("store.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
+        match file.try_lock() {
+            Ok(()) => Ok(DataDirLock(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Backend(format!(
+                "the store in {} is in use by another process (is cairn-control running?)",
+                data_dir.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::Backend(format!(
+                "locking {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+}
+
 /// `PRAGMA auto_vacuum` = INCREMENTAL.
 const INCREMENTAL_VACUUM: i64 = 2;
 
@@ -403,6 +430,7 @@ impl Backend for SqliteBackend {
 }
 
 mod reads;
+pub mod snapshot;
 mod writer;
 
 use reads::*;

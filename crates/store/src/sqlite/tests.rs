@@ -276,3 +276,51 @@ async fn compaction_shrinks_the_file() {
         "store.db went from {before} to {after} bytes"
     );
 }
+
+/// A snapshot saved while the store is open restores every key and value; the restored
+/// store's revision is bumped and compacted, so a watch from before is 410 and new writes
+/// carry higher revisions. A second opener, and a restore under a running store, are
+/// refused; a file that is not a snapshot is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_restore_with_a_bumped_compacted_revision() {
+    use super::snapshot;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("snap.db");
+    let store = SqliteBackend::open(&data).unwrap();
+    let r1 = store.create("/k/a", b("a")).await.unwrap();
+    store.create("/k/b", b("b")).await.unwrap();
+    let saved = snapshot::save(&data, &file).unwrap();
+    assert_eq!(saved, store.current_revision().await.unwrap());
+    store.update("/k/a", b("a2"), r1).await.unwrap();
+    // As a running server holds it.
+    let server = super::DataDirLock::take(&data).unwrap();
+    let message = super::DataDirLock::take(&data).err().unwrap().to_string();
+    assert!(message.contains("in use by another process"), "{message}");
+    let refused = snapshot::restore(&file, &data, 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("in use by another process"), "{refused}");
+    drop(server);
+    let not_a_snapshot = dir.path().join("junk");
+    std::fs::write(&not_a_snapshot, "junk").unwrap();
+    drop(store);
+    let refused = snapshot::restore(&not_a_snapshot, &data, 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("not a"), "{refused}");
+
+    let bumped = snapshot::restore(&file, &data, 1000).unwrap();
+    assert_eq!(bumped, saved + 1000);
+    let store = SqliteBackend::open(&data).unwrap();
+    let a = store.get("/k/a").await.unwrap().unwrap();
+    assert_eq!(&a.value[..], b"a", "the value as of the snapshot");
+    assert!(store.get("/k/b").await.unwrap().is_some());
+    assert_eq!(store.current_revision().await.unwrap(), bumped);
+    assert!(matches!(
+        store.events_since("", saved).await,
+        Err(StoreError::Compacted { .. })
+    ));
+    let next = store.update("/k/a", b("a3"), a.mod_revision).await.unwrap();
+    assert_eq!(next, bumped + 1);
+}

@@ -1,0 +1,141 @@
+//! `cairn-control snapshot save|restore`.
+//!
+//! On SQLite a snapshot is saved while the server runs. A restore is refused while the
+//! server runs. After a restore the objects are as saved, a watch from a resourceVersion
+//! after the snapshot is 410 Gone (clients relist) and new resourceVersions are higher
+//! than any before. On etcd the snapshot is etcd's own, which `etcdctl` reads.
+
+// Test code: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use cairn_store_etcd::testing::EtcdServer;
+use common::Server;
+use serde_json::{json, Value};
+
+fn cli(args: &[&str], paths: &[&Path]) -> Output {
+    Command::new(common::BIN)
+        .args(args)
+        .args(paths)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Creates ConfigMap `name`; its resourceVersion.
+async fn create_cm(server: &Server, name: &str) -> u64 {
+    let resp = server
+        .http()
+        .post(format!(
+            "{}/api/v1/namespaces/default/configmaps",
+            server.url
+        ))
+        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201, "create {name}");
+    let cm: Value = resp.json().await.unwrap();
+    cm["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+async fn status_of(server: &Server, path: &str) -> u16 {
+    let resp = server
+        .http()
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    resp.status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_snapshots_restore_with_revisions_moved_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("snap.db");
+    let mut server = Server::start(&data);
+    create_cm(&server, "cm-1").await;
+    let save = cli(&["snapshot", "save", "--data-dir"], &[&data, &file]);
+    assert!(save.status.success(), "{}", text(&save));
+    assert!(
+        text(&save).contains("saved the store at revision"),
+        "{}",
+        text(&save)
+    );
+    let after = create_cm(&server, "cm-2").await;
+
+    let refused = cli(&["snapshot", "restore", "--data-dir"], &[&data, &file]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused).contains("in use by another process"),
+        "{}",
+        text(&refused)
+    );
+    server.kill();
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, "not a store").unwrap();
+    let refused = cli(&["snapshot", "restore", "--data-dir"], &[&data, &junk]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused).contains("not a SQLite database"),
+        "{}",
+        text(&refused)
+    );
+    let restore = cli(&["snapshot", "restore", "--data-dir"], &[&data, &file]);
+    assert!(restore.status.success(), "{}", text(&restore));
+
+    let server = Server::start(&data);
+    let cm = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(status_of(&server, &format!("{cm}/cm-1")).await, 200);
+    assert_eq!(
+        status_of(&server, &format!("{cm}/cm-2")).await,
+        404,
+        "made after the snapshot"
+    );
+    let watch = format!("{cm}?watch=true&resourceVersion={after}&timeoutSeconds=1");
+    assert_eq!(status_of(&server, &watch).await, 410);
+    let next = create_cm(&server, "cm-3").await;
+    assert!(next > 1_000_000_000 + after, "{next}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_snapshots_are_etcds_own() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let args = ["--store", "etcd", "--etcd-servers", etcd.client_url()];
+    let server = Server::start_with(&data, &args);
+    create_cm(&server, "cm-1").await;
+    let file = dir.path().join("etcd.snap");
+    let mut save_args = vec!["snapshot", "save"];
+    save_args.extend(args);
+    let save = cli(&save_args, &[&file]);
+    assert!(save.status.success(), "{}", text(&save));
+    let status = Command::new("etcdctl")
+        .args(["snapshot", "status", "-w", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "etcdctl: {}", text(&status));
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(status["revision"].as_i64().unwrap() > 1, "{status}");
+}
