@@ -15,6 +15,7 @@ mod common;
 use cairn_store::Backend;
 use cairn_store_etcd::testing::EtcdServer;
 use common::{share_identity, Server};
+use futures::StreamExt;
 use serde_json::{json, Value};
 
 fn on_etcd<'a>(etcd: &'a EtcdServer, extra: &[&'a str]) -> Vec<&'a str> {
@@ -137,13 +138,21 @@ async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_re
 }
 
 async fn create_service(server: &Server, name: &str, cluster_ip: Option<&str>) -> (u16, Value) {
+    create_service_with(&server.http(), &server.url, name, cluster_ip).await
+}
+
+async fn create_service_with(
+    http: &reqwest::Client,
+    url: &str,
+    name: &str,
+    cluster_ip: Option<&str>,
+) -> (u16, Value) {
     let mut spec = json!({"type": "NodePort", "ports": [{"port": 80}]});
     if let Some(ip) = cluster_ip {
         spec["clusterIP"] = json!(ip);
     }
-    let resp = server
-        .http()
-        .post(format!("{}/api/v1/namespaces/default/services", server.url))
+    let resp = http
+        .post(format!("{url}/api/v1/namespaces/default/services"))
         .json(&json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}))
         .send()
         .await
@@ -151,8 +160,8 @@ async fn create_service(server: &Server, name: &str, cluster_ip: Option<&str>) -
     (resp.status().as_u16(), resp.json().await.unwrap())
 }
 
-/// Two replicas creating Services at once on one etcd never hand out a ClusterIP or a
-/// NodePort twice; a requested address another replica's Service holds is refused as
+/// Two replicas creating 1,000 Services at once on one etcd never hand out a ClusterIP or
+/// a NodePort twice; a requested address another replica's Service holds is refused as
 /// upstream refuses it, and is granted once that Service is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
@@ -162,21 +171,31 @@ async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
         .unwrap();
     let ranges = [
         "--service-cluster-ip-range",
-        "10.96.0.0/26",
+        "10.96.0.0/21",
         "--service-node-port-range",
-        "30000-30099",
+        "30000-31999",
     ];
     let a_dir = tempfile::tempdir().unwrap();
     let a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &ranges));
     let b_dir = tempfile::tempdir().unwrap();
     share_identity(a_dir.path(), b_dir.path());
     let b = Server::start_with(b_dir.path(), &on_etcd(&etcd, &ranges));
-    let names: Vec<String> = (0..40).map(|i| format!("svc-{i}")).collect();
-    let creates = names.iter().enumerate().map(|(i, name)| {
-        let server = if i % 2 == 0 { &a } else { &b };
-        create_service(server, name, None)
+    // 1,000 creates, alternating between the replicas, 64 at a time.
+    let clients = [(a.http(), a.url.clone()), (b.http(), b.url.clone())];
+    let creates = (0..1000).map(|i| {
+        let (http, url) = &clients[i % 2];
+        let name = format!("svc-{i}");
+        async move { create_service_with(http, url, &name, None).await }
     });
-    let created = futures::future::join_all(creates).await;
+    let created: Vec<(u16, Value)> = futures::stream::iter(creates)
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let created_first = created
+        .iter()
+        .find(|(_, svc)| svc["metadata"]["name"] == "svc-0")
+        .cloned()
+        .unwrap();
     let mut ips = std::collections::BTreeSet::new();
     let mut ports = std::collections::BTreeSet::new();
     for (code, svc) in &created {
@@ -192,7 +211,7 @@ async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
     }
 
     // svc-0 (made by a) holds its address; b refuses it as upstream does.
-    let held = created[0].1["spec"]["clusterIP"]
+    let held = created_first.1["spec"]["clusterIP"]
         .as_str()
         .unwrap()
         .to_string();

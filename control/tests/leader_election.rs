@@ -136,7 +136,7 @@ async fn when(what: &str, secs: u64, mut check: impl AsyncFnMut() -> bool) -> In
     }
 }
 
-async fn leads_both(server: &Server, who: &str) -> bool {
+async fn leads_all(server: &Server, who: &str) -> bool {
     for lease in LEASES {
         let holds = holder(server, lease)
             .await
@@ -285,7 +285,7 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
     let a = Server::start_with(a_dir.path(), &on_etcd(&a_url));
     let a_id = identity(&a);
     when("a to lead both leases", 30, async || {
-        leads_both(&a, &a_id).await
+        leads_all(&a, &a_id).await
     })
     .await;
     share_identity(a_dir.path(), b_dir.path());
@@ -309,7 +309,7 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
     partition.cut();
     let (a_stopped, b_took) = tokio::join!(
         when("a to stop leading", 20, async || leads_none(&a).await),
-        when("b to take both leases", 30, async || leads_both(&b, &b_id)
+        when("b to take both leases", 30, async || leads_all(&b, &b_id)
             .await),
     );
     assert!(
@@ -333,7 +333,7 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
     // Healed, a is a candidate again; b stopped with SIGTERM releases and a takes over.
     partition.heal();
     terminate(&mut b);
-    when("a to lead again", 10, async || leads_both(&a, &a_id).await).await;
+    when("a to lead again", 10, async || leads_all(&a, &a_id).await).await;
     // b removed its address as it stopped (a's own reconcile may put it back once, until
     // the next one sees b's lease gone).
     when("the kubernetes Endpoints to list only a", 30, async || {
@@ -354,4 +354,92 @@ async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
             );
         }
     }
+}
+
+/// The pods of ReplicaSets owned by Deployment `name`: (pod names, owner uids).
+async fn deployment_pods(server: &Server, app: &str) -> (Vec<String>, Vec<String>) {
+    let pods = server
+        .get_json(&format!(
+            "/api/v1/namespaces/default/pods?labelSelector=app%3D{app}"
+        ))
+        .await;
+    let items = pods["items"].as_array().cloned().unwrap_or_default();
+    let names = items
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let owners = items
+        .iter()
+        .map(|p| {
+            p["metadata"]["ownerReferences"][0]["uid"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    (names, owners)
+}
+
+/// SIGKILL of the leading replica during a 200-replica scale-up (a 2 s lease): the other
+/// replica takes every lease (the time it took is printed), the scale-up converges on one
+/// ReplicaSet's 200 pods and no pod is made twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_is_replaced_and_its_scale_up_converges() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let timing = [
+        "--leader-elect-lease-duration",
+        "2s",
+        "--leader-elect-renew-deadline",
+        "1s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ];
+    let mut args = vec!["--store", "etcd", "--etcd-servers", etcd.client_url()];
+    args.extend(timing);
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    let mut a = Server::start_with(a_dir.path(), &args);
+    let a_id = identity(&a);
+    when("a to lead", 30, async || leads_all(&a, &a_id).await).await;
+    share_identity(a_dir.path(), b_dir.path());
+    let b = Server::start_with(b_dir.path(), &args);
+    let b_id = identity(&b);
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "big"},
+        "spec": {"replicas": 200, "selector": {"matchLabels": {"app": "big"}},
+            "template": {"metadata": {"labels": {"app": "big"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let url = format!("{}/apis/apps/v1/namespaces/default/deployments", b.url);
+    let resp = b.http().post(url).json(&deployment).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    when("a's controllers to start the scale-up", 30, async || {
+        !deployment_pods(&b, "big").await.0.is_empty()
+    })
+    .await;
+
+    a.kill();
+    let killed = std::time::Instant::now();
+    let took = when("b to take every lease", 30, async || {
+        leads_all(&b, &b_id).await
+    })
+    .await;
+    eprintln!(
+        "takeover after SIGKILL of the leader (2 s lease, 500 ms retry): {:?}",
+        took - killed
+    );
+    when("the scale-up to converge on 200 pods", 60, async || {
+        deployment_pods(&b, "big").await.0.len() >= 200
+    })
+    .await;
+    let (names, owners) = deployment_pods(&b, "big").await;
+    let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+    assert_eq!(
+        (names.len(), unique.len()),
+        (200, 200),
+        "one pod per replica"
+    );
+    let owners: std::collections::BTreeSet<&String> = owners.iter().collect();
+    assert_eq!(owners.len(), 1, "one ReplicaSet owns them all: {owners:?}");
 }

@@ -210,3 +210,78 @@ fn timings_are_checked_as_client_go_checks_them() {
         Err(TimingError::LeaseNotWholeSeconds)
     );
 }
+
+/// Who led, from when to when.
+type Terms = Arc<Mutex<Vec<(&'static str, Instant, Instant)>>>;
+
+/// Work that logs when it ran.
+struct Logged {
+    who: &'static str,
+    started: Instant,
+    log: Terms,
+}
+
+impl Leading for Logged {
+    async fn finished(&mut self) -> Result<(), String> {
+        std::future::pending().await
+    }
+    async fn stop(self) {
+        self.log
+            .lock()
+            .push((self.who, self.started, Instant::now()));
+    }
+}
+
+/// 20 forced fail-overs between two campaigns (the leader cut off each time): their
+/// leading intervals never overlap.
+#[tokio::test(start_paused = true)]
+async fn leaders_never_overlap_over_twenty_forced_failovers() {
+    let lease = FakeLease::new();
+    let log: Terms = Arc::default();
+    let mut locks = Vec::new();
+    let mut stops = Vec::new();
+    let mut campaigns = Vec::new();
+    for who in ["a", "b"] {
+        let (elector, lock) = candidate(&lease, who);
+        locks.push(lock);
+        let (stop, done) = tokio::sync::oneshot::channel::<()>();
+        stops.push(stop);
+        let log = Arc::clone(&log);
+        let start = move || {
+            Ok(Logged {
+                who,
+                started: Instant::now(),
+                log: Arc::clone(&log),
+            })
+        };
+        campaigns.push(tokio::spawn(campaign(elector, who, None, start, async {
+            let _ = done.await;
+        })));
+    }
+    let holder = || lease.record().map(|r| r.holder).unwrap_or_default();
+    while holder().is_empty() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..20 {
+        let leader = holder();
+        let cut = &locks[usize::from(leader == "b")];
+        cut.set_cut(true);
+        while holder() == leader {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        cut.set_cut(false);
+    }
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    for c in campaigns {
+        assert_eq!(c.await.unwrap(), Ok(()));
+    }
+    let mut intervals = log.lock().clone();
+    assert!(intervals.len() >= 21, "{} terms", intervals.len());
+    intervals.sort_by_key(|(_, start, _)| *start);
+    for pair in intervals.windows(2) {
+        let ((a, _, a_stop), (b, b_start, _)) = (pair[0], pair[1]);
+        assert!(a_stop <= b_start, "{a}'s term overlaps {b}'s");
+    }
+}
