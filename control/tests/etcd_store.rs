@@ -14,7 +14,7 @@ mod common;
 
 use cairn_store::Backend;
 use cairn_store_etcd::testing::EtcdServer;
-use common::{share_identity, Server};
+use common::{create_cm, share_identity, start_etcd, Server};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -22,18 +22,6 @@ fn on_etcd<'a>(etcd: &'a EtcdServer, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--store", "etcd", "--etcd-servers", etcd.client_url()];
     args.extend(extra);
     args
-}
-
-async fn create_cm(server: &Server, name: &str) -> Value {
-    let resp = server
-        .http()
-        .post(format!("{}/api/v1/namespaces/default/configmaps", server.url))
-        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201, "create {name}");
-    resp.json().await.unwrap()
 }
 
 async fn get_cm(server: &Server, name: &str) -> Value {
@@ -74,10 +62,7 @@ async fn watched(server: &Server, from: &str) -> (u16, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_on_etcd_keeps_objects_resumes_watches_and_shares_them_with_a_replica() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let etcd = start_etcd().await;
     let a_dir = tempfile::tempdir().unwrap();
     let mut a = Server::start_with(a_dir.path(), &on_etcd(&etcd, &[]));
     let mut rvs = Vec::new();
@@ -165,10 +150,7 @@ async fn create_service_with(
 /// upstream refuses it, and is granted once that Service is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let etcd = start_etcd().await;
     let ranges = [
         "--service-cluster-ip-range",
         "10.96.0.0/21",

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_store_etcd::testing::EtcdServer;
 use common::{share_identity, Server};
 use serde_json::{json, Value};
 
@@ -269,10 +268,7 @@ fn terminate(server: &mut Server) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_leads_a_cut_off_leader_stops_before_another_takes_over() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let etcd = common::start_etcd().await;
     let etcd_addr: SocketAddr = etcd
         .client_url()
         .trim_start_matches("http://")
@@ -385,10 +381,7 @@ async fn deployment_pods(server: &Server, app: &str) -> (Vec<String>, Vec<String
 /// ReplicaSet's 200 pods and no pod is made twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_is_replaced_and_its_scale_up_converges() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let etcd = common::start_etcd().await;
     let timing = [
         "--leader-elect-lease-duration",
         "2s",

@@ -13,9 +13,8 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use cairn_store_etcd::testing::EtcdServer;
 use common::Server;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn cli(args: &[&str], paths: &[&Path]) -> Output {
     Command::new(common::BIN)
@@ -35,18 +34,7 @@ fn text(out: &Output) -> String {
 
 /// Creates ConfigMap `name`; its resourceVersion.
 async fn create_cm(server: &Server, name: &str) -> u64 {
-    let resp = server
-        .http()
-        .post(format!(
-            "{}/api/v1/namespaces/default/configmaps",
-            server.url
-        ))
-        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201, "create {name}");
-    let cm: Value = resp.json().await.unwrap();
+    let cm = common::create_cm(server, name).await;
     cm["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
@@ -116,10 +104,7 @@ async fn sqlite_snapshots_restore_with_revisions_moved_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_snapshots_are_etcds_own() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let etcd = common::start_etcd().await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let args = ["--store", "etcd", "--etcd-servers", etcd.client_url()];

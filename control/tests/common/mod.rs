@@ -110,6 +110,27 @@ impl Server {
     }
 }
 
+/// A private etcd on loopback (Debian's etcd-server), stopped when dropped.
+pub async fn start_etcd() -> cairn_store_etcd::testing::EtcdServer {
+    tokio::task::spawn_blocking(cairn_store_etcd::testing::EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// Creates ConfigMap `default/name` (data `k: name`) as the admin; the created object.
+pub async fn create_cm(server: &Server, name: &str) -> serde_json::Value {
+    let resp = server
+        .http()
+        .post(format!("{}/api/v1/namespaces/default/configmaps", server.url))
+        .json(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201, "create {name}");
+    resp.json().await.unwrap()
+}
+
 /// A replica's CA, keys and encryption configuration, copied for a second replica (its
 /// leader election identity stays its own).
 pub fn share_identity(from: &Path, to: &Path) {

@@ -46,22 +46,29 @@ struct Taken {
 impl ApiState {
     /// Creates the claim `key` for `owner`; a claim `owner` already holds is fine.
     async fn claim(&self, key: &str, owner: &str) -> Result<Result<(), Taken>, Status> {
-        let value = Bytes::from(json!({"service": owner}).to_string());
-        match self.cache.backend().create(key, value).await {
-            Ok(_) => Ok(Ok(())),
-            Err(StoreError::AlreadyExists { .. }) => {
-                let held = self.cache.backend().get(key).await.map_err(internal)?;
-                match held {
-                    Some(kv) if owner_of(&kv.value) != owner => Ok(Err(Taken {
-                        key: key.to_string(),
-                    })),
-                    // Ours already, or released in between: claim it again.
-                    Some(_) => Ok(Ok(())),
-                    None => Box::pin(self.claim(key, owner)).await,
-                }
+        let backend = self.cache.backend();
+        // A claim released between our create and our read is created again; a key that
+        // keeps flipping is an internal error rather than an endless loop.
+        for _ in 0..3 {
+            let value = Bytes::from(json!({"service": owner}).to_string());
+            match backend.create(key, value).await {
+                Ok(_) => return Ok(Ok(())),
+                Err(StoreError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(internal(e)),
             }
-            Err(e) => Err(internal(e)),
+            match backend.get(key).await.map_err(internal)? {
+                Some(kv) if owner_of(&kv.value) != owner => {
+                    return Ok(Err(Taken {
+                        key: key.to_string(),
+                    }))
+                }
+                Some(_) => return Ok(Ok(())),
+                None => continue,
+            }
         }
+        Err(Status::internal(format!(
+            "allocation claim {key} keeps being created and released"
+        )))
     }
 
     /// Deletes the claim `key` if `owner` holds it.
