@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod certs;
 mod leader;
+mod migrate;
 mod snapshot;
 mod store_args;
 mod token;
@@ -91,6 +92,8 @@ enum Command {
         #[command(subcommand)]
         command: snapshot::SnapshotCommand,
     },
+    /// Move the embedded store into an empty etcd (cairn-control stopped).
+    Migrate(migrate::MigrateArgs),
 }
 
 /// `cairn-control serve`.
@@ -757,6 +760,7 @@ async fn main() -> anyhow::Result<()> {
         } => certs::print_kubeconfig(&data_dir, server, user, &group),
         Command::Certs { command } => certs::run(command),
         Command::Snapshot { command } => snapshot::run(command).await,
+        Command::Migrate(args) => migrate::run(args).await,
         Command::Token { command } => token::run(command, go_duration).await,
     }
 }

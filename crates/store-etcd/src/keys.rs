@@ -1,17 +1,50 @@
-//! The store's keys in etcd: under the prefix, and back.
+//! The store's keys and revisions in etcd: keys under the prefix, revisions moved by the
+//! offset a migration set, and back.
 
-use cairn_store::KeyValue;
+use cairn_store::{KeyValue, Revision};
+
+/// Where the revision offset (decimal) is, after the prefix: outside the prefix's `/`
+/// range, so no list or watch of the store ever sees it. Written once, by a migration.
+pub const REVISION_OFFSET_SUFFIX: &str = ".cairn-revision-offset";
 
 pub(crate) struct Keys {
     /// Without a trailing `/`: store keys start with one.
     prefix: String,
+    /// What the store's revisions are ahead of etcd's. A store migrated from SQLite at
+    /// revision R starts here at R, so no client ever sees a resourceVersion go back.
+    offset: Revision,
 }
 
 impl Keys {
     pub(crate) fn new(prefix: &str) -> Keys {
         Keys {
             prefix: prefix.trim_end_matches('/').to_string(),
+            offset: 0,
         }
+    }
+
+    /// The etcd key of the revision offset.
+    pub(crate) fn offset_key(&self) -> String {
+        format!("{}{REVISION_OFFSET_SUFFIX}", self.prefix)
+    }
+
+    pub(crate) fn with_offset(self, offset: Revision) -> Keys {
+        Keys { offset, ..self }
+    }
+
+    /// The store's revision of an etcd revision.
+    pub(crate) fn store_rev(&self, etcd: i64) -> Revision {
+        etcd + self.offset
+    }
+
+    /// etcd's revision of a store revision (below 1 for revisions from before a migration).
+    pub(crate) fn etcd_rev(&self, store: Revision) -> i64 {
+        store - self.offset
+    }
+
+    /// The store's revision an etcd response was answered at.
+    pub(crate) fn revision_of(&self, header: Option<&etcd_client::ResponseHeader>) -> Revision {
+        self.store_rev(header.map(|h| h.revision()).unwrap_or(0))
     }
 
     pub(crate) fn to_etcd(&self, key: &str) -> String {
@@ -39,8 +72,8 @@ impl Keys {
         KeyValue {
             key: self.store_key(kv.key()),
             value: bytes::Bytes::copy_from_slice(kv.value()),
-            create_revision: kv.create_revision(),
-            mod_revision: kv.mod_revision(),
+            create_revision: self.store_rev(kv.create_revision()),
+            mod_revision: self.store_rev(kv.mod_revision()),
         }
     }
 }
@@ -57,6 +90,8 @@ mod tests {
             assert_eq!(keys.prefix_to_etcd(""), "/cluster-a/");
             assert_eq!(keys.prefix_to_etcd("/pods/"), "/cluster-a/pods/");
             assert_eq!(keys.store_key(b"/cluster-a/pods/a/b"), "/pods/a/b");
+            let offset = keys.offset_key();
+            assert!(!offset.starts_with(&keys.prefix_to_etcd("")), "{offset}");
         }
         let bare = Keys::new("");
         assert_eq!(
@@ -68,5 +103,14 @@ mod tests {
             bare.store_key(b"/registry/core/pods/a/b"),
             "/registry/core/pods/a/b"
         );
+    }
+
+    #[test]
+    fn revisions_move_by_the_offset_both_ways() {
+        let keys = Keys::new("").with_offset(1000);
+        assert_eq!(keys.store_rev(2), 1002);
+        assert_eq!(keys.etcd_rev(1002), 2);
+        assert!(keys.etcd_rev(999) < 1);
+        assert_eq!(Keys::new("").store_rev(7), 7);
     }
 }

@@ -9,8 +9,16 @@
 //! watches from a revision with the previous value (a delete carries what was removed);
 //! compaction is etcd's, and the compacted revision is what etcd reports (HashKV), so
 //! every replica on the same etcd sees the same.
+//!
+//! A store migrated from SQLite (`migrate`) keeps its clients' resourceVersions moving
+//! forward: its revisions are etcd's plus the SQLite store's last revision, an offset kept
+//! in etcd at the prefix plus [`REVISION_OFFSET_SUFFIX`] (outside the store's keys) and read
+//! at connect, and every revision from
+//! before the migration counts as compacted.
 
 mod keys;
+pub mod migrate;
+mod retry;
 pub mod snapshot;
 mod watch;
 mod write;
@@ -26,6 +34,8 @@ use etcd_client::{Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 use futures::stream::BoxStream;
 
 use keys::Keys;
+pub use keys::REVISION_OFFSET_SUFFIX;
+use retry::unsent_retried;
 
 /// How to reach etcd.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +70,8 @@ pub enum EtcdError {
     },
     #[error("--etcd-servers is empty")]
     NoEndpoints,
+    #[error("reading the revision offset {key} from etcd: {detail}")]
+    Offset { key: String, detail: String },
 }
 
 /// The backend: a client (cheap to clone, one per call) and the key prefix.
@@ -89,9 +101,11 @@ impl EtcdBackend {
                 endpoints: config.endpoints.join(","),
                 source,
             })?;
+        let keys = Keys::new(&config.prefix);
+        let offset = read_offset(&client, &keys).await?;
         Ok(EtcdBackend {
             client,
-            keys: Arc::new(Keys::new(&config.prefix)),
+            keys: Arc::new(keys.with_offset(offset)),
         })
     }
 
@@ -115,42 +129,63 @@ fn tls_options(tls: &EtcdTls) -> Result<TlsOptions, EtcdError> {
     Ok(options)
 }
 
+/// The revision offset a migration left (0 when none did).
+async fn read_offset(client: &Client, keys: &Keys) -> Result<Revision, EtcdError> {
+    let key = keys.offset_key();
+    let offset_error = |detail: String| EtcdError::Offset {
+        key: key.clone(),
+        detail,
+    };
+    let response = client
+        .clone()
+        .get(key.as_str(), None)
+        .await
+        .map_err(|e| offset_error(e.to_string()))?;
+    let Some(kv) = response.kvs().first() else {
+        return Ok(0);
+    };
+    let text = String::from_utf8_lossy(kv.value());
+    text.trim()
+        .parse::<Revision>()
+        .ok()
+        .filter(|offset| *offset >= 0)
+        .ok_or_else(|| offset_error(format!("{text:?} is not a revision")))
+}
+
 /// An etcd error as the store's: a compacted revision keeps its meaning, the rest names
 /// what failed.
 pub(crate) fn backend_error(what: &str, error: etcd_client::Error) -> StoreError {
     StoreError::Backend(format!("etcd {what}: {error}"))
 }
 
-pub(crate) fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> Revision {
-    header.map(|h| h.revision()).unwrap_or(0)
-}
-
 #[async_trait::async_trait]
 impl Backend for EtcdBackend {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
-        let response = self
-            .client()
-            .get(self.keys.to_etcd(key), None)
-            .await
-            .map_err(|e| backend_error(&format!("get {key}"), e))?;
+        let etcd_key = self.keys.to_etcd(key);
+        let response = unsent_retried(&format!("get {key}"), || {
+            let (mut client, etcd_key) = (self.client(), etcd_key.clone());
+            async move { client.get(etcd_key, None).await }
+        })
+        .await?;
         Ok(response.kvs().first().map(|kv| self.keys.key_value(kv)))
     }
 
     async fn list(&self, prefix: &str) -> Result<(Vec<KeyValue>, Revision), StoreError> {
-        let response = self
-            .client()
-            .get(
-                self.keys.prefix_to_etcd(prefix),
-                Some(GetOptions::new().with_prefix()),
-            )
-            .await
-            .map_err(|e| backend_error(&format!("list {prefix}"), e))?;
+        let etcd_prefix = self.keys.prefix_to_etcd(prefix);
+        let response = unsent_retried(&format!("list {prefix}"), || {
+            let (mut client, etcd_prefix) = (self.client(), etcd_prefix.clone());
+            async move {
+                let options = GetOptions::new().with_prefix();
+                client.get(etcd_prefix, Some(options)).await
+            }
+        })
+        .await?;
         let kvs = response
             .kvs()
             .iter()
             .map(|kv| self.keys.key_value(kv))
             .collect();
-        Ok((kvs, revision_of(response.header())))
+        Ok((kvs, self.keys.revision_of(response.header())))
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
@@ -191,7 +226,7 @@ impl Backend for EtcdBackend {
         }
         let current = self.current_revision().await?;
         // A fresh etcd is at revision 1 without any event at it: nothing to wait for.
-        if after >= current || current <= 1 {
+        if after >= current || self.keys.etcd_rev(current) <= 1 {
             return Ok(Vec::new());
         }
         watch::events_until(self.client(), self.keys.clone(), prefix, after, current).await
@@ -206,29 +241,31 @@ impl Backend for EtcdBackend {
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StoreError> {
-        write::compact(&self.client(), revision).await
+        write::compact(&self.client(), &self.keys, revision).await
     }
 
     async fn current_revision(&self) -> Result<Revision, StoreError> {
         // Any range answers with the store's revision; one key, counted, is the cheapest.
-        let response = self
-            .client()
-            .get(
-                self.keys.prefix_to_etcd(""),
-                Some(GetOptions::new().with_count_only().with_limit(1)),
-            )
-            .await
-            .map_err(|e| backend_error("current revision", e))?;
-        Ok(revision_of(response.header()))
+        let etcd_prefix = self.keys.prefix_to_etcd("");
+        let response = unsent_retried("current revision", || {
+            let (mut client, etcd_prefix) = (self.client(), etcd_prefix.clone());
+            async move {
+                let options = GetOptions::new().with_count_only().with_limit(1);
+                client.get(etcd_prefix, Some(options)).await
+            }
+        })
+        .await?;
+        Ok(self.keys.revision_of(response.header()))
     }
 
     async fn compacted_revision(&self) -> Result<Revision, StoreError> {
-        let response = self
-            .client()
-            .hash_kv(0)
-            .await
-            .map_err(|e| backend_error("compacted revision (HashKV)", e))?;
-        // -1 when etcd never compacted.
-        Ok(response.compact_version().max(0))
+        let response = unsent_retried("compacted revision (HashKV)", || {
+            let mut client = self.client();
+            async move { client.hash_kv(0).await }
+        })
+        .await?;
+        // -1 when etcd never compacted. Revisions from before a migration count as
+        // compacted: there is no history of them here.
+        Ok(self.keys.store_rev(response.compact_version().max(0)))
     }
 }

@@ -13,6 +13,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use crate::keys::Keys;
+use crate::retry::unsent_retried;
 use crate::{backend_error, EtcdBackend};
 
 /// How long `events_since` waits for etcd to deliver a window before giving up.
@@ -27,20 +28,22 @@ async fn open(
     let options = WatchOptions::new()
         .with_prefix()
         .with_prev_key()
-        .with_start_revision(after + 1);
-    client
-        .clone()
-        .watch(keys.prefix_to_etcd(prefix), Some(options))
-        .await
-        .map_err(|e| backend_error(&format!("watch {prefix} from {after}"), e))
+        .with_start_revision(keys.etcd_rev(after) + 1);
+    let etcd_prefix = keys.prefix_to_etcd(prefix);
+    unsent_retried(&format!("watch {prefix} from {after}"), || {
+        let (mut client, etcd_prefix, options) =
+            (client.clone(), etcd_prefix.clone(), options.clone());
+        async move { client.watch(etcd_prefix, Some(options)).await }
+    })
+    .await
 }
 
 /// Why the watch ended, if this response ends it: a compacted start, or a cancel.
-fn ended(response: &WatchResponse, after: Revision) -> Result<(), StoreError> {
+fn ended(keys: &Keys, response: &WatchResponse, after: Revision) -> Result<(), StoreError> {
     if response.compact_revision() > 0 {
         return Err(StoreError::Compacted {
             requested: after,
-            compacted: response.compact_revision(),
+            compacted: keys.store_rev(response.compact_revision()),
         });
     }
     if response.canceled() {
@@ -58,7 +61,7 @@ fn events_of(
     response: &WatchResponse,
     after: Revision,
 ) -> Result<Vec<Event>, StoreError> {
-    ended(response, after)?;
+    ended(keys, response, after)?;
     Ok(response.events().iter().map(|e| event(keys, e)).collect())
 }
 
@@ -66,7 +69,7 @@ fn event(keys: &Keys, e: &etcd_client::Event) -> Event {
     let kv = e.kv();
     let prev = e.prev_kv();
     let key = kv.map(|kv| keys.store_key(kv.key())).unwrap_or_default();
-    let revision = kv.map(|kv| kv.mod_revision()).unwrap_or(0);
+    let revision = kv.map(|kv| keys.store_rev(kv.mod_revision())).unwrap_or(0);
     match e.event_type() {
         etcd_client::EventType::Put => Event {
             kind: EventType::Put,
@@ -75,7 +78,9 @@ fn event(keys: &Keys, e: &etcd_client::Event) -> Event {
             value: kv
                 .map(|kv| Bytes::copy_from_slice(kv.value()))
                 .unwrap_or_default(),
-            create_revision: kv.map(|kv| kv.create_revision()).unwrap_or(0),
+            create_revision: kv
+                .map(|kv| keys.store_rev(kv.create_revision()))
+                .unwrap_or(0),
         },
         etcd_client::EventType::Delete => Event {
             kind: EventType::Delete,
@@ -84,7 +89,9 @@ fn event(keys: &Keys, e: &etcd_client::Event) -> Event {
             value: prev
                 .map(|p| Bytes::copy_from_slice(p.value()))
                 .unwrap_or_default(),
-            create_revision: prev.map(|p| p.create_revision()).unwrap_or(0),
+            create_revision: prev
+                .map(|p| keys.store_rev(p.create_revision()))
+                .unwrap_or(0),
         },
     }
 }
@@ -103,7 +110,7 @@ pub(crate) async fn events_until(
     let options = WatchOptions::new()
         .with_all_keys()
         .with_prev_key()
-        .with_start_revision(after + 1);
+        .with_start_revision(keys.etcd_rev(after) + 1);
     let mut stream = client
         .clone()
         .watch("", Some(options))
@@ -118,12 +125,12 @@ pub(crate) async fn events_until(
                 .await
                 .map_err(|e| backend_error(&format!("events of {prefix} since {after}"), e))?
                 .ok_or_else(|| StoreError::Backend("etcd closed the watch".into()))?;
-            ended(&response, after)?;
+            ended(&keys, &response, after)?;
             let seen = response
                 .events()
                 .iter()
                 .filter_map(|e| e.kv())
-                .map(|kv| kv.mod_revision())
+                .map(|kv| keys.store_rev(kv.mod_revision()))
                 .max();
             let ours = response.events().iter().filter(|e| {
                 e.kv()

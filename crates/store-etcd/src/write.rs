@@ -7,8 +7,9 @@ use etcd_client::{
     TxnResponse,
 };
 
+use crate::backend_error;
 use crate::keys::Keys;
-use crate::{backend_error, revision_of};
+use crate::retry::unsent_retried;
 
 /// Puts `key` only if it does not exist.
 pub(crate) async fn create(
@@ -27,7 +28,7 @@ pub(crate) async fn create(
         .and_then([TxnOp::put(etcd_key, value.to_vec(), None)]);
     let response = run(client, &format!("create {key}"), txn).await?;
     if response.succeeded() {
-        Ok(revision_of(response.header()))
+        Ok(keys.revision_of(response.header()))
     } else {
         Err(StoreError::AlreadyExists {
             key: key.to_string(),
@@ -49,15 +50,15 @@ pub(crate) async fn update(
         .when([Compare::mod_revision(
             etcd_key.clone(),
             CompareOp::Equal,
-            expected,
+            keys.etcd_rev(expected),
         )])
         .and_then([TxnOp::put(etcd_key.clone(), value.to_vec(), None)])
         .or_else([TxnOp::get(etcd_key, None)]);
     let response = run(client, &format!("update {key}"), txn).await?;
     if response.succeeded() {
-        return Ok(revision_of(response.header()));
+        return Ok(keys.revision_of(response.header()));
     }
-    Err(why_not(&response, key, expected))
+    Err(why_not(keys, &response, key, expected))
 }
 
 /// Deletes `key` (only at mod revision `expected`, when given), returning the value it had.
@@ -69,7 +70,7 @@ pub(crate) async fn delete(
 ) -> Result<(Revision, KeyValue), StoreError> {
     let etcd_key = keys.to_etcd(key);
     let compare = match expected {
-        Some(rev) => Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, rev),
+        Some(rev) => Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, keys.etcd_rev(rev)),
         None => Compare::create_revision(etcd_key.clone(), CompareOp::Greater, 0),
     };
     let txn = Txn::new()
@@ -81,14 +82,14 @@ pub(crate) async fn delete(
         .or_else([TxnOp::get(etcd_key, None)]);
     let response = run(client, &format!("delete {key}"), txn).await?;
     if !response.succeeded() {
-        return Err(why_not(&response, key, expected.unwrap_or(0)));
+        return Err(why_not(keys, &response, key, expected.unwrap_or(0)));
     }
     let removed = response.op_responses().into_iter().find_map(|op| match op {
         TxnOpResponse::Delete(d) => d.prev_kvs().first().map(|kv| keys.key_value(kv)),
         _ => None,
     });
     match removed {
-        Some(kv) => Ok((revision_of(response.header()), kv)),
+        Some(kv) => Ok((keys.revision_of(response.header()), kv)),
         // The key went between the compare and the delete: impossible in one transaction.
         None => Err(StoreError::NotFound {
             key: key.to_string(),
@@ -96,18 +97,25 @@ pub(crate) async fn delete(
     }
 }
 
-/// Compacts etcd's history up to `revision` (never past the current revision; an older
-/// one than already compacted is no change).
-pub(crate) async fn compact(client: &Client, revision: Revision) -> Result<(), StoreError> {
-    let current = revision_of(
-        client
-            .clone()
-            .get("\0", None)
-            .await
-            .map_err(|e| backend_error("compact: current revision", e))?
-            .header(),
-    );
-    let target = revision.min(current);
+/// Compacts etcd's history up to the store's `revision` (never past the current revision;
+/// an older one than already compacted, or one from before a migration, is no change).
+pub(crate) async fn compact(
+    client: &Client,
+    keys: &Keys,
+    revision: Revision,
+) -> Result<(), StoreError> {
+    let current = unsent_retried("compact: current revision", || {
+        let mut client = client.clone();
+        async move { client.get("\0", None).await }
+    })
+    .await?
+    .header()
+    .map(|h| h.revision())
+    .unwrap_or(0);
+    let target = keys.etcd_rev(revision).min(current);
+    if target < 1 {
+        return Ok(());
+    }
     match client
         .clone()
         .compact(target, Some(CompactionOptions::new().with_physical()))
@@ -125,17 +133,17 @@ pub(crate) async fn compact(client: &Client, revision: Revision) -> Result<(), S
 }
 
 async fn run(client: &Client, what: &str, txn: Txn) -> Result<TxnResponse, StoreError> {
-    client
-        .clone()
-        .txn(txn)
-        .await
-        .map_err(|e| backend_error(what, e))
+    unsent_retried(what, || {
+        let (mut client, txn) = (client.clone(), txn.clone());
+        async move { client.txn(txn).await }
+    })
+    .await
 }
 
 /// A failed compare: the key is gone, or at another revision.
-fn why_not(response: &TxnResponse, key: &str, expected: Revision) -> StoreError {
+fn why_not(keys: &Keys, response: &TxnResponse, key: &str, expected: Revision) -> StoreError {
     let actual = response.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| keys.store_rev(kv.mod_revision())),
         _ => None,
     });
     match actual {

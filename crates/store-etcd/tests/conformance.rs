@@ -59,3 +59,87 @@ async fn conformance_on_a_three_member_cluster() {
     case::watch_replays_then_goes_live_without_gap(backend().await).await;
     case::compaction(backend().await).await;
 }
+
+/// A store migrated from another (here the memory backend, moved on to revision ~600):
+/// every key copied with its bytes and a revision above the source's, the source's
+/// revisions compacted, preconditions and watches working across the offset, and a second
+/// migration into the same prefix refused. Then the cases that hold for any store with
+/// history behind it, each on its own migrated prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migrated_store_stays_above_its_source() {
+    use cairn_store::conformance as case;
+    use cairn_store_etcd::migrate::{migrate, MigrateError};
+    use futures::StreamExt;
+    let server = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let source = cairn_store::memory::MemoryBackend::new();
+    let mut rev = source.create("/m/a", "0".into()).await.unwrap();
+    for i in 1..600 {
+        rev = source
+            .update("/m/a", i.to_string().into(), rev)
+            .await
+            .unwrap();
+    }
+    source.create("/m/b", "b".into()).await.unwrap();
+    let source_revision = source.current_revision().await.unwrap();
+    let config = server.config("/migrated");
+    let done = migrate(source.as_ref(), &config).await.unwrap();
+    assert_eq!((done.keys, done.source_revision), (2, source_revision));
+    assert!(done.revision > source_revision);
+
+    let store = EtcdBackend::connect(&config).await.unwrap();
+    let a = store.get("/m/a").await.unwrap().unwrap();
+    assert_eq!(a.value, "599");
+    assert!(a.mod_revision > source_revision, "{a:?}");
+    assert!(store.compacted_revision().await.unwrap() >= source_revision);
+    assert!(matches!(
+        store.events_since("", source_revision).await,
+        Err(cairn_store::StoreError::Compacted { .. })
+    ));
+    let now = store.current_revision().await.unwrap();
+    let mut watch = store.watch("/m/", now);
+    let r = store
+        .update("/m/a", "600".into(), a.mod_revision)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.update("/m/a", "x".into(), a.mod_revision).await,
+        Err(cairn_store::StoreError::Conflict { actual, .. }) if actual == r
+    ));
+    let event = tokio::time::timeout(case::TIMEOUT, watch.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!((event.key.as_str(), event.revision), ("/m/a", r));
+    assert_eq!(store.events_since("/m/", now).await.unwrap().len(), 1);
+    store.compact(r).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), r);
+    assert!(matches!(
+        migrate(source.as_ref(), &config).await,
+        Err(MigrateError::NotEmpty { .. })
+    ));
+
+    let mut n = 0;
+    let mut backend = || {
+        n += 1;
+        let config = server.config(&format!("/migrated-{n}"));
+        let source = source.clone();
+        async move {
+            migrate(source.as_ref(), &config).await.unwrap();
+            let store = EtcdBackend::connect(&config).await.unwrap();
+            for key in ["/m/a", "/m/b"] {
+                let kv = store.get(key).await.unwrap().unwrap();
+                store.delete(key, Some(kv.mod_revision)).await.unwrap();
+            }
+            Arc::new(store) as Arc<dyn Backend>
+        }
+    };
+    case::create_get_update(backend().await).await;
+    case::delete_with_precondition(backend().await).await;
+    case::list_by_prefix(backend().await).await;
+    case::revisions_strictly_increase(backend().await).await;
+    case::watch_replays_then_goes_live_without_gap(backend().await).await;
+}
