@@ -217,3 +217,161 @@ async fn replicas_never_allocate_the_same_cluster_ip_or_node_port() {
     let (code, svc) = create_service(&b, "wants-held", Some(&held)).await;
     assert_eq!(code, 201, "released by a, granted by b: {svc}");
 }
+
+/// Creates ConfigMaps `w-0`, `w-1`, … one after another until told to stop, counting
+/// failures in `failed`; the names whose create was acknowledged (201), in order.
+fn counter_writer(
+    server: &Server,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    failed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (http, url, list) = (server.http(), server.url.clone(), acked.clone());
+    let task = tokio::spawn(async move {
+        let mut i = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let name = format!("w-{i}");
+            i += 1;
+            let body = json!({"metadata": {"name": name}, "data": {"i": i.to_string()}});
+            let resp = http
+                .post(format!("{url}/api/v1/namespaces/default/configmaps"))
+                .json(&body)
+                .send()
+                .await;
+            if resp.is_ok_and(|r| r.status().as_u16() == 201) {
+                list.lock().unwrap().push(name);
+            } else {
+                failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    (acked, task)
+}
+
+/// Waits (up to `secs`) until the writer has `more` acknowledged creates beyond `from`.
+async fn acked_beyond(
+    acked: &std::sync::Mutex<Vec<String>>,
+    from: usize,
+    more: usize,
+    secs: u64,
+) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let n = acked.lock().unwrap().len();
+        if n >= from + more {
+            return n;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} acknowledged creates after {from} within {secs}s",
+            n - from
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A 3-member etcd: with one member killed everything keeps working; with two, a write
+/// answers a 5xx Status before the request timeout and lists from the watch cache keep
+/// answering; once the members return writes go on, and every acknowledged create is
+/// there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_member_loss_keeps_serving_and_quorum_loss_fails_writes_promptly() {
+    let mut etcd = tokio::task::spawn_blocking(|| EtcdServer::start_cluster(3))
+        .await
+        .unwrap()
+        .unwrap();
+    let urls = etcd.client_urls().join(",");
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--store",
+        "etcd",
+        "--etcd-servers",
+        &urls,
+        "--request-timeout",
+        "20s",
+    ];
+    let server = Server::start_with(&dir.path().join("a"), &args);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let failed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (acked, writer) = counter_writer(&server, stop.clone(), failed.clone());
+    let n = acked_beyond(&acked, 0, 20, 30).await;
+    let failed_before = failed.load(std::sync::atomic::Ordering::SeqCst);
+
+    let killed = std::time::Instant::now();
+    etcd.kill(0);
+    let n = acked_beyond(&acked, n, 50, 30).await;
+    println!(
+        "one member killed: 50 creates acknowledged in {:?}, {} failed ({} before the kill)",
+        killed.elapsed(),
+        failed.load(std::sync::atomic::Ordering::SeqCst) - failed_before,
+        failed_before
+    );
+
+    etcd.kill(1);
+    let started = std::time::Instant::now();
+    let resp = server
+        .http()
+        .post(format!(
+            "{}/api/v1/namespaces/default/configmaps",
+            server.url
+        ))
+        .json(&json!({"metadata": {"name": "no-quorum"}}))
+        .send()
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let code = resp.status().as_u16();
+    let status: Value = resp.json().await.unwrap();
+    println!(
+        "write without quorum: {code} after {took:?}: {}",
+        status["message"]
+    );
+    assert!((500..600).contains(&code), "{code} {status}");
+    assert_eq!(status["kind"], "Status", "{status}");
+    assert!(took < std::time::Duration::from_secs(22), "{took:?}");
+    let cached = server
+        .get_json("/api/v1/namespaces/default/configmaps?resourceVersion=0")
+        .await;
+    let names: Vec<&str> = cached["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|cm| cm["metadata"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"w-0"), "{cached}");
+
+    tokio::task::block_in_place(|| {
+        etcd.spawn(0).unwrap();
+        etcd.spawn(1).unwrap();
+        etcd.wait_healthy(0).unwrap();
+        etcd.wait_healthy(1).unwrap();
+    });
+    let now = acked.lock().unwrap().len();
+    acked_beyond(&acked, now.max(n), 20, 60).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.await.unwrap();
+
+    let stored = server
+        .get_json("/api/v1/namespaces/default/configmaps")
+        .await;
+    let stored: std::collections::HashSet<&str> = stored["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|cm| cm["metadata"]["name"].as_str())
+        .collect();
+    let acked = acked.lock().unwrap();
+    let lost: Vec<&String> = acked
+        .iter()
+        .filter(|n| !stored.contains(n.as_str()))
+        .collect();
+    println!(
+        "{} creates acknowledged, none lost: {}",
+        acked.len(),
+        lost.is_empty()
+    );
+    assert!(lost.is_empty(), "acknowledged but gone: {lost:?}");
+}
