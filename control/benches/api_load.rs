@@ -9,7 +9,9 @@
 //! for another binary, e.g. an older plain-HTTP one in an A/B run, which gets neither;
 //! SA_TOKEN=1 to let ServiceAccount admission add the token volume, which makes each
 //! pod ~20 % larger and so is off by default: an A/B run against a binary without that
-//! admission then stores and sends the same objects).
+//! admission then stores and sends the same objects; STORE=etcd to serve from a private
+//! etcd, after measuring the floor: raw etcd puts of a pod's size at the same concurrency,
+//! through the gRPC client etcdctl uses, without its process start per put).
 
 // A benchmark driver: failing loudly on a broken setup is what we want here.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -19,6 +21,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cairn_store_etcd::testing::EtcdServer;
 use cairn_testsupport::control_plane::cpu_secs;
 use common::{env_usize, percentile, start_server_with};
 use futures::StreamExt;
@@ -110,9 +113,13 @@ async fn main() {
     let clients = env_usize("CLIENTS", 50);
     let watchers = env_usize("WATCHERS", 100);
     let dir = tempfile::tempdir().expect("tempdir");
-    let audit = audit_args(dir.path());
+    let mut args = audit_args(dir.path());
+    let etcd = etcd_with_floor(pods, clients).await;
+    if let Some(etcd) = &etcd {
+        args.extend(["--store", "etcd", "--etcd-servers", etcd.client_url()].map(String::from));
+    }
     let (mut server, url, http) =
-        start_server_with(env!("CARGO_BIN_EXE_cairn-control"), dir.path(), &audit).await;
+        start_server_with(env!("CARGO_BIN_EXE_cairn-control"), dir.path(), &args).await;
     let pid = server.id();
     let http = http.pool_max_idle_per_host(200).build().expect("client");
     http.post(format!("{url}/api/v1/namespaces"))
@@ -149,6 +156,44 @@ async fn main() {
     );
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// With STORE=etcd: a private etcd, and the p50/p99 of `pods` raw puts of a pod's bytes
+/// from `clients` concurrent clients on it (under another prefix than the server's).
+async fn etcd_with_floor(pods: usize, clients: usize) -> Option<EtcdServer> {
+    if std::env::var("STORE").map_or(true, |s| s != "etcd") {
+        return None;
+    }
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .expect("join")
+        .expect("start etcd (etcd-server)");
+    let client = etcd_client::Client::connect([etcd.client_url()], None)
+        .await
+        .expect("etcd client");
+    let value = serde_json::to_vec(&pod(0, false)).expect("pod json");
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (mut client, value) = (client.clone(), value.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            for i in (c..pods).step_by(clients) {
+                let t = Instant::now();
+                client
+                    .put(format!("/floor/pods/pod-{i}"), value.clone(), None)
+                    .await
+                    .expect("etcd put");
+                lat.push(t.elapsed());
+            }
+            lat
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.expect("client"));
+    }
+    report("etcd put (floor)", lat);
+    Some(etcd)
 }
 
 async fn start_watchers(
