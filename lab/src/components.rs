@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use crate::args;
-use crate::plan::{LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, REGISTRY_PORT};
+use crate::plan::{
+    LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, ETCD_CLIENT_PORT,
+    ETCD_PEER_PORT, REGISTRY_PORT,
+};
 
 /// A daemon to start: its name, command line and the piece of it that identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,11 +117,56 @@ pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
         "--audit-log-maxbackup",
         "3"
     ];
+    if plan.runs_etcd(node) {
+        // Each replica on its own member, as kubeadm's stacked control plane: etcd's
+        // clients stay on the node's loopback.
+        argv.extend(args![
+            "--store",
+            "etcd",
+            "--etcd-servers",
+            format!("http://127.0.0.1:{ETCD_CLIENT_PORT}")
+        ]);
+    }
     argv.extend(plan.options.control_args.iter().cloned());
     Daemon {
         component: "control",
         expect: node.data_dir.join("control").display().to_string(),
         argv,
+    }
+}
+
+/// The node's etcd member (Debian's etcd-server): clients on its loopback, peers on its
+/// address in the lab's private underlay.
+pub fn etcd(plan: &LabPlan, node: &NodePlan) -> Daemon {
+    let data = node.data_dir.join("etcd").display().to_string();
+    let peer = format!("http://{}:{ETCD_PEER_PORT}", node.ip);
+    let client = format!("http://127.0.0.1:{ETCD_CLIENT_PORT}");
+    Daemon {
+        component: "etcd",
+        argv: args![
+            "etcd",
+            "--name",
+            node.name,
+            "--data-dir",
+            data,
+            "--listen-client-urls",
+            client,
+            "--advertise-client-urls",
+            client,
+            "--listen-peer-urls",
+            peer,
+            "--initial-advertise-peer-urls",
+            peer,
+            "--initial-cluster",
+            plan.etcd_initial_cluster(),
+            "--initial-cluster-token",
+            format!("cl-{}", plan.name()),
+            "--initial-cluster-state",
+            "new",
+            "--log-level",
+            "warn"
+        ],
+        expect: data,
     }
 }
 
@@ -267,6 +315,8 @@ mod tests {
             bin_dir: "/b".into(),
             control_args: vec!["--node-monitor-grace-period=8".into()],
             agent_args: vec![],
+            control_replicas: 1,
+            store: Default::default(),
             roots: Roots::default(),
         })
         .unwrap()

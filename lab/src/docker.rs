@@ -86,7 +86,7 @@ impl NodeDriver for DockerDriver {
             &[],
         )?;
         for node in &plan.nodes {
-            let publish: Vec<String> = if node.runs_control() {
+            let publish: Vec<String> = if plan.runs_control(node) {
                 args![
                     "-p",
                     format!("127.0.0.1:{}:{API_PORT}", plan.options.api_port)

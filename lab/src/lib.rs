@@ -18,6 +18,7 @@ pub mod images;
 pub mod netns;
 pub mod plan;
 pub mod process;
+pub mod replicas;
 pub mod soak;
 pub mod state;
 pub mod status;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cairn_lab::driver::Place;
-use cairn_lab::plan::{DriverKind, LabOptions, NetworkBackend, ProxyMode, Roots};
+use cairn_lab::plan::{DriverKind, LabOptions, LabStore, NetworkBackend, ProxyMode, Roots};
 use cairn_lab::state::LabState;
 use cairn_lab::up::UpSettings;
 use clap::{Parser, Subcommand};
@@ -76,6 +76,14 @@ struct UpArgs {
     /// --agent-arg=--dns-upstream=198.18.0.1:53
     #[arg(long = "agent-arg", allow_hyphen_values = true)]
     pub agent_args: Vec<String>,
+    /// cairn-control replicas, one on each of the first nodes (more than one needs
+    /// --store etcd); the host's API address fails over between them.
+    #[arg(long, default_value_t = 1)]
+    pub control_replicas: usize,
+    /// The control plane's store: sqlite (embedded) or etcd (a member beside each
+    /// replica, Debian's etcd-server; netns driver).
+    #[arg(long, value_enum, default_value = "sqlite")]
+    pub store: LabStore,
     /// Seconds to wait for each daemon.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
@@ -103,7 +111,7 @@ enum Cmd {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Stop components of a node (containerd, agent, proxy, control); their containers
+    /// Stop components of a node (containerd, agent, proxy, control, etcd); their containers
     /// keep running, as after a crash.
     Stop {
         node: String,
@@ -282,6 +290,8 @@ fn run_up(name: &str, roots: Roots, a: &UpArgs) -> anyhow::Result<()> {
         bin_dir,
         control_args: a.control_args.clone(),
         agent_args: a.agent_args.clone(),
+        control_replicas: a.control_replicas,
+        store: a.store,
         roots,
     };
     let settings = UpSettings {

@@ -9,6 +9,10 @@
 //!   `cl-<lab>-node-<i>` at .(10+i);
 //! - cairn-control on node-1, `0.0.0.0:6443` inside its namespace; the host reaches it
 //!   through a forward on 127.0.0.1:<api-port> (the host's network is not changed);
+//! - with `--control-replicas N --store etcd` (netns driver): on nodes 1..=N an etcd
+//!   member (clients on the node's loopback :2379, peers on its address :2380, kubeadm's
+//!   stacked topology) and a cairn-control replica on it; the host's forward tries the
+//!   replicas in order, so it fails over to a live one;
 //! - pods from 10.244.0.0/16 (node IPAM in cairn-control: a /24 per node), services
 //!   from 10.96.0.0/12.
 
@@ -25,6 +29,10 @@ pub const SWITCH_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub const UNDERLAY_PREFIX: u8 = 24;
 pub const REGISTRY_PORT: u16 = 5000;
 pub const API_PORT: u16 = 6443;
+/// etcd's client port, on each etcd node's loopback.
+pub const ETCD_CLIENT_PORT: u16 = 2379;
+/// etcd's peer port, on each etcd node's address.
+pub const ETCD_PEER_PORT: u16 = 2380;
 pub const MAX_NODES: usize = 50;
 /// The containerd namespace every agent uses.
 pub const CONTAINERD_NAMESPACE: &str = "cairn";
@@ -82,6 +90,21 @@ impl NetworkBackend {
     }
 }
 
+/// Where the control plane keeps its state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabStore {
+    /// cairn-control's embedded SQLite (one replica).
+    #[default]
+    Sqlite,
+    /// An etcd member beside each control replica.
+    Etcd,
+}
+
+fn one() -> usize {
+    1
+}
+
 /// What `cairn-lab up` was asked for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabOptions {
@@ -97,6 +120,11 @@ pub struct LabOptions {
     pub control_args: Vec<String>,
     /// Extra flags for every node's `cairn-agent`.
     pub agent_args: Vec<String>,
+    /// cairn-control replicas, on the first nodes.
+    #[serde(default = "one")]
+    pub control_replicas: usize,
+    #[serde(default)]
+    pub store: LabStore,
     /// Parents of the lab's data, runtime and log directories.
     pub roots: Roots,
 }
@@ -151,9 +179,6 @@ impl NodePlan {
     pub fn log(&self, component: &str) -> PathBuf {
         self.log_dir.join(format!("{component}.log"))
     }
-    pub fn runs_control(&self) -> bool {
-        self.index == 1
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -187,6 +212,30 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
+/// Replicas need a store they can share and a host address that can fail over.
+fn check_control(options: &LabOptions) -> Result<()> {
+    let replicas = options.control_replicas;
+    let refuse = |why: String| Err(LabError::Usage(why));
+    if replicas == 0 || replicas > options.nodes {
+        return refuse(format!(
+            "--control-replicas {replicas}: 1 to the lab's {} node(s)",
+            options.nodes
+        ));
+    }
+    if replicas > 1 && options.store != LabStore::Etcd {
+        return refuse(format!(
+            "--control-replicas {replicas} needs --store etcd (the embedded SQLite is one host's)"
+        ));
+    }
+    if options.store == LabStore::Etcd && options.driver != DriverKind::Netns {
+        return refuse(
+            "--store etcd needs --driver netns (etcd runs from the host, the docker node image has none)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 impl LabPlan {
     pub fn new(options: LabOptions) -> Result<LabPlan> {
         check_name(&options.name)?;
@@ -196,6 +245,7 @@ impl LabPlan {
                 options.nodes
             )));
         }
+        check_control(&options)?;
         let lab = options.name.clone();
         let subnet_octet = match options.driver {
             DriverKind::Netns => 0,
@@ -247,6 +297,28 @@ impl LabPlan {
     }
     pub fn control_node(&self) -> &NodePlan {
         &self.nodes[0]
+    }
+    /// Whether `node` runs a cairn-control replica (the first `--control-replicas` nodes).
+    pub fn runs_control(&self, node: &NodePlan) -> bool {
+        node.index <= self.options.control_replicas
+    }
+    /// Whether `node` runs an etcd member (beside each replica, with `--store etcd`).
+    pub fn runs_etcd(&self, node: &NodePlan) -> bool {
+        self.options.store == LabStore::Etcd && self.runs_control(node)
+    }
+    /// The nodes running a control replica, node-1 first.
+    pub fn control_nodes(&self) -> impl Iterator<Item = &NodePlan> {
+        self.nodes.iter().filter(|n| self.runs_control(n))
+    }
+    /// etcd's `--initial-cluster`: every member's peer URL.
+    pub fn etcd_initial_cluster(&self) -> String {
+        let members: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| self.runs_etcd(n))
+            .map(|n| format!("{}=http://{}:{ETCD_PEER_PORT}", n.name, n.ip))
+            .collect();
+        members.join(",")
     }
     pub fn node(&self, name: &str) -> Result<&NodePlan> {
         self.nodes.iter().find(|n| n.name == name).ok_or_else(|| {
@@ -320,6 +392,8 @@ mod tests {
             bin_dir: "/bin".into(),
             control_args: vec![],
             agent_args: vec![],
+            control_replicas: 1,
+            store: LabStore::Sqlite,
             roots: Roots::default(),
         }
     }
@@ -337,8 +411,9 @@ mod tests {
             plan.nodes[1].containerd_socket(),
             PathBuf::from("/run/cairn-lab/t1/nodes/node-2/containerd/containerd.sock")
         );
-        assert!(plan.control_node().runs_control());
-        assert!(!plan.nodes[1].runs_control());
+        assert!(plan.runs_control(plan.control_node()));
+        assert!(!plan.runs_control(&plan.nodes[1]));
+        assert!(!plan.runs_etcd(plan.control_node()));
         assert_eq!(plan.api_url_inside(), "https://198.18.0.11:6443");
         assert_eq!(plan.api_url_host(), "https://127.0.0.1:16443");
         assert_eq!(plan.registry(), "198.18.0.1:5000");
@@ -368,5 +443,50 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(err, "lab t1 has no node node-9 (nodes: node-1, node-2)");
+    }
+
+    #[test]
+    fn replicas_run_beside_etcd_members_on_the_first_nodes() {
+        let mut o = options(4);
+        (o.control_replicas, o.store) = (3, LabStore::Etcd);
+        let plan = LabPlan::new(o).unwrap();
+        let control: Vec<_> = plan.control_nodes().map(|n| n.name.as_str()).collect();
+        assert_eq!(control, ["node-1", "node-2", "node-3"]);
+        assert!(plan.runs_etcd(&plan.nodes[2]) && !plan.runs_etcd(&plan.nodes[3]));
+        assert_eq!(
+            plan.etcd_initial_cluster(),
+            "node-1=http://198.18.0.11:2380,node-2=http://198.18.0.12:2380,node-3=http://198.18.0.13:2380"
+        );
+        for (replicas, store, driver, error) in [
+            (
+                0,
+                LabStore::Etcd,
+                DriverKind::Netns,
+                "--control-replicas 0: 1 to the lab's 4 node(s)",
+            ),
+            (
+                5,
+                LabStore::Etcd,
+                DriverKind::Netns,
+                "--control-replicas 5: 1 to the lab's 4 node(s)",
+            ),
+            (
+                3,
+                LabStore::Sqlite,
+                DriverKind::Netns,
+                "--control-replicas 3 needs --store etcd",
+            ),
+            (
+                1,
+                LabStore::Etcd,
+                DriverKind::Docker,
+                "--store etcd needs --driver netns",
+            ),
+        ] {
+            let mut o = options(4);
+            (o.control_replicas, o.store, o.driver) = (replicas, store, driver);
+            let err = LabPlan::new(o).unwrap_err().to_string();
+            assert!(err.contains(error), "{err}");
+        }
     }
 }

@@ -101,6 +101,8 @@ mod tests {
             bin_dir: "/b".into(),
             control_args: vec![],
             agent_args: vec![],
+            control_replicas: 1,
+            store: Default::default(),
             roots: roots.clone(),
         })
         .unwrap();

@@ -14,8 +14,9 @@ use crate::driver::Place;
 use crate::drivers;
 use crate::error::{LabError, Result};
 use crate::images;
-use crate::plan::{LabOptions, LabPlan, NodePlan, API_PORT};
+use crate::plan::{LabOptions, LabPlan, LabStore, NodePlan, API_PORT, ETCD_CLIENT_PORT};
 use crate::process::{self, wait_for};
+use crate::replicas;
 use crate::state::{LabState, ProcessRecord};
 
 pub const BINARIES: [&str; 5] = [
@@ -116,7 +117,10 @@ fn preflight(plan: &LabPlan) -> Result<()> {
         "curl",
         "kubectl",
         "python3",
-    ] {
+    ]
+    .into_iter()
+    .chain((plan.options.store == LabStore::Etcd).then_some("etcd"))
+    {
         if !succeeds(args!["sh", "-c", format!("command -v {tool}")]) {
             return Err(LabError::Usage(format!(
                 "{tool} is not installed (scripts/install-deps.sh installs what the lab needs)"
@@ -159,6 +163,7 @@ fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
         )?;
         start(state, Place::Node(node), &components::containerd(node))?;
     }
+    replicas::start_etcd(state, settings.timeout)?;
     let control_node = plan.control_node().clone();
     write(
         &components::audit_policy_path(&control_node),
@@ -185,6 +190,7 @@ fn bring_up(state: &mut LabState, settings: &UpSettings) -> Result<()> {
     wait_for(&control, "an answer on /readyz", t, || {
         answers(&plan, &control_node, "control")
     })?;
+    replicas::start_other_replicas(state, t)?;
     start_agents(state, t)?;
     start_proxies(state, t)
 }
@@ -216,7 +222,7 @@ fn start_agents(state: &mut LabState, t: Duration) -> Result<()> {
     )?;
     let api = format!("{}/readyz", plan.api_url_host());
     let through = if drivers::for_plan(&plan).needs_api_forward() {
-        start_forward(state)?
+        replicas::start_forward(state)?
     } else {
         record_of(state, &plan.control_node().name, "control")?
     };
@@ -273,30 +279,6 @@ fn start_proxies(state: &mut LabState, t: Duration) -> Result<()> {
         })?;
     }
     Ok(())
-}
-
-/// kubectl on the host reaches the API through socat on 127.0.0.1 (one `nsenter` per
-/// connection), so the host's network stays as it was.
-fn start_forward(state: &mut LabState) -> Result<ProcessRecord> {
-    let plan = &state.plan;
-    let target = plan.control_node().netns_path();
-    let argv = args![
-        "socat",
-        format!(
-            "TCP-LISTEN:{},bind=127.0.0.1,fork,reuseaddr",
-            plan.options.api_port
-        ),
-        format!(
-            "EXEC:\"nsenter --net={} socat STDIO TCP:127.0.0.1:{API_PORT}\"",
-            target.display()
-        )
-    ];
-    let daemon = Daemon {
-        component: "forward",
-        expect: format!("--net={}", target.display()),
-        argv,
-    };
-    start(state, Place::Host, &daemon)
 }
 
 /// Ready, and schedulable: the node lifecycle controller has lifted the `not-ready`
@@ -426,13 +408,19 @@ fn prepare_dirs(plan: &LabPlan) -> Result<()> {
 pub fn daemon_for(plan: &LabPlan, node: &NodePlan, component: &str) -> Result<Daemon> {
     match component {
         "containerd" => Ok(components::containerd(node)),
-        "control" if node.runs_control() => Ok(components::control(plan, node)),
+        "control" if plan.runs_control(node) => Ok(components::control(plan, node)),
+        "etcd" if plan.runs_etcd(node) => Ok(components::etcd(plan, node)),
         "agent" => Ok(components::agent(plan, node)),
         "proxy" => Ok(components::proxy(plan, node)),
         _ => Err(LabError::Usage(format!(
-            "{} runs no {component} (components: containerd, agent, proxy{})",
+            "{} runs no {component} (components: containerd, agent, proxy{}{})",
             node.name,
-            if node.runs_control() { ", control" } else { "" }
+            if plan.runs_control(node) {
+                ", control"
+            } else {
+                ""
+            },
+            if plan.runs_etcd(node) { ", etcd" } else { "" }
         ))),
     }
 }
@@ -472,6 +460,7 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
             return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
         }
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
+        "etcd" => format!("http://127.0.0.1:{ETCD_CLIENT_PORT}/health"),
         _ => return false,
     };
     succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), args!["curl", "-fsS", url]))
