@@ -116,7 +116,15 @@ async fn main() {
     let mut args = audit_args(dir.path());
     let etcd = etcd_with_floor(pods, clients).await;
     if let Some(etcd) = &etcd {
-        args.extend(["--store", "etcd", "--etcd-servers", etcd.client_url()].map(String::from));
+        let store = [
+            "--store",
+            "etcd",
+            "--etcd-servers",
+            etcd.client_url(),
+            "--etcd-prefix",
+            "/cairn",
+        ];
+        args.extend(store.map(String::from));
     }
     let (mut server, url, http) =
         start_server_with(env!("CARGO_BIN_EXE_cairn-control"), dir.path(), &args).await;

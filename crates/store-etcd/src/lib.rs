@@ -30,7 +30,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cairn_store::{Backend, Event, KeyValue, Revision, StoreError};
-use etcd_client::{Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use etcd_client::{
+    Client, ConnectOptions, GetOptions, Identity, KvClient, TlsOptions, WatchClient,
+};
 use futures::stream::BoxStream;
 
 use keys::Keys;
@@ -74,10 +76,18 @@ pub enum EtcdError {
     Offset { key: String, detail: String },
 }
 
-/// The backend: a client (cheap to clone, one per call) and the key prefix.
+/// The largest response read from etcd: upstream's `MaxCallRecvMsgSize` (gRPC's default
+/// of 4 MiB would fail a list of a cluster's objects, or a watch response of several
+/// large events, once it grew past that).
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
+/// The backend: clients (cheap to clone, one per call) and the key prefix.
 #[derive(Clone)]
 pub struct EtcdBackend {
     client: Client,
+    /// KV and watch clients without gRPC's 4 MiB response limit.
+    kv: KvClient,
+    watcher: WatchClient,
     keys: Arc<Keys>,
 }
 
@@ -104,6 +114,12 @@ impl EtcdBackend {
         let keys = Keys::new(&config.prefix);
         let offset = read_offset(&client, &keys).await?;
         Ok(EtcdBackend {
+            kv: client
+                .kv_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES),
+            watcher: client
+                .watch_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES),
             client,
             keys: Arc::new(keys.with_offset(offset)),
         })
@@ -111,6 +127,14 @@ impl EtcdBackend {
 
     fn client(&self) -> Client {
         self.client.clone()
+    }
+
+    fn kv(&self) -> KvClient {
+        self.kv.clone()
+    }
+
+    pub(crate) fn watcher(&self) -> WatchClient {
+        self.watcher.clone()
     }
 }
 
@@ -163,8 +187,8 @@ impl Backend for EtcdBackend {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
         let etcd_key = self.keys.to_etcd(key);
         let response = unsent_retried(&format!("get {key}"), || {
-            let (mut client, etcd_key) = (self.client(), etcd_key.clone());
-            async move { client.get(etcd_key, None).await }
+            let (mut kv, etcd_key) = (self.kv(), etcd_key.clone());
+            async move { kv.get(etcd_key, None).await }
         })
         .await?;
         Ok(response.kvs().first().map(|kv| self.keys.key_value(kv)))
@@ -173,10 +197,10 @@ impl Backend for EtcdBackend {
     async fn list(&self, prefix: &str) -> Result<(Vec<KeyValue>, Revision), StoreError> {
         let etcd_prefix = self.keys.prefix_to_etcd(prefix);
         let response = unsent_retried(&format!("list {prefix}"), || {
-            let (mut client, etcd_prefix) = (self.client(), etcd_prefix.clone());
+            let (mut kv, etcd_prefix) = (self.kv(), etcd_prefix.clone());
             async move {
                 let options = GetOptions::new().with_prefix();
-                client.get(etcd_prefix, Some(options)).await
+                kv.get(etcd_prefix, Some(options)).await
             }
         })
         .await?;
@@ -229,7 +253,7 @@ impl Backend for EtcdBackend {
         if after >= current || self.keys.etcd_rev(current) <= 1 {
             return Ok(Vec::new());
         }
-        watch::events_until(self.client(), self.keys.clone(), prefix, after, current).await
+        watch::events_until(self.watcher(), self.keys.clone(), prefix, after, current).await
     }
 
     fn watch(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cairn_store::{Backend, Event, EventType, Revision, StoreError};
-use etcd_client::{Client, WatchOptions, WatchResponse, WatchStream};
+use etcd_client::{WatchClient, WatchOptions, WatchResponse, WatchStream};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 
@@ -20,7 +20,7 @@ use crate::{backend_error, EtcdBackend};
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
 
 async fn open(
-    client: &Client,
+    client: &WatchClient,
     keys: &Keys,
     prefix: &str,
     after: Revision,
@@ -101,7 +101,7 @@ fn event(keys: &Keys, e: &etcd_client::Event) -> Event {
 /// not; so this watches every key: each revision has an event, and the one at `current`
 /// marks the end. Events of other prefixes are dropped here.
 pub(crate) async fn events_until(
-    client: Client,
+    client: WatchClient,
     keys: Arc<Keys>,
     prefix: &str,
     after: Revision,
@@ -212,7 +212,7 @@ impl Live {
                     compacted,
                 });
             }
-            let client = self.backend.client();
+            let client = self.backend.watcher();
             self.stream = Some(open(&client, &self.backend.keys, &self.prefix, self.after).await?);
         }
         let Some(stream) = self.stream.as_mut() else {

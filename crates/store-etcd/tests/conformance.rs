@@ -143,3 +143,31 @@ async fn a_migrated_store_stays_above_its_source() {
     case::revisions_strictly_increase(backend().await).await;
     case::watch_replays_then_goes_live_without_gap(backend().await).await;
 }
+
+/// A list or a watch response past gRPC's default 4 MiB limit (a cluster's objects, a
+/// burst of large events) is read whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_and_watches_past_grpcs_default_limit() {
+    use futures::StreamExt;
+    let (backend, _server) = etcd_backend().await;
+    let value = bytes::Bytes::from(vec![b'x'; 1024 * 1024]);
+    let start = backend.current_revision().await.unwrap();
+    for i in 0..6 {
+        backend
+            .create(&format!("/big/{i}"), value.clone())
+            .await
+            .unwrap();
+    }
+    let (items, _) = backend.list("/big/").await.unwrap();
+    assert_eq!(items.len(), 6);
+    let mut watch = backend.watch("/big/", start);
+    for i in 0..6 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(10), watch.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(event.key, format!("/big/{i}"));
+    }
+    assert_eq!(backend.events_since("/big/", start).await.unwrap().len(), 6);
+}
