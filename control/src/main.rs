@@ -154,6 +154,10 @@ struct ServeArgs {
     /// Seconds between event-log compactions.
     #[arg(long, default_value_t = 300)]
     compaction_interval_seconds: u64,
+    /// Seconds between passes of the allocation claims' repair (a claim no Service holds
+    /// goes after three; tests shorten it).
+    #[arg(long, default_value_t = 180, hide = true)]
+    allocation_repair_interval_seconds: u64,
     #[command(flatten)]
     store: store_args::StoreArgs,
     /// Events kept in memory for resumed watches.
@@ -578,6 +582,7 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<(cairn_apiserver::ServerConfi
         service_cluster_ip_range,
         service_node_port_range,
         compaction_interval_seconds,
+        allocation_repair_interval_seconds,
         store,
         watch_history,
         advertise_address,
@@ -616,6 +621,8 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<(cairn_apiserver::ServerConfi
     config.service_cidr = service_cluster_ip_range;
     config.node_port_range = parse_port_range(&service_node_port_range)?;
     config.compaction_interval = Duration::from_secs(compaction_interval_seconds.max(1));
+    config.allocation_repair_interval =
+        Duration::from_secs(allocation_repair_interval_seconds.max(1));
     config.etcd = store.etcd()?;
     config.watch_history = watch_history;
     config.advertise_address = advertise_address;

@@ -375,3 +375,49 @@ async fn etcd_member_loss_keeps_serving_and_quorum_loss_fails_writes_promptly() 
     );
     assert!(lost.is_empty(), "acknowledged but gone: {lost:?}");
 }
+
+/// A claim no Service holds (as a replica that crashed between claim and write leaves
+/// it) refuses its value until the repair has seen it leaked three passes in a row, then
+/// goes; the claim of a live Service stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaked_allocation_claims_are_repaired_and_held_ones_kept() {
+    let etcd = start_etcd().await;
+    let dir = tempfile::tempdir().unwrap();
+    let args = on_etcd(&etcd, &["--allocation-repair-interval-seconds", "1"]);
+    let server = Server::start_with(&dir.path().join("a"), &args);
+    let (code, kept) = create_service(&server, "kept", None).await;
+    assert_eq!(code, 201, "{kept}");
+    let kept_ip = kept["spec"]["clusterIP"].as_str().unwrap().to_string();
+
+    let mut raw = etcd_client::Client::connect([etcd.client_url()], None)
+        .await
+        .unwrap();
+    let ghost = "/cairn.io/allocations/clusterips/10.96.0.77";
+    raw.put(ghost, r#"{"service":"default/ghost"}"#, None)
+        .await
+        .unwrap();
+    let (code, status) = create_service(&server, "wants-leaked", Some("10.96.0.77")).await;
+    assert_eq!(code, 422, "{status}");
+
+    let leaked_at = std::time::Instant::now();
+    let created = loop {
+        let (code, svc) = create_service(&server, "wants-leaked", Some("10.96.0.77")).await;
+        if code == 201 {
+            break svc;
+        }
+        assert_eq!(code, 422, "{svc}");
+        assert!(
+            leaked_at.elapsed() < std::time::Duration::from_secs(30),
+            "never repaired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    println!("leaked claim released after {:?}", leaked_at.elapsed());
+    assert_eq!(created["spec"]["clusterIP"], "10.96.0.77");
+    let held = raw.get(ghost, None).await.unwrap();
+    let owner = String::from_utf8_lossy(held.kvs()[0].value()).to_string();
+    assert!(owner.contains("default/wants-leaked"), "{owner}");
+    let kept_claim = format!("/cairn.io/allocations/clusterips/{kept_ip}");
+    let kept_claim = raw.get(kept_claim.as_str(), None).await.unwrap();
+    assert_eq!(kept_claim.kvs().len(), 1, "a held claim stays");
+}

@@ -72,6 +72,9 @@ pub struct ServerConfig {
     pub watch_history: usize,
     /// How often the event log is compacted (to the revision of the previous round).
     pub compaction_interval: Duration,
+    /// How often every replica looks for allocation claims no Service holds (upstream's
+    /// repair controllers run every 3 minutes).
+    pub allocation_repair_interval: Duration,
     /// Address published in the `kubernetes` Endpoints (defaults to the bind address,
     /// or 127.0.0.1 when bound to all addresses).
     pub advertise_address: Option<Ipv4Addr>,
@@ -120,6 +123,7 @@ impl ServerConfig {
             node_port_range: (30000, 32767),
             watch_history: 100_000,
             compaction_interval: Duration::from_secs(300),
+            allocation_repair_interval: Duration::from_secs(180),
             advertise_address: None,
             node_ipam: Some(nodeipam::NodeIpamConfig::kubernetes_default()),
             default_toleration_seconds: (
@@ -300,6 +304,10 @@ fn spawn_background(
     background.push(tokio::spawn(
         state::master_leases::endpoint_reconciler_loop(Arc::clone(state)),
     ));
+    background.push(tokio::spawn(state::claim_repair::claim_repair_loop(
+        Arc::clone(state),
+        config.allocation_repair_interval,
+    )));
     background.push(tokio::spawn(metrics_api::scrape_loop(
         Arc::clone(state),
         config.metric_resolution,

@@ -23,6 +23,7 @@ mod allocate;
 mod binding;
 mod bootstrap;
 mod bootstrap_api;
+pub mod claim_repair;
 mod claims;
 mod client_ca;
 mod convert;

@@ -31,7 +31,7 @@ fn port_key(port: u16) -> String {
 }
 
 /// Whose claim a key is: the Service's `namespace/name`.
-fn owner_of(value: &[u8]) -> String {
+pub(super) fn owner_of(value: &[u8]) -> String {
     serde_json::from_slice::<Value>(value)
         .ok()
         .and_then(|v| v["service"].as_str().map(str::to_string))
