@@ -38,6 +38,7 @@ impl Server {
             .args(["serve", "--data-dir"])
             .arg(data_dir)
             .args(["--bind", "127.0.0.1:0"])
+            .args(shared_etcd(data_dir, extra))
             .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -108,6 +109,31 @@ impl Server {
             .unwrap();
         resp.json().await.unwrap()
     }
+}
+
+/// With `CAIRN_TEST_ETCD=URL`, every server a test starts without store flags of its
+/// own serves from that etcd, under a prefix of its data dir's (the same across a
+/// restart): the whole suite, or one binary, runs on etcd instead of SQLite.
+fn shared_etcd(data_dir: &Path, extra: &[&str]) -> Vec<String> {
+    let Ok(url) = std::env::var("CAIRN_TEST_ETCD") else {
+        return Vec::new();
+    };
+    if extra.contains(&"--store") {
+        return Vec::new();
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&data_dir, &mut hasher);
+    let prefix = format!("/cairn-test-{:016x}", std::hash::Hasher::finish(&hasher));
+    [
+        "--store",
+        "etcd",
+        "--etcd-servers",
+        &url,
+        "--etcd-prefix",
+        &prefix,
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// A private etcd on loopback (Debian's etcd-server), stopped when dropped.
