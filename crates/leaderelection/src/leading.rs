@@ -15,14 +15,16 @@ pub struct LeaderRuntime {
 }
 
 impl LeaderRuntime {
-    /// Runs what `work` makes on a new two-worker runtime in thread `name`.
+    /// Runs what `work` makes on a new single-threaded runtime in thread `name`: a
+    /// controller group is mostly waiting, and workers of their own for each of the
+    /// three leased groups took CPU from the API server on small hosts (their idle
+    /// workers parking and waking on every watch event).
     pub fn spawn<F, Fut>(name: &str, work: F) -> Result<LeaderRuntime, String>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), String>> + 'static,
     {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_name(name)
             .enable_all()
             .build()
