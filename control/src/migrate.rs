@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cairn_store_etcd::{EtcdConfig, EtcdTls};
+use cairn_store_etcd::EtcdConfig;
+
+use crate::store_args::EtcdArgs;
 
 #[derive(clap::Args)]
 pub struct MigrateArgs {
@@ -18,46 +20,22 @@ pub struct MigrateArgs {
     /// http without) or `http(s)://HOST:PORT`.
     #[arg(long, value_delimiter = ',', required = true)]
     to: Vec<String>,
-    /// Put before every key in etcd (as `serve --etcd-prefix`).
-    #[arg(long, default_value = "")]
-    etcd_prefix: String,
-    #[arg(long)]
-    etcd_cafile: Option<PathBuf>,
-    #[arg(long)]
-    etcd_certfile: Option<PathBuf>,
-    #[arg(long)]
-    etcd_keyfile: Option<PathBuf>,
+    #[command(flatten)]
+    etcd: EtcdArgs,
 }
 
 impl MigrateArgs {
     fn etcd(self) -> anyhow::Result<EtcdConfig> {
-        anyhow::ensure!(
-            self.etcd_certfile.is_some() == self.etcd_keyfile.is_some(),
-            "--etcd-certfile and --etcd-keyfile go together"
-        );
-        let scheme = if self.etcd_cafile.is_some() {
-            "https"
-        } else {
-            "http"
+        let scheme = match self.etcd.etcd_cafile {
+            Some(_) => "https",
+            None => "http",
         };
         let endpoints = self
             .to
             .iter()
             .map(|url| endpoint(url, scheme))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        anyhow::ensure!(
-            self.etcd_cafile.is_some() || endpoints.iter().all(|e| e.starts_with("http://")),
-            "--to with https:// needs --etcd-cafile"
-        );
-        Ok(EtcdConfig {
-            endpoints,
-            prefix: self.etcd_prefix,
-            tls: self.etcd_cafile.map(|ca| EtcdTls {
-                ca,
-                cert: self.etcd_certfile,
-                key: self.etcd_keyfile,
-            }),
-        })
+        self.etcd.config(endpoints, "--to")
     }
 }
 

@@ -21,13 +21,20 @@ pub struct StoreArgs {
     /// etcd client URLs, comma-separated (`https://10.0.0.1:2379,https://10.0.0.2:2379`).
     #[arg(long, value_delimiter = ',')]
     etcd_servers: Vec<String>,
+    #[command(flatten)]
+    etcd: EtcdArgs,
+}
+
+/// How keys and TLS are set up in etcd, for `serve` and `migrate` alike.
+#[derive(clap::Args, Debug)]
+pub struct EtcdArgs {
     /// Put before every key in etcd, for clusters sharing one etcd (the keys themselves
     /// are `/registry/<group>/<resource>/…`).
     #[arg(long, default_value = "")]
-    etcd_prefix: String,
+    pub etcd_prefix: String,
     /// The CA of etcd's serving certificates (needed for https URLs).
     #[arg(long)]
-    etcd_cafile: Option<PathBuf>,
+    pub etcd_cafile: Option<PathBuf>,
     /// The client certificate etcd's --client-cert-auth asks for.
     #[arg(long)]
     etcd_certfile: Option<PathBuf>,
@@ -35,12 +42,37 @@ pub struct StoreArgs {
     etcd_keyfile: Option<PathBuf>,
 }
 
+impl EtcdArgs {
+    /// The configuration for `endpoints`; contradicting flags are one clear error.
+    pub fn config(self, endpoints: Vec<String>, flag: &str) -> anyhow::Result<EtcdConfig> {
+        anyhow::ensure!(
+            self.etcd_certfile.is_some() == self.etcd_keyfile.is_some(),
+            "--etcd-certfile and --etcd-keyfile go together"
+        );
+        let https = endpoints.iter().any(|s| s.starts_with("https://"));
+        anyhow::ensure!(
+            !https || self.etcd_cafile.is_some(),
+            "{flag} with https:// needs --etcd-cafile"
+        );
+        let tls = self.etcd_cafile.map(|ca| EtcdTls {
+            ca,
+            cert: self.etcd_certfile,
+            key: self.etcd_keyfile,
+        });
+        Ok(EtcdConfig {
+            endpoints,
+            prefix: self.etcd_prefix,
+            tls,
+        })
+    }
+}
+
 impl StoreArgs {
     /// The etcd configuration, None for SQLite; contradicting flags are one clear error.
     pub fn etcd(self) -> anyhow::Result<Option<EtcdConfig>> {
         if self.store == StoreKind::Sqlite {
             anyhow::ensure!(
-                self.etcd_servers.is_empty() && self.etcd_cafile.is_none(),
+                self.etcd_servers.is_empty() && self.etcd.etcd_cafile.is_none(),
                 "--etcd-servers and --etcd-cafile need --store etcd"
             );
             return Ok(None);
@@ -49,25 +81,7 @@ impl StoreArgs {
             !self.etcd_servers.is_empty(),
             "--store etcd needs --etcd-servers"
         );
-        anyhow::ensure!(
-            self.etcd_certfile.is_some() == self.etcd_keyfile.is_some(),
-            "--etcd-certfile and --etcd-keyfile go together"
-        );
-        let https = self.etcd_servers.iter().any(|s| s.starts_with("https://"));
-        anyhow::ensure!(
-            !https || self.etcd_cafile.is_some(),
-            "--etcd-servers with https:// needs --etcd-cafile"
-        );
-        let tls = self.etcd_cafile.map(|ca| EtcdTls {
-            ca,
-            cert: self.etcd_certfile,
-            key: self.etcd_keyfile,
-        });
-        Ok(Some(EtcdConfig {
-            endpoints: self.etcd_servers,
-            prefix: self.etcd_prefix,
-            tls,
-        }))
+        Ok(Some(self.etcd.config(self.etcd_servers, "--etcd-servers")?))
     }
 }
 
