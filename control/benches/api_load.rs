@@ -7,6 +7,7 @@
 //! Run: `cargo bench -p cairn-control --bench api_load` (env: PODS, CLIENTS, WATCHERS,
 //! RBAC_OBJECTS, AUDIT=0 to turn the Metadata-level audit log off; CAIRN_CONTROL_BIN
 //! for another binary, e.g. an older plain-HTTP one in an A/B run, which gets neither;
+//! SERVER_ARGS for more flags to this build's server;
 //! SA_TOKEN=1 to let ServiceAccount admission add the token volume, which makes each
 //! pod ~20 % larger and so is off by default: an A/B run against a binary without that
 //! admission then stores and sends the same objects; STORE=etcd to serve from a private
@@ -114,6 +115,13 @@ async fn main() {
     let watchers = env_usize("WATCHERS", 100);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut args = audit_args(dir.path());
+    // SERVER_ARGS: more flags for this build's server (e.g. `--leader-elect=false`).
+    args.extend(
+        std::env::var("SERVER_ARGS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from),
+    );
     let etcd = etcd_with_floor(pods, clients).await;
     if let Some(etcd) = &etcd {
         let store = [
