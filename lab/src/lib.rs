@@ -9,6 +9,7 @@
 
 pub mod cmd;
 pub mod components;
+pub mod daemon;
 pub mod docker;
 pub mod down;
 pub mod driver;

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use crate::args;
 use crate::components::{self, Daemon};
+use crate::daemon::{answers, start};
 use crate::driver::Place;
 use crate::error::{LabError, Result};
 use crate::plan::{LabPlan, NodePlan, API_PORT};
 use crate::process::wait_for;
 use crate::state::{LabState, ProcessRecord};
-use crate::up::{answers, start};
 
 /// Starts every etcd member (all before waiting: none is healthy without a quorum) and
 /// waits for each to answer healthy.
