@@ -7,7 +7,7 @@ use crate::cmd::succeeds;
 use crate::components::Daemon;
 use crate::driver::Place;
 use crate::drivers;
-use crate::error::Result;
+use crate::error::{LabError, Result};
 use crate::plan::{LabPlan, NodePlan, API_PORT, ETCD_CLIENT_PORT};
 use crate::state::{LabState, ProcessRecord};
 
@@ -36,6 +36,14 @@ pub fn start(state: &mut LabState, place: Place<'_>, daemon: &Daemon) -> Result<
     };
     state.record(record.clone())?;
     Ok(record)
+}
+
+/// The record of a daemon `up` started, for waiting on.
+pub fn record_of(state: &LabState, node: &str, component: &str) -> Result<ProcessRecord> {
+    state
+        .process(node, component)
+        .cloned()
+        .ok_or_else(|| LabError::Usage(format!("{node}/{component} was never started")))
 }
 
 /// Whether a node's component answers (its socket, /readyz, /healthz or its TLS port).

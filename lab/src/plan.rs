@@ -378,10 +378,11 @@ impl LabPlan {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn options(nodes: usize) -> LabOptions {
+    /// A netns lab `t1` of `nodes` nodes, one SQLite replica (tests change what they need).
+    pub(crate) fn options(nodes: usize) -> LabOptions {
         LabOptions {
             name: "t1".into(),
             nodes,

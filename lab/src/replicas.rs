@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::args;
 use crate::components::{self, Daemon};
-use crate::daemon::{answers, start};
+use crate::daemon::{answers, record_of, start};
 use crate::driver::Place;
 use crate::error::{LabError, Result};
 use crate::plan::{LabPlan, NodePlan, API_PORT};
@@ -50,10 +50,7 @@ pub fn start_other_replicas(state: &mut LabState, timeout: Duration) -> Result<(
         start(state, Place::Node(node), &components::control(&plan, node))?;
     }
     for node in &others {
-        let record = state
-            .process(&node.name, "control")
-            .cloned()
-            .ok_or_else(|| LabError::Usage(format!("{}/control was never started", node.name)))?;
+        let record = record_of(state, &node.name, "control")?;
         wait_for(&record, "an answer on /readyz", timeout, || {
             answers(&plan, node, "control")
         })?;
@@ -132,27 +129,14 @@ pub fn start_forward(state: &mut LabState) -> Result<ProcessRecord> {
 #[cfg(test)]
 mod tests {
     use super::forward_script;
-    use crate::plan::{
-        DriverKind, LabOptions, LabPlan, LabStore, NetworkBackend, ProxyMode, Roots,
-    };
+    use crate::plan::{LabPlan, LabStore};
 
     #[test]
     fn the_forward_tries_every_replica_in_order() {
-        let plan = LabPlan::new(LabOptions {
-            name: "ha".into(),
-            nodes: 4,
-            driver: DriverKind::Netns,
-            proxy_mode: ProxyMode::Nftables,
-            network: NetworkBackend::HostGw,
-            api_port: 16443,
-            bin_dir: "/bin".into(),
-            control_args: vec![],
-            agent_args: vec![],
-            control_replicas: 3,
-            store: LabStore::Etcd,
-            roots: Roots::default(),
-        })
-        .unwrap();
+        let mut options = crate::plan::tests::options(4);
+        options.name = "ha".into();
+        (options.control_replicas, options.store) = (3, LabStore::Etcd);
+        let plan = LabPlan::new(options).unwrap();
         let script = forward_script(&plan);
         assert!(
             script.contains(

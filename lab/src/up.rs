@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::args;
 use crate::cmd::{run, succeeds};
 use crate::components::{self, Daemon};
-use crate::daemon::{answers, start};
+use crate::daemon::{answers, record_of, start};
 use crate::down;
 use crate::driver::Place;
 use crate::drivers;
@@ -18,7 +18,7 @@ use crate::images;
 use crate::plan::{LabOptions, LabPlan, LabStore, NodePlan};
 use crate::process::{self, wait_for};
 use crate::replicas;
-use crate::state::{LabState, ProcessRecord};
+use crate::state::LabState;
 
 pub const BINARIES: [&str; 5] = [
     "cairn-control",
@@ -299,13 +299,6 @@ fn node_ready(plan: &LabPlan, node: &str) -> bool {
         jsonpath
     ])
     .is_ok_and(|s| s.trim() == "True")
-}
-
-fn record_of(state: &LabState, node: &str, component: &str) -> Result<ProcessRecord> {
-    state
-        .process(node, component)
-        .cloned()
-        .ok_or_else(|| LabError::Usage(format!("{node}/{component} was never started")))
 }
 
 /// A join token for the lab's nodes, through the host's admin kubeconfig.

@@ -15,7 +15,7 @@ use cairn_store::{Revision, StoreError};
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use super::claims::{keys_of, owner_name, owner_of, CLAIMS};
+use super::claims::{claimed_value, keys_of, owner_name, owner_of, Claimed, CLAIMS};
 use super::ApiState;
 
 /// Passes a claim must be seen leaked in, unchanged, before it is deleted.
@@ -102,13 +102,10 @@ impl ApiState {
 
     /// Frees a released claim's value in this replica's allocator.
     fn forget_claimed_value(&self, key: &str) {
-        let value = key.rsplit('/').next().unwrap_or_default();
-        if key.contains("/clusterips/") {
-            if let Ok(ip) = value.parse() {
-                self.cluster_ips.lock().release(ip);
-            }
-        } else if let Ok(port) = value.parse() {
-            self.node_ports.lock().release(port);
+        match claimed_value(key) {
+            Some(Claimed::Ip(ip)) => self.cluster_ips.lock().release(ip),
+            Some(Claimed::Port(port)) => self.node_ports.lock().release(port),
+            None => {}
         }
     }
 }

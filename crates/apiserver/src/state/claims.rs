@@ -236,15 +236,27 @@ impl ApiState {
         let mut ips = self.cluster_ips.lock();
         let mut ports = self.node_ports.lock();
         for o in objects {
-            let value = o.key.rsplit('/').next().unwrap_or_default();
-            if o.key.contains("/clusterips/") {
-                if let Ok(ip) = value.parse() {
-                    ips.restore(ip);
-                }
-            } else if let Ok(port) = value.parse() {
-                ports.restore(port);
+            match claimed_value(&o.key) {
+                Some(Claimed::Ip(ip)) => ips.restore(ip),
+                Some(Claimed::Port(port)) => ports.restore(port),
+                None => {}
             }
         }
+    }
+}
+
+/// The value a claim key is for.
+pub(super) enum Claimed {
+    Ip(Ipv4Addr),
+    Port(u16),
+}
+
+pub(super) fn claimed_value(key: &str) -> Option<Claimed> {
+    let value = key.rsplit('/').next()?;
+    if key.starts_with(&format!("{CLAIMS}clusterips/")) {
+        value.parse().ok().map(Claimed::Ip)
+    } else {
+        value.parse().ok().map(Claimed::Port)
     }
 }
 
