@@ -498,6 +498,8 @@ async fn serve(
     let ca_path = data_dir.join("pki").join("ca.crt");
     // The node IPAM allocates from in-memory state: one replica at a time runs it.
     let node_ipam = config.node_ipam.take();
+    // So do the CSR controllers: replicas signing at once would race on every request.
+    config.csr_controllers = false;
     let server = cairn_apiserver::start(config).await?;
     // The CA the server just made or loaded, for the root CA publisher.
     let ca = std::fs::read_to_string(&ca_path)
@@ -547,6 +549,8 @@ async fn serve(
         let state = std::sync::Arc::clone(&server.state);
         move || run_node_ipam(std::sync::Arc::clone(&state), ipam)
     });
+    let csr = server.csr_controllers();
+    let signing = Some(move || run_csr_controllers(csr.clone()));
     let stop = || shutdown.clone();
     let state = std::sync::Arc::clone(&server.state);
     tokio::select! {
@@ -556,6 +560,7 @@ async fn serve(
                 leader::run_elected_if(scheduling, election, "kube-scheduler", client(&scheduler_service), stop()),
                 leader::run_elected_if(controlling, election, "kube-controller-manager", client(&controllers_service), stop()),
                 leader::run_elected_if(allocating, election, "cairn-node-ipam", client(&apiserver_service), stop()),
+                leader::run_elected_if(signing, election, "cairn-csr-controllers", client(&apiserver_service), stop()),
             )
         } => { r?; }
     }
@@ -570,6 +575,11 @@ async fn run_node_ipam(
 ) -> anyhow::Result<()> {
     cairn_apiserver::nodeipam::node_ipam_loop(state, config).await;
     anyhow::bail!("node IPAM stopped")
+}
+
+async fn run_csr_controllers(csr: cairn_apiserver::csr::CsrControllers) -> anyhow::Result<()> {
+    cairn_apiserver::csr::run(csr).await;
+    anyhow::bail!("CSR controllers stopped")
 }
 
 /// The API server's configuration, the in-process scheduler's (None: off) and the

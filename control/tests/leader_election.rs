@@ -2,7 +2,7 @@
 //! on one etcd (Debian's etcd-server, private, on loopback), with short timings (lease
 //! 4 s, renew deadline 3 s, retry 500 ms).
 //!
-//! The first replica takes both Leases; the second waits. Cut off from etcd (a proxy in
+//! The first replica takes every Lease; the second waits. Cut off from etcd (a proxy in
 //! front of it drops every connection), the leader reports that it stopped leading before
 //! the second replica takes the Leases, and the second one's controllers then act. Stopped
 //! with SIGTERM, a leader releases its Leases and the other takes them at once. The
@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use common::{share_identity, Server};
 use serde_json::{json, Value};
 
-const LEASES: [&str; 3] = [
+const LEASES: [&str; 4] = [
     "kube-scheduler",
     "kube-controller-manager",
     "cairn-node-ipam",
+    "cairn-csr-controllers",
 ];
 
 const TIMING: [&str; 6] = [

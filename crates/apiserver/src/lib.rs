@@ -80,6 +80,10 @@ pub struct ServerConfig {
     pub advertise_address: Option<Ipv4Addr>,
     /// Pod CIDR allocation to Nodes (`--allocate-node-cidrs`); None turns it off.
     pub node_ipam: Option<nodeipam::NodeIpamConfig>,
+    /// Whether the server runs the CSR approving and signing controllers itself; off when
+    /// the caller runs [`RunningServer::csr_controllers`] under a lease, so that of
+    /// several replicas one acts.
+    pub csr_controllers: bool,
     /// Seconds of the default `not-ready` and `unreachable` tolerations added to pods.
     pub default_toleration_seconds: (i64, i64),
     /// Whether bootstrap creates the default `local-path` StorageClass.
@@ -126,6 +130,7 @@ impl ServerConfig {
             allocation_repair_interval: Duration::from_secs(180),
             advertise_address: None,
             node_ipam: Some(nodeipam::NodeIpamConfig::kubernetes_default()),
+            csr_controllers: true,
             default_toleration_seconds: (
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
@@ -231,6 +236,16 @@ impl RunningServer {
             .map_err(ServerError::Pki)
     }
 
+    /// The CSR approving and signing controllers over this server's state and CA keys,
+    /// for a caller that runs them itself ([`ServerConfig::csr_controllers`] off).
+    pub fn csr_controllers(&self) -> csr::CsrControllers {
+        csr::CsrControllers {
+            state: Arc::clone(&self.state),
+            authorizer: Arc::clone(&self.guards.authorizer),
+            pki: Arc::clone(&self.pki),
+        }
+    }
+
     /// A kubeconfig of the admin (`system:masters`).
     pub fn admin_kubeconfig(&self) -> Result<String, ServerError> {
         self.kubeconfig_for(tls_setup::ADMIN_USER, &[tls_setup::ADMIN_GROUP.to_string()])
@@ -295,12 +310,14 @@ fn spawn_background(
             config.data_dir.clone(),
             url,
         )),
-        tokio::spawn(csr::run(csr::CsrControllers {
+    ];
+    if config.csr_controllers {
+        background.push(tokio::spawn(csr::run(csr::CsrControllers {
             state: Arc::clone(state),
             authorizer: Arc::clone(authorizer),
             pki: Arc::clone(&security.pki),
-        })),
-    ];
+        })));
+    }
     background.push(tokio::spawn(
         state::master_leases::endpoint_reconciler_loop(Arc::clone(state)),
     ));

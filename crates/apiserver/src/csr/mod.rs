@@ -35,6 +35,7 @@ use review::{Review, CLIENT_SIGNER, KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNE
 const FIELD_MANAGER: &str = "cairn-control";
 
 /// What the controllers act with.
+#[derive(Clone)]
 pub struct CsrControllers {
     pub state: Arc<ApiState>,
     pub authorizer: Arc<Authorizer>,
