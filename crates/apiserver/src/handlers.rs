@@ -28,6 +28,7 @@ use crate::watch::{self, WatchRequest};
 
 mod access_reviews;
 mod delete;
+mod health;
 mod list;
 mod patch;
 mod reviews;

@@ -122,6 +122,14 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value of a repeated parameter, in order.
+    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// A boolean parameter, parsed like Go's strconv.ParseBool (clients send `true`,
     /// `True`, `1`...); a bare key counts as true.
     pub fn flag(&self, key: &str) -> bool {

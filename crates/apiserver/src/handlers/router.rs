@@ -27,6 +27,9 @@ pub(super) async fn route(state: AppState, req: Request) -> Response {
         read_body(body).await
     };
     let path = parts.uri.path().trim_end_matches('/').to_string();
+    if let Some(resp) = health::health(&state, &path, parts.uri.query()).await {
+        return resp;
+    }
     if let Some(resp) = fixed_path(&state, &path, is_get, &parts.headers) {
         return resp;
     }
@@ -102,16 +105,10 @@ fn metrics_response(state: &AppState) -> Response {
     }
 }
 
-/// The fixed paths: health, version, the discovery roots and the OpenAPI index.
+/// The fixed paths: version, the discovery roots and the OpenAPI index.
 fn fixed_path(state: &AppState, path: &str, is_get: bool, headers: &HeaderMap) -> Option<Response> {
     let accept = header_str(headers, header::ACCEPT);
     Some(match path {
-        "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "ok",
-        )
-            .into_response(),
         "/version" if is_get => json_value_response(&discovery::version()),
         "/metrics" if is_get => metrics_response(state),
         "/api" if is_get => match request::aggregated_discovery_version(accept) {
