@@ -1,5 +1,6 @@
-//! `cairn-control kubeconfig` and `cairn-control certs check`: read the data dir's PKI,
-//! issue a client certificate, list every certificate with its expiry.
+//! `cairn-control kubeconfig` and `cairn-control certs check|etcd`: read the data dir's
+//! PKI, issue a client certificate, list every certificate with its expiry, make an etcd
+//! member's certificates.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,20 @@ pub enum CertsCommand {
     Check {
         #[arg(long, default_value = "/var/lib/cairn/control")]
         data_dir: PathBuf,
+    },
+    /// Make an etcd member's CA and certificates, as kubeadm's `init phase certs etcd-*`:
+    /// the CA when missing (copy it to the other members' dirs first), the server and peer
+    /// certificates and cairn-control's client certificate.
+    Etcd {
+        /// Where the files go (kubeadm's `/etc/kubernetes/pki/etcd`).
+        #[arg(long, default_value = "/etc/cairn/etcd-pki")]
+        dir: PathBuf,
+        /// The member's name (etcd's `--name`).
+        #[arg(long)]
+        name: String,
+        /// An address or DNS name peers and clients reach the member at (repeatable).
+        #[arg(long = "address")]
+        addresses: Vec<String>,
     },
 }
 
@@ -55,6 +70,16 @@ pub fn print_kubeconfig(
 pub fn run(command: CertsCommand) -> anyhow::Result<()> {
     match command {
         CertsCommand::Check { data_dir } => check(&data_dir),
+        CertsCommand::Etcd {
+            dir,
+            name,
+            addresses,
+        } => {
+            cairn_pki::etcd::ensure_member(&dir, &name, &addresses, Default::default())
+                .with_context(|| format!("etcd certificates in {}", dir.display()))?;
+            println!("etcd certificates for {name} in {}", dir.display());
+            Ok(())
+        }
     }
 }
 

@@ -122,6 +122,27 @@ impl Authority {
         self.sign(params, common_name)
     }
 
+    /// A certificate for both ends of a connection, as etcd's members need: each serves
+    /// its peers and is their client (kubeadm's `etcd/server` and `etcd/peer`).
+    pub fn issue_peer(
+        &self,
+        common_name: &str,
+        names: &[String],
+        lifetime: Duration,
+    ) -> Result<IssuedCert, PkiError> {
+        let mut params = leaf_params(common_name, &[], lifetime);
+        params.subject_alt_names = names
+            .iter()
+            .map(|n| san(n))
+            .collect::<Result<_, _>>()
+            .map_err(generate_err(common_name))?;
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        self.sign(params, common_name)
+    }
+
     /// A client certificate for `user` in `groups` (CN = user, O = groups, as upstream's
     /// x509 authenticator reads them). At most one group: rcgen's subject holds one value
     /// per attribute type; identities needing more groups use tokens.

@@ -250,7 +250,7 @@ pub fn kubeconfig_client_cert(kubeconfig: &str) -> Option<CertInfo> {
     CertInfo::from_pem(&String::from_utf8(pem).ok()?).ok()
 }
 
-fn ensure_ca(
+pub(crate) fn ensure_ca(
     dir: &Path,
     name: &str,
     common_name: &str,

@@ -7,6 +7,7 @@
 //! - [`csr`]: certificate signing requests: make, read and verify, sign.
 //! - [`inspect`]: read a certificate's subject, names and validity; when to renew.
 //! - [`cluster`]: the files in a data directory, created on first start, renewed after.
+//! - [`etcd`]: an etcd member's CA and certificates, as kubeadm lays them out.
 //! - [`kubeconfig`]: a kubeconfig with the CA and a client certificate embedded.
 //! - [`files`]: atomic writes with the right modes.
 //! - [`tls`]: rustls configurations from them: swappable serving and client certificates.
@@ -14,6 +15,7 @@
 pub mod authority;
 pub mod cluster;
 pub mod csr;
+pub mod etcd;
 pub mod files;
 pub mod inspect;
 pub mod join;
