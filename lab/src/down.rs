@@ -1,6 +1,6 @@
 //! `cairn-lab down`: stops every recorded process (the forward and proxies first, the
 //! agents, then each node's containers through its containerd, containerd, leftover shims,
-//! cairn-control and the registry), unmounts what is left under the lab's directories,
+//! cairn-control, etcd and the registry), unmounts what is left under the lab's directories,
 //! deletes its namespaces and cgroups and removes its directories. Best effort: every
 //! step runs, and what could not be undone is reported at the end.
 
@@ -37,7 +37,7 @@ pub fn teardown(state: &LabState, purge_logs: bool) -> Result<()> {
     for node in &plan.nodes {
         stop_leftover_shims(node);
     }
-    for component in ["control", "registry"] {
+    for component in ["control", "etcd", "registry"] {
         stop_component(state, component);
     }
     for m in mounts_under(&[&plan.run_dir, &plan.data_dir]) {
