@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::args;
 use crate::plan::{
     LabPlan, NodePlan, API_PORT, CLUSTER_CIDR, CONTAINERD_NAMESPACE, ETCD_CLIENT_PORT,
-    ETCD_PEER_PORT, REGISTRY_PORT,
+    ETCD_METRICS_PORT, ETCD_PEER_PORT, REGISTRY_PORT,
 };
 
 /// A daemon to start: its name, command line and the piece of it that identifies it.
@@ -119,12 +119,19 @@ pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
     ];
     if plan.runs_etcd(node) {
         // Each replica on its own member, as kubeadm's stacked control plane: etcd's
-        // clients stay on the node's loopback.
+        // clients stay on the node's loopback, over TLS with a client certificate.
+        let pki = etcd_pki_dir(node);
         argv.extend(args![
             "--store",
             "etcd",
             "--etcd-servers",
-            format!("http://127.0.0.1:{ETCD_CLIENT_PORT}")
+            format!("https://127.0.0.1:{ETCD_CLIENT_PORT}"),
+            "--etcd-cafile",
+            pki.join("ca.crt").display(),
+            "--etcd-certfile",
+            pki.join("apiserver-etcd-client.crt").display(),
+            "--etcd-keyfile",
+            pki.join("apiserver-etcd-client.key").display()
         ]);
     }
     argv.extend(plan.options.control_args.iter().cloned());
@@ -135,37 +142,64 @@ pub fn control(plan: &LabPlan, node: &NodePlan) -> Daemon {
     }
 }
 
-/// The node's etcd member (Debian's etcd-server): clients on its loopback, peers on its
-/// address in the lab's private underlay.
+/// Where a node's etcd member keeps its CA and certificates (`cairn-control certs etcd`).
+pub fn etcd_pki_dir(node: &NodePlan) -> std::path::PathBuf {
+    node.data_dir.join("etcd-pki")
+}
+
+/// The node's etcd member (Debian's etcd-server), as kubeadm runs it: clients on its
+/// loopback and peers on its address in the lab's underlay, both over TLS with client
+/// certificates from etcd's own CA; /health and /metrics in plain HTTP on loopback.
 pub fn etcd(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let data = node.data_dir.join("etcd").display().to_string();
-    let peer = format!("http://{}:{ETCD_PEER_PORT}", node.ip);
-    let client = format!("http://127.0.0.1:{ETCD_CLIENT_PORT}");
+    let pki = etcd_pki_dir(node);
+    let file = |name: &str| pki.join(name).display().to_string();
+    let peer = format!("https://{}:{ETCD_PEER_PORT}", node.ip);
+    let client = format!("https://127.0.0.1:{ETCD_CLIENT_PORT}");
+    let mut argv = args![
+        "etcd",
+        "--name",
+        node.name,
+        "--data-dir",
+        data,
+        "--listen-client-urls",
+        client,
+        "--advertise-client-urls",
+        client,
+        "--listen-peer-urls",
+        peer,
+        "--initial-advertise-peer-urls",
+        peer,
+        "--listen-metrics-urls",
+        format!("http://127.0.0.1:{ETCD_METRICS_PORT}"),
+        "--initial-cluster",
+        plan.etcd_initial_cluster(),
+        "--initial-cluster-token",
+        format!("cl-{}", plan.name()),
+        "--initial-cluster-state",
+        "new",
+        "--log-level",
+        "warn"
+    ];
+    argv.extend(args![
+        "--client-cert-auth",
+        "--trusted-ca-file",
+        file("ca.crt"),
+        "--cert-file",
+        file("server.crt"),
+        "--key-file",
+        file("server.key"),
+        "--peer-client-cert-auth",
+        "--peer-trusted-ca-file",
+        file("ca.crt"),
+        "--peer-cert-file",
+        file("peer.crt"),
+        "--peer-key-file",
+        file("peer.key")
+    ]);
     Daemon {
         component: "etcd",
-        argv: args![
-            "etcd",
-            "--name",
-            node.name,
-            "--data-dir",
-            data,
-            "--listen-client-urls",
-            client,
-            "--advertise-client-urls",
-            client,
-            "--listen-peer-urls",
-            peer,
-            "--initial-advertise-peer-urls",
-            peer,
-            "--initial-cluster",
-            plan.etcd_initial_cluster(),
-            "--initial-cluster-token",
-            format!("cl-{}", plan.name()),
-            "--initial-cluster-state",
-            "new",
-            "--log-level",
-            "warn"
-        ],
+        argv,
         expect: data,
     }
 }

@@ -8,7 +8,7 @@ use crate::components::Daemon;
 use crate::driver::Place;
 use crate::drivers;
 use crate::error::{LabError, Result};
-use crate::plan::{LabPlan, NodePlan, API_PORT, ETCD_CLIENT_PORT};
+use crate::plan::{LabPlan, NodePlan, API_PORT, ETCD_METRICS_PORT};
 use crate::state::{LabState, ProcessRecord};
 
 /// Starts a daemon in `place` and records it before anything waits on it.
@@ -81,7 +81,7 @@ pub fn answers(plan: &LabPlan, node: &NodePlan, component: &str) -> bool {
             return succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), curl));
         }
         "proxy" => "http://127.0.0.1:10256/healthz".to_string(),
-        "etcd" => format!("http://127.0.0.1:{ETCD_CLIENT_PORT}/health"),
+        "etcd" => format!("http://127.0.0.1:{ETCD_METRICS_PORT}/health"),
         _ => return false,
     };
     succeeds(drivers::for_plan(plan).command(plan, Place::Node(node), args!["curl", "-fsS", url]))

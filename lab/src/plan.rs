@@ -33,6 +33,8 @@ pub const API_PORT: u16 = 6443;
 pub const ETCD_CLIENT_PORT: u16 = 2379;
 /// etcd's peer port, on each etcd node's address.
 pub const ETCD_PEER_PORT: u16 = 2380;
+/// etcd's plain-HTTP /health and /metrics, on the node's loopback only (kubeadm's 2381).
+pub const ETCD_METRICS_PORT: u16 = 2381;
 pub const MAX_NODES: usize = 50;
 /// The containerd namespace every agent uses.
 pub const CONTAINERD_NAMESPACE: &str = "cairn";
@@ -316,7 +318,7 @@ impl LabPlan {
             .nodes
             .iter()
             .filter(|n| self.runs_etcd(n))
-            .map(|n| format!("{}=http://{}:{ETCD_PEER_PORT}", n.name, n.ip))
+            .map(|n| format!("{}=https://{}:{ETCD_PEER_PORT}", n.name, n.ip))
             .collect();
         members.join(",")
     }
@@ -456,7 +458,7 @@ pub(crate) mod tests {
         assert!(plan.runs_etcd(&plan.nodes[2]) && !plan.runs_etcd(&plan.nodes[3]));
         assert_eq!(
             plan.etcd_initial_cluster(),
-            "node-1=http://198.18.0.11:2380,node-2=http://198.18.0.12:2380,node-3=http://198.18.0.13:2380"
+            "node-1=https://198.18.0.11:2380,node-2=https://198.18.0.12:2380,node-3=https://198.18.0.13:2380"
         );
         for (replicas, store, driver, error) in [
             (

@@ -21,6 +21,7 @@ use crate::state::{LabState, ProcessRecord};
 pub fn start_etcd(state: &mut LabState, timeout: Duration) -> Result<()> {
     let plan = state.plan.clone();
     let members: Vec<&NodePlan> = plan.nodes.iter().filter(|n| plan.runs_etcd(n)).collect();
+    issue_etcd_certificates(&plan, &members)?;
     let mut records = Vec::new();
     for node in &members {
         records.push(start(
@@ -33,6 +34,39 @@ pub fn start_etcd(state: &mut LabState, timeout: Duration) -> Result<()> {
         wait_for(record, "a healthy member (/health)", timeout, || {
             answers(&plan, node, "etcd")
         })?;
+    }
+    Ok(())
+}
+
+/// Each member's certificates (`cairn-control certs etcd`), from one etcd CA: the first
+/// member's, copied to the others first. Certificates already there are kept.
+fn issue_etcd_certificates(plan: &LabPlan, members: &[&NodePlan]) -> Result<()> {
+    let Some(first) = members.first() else {
+        return Ok(());
+    };
+    let first_dir = components::etcd_pki_dir(first);
+    for node in members {
+        let dir = components::etcd_pki_dir(node);
+        if node.name != first.name {
+            std::fs::create_dir_all(&dir).map_err(|e| LabError::io(&dir, e))?;
+            for file in ["ca.crt", "ca.key"] {
+                let (from, to) = (first_dir.join(file), dir.join(file));
+                if !to.exists() {
+                    std::fs::copy(&from, &to).map_err(|e| LabError::io(&from, e))?;
+                }
+            }
+        }
+        crate::cmd::run(args![
+            plan.bin("cairn-control").display(),
+            "certs",
+            "etcd",
+            "--dir",
+            dir.display(),
+            "--name",
+            node.name,
+            "--address",
+            node.ip
+        ])?;
     }
     Ok(())
 }
@@ -78,20 +112,25 @@ fn share_identity(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The script the host's forward runs per connection: the first replica whose namespace
-/// accepts the connection gets it. A replica that is down refuses at once, so the next is
-/// tried with the client's bytes still unread.
+/// The script the host's forward runs per connection: the first replica whose `/readyz`
+/// passes gets it, as a load balancer's health check would pick (a replica whose etcd
+/// member is down answers 500 there, and would answer every request so). When none is
+/// ready, the first that accepts the connection gets it, so the client sees why. A
+/// replica that is down refuses at once, and the client's bytes are still unread.
 pub fn forward_script(plan: &LabPlan) -> String {
     let namespaces: Vec<String> = plan
         .control_nodes()
         .map(|n| n.netns_path().display().to_string())
         .collect();
+    let namespaces = namespaces.join(" ");
     format!(
-        "#!/bin/sh\n# cairn-lab {}: the API on the first live control replica.\n\
-         for ns in {}; do\n  nsenter --net=\"$ns\" socat STDIO TCP:127.0.0.1:{API_PORT} && exit 0\n\
+        "#!/bin/sh\n# cairn-lab {}: the API on the first ready control replica.\n\
+         for ns in {namespaces}; do\n  \
+         if nsenter --net=\"$ns\" curl -skf --max-time 3 -o /dev/null https://127.0.0.1:{API_PORT}/readyz; then\n    \
+         exec nsenter --net=\"$ns\" socat STDIO TCP:127.0.0.1:{API_PORT}\n  fi\ndone\n\
+         for ns in {namespaces}; do\n  nsenter --net=\"$ns\" socat STDIO TCP:127.0.0.1:{API_PORT} && exit 0\n\
          done\nexit 1\n",
         plan.name(),
-        namespaces.join(" ")
     )
 }
 
@@ -142,6 +181,10 @@ mod tests {
             script.contains(
                 "for ns in /run/netns/cl-ha-n1 /run/netns/cl-ha-n2 /run/netns/cl-ha-n3; do"
             ),
+            "{script}"
+        );
+        assert!(
+            script.contains("curl -skf --max-time 3 -o /dev/null https://127.0.0.1:6443/readyz"),
             "{script}"
         );
         assert!(

@@ -6,7 +6,8 @@
 //! leases with upstream's default timing (takeover printed), acts (a scale-up converges)
 //! and the dead one leaves the Endpoints; it starts again and serves. An etcd member
 //! killed under a replica that does not lead leaves writes working (after etcd's own
-//! leader election when the killed member led raft), and it starts again.
+//! leader election when the killed member led raft), and it starts again. A replica
+//! whose member is down fails /readyz, and the host's forward passes it by.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -76,6 +77,7 @@ fn three_replicas_on_etcd_survive_the_leader_and_an_etcd_member() {
     let status = lab.lab(&["status"]);
     assert_eq!(status.matches(" etcd ").count(), 3, "{status}");
     assert_eq!(status.matches(" control ").count(), 3, "{status}");
+    peers_need_a_certificate(&lab);
     let all = "198.18.0.11 198.18.0.12 198.18.0.13";
     eventually(
         "three replicas in the kubernetes Endpoints",
@@ -158,4 +160,77 @@ fn three_replicas_on_etcd_survive_the_leader_and_an_etcd_member() {
     });
     lab.lab(&["start", &bystander, "etcd"]);
     lab.kubectl(&["get", "configmap", "written-with-two-members"]);
+    eventually(
+        "the restarted member back under its replica",
+        Duration::from_secs(60),
+        || (readyz(&lab, &bystander) == "200").then_some(()),
+    );
+
+    // node-1, first in the host forward's order, loses its member: its replica fails
+    // /readyz, and the forward sends the host's requests to a ready one.
+    lab.lab(&["stop", "node-1", "etcd", "--kill"]);
+    eventually("node-1 not ready", Duration::from_secs(30), || {
+        (readyz(&lab, "node-1") == "500").then_some(())
+    });
+    eventually(
+        "a write through the host while node-1's member is down",
+        Duration::from_secs(60),
+        || match lab.try_kubectl(&["create", "configmap", "written-past-node-1"]) {
+            Ok(_) => Some(()),
+            Err(e) if e.contains("AlreadyExists") || e.contains("already exists") => Some(()),
+            Err(_) => None,
+        },
+    );
+    for _ in 0..5 {
+        lab.kubectl(&["get", "configmap", "written-past-node-1"]);
+    }
+    lab.lab(&["start", "node-1", "etcd"]);
+    eventually("node-1 ready again", Duration::from_secs(60), || {
+        (readyz(&lab, "node-1") == "200").then_some(())
+    });
+}
+
+/// etcd's peer port on the underlay is TLS and takes only a certificate of etcd's CA:
+/// a member's peer certificate, from its own address (etcd checks the address against
+/// the certificate's), gets an answer; no certificate, none.
+fn peers_need_a_certificate(lab: &Lab) {
+    let url = "https://198.18.0.12:2380/version";
+    let pki = lab
+        .roots()
+        .join("data")
+        .join(&lab.name)
+        .join("nodes/node-1/etcd-pki");
+    let file = |f: &str| pki.join(f).display().to_string();
+    let (ca, cert, key) = (file("ca.crt"), file("peer.crt"), file("peer.key"));
+    let curl = [
+        "curl",
+        "-sS",
+        "--http1.1",
+        "--max-time",
+        "5",
+        "--cacert",
+        &ca,
+    ];
+    let with_cert = [&curl[..], &["--cert", &cert, "--key", &key, url]].concat();
+    let with_peer_cert = lab.on_node("node-1", &with_cert);
+    assert!(
+        with_peer_cert
+            .as_deref()
+            .is_ok_and(|v| v.contains("etcdserver")),
+        "{with_peer_cert:?}"
+    );
+    let anonymous = lab.on_switch(&[&curl[..], &[url]].concat());
+    assert!(anonymous.is_err(), "no certificate, yet: {anonymous:?}");
+}
+
+/// The HTTP code of `node`'s replica's /readyz, asked inside the node.
+fn readyz(lab: &Lab, node: &str) -> String {
+    let url = "https://127.0.0.1:6443/readyz";
+    let curl = ["curl", "-sk", "--max-time", "5", "-o", "/dev/null"];
+    let mut cmd = curl.to_vec();
+    cmd.extend(["-w", "%{http_code}", url]);
+    lab.on_node(node, &cmd)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
