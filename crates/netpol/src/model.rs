@@ -1,0 +1,150 @@
+//! What the policy core reads besides the policies: pods and namespaces, reduced to what
+//! NetworkPolicy looks at (labels, addresses, named container ports).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use cairn_semantics::selector::Labels;
+
+/// The label the API server puts on every Namespace (upstream's
+/// `kubernetes.io/metadata.name`), so a policy can select a namespace by name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The transport protocols a policy port names (`protocol`, TCP when absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    /// The API's spelling (`TCP`, `UDP`, `SCTP`); `None` for anything else.
+    pub fn from_api(s: &str) -> Option<Protocol> {
+        match s {
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        })
+    }
+}
+
+/// A pod by namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PodKey {
+    pub fn new(namespace: &str, name: &str) -> PodKey {
+        PodKey {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PodKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A named container port: what a named policy port resolves to on a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPort {
+    pub name: String,
+    pub protocol: Protocol,
+    pub port: u16,
+}
+
+/// A pod as policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    pub key: PodKey,
+    pub labels: Labels,
+    /// `status.podIPs`; empty until the pod has an address.
+    pub ips: Vec<IpAddr>,
+    pub node: Option<String>,
+    /// Host-network pods share their node's address: policy neither isolates them nor
+    /// lets a pod selector pick them as peers (upstream leaves both undefined).
+    pub host_network: bool,
+    /// Succeeded or Failed: no longer a peer or a target.
+    pub finished: bool,
+    pub named_ports: Vec<NamedPort>,
+}
+
+impl Pod {
+    /// The port number `name` has on this pod for `protocol`, if a container declares it.
+    pub fn named_port(&self, name: &str, protocol: Protocol) -> Option<u16> {
+        self.named_ports
+            .iter()
+            .find(|p| p.name == name && p.protocol == protocol)
+            .map(|p| p.port)
+    }
+
+    /// Whether the pod takes part in pod-network policy: addressed, running its own
+    /// network namespace, not finished.
+    pub fn on_pod_network(&self) -> bool {
+        !self.host_network && !self.finished && !self.ips.is_empty()
+    }
+}
+
+/// A namespace's labels, `kubernetes.io/metadata.name` included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    pub name: String,
+    pub labels: Labels,
+}
+
+impl Namespace {
+    /// A namespace with `labels`, and the name label the API server adds to every one.
+    pub fn new(name: &str, labels: Labels) -> Namespace {
+        let mut labels = labels;
+        labels
+            .entry(NAMESPACE_NAME_LABEL.to_string())
+            .or_insert_with(|| name.to_string());
+        Namespace {
+            name: name.to_string(),
+            labels,
+        }
+    }
+}
+
+/// Every pod and namespace, as the node's watches see them.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    pub pods: BTreeMap<PodKey, Pod>,
+    pub namespaces: BTreeMap<String, Namespace>,
+}
+
+impl Cluster {
+    pub fn add_pod(&mut self, pod: Pod) {
+        self.pods.insert(pod.key.clone(), pod);
+    }
+
+    pub fn add_namespace(&mut self, ns: Namespace) {
+        self.namespaces.insert(ns.name.clone(), ns);
+    }
+
+    /// A namespace's labels; a namespace not (yet) seen has only its name label.
+    pub fn namespace_labels(&self, name: &str) -> Labels {
+        match self.namespaces.get(name) {
+            Some(ns) => ns.labels.clone(),
+            None => Namespace::new(name, Labels::new()).labels,
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Each pod's effective policy: which policies isolate it for ingress and egress, and what
+//! each of their rules allows, with peers resolved to addresses and named ports to
+//! numbers. Ingress named ports are resolved on the pod itself (the port it serves);
+//! egress named ports on each destination pod, so one egress rule may become one allowance
+//! per port number. A named port cannot be resolved on an `ipBlock` peer and matches
+//! nothing there (as Calico and Cilium do).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use crate::compile::{Block, CompiledPolicy, Peer, PolicyKey, PortNumber, PortSpec, Rule};
+use crate::model::{Cluster, Pod, PodKey, Protocol};
+
+/// A pod's policy in both directions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodPolicy {
+    pub pod: PodKey,
+    pub ips: Vec<IpAddr>,
+    pub ingress: Isolation,
+    pub egress: Isolation,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// No policy selects the pod for this direction: everything is allowed.
+    Open,
+    /// Allowed is what any allowance allows; nothing when there is none.
+    Isolated(Vec<Allowance>),
+}
+
+/// What one rule of one policy allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowance {
+    pub policy: PolicyKey,
+    pub peers: Peers,
+    pub ports: Ports,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peers {
+    Any,
+    Listed {
+        addresses: BTreeSet<IpAddr>,
+        blocks: Vec<Block>,
+    },
+}
+
+impl Peers {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match self {
+            Peers::Any => true,
+            Peers::Listed { addresses, blocks } => {
+                addresses.contains(&ip) || blocks.iter().any(|b| b.contains(ip))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ports {
+    Any,
+    /// Matches nothing when empty (every named port failed to resolve).
+    Listed(Vec<PortRange>),
+}
+
+impl Ports {
+    pub fn contains(&self, protocol: Protocol, port: u16) -> bool {
+        match self {
+            Ports::Any => true,
+            Ports::Listed(ranges) => ranges
+                .iter()
+                .any(|r| r.protocol == protocol && (r.first..=r.last).contains(&port)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortRange {
+    pub protocol: Protocol,
+    pub first: u16,
+    pub last: u16,
+}
+
+impl Isolation {
+    /// Whether traffic with `peer` on `protocol`/`port` is allowed in this direction.
+    pub fn admits(&self, peer: IpAddr, protocol: Protocol, port: u16) -> bool {
+        match self {
+            Isolation::Open => true,
+            Isolation::Isolated(allowances) => allowances
+                .iter()
+                .any(|a| a.peers.contains(peer) && a.ports.contains(protocol, port)),
+        }
+    }
+
+    pub fn is_isolated(&self) -> bool {
+        matches!(self, Isolation::Isolated(_))
+    }
+}
+
+/// The effective policy of every pod on `node` that is on the pod network.
+pub fn for_node(
+    policies: &[CompiledPolicy],
+    cluster: &Cluster,
+    node: &str,
+) -> BTreeMap<PodKey, PodPolicy> {
+    cluster
+        .pods
+        .values()
+        .filter(|p| p.node.as_deref() == Some(node) && p.on_pod_network())
+        .map(|p| (p.key.clone(), effective(policies, cluster, p)))
+        .collect()
+}
+
+/// `pod`'s effective policy. Host-network and finished pods are never isolated.
+pub fn effective(policies: &[CompiledPolicy], cluster: &Cluster, pod: &Pod) -> PodPolicy {
+    let selecting: Vec<&CompiledPolicy> = policies
+        .iter()
+        .filter(|p| pod.on_pod_network() && p.selects(&pod.key.namespace, &pod.labels))
+        .collect();
+    let ingress = isolation(
+        &selecting,
+        |p| p.ingress.as_deref(),
+        |policy, rule| vec![ingress_allowance(policy, rule, cluster, pod)],
+    );
+    let egress = isolation(
+        &selecting,
+        |p| p.egress.as_deref(),
+        |policy, rule| egress_allowances(policy, rule, cluster),
+    );
+    PodPolicy {
+        pod: pod.key.clone(),
+        ips: pod.ips.clone(),
+        ingress,
+        egress,
+    }
+}
+
+fn isolation<'a>(
+    selecting: &[&'a CompiledPolicy],
+    rules_of: impl Fn(&'a CompiledPolicy) -> Option<&'a [Rule]>,
+    allow: impl Fn(&PolicyKey, &Rule) -> Vec<Allowance>,
+) -> Isolation {
+    let mut isolated = false;
+    let mut allowances = Vec::new();
+    for policy in selecting {
+        if let Some(rules) = rules_of(policy) {
+            isolated = true;
+            for rule in rules {
+                allowances.extend(allow(&policy.key, rule));
+            }
+        }
+    }
+    match isolated {
+        false => Isolation::Open,
+        true => Isolation::Isolated(allowances),
+    }
+}
+
+/// The pods a peer list names (every pod when `None`), and its address blocks.
+fn peer_pods<'c>(peers: Option<&[Peer]>, cluster: &'c Cluster) -> (Vec<&'c Pod>, Vec<Block>) {
+    let Some(peers) = peers else {
+        let all = cluster
+            .pods
+            .values()
+            .filter(|p| p.on_pod_network())
+            .collect();
+        return (all, Vec::new());
+    };
+    let mut blocks = Vec::new();
+    let mut selectors = Vec::new();
+    for peer in peers {
+        match peer {
+            Peer::Block(b) => blocks.push(b.clone()),
+            Peer::Pods { namespaces, pods } => selectors.push((namespaces, pods)),
+        }
+    }
+    let mut ns_labels = BTreeMap::new();
+    let pods = cluster
+        .pods
+        .values()
+        .filter(|p| p.on_pod_network())
+        .filter(|p| {
+            let ns = p.key.namespace.as_str();
+            let labels = ns_labels
+                .entry(ns)
+                .or_insert_with(|| cluster.namespace_labels(ns));
+            selectors
+                .iter()
+                .any(|(n, s)| n.matches(ns, labels) && s.matches(&p.labels))
+        })
+        .collect();
+    (pods, blocks)
+}
+
+fn addresses(pods: &[&Pod]) -> BTreeSet<IpAddr> {
+    pods.iter().flat_map(|p| p.ips.iter().copied()).collect()
+}
+
+fn ingress_allowance(
+    policy: &PolicyKey,
+    rule: &Rule,
+    cluster: &Cluster,
+    target: &Pod,
+) -> Allowance {
+    let peers = match &rule.peers {
+        None => Peers::Any,
+        Some(list) => {
+            let (pods, blocks) = peer_pods(Some(list), cluster);
+            Peers::Listed {
+                addresses: addresses(&pods),
+                blocks,
+            }
+        }
+    };
+    let ports = match &rule.ports {
+        None => Ports::Any,
+        Some(specs) => Ports::Listed(specs.iter().filter_map(|s| resolve_on(s, target)).collect()),
+    };
+    Allowance {
+        policy: policy.clone(),
+        peers,
+        ports,
+    }
+}
+
+/// A numbered port spec as a range; `None` for a named one.
+fn numbered(spec: &PortSpec) -> Option<PortRange> {
+    let (first, last) = match &spec.port {
+        PortNumber::All => (1, u16::MAX),
+        PortNumber::Range(a, b) => (*a, *b),
+        PortNumber::Named(_) => return None,
+    };
+    Some(PortRange {
+        protocol: spec.protocol,
+        first,
+        last,
+    })
+}
+
+/// A port spec as a range on `pod` (a named port by the pod's container ports).
+fn resolve_on(spec: &PortSpec, pod: &Pod) -> Option<PortRange> {
+    match &spec.port {
+        PortNumber::Named(name) => pod.named_port(name, spec.protocol).map(|n| PortRange {
+            protocol: spec.protocol,
+            first: n,
+            last: n,
+        }),
+        _ => numbered(spec),
+    }
+}
+
+/// An egress rule's allowances: one for its numbered ports to every peer, and one per
+/// (named port, number) to the peer pods that serve that name on that number.
+fn egress_allowances(policy: &PolicyKey, rule: &Rule, cluster: &Cluster) -> Vec<Allowance> {
+    let allowance = |peers, ports| Allowance {
+        policy: policy.clone(),
+        peers,
+        ports,
+    };
+    let (pods, blocks) = peer_pods(rule.peers.as_deref(), cluster);
+    let all_peers = || match rule.peers {
+        None => Peers::Any,
+        Some(_) => Peers::Listed {
+            addresses: addresses(&pods),
+            blocks: blocks.clone(),
+        },
+    };
+    let Some(specs) = &rule.ports else {
+        return vec![allowance(all_peers(), Ports::Any)];
+    };
+    let mut out = Vec::new();
+    let numbered: Vec<PortRange> = specs.iter().filter_map(numbered).collect();
+    if !numbered.is_empty() {
+        out.push(allowance(all_peers(), Ports::Listed(numbered)));
+    }
+    let mut by_number: BTreeMap<PortRange, BTreeSet<IpAddr>> = BTreeMap::new();
+    for spec in specs
+        .iter()
+        .filter(|s| matches!(s.port, PortNumber::Named(_)))
+    {
+        for pod in &pods {
+            if let Some(range) = resolve_on(spec, pod) {
+                by_number
+                    .entry(range)
+                    .or_default()
+                    .extend(pod.ips.iter().copied());
+            }
+        }
+    }
+    for (range, addresses) in by_number {
+        let peers = Peers::Listed {
+            addresses,
+            blocks: Vec::new(),
+        };
+        out.push(allowance(peers, Ports::Listed(vec![range])));
+    }
+    out
+}
