@@ -6,6 +6,7 @@
 //! - [`resolve`]: a pod's effective policy: isolation per direction, peers as addresses
 //!   and blocks, named ports as numbers.
 //! - [`verdict`]: reachability between two pods, for the truth tables.
+//! - [`nft`]: a node's policy as nftables state, and the transactions between states.
 //!
 //! The rules (`networking.k8s.io/v1`): a pod is isolated for a direction when a policy of
 //! its namespace selects it with that type; then it allows the union of every selecting
@@ -17,12 +18,16 @@
 
 pub mod compile;
 pub mod model;
+pub mod nft;
 pub mod resolve;
 pub mod verdict;
 
 pub use compile::{CompileError, CompiledPolicy, PolicyKey};
 pub use model::{Cluster, NamedPort, Namespace, Pod, PodKey, Protocol};
-pub use resolve::{effective, for_node, Allowance, Isolation, Peers, PodPolicy, Ports};
+pub use resolve::{
+    effective, for_node, Allowance, Direction, Isolation, Origin, Peers, PodPolicy, PortRange,
+    Ports,
+};
 pub use verdict::reachable;
 
 #[cfg(test)]

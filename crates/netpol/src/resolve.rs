@@ -24,16 +24,36 @@ pub struct PodPolicy {
 pub enum Isolation {
     /// No policy selects the pod for this direction: everything is allowed.
     Open,
-    /// Allowed is what any allowance allows; nothing when there is none.
-    Isolated(Vec<Allowance>),
+    /// By `policies`; allowed is what any allowance allows, nothing when there is none.
+    Isolated {
+        policies: Vec<PolicyKey>,
+        allowed: Vec<Allowance>,
+    },
 }
 
 /// What one rule of one policy allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allowance {
     pub policy: PolicyKey,
+    /// Which rule: its peers are the same for every pod the policy selects, so a
+    /// dataplane keeps one set of them per origin.
+    pub origin: Origin,
     pub peers: Peers,
     pub ports: Ports,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Direction {
+    Ingress,
+    Egress,
+}
+
+/// A rule of a policy, and for an egress named port the number it resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    pub direction: Direction,
+    pub rule: usize,
+    pub named: Option<PortRange>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +94,7 @@ impl Ports {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PortRange {
     pub protocol: Protocol,
     pub first: u16,
@@ -86,14 +106,14 @@ impl Isolation {
     pub fn admits(&self, peer: IpAddr, protocol: Protocol, port: u16) -> bool {
         match self {
             Isolation::Open => true,
-            Isolation::Isolated(allowances) => allowances
+            Isolation::Isolated { allowed, .. } => allowed
                 .iter()
                 .any(|a| a.peers.contains(peer) && a.ports.contains(protocol, port)),
         }
     }
 
     pub fn is_isolated(&self) -> bool {
-        matches!(self, Isolation::Isolated(_))
+        matches!(self, Isolation::Isolated { .. })
     }
 }
 
@@ -120,12 +140,12 @@ pub fn effective(policies: &[CompiledPolicy], cluster: &Cluster, pod: &Pod) -> P
     let ingress = isolation(
         &selecting,
         |p| p.ingress.as_deref(),
-        |policy, rule| vec![ingress_allowance(policy, rule, cluster, pod)],
+        |policy, i, rule| vec![ingress_allowance(policy, (i, rule), cluster, pod)],
     );
     let egress = isolation(
         &selecting,
         |p| p.egress.as_deref(),
-        |policy, rule| egress_allowances(policy, rule, cluster),
+        |policy, i, rule| egress_allowances(policy, (i, rule), cluster),
     );
     PodPolicy {
         pod: pod.key.clone(),
@@ -138,21 +158,21 @@ pub fn effective(policies: &[CompiledPolicy], cluster: &Cluster, pod: &Pod) -> P
 fn isolation<'a>(
     selecting: &[&'a CompiledPolicy],
     rules_of: impl Fn(&'a CompiledPolicy) -> Option<&'a [Rule]>,
-    allow: impl Fn(&PolicyKey, &Rule) -> Vec<Allowance>,
+    allow: impl Fn(&PolicyKey, usize, &Rule) -> Vec<Allowance>,
 ) -> Isolation {
-    let mut isolated = false;
-    let mut allowances = Vec::new();
+    let mut policies = Vec::new();
+    let mut allowed = Vec::new();
     for policy in selecting {
         if let Some(rules) = rules_of(policy) {
-            isolated = true;
-            for rule in rules {
-                allowances.extend(allow(&policy.key, rule));
+            policies.push(policy.key.clone());
+            for (i, rule) in rules.iter().enumerate() {
+                allowed.extend(allow(&policy.key, i, rule));
             }
         }
     }
-    match isolated {
-        false => Isolation::Open,
-        true => Isolation::Isolated(allowances),
+    match policies.is_empty() {
+        true => Isolation::Open,
+        false => Isolation::Isolated { policies, allowed },
     }
 }
 
@@ -198,7 +218,7 @@ fn addresses(pods: &[&Pod]) -> BTreeSet<IpAddr> {
 
 fn ingress_allowance(
     policy: &PolicyKey,
-    rule: &Rule,
+    (index, rule): (usize, &Rule),
     cluster: &Cluster,
     target: &Pod,
 ) -> Allowance {
@@ -218,6 +238,11 @@ fn ingress_allowance(
     };
     Allowance {
         policy: policy.clone(),
+        origin: Origin {
+            direction: Direction::Ingress,
+            rule: index,
+            named: None,
+        },
         peers,
         ports,
     }
@@ -251,9 +276,18 @@ fn resolve_on(spec: &PortSpec, pod: &Pod) -> Option<PortRange> {
 
 /// An egress rule's allowances: one for its numbered ports to every peer, and one per
 /// (named port, number) to the peer pods that serve that name on that number.
-fn egress_allowances(policy: &PolicyKey, rule: &Rule, cluster: &Cluster) -> Vec<Allowance> {
-    let allowance = |peers, ports| Allowance {
+fn egress_allowances(
+    policy: &PolicyKey,
+    (index, rule): (usize, &Rule),
+    cluster: &Cluster,
+) -> Vec<Allowance> {
+    let allowance = |named, peers, ports| Allowance {
         policy: policy.clone(),
+        origin: Origin {
+            direction: Direction::Egress,
+            rule: index,
+            named,
+        },
         peers,
         ports,
     };
@@ -266,12 +300,12 @@ fn egress_allowances(policy: &PolicyKey, rule: &Rule, cluster: &Cluster) -> Vec<
         },
     };
     let Some(specs) = &rule.ports else {
-        return vec![allowance(all_peers(), Ports::Any)];
+        return vec![allowance(None, all_peers(), Ports::Any)];
     };
     let mut out = Vec::new();
     let numbered: Vec<PortRange> = specs.iter().filter_map(numbered).collect();
     if !numbered.is_empty() {
-        out.push(allowance(all_peers(), Ports::Listed(numbered)));
+        out.push(allowance(None, all_peers(), Ports::Listed(numbered)));
     }
     let mut by_number: BTreeMap<PortRange, BTreeSet<IpAddr>> = BTreeMap::new();
     for spec in specs
@@ -292,7 +326,7 @@ fn egress_allowances(policy: &PolicyKey, rule: &Rule, cluster: &Cluster) -> Vec<
             addresses,
             blocks: Vec::new(),
         };
-        out.push(allowance(peers, Ports::Listed(vec![range])));
+        out.push(allowance(Some(range), peers, Ports::Listed(vec![range])));
     }
     out
 }

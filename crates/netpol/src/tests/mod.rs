@@ -6,6 +6,7 @@
 //! loopback cells are not graded, as upstream does not grade them.
 
 mod compile;
+mod nft;
 mod truth_tables;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,149 @@
+//! From one desired state to the next: typed changes in the order one transaction needs
+//! them (everything new before the pod maps point at it, the maps before anything old is
+//! removed), printed as an `nft -f` script.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use super::desired::Desired;
+use super::ranges::AddrRange;
+use super::{EGRESS_MAP, INGRESS_MAP, TABLE};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    AddCounter(String),
+    DeleteCounter(String),
+    AddSet(String),
+    DeleteSet(String),
+    AddElements(String, Vec<AddrRange>),
+    DeleteElements(String, Vec<AddrRange>),
+    /// Adds the chain, or empties it when it exists, then its rules.
+    ReplaceChain(String, Vec<String>),
+    DeleteChain(String),
+    MapAdd(&'static str, Ipv4Addr, String),
+    MapDelete(&'static str, Ipv4Addr),
+}
+
+fn list<T: fmt::Display>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+    items.join(", ")
+}
+
+impl fmt::Display for Change {
+    /// The `nft` commands, one per line, without a final newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = format!("ip {TABLE}");
+        match self {
+            Change::AddCounter(c) => write!(f, "add counter {t} {c}"),
+            Change::DeleteCounter(c) => write!(f, "delete counter {t} {c}"),
+            Change::AddSet(s) => write!(f, "add set {t} {s} {{ type ipv4_addr; flags interval; }}"),
+            Change::DeleteSet(s) => write!(f, "delete set {t} {s}"),
+            Change::AddElements(s, e) => write!(f, "add element {t} {s} {{ {} }}", list(e)),
+            Change::DeleteElements(s, e) => write!(f, "delete element {t} {s} {{ {} }}", list(e)),
+            Change::ReplaceChain(c, rules) => {
+                write!(f, "add chain {t} {c}\nflush chain {t} {c}")?;
+                for rule in rules {
+                    write!(f, "\nadd rule {t} {c} {rule}")?;
+                }
+                Ok(())
+            }
+            Change::DeleteChain(c) => write!(f, "delete chain {t} {c}"),
+            Change::MapAdd(m, ip, c) => write!(f, "add element {t} {m} {{ {ip} : jump {c} }}"),
+            Change::MapDelete(m, ip) => write!(f, "delete element {t} {m} {{ {ip} }}"),
+        }
+    }
+}
+
+/// The changes from `old` to `new`; none when they are equal.
+pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
+    let mut out = Vec::new();
+    for c in new
+        .counters
+        .keys()
+        .filter(|c| !old.counters.contains_key(*c))
+    {
+        out.push(Change::AddCounter(c.clone()));
+    }
+    for (name, elements) in &new.sets {
+        let before = old.sets.get(name);
+        if before.is_none() {
+            out.push(Change::AddSet(name.clone()));
+        }
+        let empty = BTreeSet::new();
+        let before = before.unwrap_or(&empty);
+        // Removed first: a merged range may overlap the ones it replaces.
+        let gone: Vec<AddrRange> = before.difference(elements).copied().collect();
+        let added: Vec<AddrRange> = elements.difference(before).copied().collect();
+        if !gone.is_empty() {
+            out.push(Change::DeleteElements(name.clone(), gone));
+        }
+        if !added.is_empty() {
+            out.push(Change::AddElements(name.clone(), added));
+        }
+    }
+    for (name, rules) in &new.chains {
+        if old.chains.get(name) != Some(rules) {
+            out.push(Change::ReplaceChain(name.clone(), rules.clone()));
+        }
+    }
+    for (map, before, after) in [
+        (EGRESS_MAP, &old.egress, &new.egress),
+        (INGRESS_MAP, &old.ingress, &new.ingress),
+    ] {
+        for (ip, chain) in before {
+            if after.get(ip) != Some(chain) {
+                out.push(Change::MapDelete(map, *ip));
+            }
+        }
+        for (ip, chain) in after {
+            if before.get(ip) != Some(chain) {
+                out.push(Change::MapAdd(map, *ip, chain.clone()));
+            }
+        }
+    }
+    let chains = old.chains.keys().filter(|c| !new.chains.contains_key(*c));
+    out.extend(chains.map(|c| Change::DeleteChain(c.clone())));
+    let sets = old.sets.keys().filter(|s| !new.sets.contains_key(*s));
+    out.extend(sets.map(|s| Change::DeleteSet(s.clone())));
+    let counters = old
+        .counters
+        .keys()
+        .filter(|c| !new.counters.contains_key(*c));
+    out.extend(counters.map(|c| Change::DeleteCounter(c.clone())));
+    out
+}
+
+/// The changes as one `nft -f` transaction.
+pub fn script(changes: &[Change]) -> String {
+    let mut out = String::new();
+    for change in changes {
+        out.push_str(&change.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// The table's fixed part: the pod maps and the forward hook.
+fn skeleton() -> String {
+    format!(
+        "table ip {TABLE} {{\n\
+         \tmap {INGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
+         \tmap {EGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
+         \tchain forward {{\n\
+         \t\ttype filter hook forward priority filter; policy accept;\n\
+         \t\tct state established,related accept\n\
+         \t\tip saddr vmap @{EGRESS_MAP}\n\
+         \t\tip daddr vmap @{INGRESS_MAP}\n\
+         \t}}\n}}\n"
+    )
+}
+
+/// The whole table as one transaction that replaces whatever is there (a first sync, or
+/// one after an error): the old table's rules hold until the new one's commit.
+pub fn full_script(state: &Desired) -> String {
+    let mut out = format!("table ip {TABLE} {{}}\ndelete table ip {TABLE}\n");
+    out.push_str(&skeleton());
+    out.push_str(&script(&diff(&Desired::default(), state)));
+    out
+}

@@ -1,0 +1,212 @@
+//! A node's policy as nftables state: sets, pod chains, the two pod maps and the counters.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::ranges::{normalized, AddrRange};
+use crate::compile::PolicyKey;
+use crate::model::Protocol;
+use crate::resolve::{Allowance, Direction, Isolation, Origin, Peers, PodPolicy, Ports};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Desired {
+    /// Interval sets of peers, by name.
+    pub sets: BTreeMap<String, BTreeSet<AddrRange>>,
+    /// Pod chains and their rules, in order.
+    pub chains: BTreeMap<String, Vec<String>>,
+    /// An isolated pod's address to its ingress (egress) chain.
+    pub ingress: BTreeMap<Ipv4Addr, String>,
+    pub egress: BTreeMap<Ipv4Addr, String>,
+    /// The named counters, one per policy isolating a pod here: what they count.
+    pub counters: BTreeMap<String, PolicyKey>,
+}
+
+/// FNV-1a: names must stay the same across agent versions and restarts.
+fn fnv(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The set of an allowance's peers: named after its policy and rule.
+pub fn set_name(policy: &PolicyKey, origin: &Origin) -> String {
+    let direction = match origin.direction {
+        Direction::Ingress => "ingress",
+        Direction::Egress => "egress",
+    };
+    let named = origin
+        .named
+        .map(|r| format!("{}:{}", r.protocol, r.first))
+        .unwrap_or_default();
+    let rule = origin.rule.to_string();
+    let parts = [
+        policy.namespace.as_str(),
+        &policy.name,
+        direction,
+        &rule,
+        &named,
+    ];
+    format!("peers_{:016x}", fnv(&parts))
+}
+
+pub fn counter_name(policy: &PolicyKey) -> String {
+    format!("drops_{:016x}", fnv(&[&policy.namespace, &policy.name]))
+}
+
+pub fn chain_name(direction: Direction, ip: Ipv4Addr) -> String {
+    let prefix = match direction {
+        Direction::Ingress => "in",
+        Direction::Egress => "eg",
+    };
+    format!("{prefix}_{}", ip.to_string().replace('.', "_"))
+}
+
+fn ipv4s(ips: &[IpAddr]) -> Vec<Ipv4Addr> {
+    ips.iter()
+        .filter_map(|ip| match ip {
+            IpAddr::V4(v4) => Some(*v4),
+            IpAddr::V6(_) => None,
+        })
+        .collect()
+}
+
+impl Desired {
+    /// The state for these pods' policies (a node's: [`crate::for_node`]).
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a PodPolicy>) -> Desired {
+        let mut desired = Desired::default();
+        for pod in pods {
+            desired.add_pod(pod);
+        }
+        desired
+    }
+
+    fn add_pod(&mut self, pod: &PodPolicy) {
+        let ips = ipv4s(&pod.ips);
+        let Some(first) = ips.first().copied() else {
+            return;
+        };
+        for (direction, isolation) in [
+            (Direction::Ingress, &pod.ingress),
+            (Direction::Egress, &pod.egress),
+        ] {
+            let Isolation::Isolated { policies, allowed } = isolation else {
+                continue;
+            };
+            let chain = chain_name(direction, first);
+            let mut rules: Vec<String> = allowed
+                .iter()
+                .flat_map(|a| self.allowance_rules(direction, a))
+                .collect();
+            rules.push(self.drop_rule(policies));
+            self.chains.insert(chain.clone(), rules);
+            let map = match direction {
+                Direction::Ingress => &mut self.ingress,
+                Direction::Egress => &mut self.egress,
+            };
+            for ip in &ips {
+                map.insert(*ip, chain.clone());
+            }
+        }
+    }
+
+    fn allowance_rules(&mut self, direction: Direction, a: &Allowance) -> Vec<String> {
+        let field = match direction {
+            Direction::Ingress => "saddr",
+            Direction::Egress => "daddr",
+        };
+        let peers = match &a.peers {
+            Peers::Any => None,
+            Peers::Listed { addresses, blocks } => {
+                let name = set_name(&a.policy, &a.origin);
+                let elements = normalized(addresses, blocks).into_iter().collect();
+                self.sets.insert(name.clone(), elements);
+                Some(format!("ip {field} @{name}"))
+            }
+        };
+        port_matches(&a.ports)
+            .into_iter()
+            .map(|ports| {
+                let parts: Vec<&str> = [peers.as_deref(), ports.as_deref(), Some("return")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                parts.join(" ")
+            })
+            .collect()
+    }
+
+    fn drop_rule(&mut self, policies: &[PolicyKey]) -> String {
+        let mut rule = String::new();
+        for policy in policies {
+            let name = counter_name(policy);
+            rule.push_str(&format!("counter name {name} "));
+            self.counters.insert(name, policy.clone());
+        }
+        rule.push_str("drop");
+        rule
+    }
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+        Protocol::Sctp => "sctp",
+    }
+}
+
+/// One match per protocol (`None`: any port of any protocol); none at all when the port
+/// list resolved to nothing, so the allowance allows nothing.
+fn port_matches(ports: &Ports) -> Vec<Option<String>> {
+    let Ports::Listed(ranges) = ports else {
+        return vec![None];
+    };
+    let mut by_protocol: BTreeMap<Protocol, Vec<(u16, u16)>> = BTreeMap::new();
+    for r in ranges {
+        by_protocol
+            .entry(r.protocol)
+            .or_default()
+            .push((r.first, r.last));
+    }
+    by_protocol
+        .into_iter()
+        .map(|(protocol, ranges)| {
+            let name = protocol_name(protocol);
+            let ranges = merged(ranges);
+            if ranges.iter().any(|r| r.0 <= 1 && r.1 == u16::MAX) {
+                return Some(format!("meta l4proto {name}"));
+            }
+            let items: Vec<String> = ranges
+                .iter()
+                .map(|r| match r.0 == r.1 {
+                    true => r.0.to_string(),
+                    false => format!("{}-{}", r.0, r.1),
+                })
+                .collect();
+            let ports = match items.len() {
+                1 => items.join(""),
+                _ => format!("{{ {} }}", items.join(", ")),
+            };
+            Some(format!("meta l4proto {name} th dport {ports}"))
+        })
+        .collect()
+}
+
+/// Sorted port ranges with overlapping and touching ones merged: an anonymous interval
+/// set refuses overlaps.
+fn merged(mut ranges: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u16, u16)> = Vec::new();
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}

@@ -1,0 +1,155 @@
+//! The nftables state of upstream's model on one node, and the changes between states.
+
+use serde_json::json;
+
+use super::{ip_of, Model};
+use crate::nft::batch::{diff, script, Change};
+use crate::nft::desired::{chain_name, counter_name};
+use crate::nft::{full_script, Desired};
+use crate::resolve::{for_node, Direction};
+
+fn desired(m: &Model) -> Desired {
+    let policies: Vec<_> = m.policies.values().cloned().collect();
+    Desired::from_pods(for_node(&policies, &m.cluster, "node-1").values())
+}
+
+fn v4(pod: &str) -> std::net::Ipv4Addr {
+    match ip_of(pod) {
+        std::net::IpAddr::V4(v4) => v4,
+        std::net::IpAddr::V6(_) => unreachable!(),
+    }
+}
+
+fn x_a_from_pod(labels: serde_json::Value) -> serde_json::Value {
+    json!({"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": labels}}], "ports": [{"port": 80}, {"port": 81}, {"port": 90}]}]})
+}
+
+#[test]
+fn a_deny_all_isolates_every_pod_of_its_namespace_and_counts_drops() {
+    let mut m = Model::new();
+    m.apply(
+        "x",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}),
+    );
+    let d = desired(&m);
+    assert_eq!(d.ingress.len(), 3);
+    assert!(d.egress.is_empty() && d.sets.is_empty());
+    let key = m.policies.keys().next().unwrap().clone();
+    let chain = chain_name(Direction::Ingress, v4("x/a"));
+    assert_eq!(d.ingress[&v4("x/a")], chain);
+    assert_eq!(
+        d.chains[&chain],
+        vec![format!("counter name {} drop", counter_name(&key))]
+    );
+    assert_eq!(d.counters[&counter_name(&key)], key);
+}
+
+#[test]
+fn an_allowance_reads_its_peers_from_a_set_and_its_ports_merged_per_protocol() {
+    let mut m = Model::new();
+    m.apply("x", "from-b", x_a_from_pod(json!({"pod": "b"})));
+    let d = desired(&m);
+    let (set, elements) = d.sets.iter().next().unwrap();
+    assert_eq!(
+        elements.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        vec!["10.244.1.11"]
+    );
+    let rules = &d.chains[&chain_name(Direction::Ingress, v4("x/a"))];
+    assert_eq!(
+        rules[0],
+        format!("ip saddr @{set} meta l4proto tcp th dport {{ 80-81, 90 }} return")
+    );
+    assert!(rules[1].ends_with(" drop"), "{rules:?}");
+}
+
+#[test]
+fn a_peer_label_change_is_an_element_update_and_nothing_else() {
+    let mut m = Model::new();
+    m.apply(
+        "x",
+        "from-updated",
+        x_a_from_pod(json!({"pod": "b", "pod2": "updated"})),
+    );
+    let before = desired(&m);
+    m.label_pod("x/b", &[("pod", "b"), ("pod2", "updated")]);
+    let after = desired(&m);
+    let changes = diff(&before, &after);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(matches!(&changes[0], Change::AddElements(_, e) if e.len() == 1));
+    m.label_pod("x/b", &[("pod", "b")]);
+    let changes = diff(&after, &desired(&m));
+    assert!(
+        matches!(&changes[..], [Change::DeleteElements(_, e)] if e.len() == 1),
+        "{changes:?}"
+    );
+    assert!(diff(&after, &after).is_empty());
+}
+
+#[test]
+fn a_new_pod_selected_by_a_policy_is_one_chain_and_its_map_element() {
+    let mut m = Model::new();
+    m.apply("x", "deny", json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": []}));
+    let before = desired(&m);
+    let mut pod = m.cluster.pods.values().next().unwrap().clone();
+    pod.key.name = "d".into();
+    pod.ips = vec!["10.244.1.99".parse().unwrap()];
+    m.cluster.add_pod(pod);
+    let changes = diff(&before, &desired(&m));
+    let kinds: Vec<&str> = changes
+        .iter()
+        .map(|c| match c {
+            Change::ReplaceChain(..) => "chain",
+            Change::MapAdd(..) => "map",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["chain", "chain", "map", "map"], "{changes:?}");
+}
+
+#[test]
+fn an_ip_block_less_its_exceptions_is_merged_ranges() {
+    let mut m = Model::new();
+    let except = format!("{}/32", ip_of("y/b"));
+    m.apply(
+        "x",
+        "block",
+        json!({"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": [except]}},
+                              {"podSelector": {}}]}]}),
+    );
+    let d = desired(&m);
+    let elements: Vec<String> = d
+        .sets
+        .values()
+        .next()
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    // x's pods lie inside the block and merge into it.
+    assert_eq!(
+        elements,
+        ["10.0.0.0-10.244.2.10", "10.244.2.12-10.255.255.255"]
+    );
+}
+
+#[test]
+fn removing_every_policy_removes_maps_before_chains_and_sets() {
+    let mut m = Model::new();
+    m.apply("x", "from-b", x_a_from_pod(json!({"pod": "b"})));
+    let before = desired(&m);
+    m.delete_all_policies();
+    let changes = diff(&before, &desired(&m));
+    let text = script(&changes);
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {text}"))
+    };
+    assert!(at("delete element ip cairn-netpol ingress_pods") < at("delete chain"));
+    assert!(at("delete chain") < at("delete set"));
+    assert!(at("delete set") < at("delete counter"));
+    assert!(full_script(&Desired::default())
+        .starts_with("table ip cairn-netpol {}\ndelete table ip cairn-netpol\n"));
+}
