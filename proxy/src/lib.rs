@@ -8,4 +8,5 @@ pub mod cache;
 pub mod conntrack;
 pub mod health_check;
 pub mod metrics;
+pub mod netpol;
 pub mod sync_loop;

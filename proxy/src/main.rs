@@ -63,6 +63,11 @@ struct Cli {
     /// Remove stale UDP conntrack flows after syncs; `false` only to see what they break.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, hide = true)]
     conntrack_cleanup: bool,
+    /// Enforce NetworkPolicy on this node (nftables table `ip cairn-netpol`); needs
+    /// credentials that may read every Pod, Namespace and NetworkPolicy (the
+    /// `cairn:network-policy` role of `system:kube-proxy`).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    network_policy: bool,
     /// Remove everything the proxy owns for the mode, then exit.
     #[arg(long)]
     cleanup: bool,
@@ -237,6 +242,24 @@ async fn main() -> anyhow::Result<()> {
     let client = client(cli.kubeconfig.as_ref()).await?;
     let cidrs = nodeport_cidrs(&cli.nodeport_addresses, &client, &config.node_name).await?;
     let backend = backend(&cli, cidrs)?;
+    if cli.network_policy {
+        start_network_policy(&client, &config.node_name);
+    }
     run(client, config, backend).await?;
     Ok(())
+}
+
+/// The node's NetworkPolicy enforcement beside the proxy's own loop.
+fn start_network_policy(client: &kube::Client, node: &str) {
+    let nft = match cairn_netfilter::NftCommand::new() {
+        Ok(nft) => Arc::new(nft),
+        Err(e) => return tracing::warn!(error = %e, "NetworkPolicy is not enforced on this node"),
+    };
+    let (client, node) = (client.clone(), node.to_string());
+    tokio::spawn(async move {
+        let shutdown = std::future::pending();
+        if let Err(e) = cairn_proxy::netpol::run(client, node, nft, shutdown).await {
+            tracing::warn!(error = %e, "network policy enforcement stopped");
+        }
+    });
 }

@@ -148,3 +148,57 @@ impl Cluster {
         }
     }
 }
+
+impl Pod {
+    /// The pod as policy sees it, from the API's object.
+    pub fn from_k8s(pod: &k8s_openapi::api::core::v1::Pod) -> Pod {
+        let meta = &pod.metadata;
+        let spec = pod.spec.as_ref();
+        let status = pod.status.as_ref();
+        let mut ips: Vec<IpAddr> = status
+            .and_then(|s| s.pod_ips.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|ip| ip.ip.parse().ok())
+            .collect();
+        if ips.is_empty() {
+            ips.extend(
+                status
+                    .and_then(|s| s.pod_ip.as_deref())
+                    .and_then(|ip| ip.parse::<IpAddr>().ok()),
+            );
+        }
+        let phase = status.and_then(|s| s.phase.as_deref());
+        let named_ports = spec
+            .into_iter()
+            .flat_map(|s| s.containers.iter())
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter_map(|p| {
+                Some(NamedPort {
+                    name: p.name.clone()?,
+                    protocol: Protocol::from_api(p.protocol.as_deref().unwrap_or("TCP"))?,
+                    port: u16::try_from(p.container_port).ok()?,
+                })
+            })
+            .collect();
+        Pod {
+            key: PodKey::new(
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default(),
+            ),
+            labels: meta.labels.clone().unwrap_or_default(),
+            ips,
+            node: spec.and_then(|s| s.node_name.clone()),
+            host_network: spec.and_then(|s| s.host_network).unwrap_or(false),
+            finished: matches!(phase, Some("Succeeded" | "Failed")),
+            named_ports,
+        }
+    }
+}
+
+impl Namespace {
+    pub fn from_k8s(ns: &k8s_openapi::api::core::v1::Namespace) -> Namespace {
+        let name = ns.metadata.name.as_deref().unwrap_or_default();
+        Namespace::new(name, ns.metadata.labels.clone().unwrap_or_default())
+    }
+}

@@ -15,6 +15,10 @@
 //!   ConfigMaps are not here: a node reads only those of its own pods, and
 //!   `kube-system/extension-apiserver-authentication` (the client CA its port checks
 //!   client certificates against) through upstream's Role for reading it.
+//! - `cairn:network-policy` (user `system:kube-proxy`): cairn-proxy enforces
+//!   NetworkPolicy on its node, and reads every policy, Pod and Namespace for it (peers
+//!   are pods of any node), as kube-router's and Calico's ServiceAccounts do. Not the
+//!   node's identity: the Node authorizer keeps a node to its own pods.
 //! - `cairn:kube-apiserver-kubelet-client`: the API server's client certificate for the
 //!   agents' ports gets `system:kubelet-api-admin` (kubeadm binds its
 //!   `kube-apiserver-kubelet-client` the same way).
@@ -27,6 +31,7 @@ use super::{cluster_binding, cluster_role, group, rule, user};
 
 pub const CONTROLLER_MANAGER_ROLE: &str = "cairn:controller-manager";
 pub const NODE_ROLE: &str = "cairn:node";
+pub const NETWORK_POLICY_ROLE: &str = "cairn:network-policy";
 /// The user of the API server's client certificate for the agents' ports.
 pub const KUBELET_API_CLIENT: &str = "kube-apiserver-kubelet-client";
 
@@ -79,6 +84,17 @@ pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
     vec![
         cluster_role(CONTROLLER_MANAGER_ROLE, controllers),
         cluster_role(NODE_ROLE, node_extras()),
+        cluster_role(
+            NETWORK_POLICY_ROLE,
+            vec![
+                rule(&["get", "list", "watch"], &[""], &["pods", "namespaces"]),
+                rule(
+                    &["get", "list", "watch"],
+                    &["networking.k8s.io"],
+                    &["networkpolicies"],
+                ),
+            ],
+        ),
     ]
 }
 
@@ -124,6 +140,7 @@ pub fn bindings() -> Vec<ClusterRoleBinding> {
             vec![user("system:kube-controller-manager")],
         ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
+        cluster_binding(NETWORK_POLICY_ROLE, vec![user("system:kube-proxy")]),
         binding_of(
             "cairn:kube-apiserver-kubelet-client",
             "system:kubelet-api-admin",

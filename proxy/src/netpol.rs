@@ -1,0 +1,183 @@
+//! NetworkPolicy enforcement on this node (issue 32's dataplane), beside the service
+//! proxy: reflectors of NetworkPolicies, Pods and Namespaces; on any change the
+//! node's nftables state is computed again (`cairn-netpol`) and the difference from what
+//! was applied goes to the kernel as one transaction. The first sync, and the one after a
+//! failed apply, replaces the whole table atomically. The table outlives the agent, so a
+//! restarted agent leaves policy in force until its first sync replaces it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_netfilter::NftDriver;
+use cairn_netpol::nft::batch::{diff, script};
+use cairn_netpol::nft::{full_script, Desired};
+use cairn_netpol::{for_node, Cluster, CompiledPolicy, Namespace, Pod};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace as K8sNamespace, Pod as K8sPod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{reflector as reflect, watcher, WatchStreamExt};
+use kube::Api;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyControllerError {
+    #[error("the {0} watch ended before its first list: {1}")]
+    Watch(&'static str, String),
+}
+
+/// The three stores the policy is computed from.
+struct Stores {
+    policies: Store<NetworkPolicy>,
+    pods: Store<K8sPod>,
+    namespaces: Store<K8sNamespace>,
+}
+
+/// Follows every object of kind `K` into a store; each event wakes `notify`.
+fn follow<K>(api: Api<K>, notify: &Arc<Notify>, what: &'static str) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflect(writer, watcher(api, watcher::Config::default())).default_backoff();
+    let notify = Arc::clone(notify);
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            if let Err(e) = event {
+                warn!(error = %e, what, "policy watch failed; retrying");
+            }
+            notify.notify_one();
+        }
+    });
+    reader
+}
+
+impl Stores {
+    /// The node's desired state from what the stores hold now. A policy that cannot be
+    /// read (the API refuses those) is left out and logged.
+    fn desired(&self, node: &str) -> Desired {
+        let policies: Vec<CompiledPolicy> = self
+            .policies
+            .state()
+            .iter()
+            .filter_map(|p| match CompiledPolicy::compile(p) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    warn!(error = %e, "NetworkPolicy left out");
+                    None
+                }
+            })
+            .collect();
+        let mut cluster = Cluster::default();
+        for ns in self.namespaces.state() {
+            cluster.add_namespace(Namespace::from_k8s(&ns));
+        }
+        for pod in self.pods.state() {
+            cluster.add_pod(Pod::from_k8s(&pod));
+        }
+        Desired::from_pods(for_node(&policies, &cluster, node).values())
+    }
+}
+
+/// Applies `next` over `applied` (everything when `None`); what is in force after.
+fn apply(nft: &dyn NftDriver, applied: Option<&Desired>, next: Desired) -> Option<Desired> {
+    let text = match applied {
+        Some(before) if *before == next => return Some(next),
+        Some(before) => script(&diff(before, &next)),
+        None => full_script(&next),
+    };
+    match nft.apply(&text) {
+        Ok(()) => Some(next),
+        Err(e) => {
+            warn!(error = %e, "applying network policy failed; replacing the table next");
+            None
+        }
+    }
+}
+
+/// Runs until `shutdown` completes.
+pub async fn run(
+    client: kube::Client,
+    node: String,
+    nft: Arc<dyn NftDriver>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), PolicyControllerError> {
+    let notify = Arc::new(Notify::new());
+    let stores = Stores {
+        policies: follow(Api::all(client.clone()), &notify, "networkpolicies"),
+        pods: follow(Api::all(client.clone()), &notify, "pods"),
+        namespaces: follow(Api::all(client), &notify, "namespaces"),
+    };
+    for (what, ready) in [
+        ("networkpolicies", stores.policies.wait_until_ready().await),
+        ("pods", stores.pods.wait_until_ready().await),
+        ("namespaces", stores.namespaces.wait_until_ready().await),
+    ] {
+        ready.map_err(|e| PolicyControllerError::Watch(what, e.to_string()))?;
+    }
+    info!(%node, "network policy controller in sync");
+    tokio::pin!(shutdown);
+    let mut applied: Option<Desired> = None;
+    loop {
+        applied = apply(nft.as_ref(), applied.as_ref(), stores.desired(&node));
+        let retry = applied.is_none();
+        tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            _ = notify.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(2)), if retry => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::BTreeSet;
+
+    use cairn_netfilter::RecordingNft;
+    use cairn_netpol::nft::AddrRange;
+
+    use super::*;
+
+    fn state(peers: &[&str]) -> Desired {
+        let mut d = Desired::default();
+        let elements: BTreeSet<AddrRange> = peers
+            .iter()
+            .map(|p| AddrRange(p.parse().unwrap(), p.parse().unwrap()))
+            .collect();
+        d.sets.insert("peers_1".into(), elements);
+        d
+    }
+
+    #[test]
+    fn the_first_sync_replaces_the_table_then_only_differences_go_and_a_failure_replaces_again() {
+        let nft = RecordingNft::default();
+        let applied = apply(&nft, None, state(&["10.244.1.2"]));
+        assert!(nft.scripts.lock()[0].starts_with("table ip cairn-netpol {}\ndelete table"));
+        let applied = apply(&nft, applied.as_ref(), state(&["10.244.1.2"]));
+        assert_eq!(
+            nft.scripts.lock().len(),
+            1,
+            "an unchanged state sends nothing"
+        );
+        let applied = apply(&nft, applied.as_ref(), state(&["10.244.1.2", "10.244.1.9"]));
+        assert_eq!(
+            nft.scripts.lock()[1],
+            "add element ip cairn-netpol peers_1 { 10.244.1.9 }\n"
+        );
+        *nft.fail_next.lock() = Some("Error: busy".into());
+        let applied = apply(&nft, applied.as_ref(), state(&["10.244.1.9"]));
+        assert!(applied.is_none());
+        apply(&nft, None, state(&["10.244.1.9"]));
+        assert!(nft.scripts.lock()[2].starts_with("table ip cairn-netpol {}\ndelete table"));
+    }
+}
