@@ -15,8 +15,9 @@ cairn_unlink_cni() {
 }
 
 # cairn_forget_network: removes the network state cairn-node made on this host, and
-# nothing else: nftables tables named cairn-* (the proxy's, its shards and IPVS helper
-# table, the CNI plugin's and the network controller's masquerading), iptables chains
+# nothing else: nftables tables named cairn-* (the proxy's, its shards, its network
+# policy table and IPVS helper table, the CNI plugin's and the network controller's
+# masquerading), iptables chains
 # named CAIRN-* with the rules that jump to them, the vxlan devices cairn.<VNI>, the IPVS
 # dummy link cairn-ipvs0, the bridge named in cairn's own CNI config (only if that config
 # is cairn's), that config, cairn's subnet file and its IPAM state. Run by the packages'

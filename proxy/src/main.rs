@@ -68,7 +68,8 @@ struct Cli {
     /// `cairn:network-policy` role of `system:kube-proxy`).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     network_policy: bool,
-    /// Remove everything the proxy owns for the mode, then exit.
+    /// Remove everything the proxy owns for the mode and its network policy table, then
+    /// exit.
     #[arg(long)]
     cleanup: bool,
 }
@@ -220,7 +221,7 @@ async fn main() -> anyhow::Result<()> {
         backend(&cli, Vec::new())?
             .cleanup()
             .context("cleaning up")?;
-        return Ok(());
+        return cairn_proxy::netpol::cleanup().context("removing the network policy table");
     }
     let node_name = match &cli.hostname_override {
         Some(n) => n.clone(),

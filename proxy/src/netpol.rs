@@ -104,6 +104,19 @@ fn apply(nft: &dyn NftDriver, applied: Option<&Desired>, next: Desired) -> Optio
     }
 }
 
+/// Removes the policy table (`cairn-proxy --cleanup`); nothing to do when it is absent.
+pub fn cleanup() -> Result<(), cairn_netfilter::NftError> {
+    let nft = match cairn_netfilter::NftCommand::new() {
+        Ok(nft) => nft,
+        Err(cairn_netfilter::NftError::Missing) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if nft.table_exists("ip", cairn_netpol::nft::TABLE)? {
+        nft.apply(&format!("delete table ip {}\n", cairn_netpol::nft::TABLE))?;
+    }
+    Ok(())
+}
+
 /// Runs until `shutdown` completes.
 pub async fn run(
     client: kube::Client,
