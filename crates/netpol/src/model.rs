@@ -11,35 +11,7 @@ use cairn_semantics::selector::Labels;
 /// `kubernetes.io/metadata.name`), so a policy can select a namespace by name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// The transport protocols a policy port names (`protocol`, TCP when absent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    Tcp,
-    Udp,
-    Sctp,
-}
-
-impl Protocol {
-    /// The API's spelling (`TCP`, `UDP`, `SCTP`); `None` for anything else.
-    pub fn from_api(s: &str) -> Option<Protocol> {
-        match s {
-            "TCP" => Some(Protocol::Tcp),
-            "UDP" => Some(Protocol::Udp),
-            "SCTP" => Some(Protocol::Sctp),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Protocol::Tcp => "TCP",
-            Protocol::Udp => "UDP",
-            Protocol::Sctp => "SCTP",
-        })
-    }
-}
+pub use cairn_semantics::protocol::Protocol;
 
 /// A pod by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -112,14 +112,11 @@ impl Authority {
         names: &[String],
         lifetime: Duration,
     ) -> Result<IssuedCert, PkiError> {
-        let mut params = leaf_params(common_name, &[], lifetime);
-        params.subject_alt_names = names
-            .iter()
-            .map(|n| san(n))
-            .collect::<Result<_, _>>()
-            .map_err(generate_err(common_name))?;
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        self.sign(params, common_name)
+        let usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        self.sign(
+            named_leaf(common_name, names, lifetime, usages)?,
+            common_name,
+        )
     }
 
     /// A certificate for both ends of a connection, as etcd's members need: each serves
@@ -130,17 +127,14 @@ impl Authority {
         names: &[String],
         lifetime: Duration,
     ) -> Result<IssuedCert, PkiError> {
-        let mut params = leaf_params(common_name, &[], lifetime);
-        params.subject_alt_names = names
-            .iter()
-            .map(|n| san(n))
-            .collect::<Result<_, _>>()
-            .map_err(generate_err(common_name))?;
-        params.extended_key_usages = vec![
+        let usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ];
-        self.sign(params, common_name)
+        self.sign(
+            named_leaf(common_name, names, lifetime, usages)?,
+            common_name,
+        )
     }
 
     /// A client certificate for `user` in `groups` (CN = user, O = groups, as upstream's
@@ -209,6 +203,23 @@ fn leaf_params(
     params.serial_number = Some(random_serial());
     validity(&mut params, lifetime);
     params
+}
+
+/// A leaf's parameters for `names` (DNS names and IP addresses) and `usages`.
+fn named_leaf(
+    common_name: &str,
+    names: &[String],
+    lifetime: Duration,
+    usages: Vec<ExtendedKeyUsagePurpose>,
+) -> Result<CertificateParams, PkiError> {
+    let mut params = leaf_params(common_name, &[], lifetime);
+    params.subject_alt_names = names
+        .iter()
+        .map(|n| san(n))
+        .collect::<Result<_, _>>()
+        .map_err(generate_err(common_name))?;
+    params.extended_key_usages = usages;
+    Ok(params)
 }
 
 fn san(name: &str) -> Result<SanType, rcgen::Error> {

@@ -8,6 +8,7 @@
 pub mod cron;
 pub mod duration;
 pub mod pod_state;
+pub mod protocol;
 pub mod qos;
 pub mod quantity;
 pub mod quota;

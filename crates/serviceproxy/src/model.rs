@@ -3,32 +3,7 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    Tcp,
-    Udp,
-    Sctp,
-}
-
-impl Protocol {
-    pub fn parse(s: Option<&str>) -> Option<Protocol> {
-        match s.unwrap_or("TCP") {
-            "TCP" => Some(Protocol::Tcp),
-            "UDP" => Some(Protocol::Udp),
-            "SCTP" => Some(Protocol::Sctp),
-            _ => None,
-        }
-    }
-
-    /// The name nftables and iptables use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Tcp => "tcp",
-            Protocol::Udp => "udp",
-            Protocol::Sctp => "sctp",
-        }
-    }
-}
+pub use cairn_semantics::protocol::Protocol;
 
 /// `namespace/name:port-name`, kube-proxy's `ServicePortName`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

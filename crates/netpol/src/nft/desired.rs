@@ -152,14 +152,6 @@ impl Desired {
     }
 }
 
-fn protocol_name(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Tcp => "tcp",
-        Protocol::Udp => "udp",
-        Protocol::Sctp => "sctp",
-    }
-}
-
 /// One match per protocol (`None`: any port of any protocol); none at all when the port
 /// list resolved to nothing, so the allowance allows nothing.
 fn port_matches(ports: &Ports) -> Vec<Option<String>> {
@@ -176,7 +168,7 @@ fn port_matches(ports: &Ports) -> Vec<Option<String>> {
     by_protocol
         .into_iter()
         .map(|(protocol, ranges)| {
-            let name = protocol_name(protocol);
+            let name = protocol.as_str();
             let ranges = merged(ranges);
             if ranges.iter().any(|r| r.0 <= 1 && r.1 == u16::MAX) {
                 return Some(format!("meta l4proto {name}"));
