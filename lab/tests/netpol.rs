@@ -1,42 +1,51 @@
-//! NetworkPolicy enforced on a 2-node lab (host-gw, nftables proxy): pods x/a (a server
-//! with a readiness probe) and y/b on node-1, x/b and y/a on node-2 (clients). A default deny in x
-//! closes x/a to every pod while its kubelet probe (node-local) still passes; an allow
-//! from namespace y opens it to y's pods only, through its ClusterIP too (policy applies
-//! after DNAT); an egress deny in y closes y/b's way out; deleting the policies opens
-//! everything again. Each change is waited for and the time it took printed.
+//! NetworkPolicy enforced on a 2-node lab (host-gw, nftables proxy), on upstream's netpol
+//! model: namespaces x, y, z with pods a, b, c each (label `pod: <name>`), every pod
+//! serving HTTP on ports 80 and 81 and probing the others; a and c on node-1, b on
+//! node-2.
+//!
+//! First the behaviours one by one: a default deny in x closes x/a to every pod while its
+//! kubelet probe (node-local) still passes, and it stays closed while its node's proxy is
+//! killed and restarted; an allow from namespace y opens it to y's pods
+//! only, through its ClusterIP too (policy applies after DNAT); an egress deny closes a
+//! pod's way out; deleting the policies opens everything again.
+//!
+//! Then the truth tables: for each of upstream's cases (`test/e2e/network/netpol`) the
+//! policies are applied and every pod probes every other on TCP 80 and 81 until the whole
+//! 9×9 matrix is what `cairn-netpol`'s model says (loopback not graded, as upstream); the
+//! model is checked against upstream's expected tables by that crate's unit tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use cairn_netpol::{reachable, Cluster, CompiledPolicy, Namespace, Pod, PodKey, Protocol};
 use common::{eventually, Lab};
+use serde_json::{json, Value};
 
 const MINUTE: Duration = Duration::from_secs(60);
+const NAMESPACES: [&str; 3] = ["x", "y", "z"];
+const PODS: [&str; 3] = ["a", "b", "c"];
+const NS_NAME: &str = "kubernetes.io/metadata.name";
 
-/// x/a serves (httpd, with a readiness probe); the others are busybox clients.
-fn run_pod(lab: &Lab, ns: &str, name: &str, node: &str) {
-    let server = name == "a" && ns == "x";
-    let container = match server {
-        true => serde_json::json!({"name": name, "image": "httpd",
-            "readinessProbe": {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 1, "failureThreshold": 2}}),
-        false => {
-            serde_json::json!({"name": name, "image": "busybox", "command": ["sleep", "3600"]})
-        }
-    };
-    let spec = serde_json::json!({"spec": {"nodeName": node, "containers": [container]}});
-    let image = if server {
-        "--image=httpd"
-    } else {
-        "--image=busybox"
-    };
+/// A busybox pod serving its page on 80 and 81 (named as upstream's: `serve-80-tcp`),
+/// ready once port 80 answers.
+fn run_pod(lab: &Lab, ns: &str, name: &str) {
+    let node = if name == "b" { "node-2" } else { "node-1" };
+    let serve = "mkdir -p /w && echo 'It works!' > /w/index.html && httpd -p 80 -h /w && \
+                 httpd -p 81 -h /w && exec sleep 100000";
+    let ports = json!([{"name": "serve-80-tcp", "containerPort": 80}, {"name": "serve-81-tcp", "containerPort": 81}]);
+    let container = json!({"name": name, "image": "busybox", "command": ["sh", "-c", serve], "ports": ports,
+        "readinessProbe": {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 1, "failureThreshold": 2}});
+    let spec = json!({"spec": {"nodeName": node, "containers": [container]}});
     lab.kubectl(&[
         "-n",
         ns,
         "run",
         name,
-        image,
+        "--image=busybox",
         &format!("--labels=pod={name}"),
         "--overrides",
         &spec.to_string(),
@@ -49,7 +58,7 @@ fn ready(lab: &Lab, ns: &str, pod: &str) -> bool {
         .is_ok_and(|s| s == "True")
 }
 
-/// Whether `from` (`ns/pod`) gets x/a's page from `ip` on port 80 within 2 s.
+/// Whether `from` (`ns/pod`) gets the page from `ip` on port 80 within 2 s.
 fn reaches(lab: &Lab, from: &str, ip: &str) -> bool {
     let (ns, pod) = from.split_once('/').unwrap();
     let url = format!("http://{ip}/");
@@ -60,8 +69,8 @@ fn reaches(lab: &Lab, from: &str, ip: &str) -> bool {
         .is_ok_and(|page| page.contains("It works!"))
 }
 
-/// Waits until every `(from, reachable)` holds for `ip`; the time it took.
-fn expect(lab: &Lab, what: &str, ip: &str, cases: &[(&str, bool)]) -> Duration {
+/// Waits until every `(from, reachable)` holds for `ip`; prints how long it took.
+fn expect(lab: &Lab, what: &str, ip: &str, cases: &[(&str, bool)]) {
     let start = Instant::now();
     eventually(what, MINUTE, || {
         cases
@@ -69,41 +78,48 @@ fn expect(lab: &Lab, what: &str, ip: &str, cases: &[(&str, bool)]) -> Duration {
             .all(|(from, want)| reaches(lab, from, ip) == *want)
             .then_some(())
     });
-    let took = start.elapsed();
-    println!("{what}: {took:.1?}");
-    took
+    println!("{what}: {:.1?}", start.elapsed());
 }
 
-fn apply(lab: &Lab, policy: serde_json::Value) {
+fn policy(ns: &str, name: &str, spec: &Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"namespace": ns, "name": name}, "spec": spec})
+}
+
+fn apply(lab: &Lab, policies: &[Value]) {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": policies});
     let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), policy.to_string()).unwrap();
+    std::fs::write(file.path(), list.to_string()).unwrap();
     lab.kubectl(&["apply", "-f", &file.path().display().to_string()]);
 }
 
-fn policy(ns: &str, name: &str, spec: serde_json::Value) -> serde_json::Value {
-    serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": {"namespace": ns, "name": name}, "spec": spec})
+fn delete_policies(lab: &Lab) {
+    for ns in NAMESPACES {
+        lab.kubectl(&["-n", ns, "delete", "networkpolicy", "--all"]);
+    }
 }
 
 #[test]
 fn network_policies_are_enforced_on_every_node() {
     let lab = Lab::up("e2epol", 16503, &["--nodes=2"]);
-    for ns in ["x", "y"] {
+    for ns in NAMESPACES {
         lab.kubectl(&["create", "namespace", ns]);
+        for name in PODS {
+            run_pod(&lab, ns, name);
+        }
     }
-    for (ns, name, node) in [
-        ("x", "a", "node-1"),
-        ("x", "b", "node-2"),
-        ("y", "a", "node-2"),
-        ("y", "b", "node-1"),
-    ] {
-        run_pod(&lab, ns, name, node);
+    for ns in NAMESPACES {
+        for name in PODS {
+            eventually(&format!("{ns}/{name} ready"), 2 * MINUTE, || {
+                ready(&lab, ns, name).then_some(())
+            });
+        }
     }
-    for (ns, name) in [("x", "a"), ("x", "b"), ("y", "a"), ("y", "b")] {
-        eventually(&format!("{ns}/{name} ready"), 2 * MINUTE, || {
-            ready(&lab, ns, name).then_some(())
-        });
-    }
+    behaviours(&lab);
+    truth_tables(&lab);
+}
+
+fn behaviours(lab: &Lab) {
     let ip = lab.kubectl(&[
         "-n",
         "x",
@@ -114,31 +130,41 @@ fn network_policies_are_enforced_on_every_node() {
         "jsonpath={.status.podIP}",
     ]);
     let everyone = [("x/b", true), ("y/a", true), ("y/b", true)];
-    expect(&lab, "x/a open to all", &ip, &everyone);
+    expect(lab, "x/a open to all", &ip, &everyone);
 
-    apply(
-        &lab,
-        policy(
-            "x",
-            "deny",
-            serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
-        ),
-    );
+    let deny = json!({"podSelector": {}, "policyTypes": ["Ingress"]});
+    let targets = [
+        ("node-1", pod_ip(lab, "x", "a")),
+        ("node-2", pod_ip(lab, "x", "b")),
+    ];
+    apply(lab, &[policy("x", "deny", &deny)]);
+    programmed_on_both_nodes(lab, &targets);
     let nobody = [("x/b", false), ("y/a", false), ("y/b", false)];
-    expect(&lab, "default deny in x enforced", &ip, &nobody);
+    expect(lab, "default deny in x enforced", &ip, &nobody);
     assert!(
-        ready(&lab, "x", "a"),
+        ready(lab, "x", "a"),
         "the kubelet's probe of x/a must pass under a deny"
     );
+    // The rules outlive the proxy: killed and restarted, no window opens.
+    lab.lab(&["stop", "node-1", "proxy", "--kill"]);
+    assert!(
+        !reaches(lab, "y/b", &ip),
+        "open while node-1's proxy is down"
+    );
+    lab.lab(&["start", "node-1", "proxy"]);
+    assert!(
+        !reaches(lab, "y/b", &ip),
+        "open after node-1's proxy restarted"
+    );
 
-    let from_y = serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}}, "ingress": [{"from": [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "y"}}}]}]});
-    apply(&lab, policy("x", "allow-from-y", from_y));
+    let from_y = json!({"podSelector": {"matchLabels": {"pod": "a"}}, "ingress": [{"from": [
+        {"namespaceSelector": {"matchLabels": {NS_NAME: "y"}}}]}]});
+    apply(lab, &[policy("x", "allow-from-y", &from_y)]);
     let only_y = [("x/b", false), ("y/a", true), ("y/b", true)];
-    expect(&lab, "allow from y enforced", &ip, &only_y);
+    expect(lab, "allow from y enforced", &ip, &only_y);
 
     lab.kubectl(&["-n", "x", "expose", "pod", "a", "--port=80", "--name=web"]);
-    let cluster_ip = lab.kubectl(&[
+    let svc = lab.kubectl(&[
         "-n",
         "x",
         "get",
@@ -147,25 +173,653 @@ fn network_policies_are_enforced_on_every_node() {
         "-o",
         "jsonpath={.spec.clusterIP}",
     ]);
-    expect(
-        &lab,
-        "the ClusterIP obeys x/a's policy",
-        &cluster_ip,
-        &only_y,
-    );
+    expect(lab, "the ClusterIP obeys x/a's policy", &svc, &only_y);
 
-    let deny_egress = serde_json::json!({"podSelector": {"matchLabels": {"pod": "b"}}, "policyTypes": ["Egress"]});
-    apply(&lab, policy("y", "deny-egress", deny_egress));
+    let deny_egress =
+        json!({"podSelector": {"matchLabels": {"pod": "b"}}, "policyTypes": ["Egress"]});
+    apply(lab, &[policy("y", "deny-egress", &deny_egress)]);
     expect(
-        &lab,
+        lab,
         "egress deny of y/b enforced",
         &ip,
         &[("y/a", true), ("y/b", false)],
     );
-    assert!(ready(&lab, "x", "a"));
+    assert!(ready(lab, "x", "a"));
 
-    for ns in ["x", "y"] {
-        lab.kubectl(&["-n", ns, "delete", "networkpolicy", "--all"]);
+    delete_policies(lab);
+    expect(lab, "policies deleted, all open", &ip, &everyone);
+}
+
+fn pod_ip(lab: &Lab, ns: &str, pod: &str) -> String {
+    lab.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "pod",
+        pod,
+        "-o",
+        "jsonpath={.status.podIP}",
+    ])
+}
+
+/// Waits until each `(node, pod IP)`'s ingress chain is in its node's table; prints the
+/// time since `kubectl apply` returned, polled every 20 ms.
+fn programmed_on_both_nodes(lab: &Lab, targets: &[(&str, String)]) {
+    let start = Instant::now();
+    for (node, ip) in targets {
+        let element = format!("{ip} : jump in_{}", ip.replace('.', "_"));
+        let list = ["nft", "list", "map", "ip", "cairn-netpol", "ingress_pods"];
+        let deadline = start + MINUTE;
+        while !lab.on_node(node, &list).is_ok_and(|m| m.contains(&element)) {
+            assert!(Instant::now() < deadline, "{node} never programmed {ip}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    expect(&lab, "policies deleted, all open", &ip, &everyone);
+    println!(
+        "deny in x programmed on both nodes {:.0?} after the write",
+        start.elapsed()
+    );
+}
+
+/// Every pod and namespace as the model reads them, and each pod's address.
+fn cluster(lab: &Lab) -> (Cluster, BTreeMap<String, String>) {
+    let mut cluster = Cluster::default();
+    let namespaces: Value =
+        serde_json::from_str(&lab.kubectl(&["get", "ns", "-o", "json"])).unwrap();
+    for ns in namespaces["items"].as_array().unwrap() {
+        let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(ns.clone()).unwrap();
+        cluster.add_namespace(Namespace::from_k8s(&ns));
+    }
+    let pods: Value =
+        serde_json::from_str(&lab.kubectl(&["get", "pods", "-A", "-o", "json"])).unwrap();
+    let mut ips = BTreeMap::new();
+    for pod in pods["items"].as_array().unwrap() {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod.clone()).unwrap();
+        let pod = Pod::from_k8s(&pod);
+        if let Some(ip) = pod.ips.first() {
+            ips.insert(
+                format!("{}/{}", pod.key.namespace, pod.key.name),
+                ip.to_string(),
+            );
+        }
+        cluster.add_pod(pod);
+    }
+    (cluster, ips)
+}
+
+fn model_pods() -> Vec<String> {
+    NAMESPACES
+        .iter()
+        .flat_map(|ns| PODS.iter().map(move |p| format!("{ns}/{p}")))
+        .collect()
+}
+
+/// `from`'s row: for each other model pod and port, whether its page came back.
+fn probe_row(
+    lab: &Lab,
+    from: &str,
+    ips: &BTreeMap<String, String>,
+) -> BTreeMap<(String, u16), bool> {
+    let targets: Vec<String> = model_pods()
+        .into_iter()
+        .filter(|t| t != from)
+        .flat_map(|t| [80u16, 81].map(|port| format!("{t}={}:{port}", ips[&t])))
+        .collect();
+    let script = format!(
+        "for t in {}; do (timeout 1 wget -qO- http://${{t#*=}}/ >/dev/null 2>&1 && echo \"$t ok\" || echo \"$t no\") & done; wait",
+        targets.join(" ")
+    );
+    let (ns, pod) = from.split_once('/').unwrap();
+    let out = lab
+        .try_kubectl(&["-n", ns, "exec", pod, "--", "sh", "-c", &script])
+        .unwrap_or_default();
+    out.lines()
+        .filter_map(|l| {
+            let (target, verdict) = l.split_once(' ')?;
+            let (pod, addr) = target.split_once('=')?;
+            let port = addr.rsplit_once(':')?.1.parse().ok()?;
+            Some(((pod.to_string(), port), verdict == "ok"))
+        })
+        .collect()
+}
+
+/// The whole matrix, every row probed at once; cells `from -> to:port`.
+fn observe(lab: &Lab, ips: &BTreeMap<String, String>) -> BTreeMap<String, bool> {
+    let rows: Vec<(String, BTreeMap<(String, u16), bool>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = model_pods()
+            .into_iter()
+            .map(|from| s.spawn(move || (from.clone(), probe_row(lab, &from, ips))))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut cells = BTreeMap::new();
+    for (from, row) in rows {
+        for ((to, port), ok) in row {
+            cells.insert(format!("{from} -> {to}:{port}"), ok);
+        }
+    }
+    cells
+}
+
+/// What the model says of every cell, for `policies` in force.
+fn expected(policies: &[Value], cluster: &Cluster) -> BTreeMap<String, bool> {
+    let compiled: Vec<CompiledPolicy> = policies
+        .iter()
+        .map(|p| CompiledPolicy::compile(&serde_json::from_value(p.clone()).unwrap()).unwrap())
+        .collect();
+    let key = |p: &str| {
+        let (ns, name) = p.split_once('/').unwrap();
+        PodKey::new(ns, name)
+    };
+    let mut cells = BTreeMap::new();
+    for from in model_pods() {
+        for to in model_pods().into_iter().filter(|t| *t != from) {
+            for port in [80, 81] {
+                let ok = reachable(
+                    &compiled,
+                    cluster,
+                    (&key(&from), &key(&to)),
+                    Protocol::Tcp,
+                    port,
+                );
+                cells.insert(format!("{from} -> {to}:{port}"), ok.unwrap());
+            }
+        }
+    }
+    cells
+}
+
+fn truth_tables(lab: &Lab) {
+    let (_, ips) = cluster(lab);
+    for (name, policies, labels) in cases(&ips) {
+        delete_policies(lab);
+        for args in &labels {
+            lab.kubectl(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        apply(lab, &policies);
+        let (cluster, _) = cluster(lab);
+        let want = expected(&policies, &cluster);
+        let start = Instant::now();
+        let mut last = BTreeMap::new();
+        let converged = (0..20).any(|_| {
+            last = observe(lab, &ips);
+            last == want
+        });
+        let wrong: Vec<String> = want
+            .iter()
+            .filter(|(cell, v)| last.get(*cell) != Some(v))
+            .map(|(cell, v)| format!("{cell}: want {v}, saw {:?}", last.get(cell)))
+            .collect();
+        assert!(
+            converged,
+            "{name}: {} cells differ: {wrong:#?}",
+            wrong.len()
+        );
+        println!(
+            "{name}: matrix as the model says after {:.1?}",
+            start.elapsed()
+        );
+        for args in &labels {
+            undo_label(lab, args);
+        }
+    }
+    delete_policies(lab);
+}
+
+/// `kubectl label … k=v --overwrite` undone as `k-`.
+fn undo_label(lab: &Lab, args: &[String]) {
+    let undo: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--overwrite")
+        .map(|a| match a.split_once('=') {
+            Some((k, _)) if !a.starts_with('-') => format!("{k}-"),
+            _ => a.clone(),
+        })
+        .collect();
+    lab.kubectl(&undo.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+type Case = (&'static str, Vec<Value>, Vec<Vec<String>>);
+
+fn ns_is(ns: &str) -> Value {
+    json!({"matchLabels": {NS_NAME: ns}})
+}
+
+fn ns_not_in(ns: &str) -> Value {
+    json!({"matchExpressions": [{"key": NS_NAME, "operator": "NotIn", "values": [ns]}]})
+}
+
+fn pod_is(pod: &str) -> Value {
+    json!({"matchLabels": {"pod": pod}})
+}
+
+fn ingress(pod: Value, rules: Value) -> Value {
+    json!({"podSelector": pod, "policyTypes": ["Ingress"], "ingress": rules})
+}
+
+fn egress(pod: Value, rules: Value) -> Value {
+    json!({"podSelector": pod, "policyTypes": ["Egress"], "egress": rules})
+}
+
+fn label(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["label".to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.push("--overwrite".into());
+    all
+}
+
+/// Upstream's netpol cases over TCP 80 and 81 (`T` numbers as in cairn-netpol's unit
+/// tests), and the ones it lacks (`D`).
+fn cases(ips: &BTreeMap<String, String>) -> Vec<Case> {
+    let p = |ns: &str, name: &str, spec: Value| policy(ns, name, &spec);
+    let all = json!({});
+    let yb = format!("{}/32", ips["y/b"]);
+    let xb = format!("{}/32", ips["x/b"]);
+    vec![
+        (
+            "T1 default deny ingress",
+            vec![p("x", "deny", ingress(all.clone(), json!([])))],
+            vec![],
+        ),
+        (
+            "T2 default deny all",
+            vec![p(
+                "x",
+                "deny-all",
+                json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
+            )],
+            vec![],
+        ),
+        (
+            "T3 from a pod of the namespace",
+            vec![p(
+                "x",
+                "x-a-allows-x-b",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"podSelector": pod_is("b")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T4 a second policy widens the first",
+            vec![
+                p("x", "deny-all", ingress(all.clone(), json!([]))),
+                p(
+                    "x",
+                    "allow-all-to-a",
+                    ingress(
+                        pod_is("a"),
+                        json!([{"from": [{"podSelector": {}, "namespaceSelector": {}}]}]),
+                    ),
+                ),
+            ],
+            vec![],
+        ),
+        (
+            "T5 every namespace",
+            vec![p(
+                "x",
+                "allow-from-another-ns",
+                ingress(pod_is("a"), json!([{"from": [{"namespaceSelector": {}}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "T6 from another namespace by name",
+            vec![p(
+                "x",
+                "allow-y",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_is("y")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T7 pod selector with expressions",
+            vec![p(
+                "x",
+                "allow-x-b",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"podSelector": {"matchExpressions": [{"key": "pod", "operator": "In", "values": ["b"]}]}}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T9 pod or namespace selector",
+            vec![p(
+                "x",
+                "or",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_not_in("x")}, {"podSelector": pod_is("b")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T10 pod and namespace selector",
+            vec![p(
+                "x",
+                "and",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_not_in("x"), "podSelector": pod_is("b")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T11 several pods and namespaces",
+            vec![p(
+                "x",
+                "bc",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_not_in("x"), "podSelector": {"matchExpressions": [{"key": "pod", "operator": "In", "values": ["b", "c"]}]}}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T12 any of two pod selectors",
+            vec![p(
+                "x",
+                "b-or-c",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"podSelector": pod_is("b")}, {"podSelector": pod_is("c")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T13 one pod of another namespace",
+            vec![p(
+                "x",
+                "y-a",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_is("y"), "podSelector": pod_is("a")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T14 a port",
+            vec![p(
+                "x",
+                "y-81",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_is("y")}], "ports": [{"port": 81, "protocol": "TCP"}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T15 stacked policies",
+            vec![
+                p(
+                    "x",
+                    "y-81",
+                    ingress(
+                        pod_is("a"),
+                        json!([{"from": [{"namespaceSelector": ns_is("y")}], "ports": [{"port": 81}]}]),
+                    ),
+                ),
+                p(
+                    "x",
+                    "y-80",
+                    ingress(
+                        pod_is("a"),
+                        json!([{"from": [{"namespaceSelector": ns_is("y")}], "ports": [{"port": 80}]}]),
+                    ),
+                ),
+            ],
+            vec![],
+        ),
+        (
+            "T16 allow all with an empty rule",
+            vec![p("x", "allow-all", ingress(all.clone(), json!([{}])))],
+            vec![],
+        ),
+        (
+            "T17 one named port",
+            vec![p(
+                "x",
+                "named",
+                ingress(all.clone(), json!([{"ports": [{"port": "serve-81-tcp"}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "T18 a namespace on one named port",
+            vec![p(
+                "x",
+                "y-named",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": ns_is("y")}], "ports": [{"port": "serve-80-tcp"}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T19 egress on one named port",
+            vec![p(
+                "x",
+                "egress-80",
+                egress(all.clone(), json!([{"ports": [{"port": "serve-80-tcp"}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "T21 a namespace label moves it in",
+            vec![p(
+                "x",
+                "ns2",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"namespaceSelector": {"matchLabels": {"ns2": "updated"}}}]}]),
+                ),
+            )],
+            vec![label(&["namespace", "y", "ns2=updated"])],
+        ),
+        (
+            "T22 a pod label moves it in",
+            vec![p(
+                "x",
+                "pod2",
+                ingress(
+                    pod_is("a"),
+                    json!([{"from": [{"podSelector": {"matchLabels": {"pod": "b", "pod2": "updated"}}}]}]),
+                ),
+            )],
+            vec![label(&["-n", "x", "pod", "b", "pod2=updated"])],
+        ),
+        (
+            "T23 an empty pod selector is the policy's namespace",
+            vec![p(
+                "x",
+                "own-ns",
+                ingress(all.clone(), json!([{"from": [{"podSelector": {}}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "T24 a pod label moves the target in",
+            vec![p(
+                "x",
+                "isolated",
+                ingress(json!({"matchLabels": {"target": "isolated"}}), json!([])),
+            )],
+            vec![label(&["-n", "x", "pod", "a", "target=isolated"])],
+        ),
+        (
+            "T25 deny egress of one pod",
+            vec![p("x", "deny-egress-a", egress(pod_is("a"), json!([])))],
+            vec![],
+        ),
+        (
+            "T26 default deny egress",
+            vec![p("x", "deny-egress", egress(all.clone(), json!([])))],
+            vec![],
+        ),
+        (
+            "T27 ingress and egress together",
+            vec![p(
+                "x",
+                "both",
+                json!({"podSelector": pod_is("a"), "policyTypes": ["Egress", "Ingress"],
+            "ingress": [{"from": [{"podSelector": pod_is("b")}]}], "egress": [{"ports": [{"port": 80}]}]}),
+            )],
+            vec![],
+        ),
+        (
+            "T28 the client's egress denies what the server allows",
+            vec![
+                p(
+                    "x",
+                    "to-y-a",
+                    egress(
+                        pod_is("a"),
+                        json!([{"to": [{"namespaceSelector": ns_is("y"), "podSelector": pod_is("a")}]}]),
+                    ),
+                ),
+                p(
+                    "y",
+                    "from-x-a-on-a",
+                    ingress(
+                        pod_is("a"),
+                        json!([{"from": [{"namespaceSelector": ns_is("x"), "podSelector": pod_is("a")}]}]),
+                    ),
+                ),
+                p(
+                    "y",
+                    "from-x-a-on-b",
+                    ingress(
+                        pod_is("b"),
+                        json!([{"from": [{"namespaceSelector": ns_is("x"), "podSelector": pod_is("a")}]}]),
+                    ),
+                ),
+            ],
+            vec![],
+        ),
+        (
+            "T29 egress to a pod of another namespace",
+            vec![p(
+                "x",
+                "to-y-a",
+                egress(
+                    pod_is("a"),
+                    json!([{"to": [{"namespaceSelector": ns_is("y"), "podSelector": pod_is("a")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T34 egress to a CIDR",
+            vec![p(
+                "x",
+                "cidr",
+                egress(pod_is("a"), json!([{"to": [{"ipBlock": {"cidr": yb}}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "T35 egress to a CIDR with an exception",
+            vec![p(
+                "x",
+                "cidr-except",
+                egress(
+                    pod_is("a"),
+                    json!([{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": [xb]}}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "T37 ingress and egress independently",
+            vec![
+                p("x", "egress-all", egress(pod_is("a"), json!([{}]))),
+                p("x", "deny-in", ingress(pod_is("a"), json!([]))),
+            ],
+            vec![],
+        ),
+        (
+            "T38 SCTP is not TCP",
+            vec![
+                p("x", "deny", ingress(all.clone(), json!([]))),
+                p(
+                    "x",
+                    "sctp-81",
+                    ingress(
+                        pod_is("a"),
+                        json!([{"ports": [{"port": 81, "protocol": "SCTP"}]}]),
+                    ),
+                ),
+            ],
+            vec![],
+        ),
+        (
+            "T42 egress to namespaces not in a list",
+            vec![p(
+                "x",
+                "not-y",
+                egress(
+                    pod_is("a"),
+                    json!([{"to": [{"namespaceSelector": ns_not_in("y")}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "D1 endPort covers both",
+            vec![p(
+                "x",
+                "range",
+                ingress(
+                    pod_is("a"),
+                    json!([{"ports": [{"port": 80, "endPort": 81}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "D2 endPort leaves 80 out",
+            vec![p(
+                "x",
+                "range",
+                ingress(
+                    pod_is("a"),
+                    json!([{"ports": [{"port": 81, "endPort": 90}]}]),
+                ),
+            )],
+            vec![],
+        ),
+        (
+            "D5 ingress from a CIDR",
+            vec![p(
+                "x",
+                "from-y-b",
+                ingress(pod_is("a"), json!([{"from": [{"ipBlock": {"cidr": yb}}]}])),
+            )],
+            vec![],
+        ),
+        (
+            "D16 a policy leaves other namespaces alone",
+            vec![p(
+                "y",
+                "deny-all",
+                json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
+            )],
+            vec![],
+        ),
+    ]
 }
