@@ -254,12 +254,11 @@ fn model_pods() -> Vec<String> {
         .collect()
 }
 
+/// A pod's probes: `(to, port)` to whether the page came back.
+type Row = BTreeMap<(String, u16), bool>;
+
 /// `from`'s row: for each other model pod and port, whether its page came back.
-fn probe_row(
-    lab: &Lab,
-    from: &str,
-    ips: &BTreeMap<String, String>,
-) -> BTreeMap<(String, u16), bool> {
+fn probe_row(lab: &Lab, from: &str, ips: &BTreeMap<String, String>) -> Row {
     let targets: Vec<String> = model_pods()
         .into_iter()
         .filter(|t| t != from)
@@ -285,7 +284,7 @@ fn probe_row(
 
 /// The whole matrix, every row probed at once; cells `from -> to:port`.
 fn observe(lab: &Lab, ips: &BTreeMap<String, String>) -> BTreeMap<String, bool> {
-    let rows: Vec<(String, BTreeMap<(String, u16), bool>)> = std::thread::scope(|s| {
+    let rows: Vec<(String, Row)> = std::thread::scope(|s| {
         let handles: Vec<_> = model_pods()
             .into_iter()
             .map(|from| s.spawn(move || (from.clone(), probe_row(lab, &from, ips))))
