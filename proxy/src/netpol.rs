@@ -65,7 +65,7 @@ impl Stores {
     /// The node's desired state from what the stores hold now. A policy that cannot be
     /// read (the API refuses those) is left out and logged.
     fn desired(&self, node: &str) -> Desired {
-        let policies: Vec<CompiledPolicy> = self
+        let mut policies: Vec<CompiledPolicy> = self
             .policies
             .state()
             .iter()
@@ -77,6 +77,9 @@ impl Stores {
                 }
             })
             .collect();
+        // The store's order changes on relists; rules in a stable order keep chains as
+        // they are.
+        policies.sort_by(|a, b| a.key.cmp(&b.key));
         let mut cluster = Cluster::default();
         for ns in self.namespaces.state() {
             cluster.add_namespace(Namespace::from_k8s(&ns));
@@ -140,6 +143,7 @@ pub async fn run(
     info!(%node, "network policy controller in sync");
     tokio::pin!(shutdown);
     let mut applied: Option<Desired> = None;
+    let mut check = tokio::time::interval(TABLE_CHECK_PERIOD);
     loop {
         applied = apply(nft.as_ref(), applied.as_ref(), stores.desired(&node));
         let retry = applied.is_none();
@@ -147,6 +151,30 @@ pub async fn run(
             _ = &mut shutdown => return Ok(()),
             _ = notify.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(2)), if retry => {}
+            _ = check.tick() => {
+                if !table_in_place(nft.as_ref()) {
+                    applied = None;
+                }
+            }
+        }
+    }
+}
+
+/// How often the table is checked for removal from outside (a flushed ruleset, a
+/// firewall reload): then the next sync puts all of it back.
+const TABLE_CHECK_PERIOD: Duration = Duration::from_secs(30);
+
+fn table_in_place(nft: &dyn NftDriver) -> bool {
+    match nft.table_exists("ip", cairn_netpol::nft::TABLE) {
+        Ok(present) => {
+            if !present {
+                warn!("the network policy table was removed; putting it back");
+            }
+            present
+        }
+        Err(e) => {
+            warn!(error = %e, "checking the network policy table");
+            false
         }
     }
 }
@@ -192,5 +220,14 @@ mod tests {
         assert!(applied.is_none());
         apply(&nft, None, state(&["10.244.1.9"]));
         assert!(nft.scripts.lock()[2].starts_with("table ip cairn-netpol {}\ndelete table"));
+        // The fake lists the last script as the table; an empty ruleset has none.
+        assert!(table_in_place(&nft));
+        nft.tables
+            .lock()
+            .insert("ip other".into(), "table ip other {}".into());
+        assert!(
+            !table_in_place(&nft),
+            "a table removed from outside is noticed"
+        );
     }
 }
