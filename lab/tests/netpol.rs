@@ -4,8 +4,10 @@
 //! node-2.
 //!
 //! First the behaviours one by one: a default deny in x closes x/a to every pod while its
-//! kubelet probe (node-local) still passes, and it stays closed while its node's proxy is
-//! killed and restarted; an allow from namespace y opens it to y's pods
+//! kubelet probe (node-local) still passes, its drops count on the proxy's `/metrics` and
+//! `/network-policy/x/a` shows the policy; it stays closed while its node's agent and
+//! proxy are killed and restarted, and pods started meanwhile stay closed until the
+//! proxy has programmed them; an allow from namespace y opens it to y's pods
 //! only, through its ClusterIP too (policy applies after DNAT); an egress deny closes a
 //! pod's way out; deleting the policies opens everything again.
 //!
@@ -145,16 +147,19 @@ fn behaviours(lab: &Lab) {
         ready(lab, "x", "a"),
         "the kubelet's probe of x/a must pass under a deny"
     );
-    // The rules outlive the proxy: killed and restarted, no window opens.
-    lab.lab(&["stop", "node-1", "proxy", "--kill"]);
+    observability(lab, &ip);
+    // The rules outlive node-1's agent and proxy: killed, no window opens; a pod started
+    // while the proxy is down is closed until its policy is in force (the guard).
+    lab.lab(&["stop", "node-1", "agent", "proxy", "--kill"]);
     assert!(
         !reaches(lab, "y/b", &ip),
-        "open while node-1's proxy is down"
+        "open while node-1's agent and proxy are down"
     );
-    lab.lab(&["start", "node-1", "proxy"]);
+    lab.lab(&["start", "node-1", "agent"]);
+    unprogrammed_pods_are_closed(lab);
     assert!(
         !reaches(lab, "y/b", &ip),
-        "open after node-1's proxy restarted"
+        "open after node-1's agent and proxy restarted"
     );
 
     let from_y = json!({"podSelector": {"matchLabels": {"pod": "a"}}, "ingress": [{"from": [
@@ -188,6 +193,71 @@ fn behaviours(lab: &Lab) {
 
     delete_policies(lab);
     expect(lab, "policies deleted, all open", &ip, &everyone);
+}
+
+/// The deny's drops on node-1's `/metrics`, and x/a's effective policy on the proxy's
+/// `/network-policy/x/a`.
+fn observability(lab: &Lab, ip: &str) {
+    assert!(!reaches(lab, "y/a", ip));
+    let metrics = lab
+        .on_node(
+            "node-1",
+            &["curl", "-fsS", "http://127.0.0.1:10249/metrics"],
+        )
+        .unwrap();
+    let drops = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("cairn_netpol_dropped_packets_total{namespace=\"x\",policy=\"deny\"}")
+        })
+        .unwrap_or_else(|| panic!("no drop counter for x/deny in {metrics}"));
+    let count: u64 = drops.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count > 0, "{drops}");
+    let url = "http://127.0.0.1:10249/network-policy/x/a";
+    let text: Value =
+        serde_json::from_str(&lab.on_node("node-1", &["curl", "-fsS", url]).unwrap()).unwrap();
+    assert_eq!(text["ingress"]["policies"], json!(["x/deny"]), "{text}");
+    assert_eq!(text["ingress"]["programmed"], json!(true), "{text}");
+    assert_eq!(text["egress"]["isolated"], json!(false), "{text}");
+}
+
+/// With node-1's proxy down and a deny in x, new pods x/new and z/new on node-1 (z has
+/// no policy) are both closed to y/b: their addresses are not programmed, so the guard
+/// drops them. Once the proxy is back z/new opens and x/new stays closed.
+fn unprogrammed_pods_are_closed(lab: &Lab) {
+    for ns in ["x", "z"] {
+        run_pod(lab, ns, "new");
+    }
+    for ns in ["x", "z"] {
+        eventually(&format!("{ns}/new ready"), 2 * MINUTE, || {
+            ready(lab, ns, "new").then_some(())
+        });
+    }
+    let (x_new, z_new) = (pod_ip(lab, "x", "new"), pod_ip(lab, "z", "new"));
+    assert!(!reaches(lab, "y/b", &x_new), "x/new open before its policy");
+    assert!(
+        !reaches(lab, "y/b", &z_new),
+        "z/new open before the proxy saw it"
+    );
+    let counter = [
+        "nft",
+        "list",
+        "counter",
+        "ip",
+        "cairn-netpol",
+        "unprogrammed",
+    ];
+    let listing = lab.on_node("node-1", &counter).unwrap();
+    assert!(
+        !listing.contains("packets 0 "),
+        "the guard dropped nothing: {listing}"
+    );
+    lab.lab(&["start", "node-1", "proxy"]);
+    expect(lab, "z/new open once programmed", &z_new, &[("y/b", true)]);
+    assert!(!reaches(lab, "y/b", &x_new), "x/new open after its policy");
+    for ns in ["x", "z"] {
+        lab.kubectl(&["-n", ns, "delete", "pod", "new", "--wait"]);
+    }
 }
 
 fn pod_ip(lab: &Lab, ns: &str, pod: &str) -> String {

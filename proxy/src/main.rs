@@ -10,6 +10,7 @@ use cairn_netfilter::ipvs::IpvsNetlink;
 use cairn_netfilter::{IptablesCommand, IptablesVariant};
 use cairn_proxy::backend::ipvs::NetlinkHost;
 use cairn_proxy::backend::{IptablesBackend, IpvsBackend, NftBackend, ProxyBackend};
+use cairn_proxy::netpol::Observed;
 use cairn_proxy::sync_loop::{run, ProxyConfig};
 use cairn_serviceproxy::iptables::IptConfig;
 use cairn_serviceproxy::ipvs::IpvsConfig;
@@ -232,6 +233,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let healthz = bind_address(&cli.healthz_bind_address, "--healthz-bind-address")?;
     let metrics = bind_address(&cli.metrics_bind_address, "--metrics-bind-address")?;
+    let network_policy = match cli.network_policy {
+        true => network_policy_driver(),
+        false => None,
+    };
     let config = ProxyConfig {
         node_name,
         min_sync_period: Duration::from_secs_f64(cli.min_sync_period.max(0.0)),
@@ -239,27 +244,35 @@ async fn main() -> anyhow::Result<()> {
         healthz,
         metrics,
         conntrack_cleanup: cli.conntrack_cleanup,
+        network_policy: network_policy.clone(),
     };
     let client = client(cli.kubeconfig.as_ref()).await?;
     let cidrs = nodeport_cidrs(&cli.nodeport_addresses, &client, &config.node_name).await?;
     let backend = backend(&cli, cidrs)?;
-    if cli.network_policy {
-        start_network_policy(&client, &config.node_name);
+    if let Some(observed) = network_policy {
+        start_network_policy(&client, &config.node_name, observed);
     }
     run(client, config, backend).await?;
     Ok(())
 }
 
+/// The nft driver for NetworkPolicy, or `None` (logged) when nft is missing.
+fn network_policy_driver() -> Option<Arc<Observed>> {
+    match cairn_netfilter::NftCommand::new() {
+        Ok(nft) => Some(Observed::new(Arc::new(nft))),
+        Err(e) => {
+            tracing::warn!(error = %e, "NetworkPolicy is not enforced on this node");
+            None
+        }
+    }
+}
+
 /// The node's NetworkPolicy enforcement beside the proxy's own loop.
-fn start_network_policy(client: &kube::Client, node: &str) {
-    let nft = match cairn_netfilter::NftCommand::new() {
-        Ok(nft) => Arc::new(nft),
-        Err(e) => return tracing::warn!(error = %e, "NetworkPolicy is not enforced on this node"),
-    };
+fn start_network_policy(client: &kube::Client, node: &str, observed: Arc<Observed>) {
     let (client, node) = (client.clone(), node.to_string());
     tokio::spawn(async move {
         let shutdown = std::future::pending();
-        if let Err(e) = cairn_proxy::netpol::run(client, node, nft, shutdown).await {
+        if let Err(e) = cairn_proxy::netpol::run(client, node, observed, shutdown).await {
             tracing::warn!(error = %e, "network policy enforcement stopped");
         }
     });

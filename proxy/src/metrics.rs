@@ -248,6 +248,14 @@ impl Metrics {
         }
     }
 
+    /// Adds metrics read at each scrape (the policy drop counters).
+    pub fn register_collector(
+        &mut self,
+        collector: Box<dyn prometheus_client::collector::Collector>,
+    ) {
+        self.registry.register_collector(collector);
+    }
+
     /// The exposition, in the OpenMetrics text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
@@ -268,15 +276,19 @@ fn answer(metrics: &Metrics) -> axum::response::Response {
     }
 }
 
-/// Serves `/metrics` on `addr` from a task; returns the address bound (`addr` with the
-/// port chosen, where it asked for port 0).
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, MetricsError> {
+/// Serves `/metrics` and `routes` on `addr` from a task; returns the address bound
+/// (`addr` with the port chosen, where it asked for port 0).
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    routes: axum::Router,
+) -> Result<SocketAddr, MetricsError> {
     let bind_error = |source| MetricsError::Bind { addr, source };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
-    let app = axum::Router::new().route(
+    let app = routes.route(
         "/metrics",
         axum::routing::get(move || {
             let metrics = metrics.clone();

@@ -36,6 +36,8 @@ pub struct ProxyConfig {
     pub metrics: Option<SocketAddr>,
     /// Remove stale UDP conntrack flows after syncs (off only to show what they break).
     pub conntrack_cleanup: bool,
+    /// The policy controller's view, served beside the metrics (when it runs).
+    pub network_policy: Option<Arc<crate::netpol::Observed>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +191,13 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let started = SystemTime::now();
     let changed = Arc::new(Notify::new());
-    let metrics = Arc::new(Metrics::new());
+    let mut metrics = Metrics::new();
+    let mut routes = axum::Router::new();
+    if let Some(observed) = &config.network_policy {
+        metrics.register_collector(Box::new(observed.clone()));
+        routes = crate::netpol::routes(observed.clone());
+    }
+    let metrics = Arc::new(metrics);
     let services = watch(
         Api::<Service>::all(client.clone()),
         changed.clone(),
@@ -207,7 +215,7 @@ pub async fn run(
         serve_health(addr, health.clone(), config.sync_period * 2).await?;
     }
     if let Some(addr) = config.metrics {
-        let bound = crate::metrics::serve(addr, metrics.clone()).await?;
+        let bound = crate::metrics::serve(addr, metrics.clone(), routes).await?;
         info!(%bound, "serving metrics");
     }
     // Wait for both lists, so the first sync is not made from half a cluster.

@@ -6,6 +6,7 @@
 //! - [`resolve`]: a pod's effective policy: isolation per direction, peers as addresses
 //!   and blocks, named ports as numbers.
 //! - [`verdict`]: reachability between two pods, for the truth tables.
+//! - [`explain`]: a pod's effective policy as JSON, for people.
 //! - [`nft`]: a node's policy as nftables state, and the transactions between states.
 //!
 //! The rules (`networking.k8s.io/v1`): a pod is isolated for a direction when a policy of
@@ -17,12 +18,14 @@
 //! both those pods of those namespaces; `ipBlock` is the CIDR less its exceptions.
 
 pub mod compile;
+pub mod explain;
 pub mod model;
 pub mod nft;
 pub mod resolve;
 pub mod verdict;
 
 pub use compile::{CompileError, CompiledPolicy, PolicyKey};
+pub use explain::explain;
 pub use model::{Cluster, NamedPort, Namespace, Pod, PodKey, Protocol};
 pub use resolve::{
     effective, for_node, Allowance, Direction, Isolation, Origin, Peers, PodPolicy, PortRange,

@@ -41,6 +41,7 @@ fn policy(ns: &str, name: &str, spec: serde_json::Value) -> CompiledPolicy {
 
 fn state(policies: &[CompiledPolicy], cluster: &Cluster) -> Desired {
     Desired::from_pods(for_node(policies, cluster, "node-1").values())
+        .guarding(&["10.244.1.0/24".parse().unwrap()])
 }
 
 /// Runs the scripts in order in one fresh network namespace; the table's listing after.
@@ -107,6 +108,10 @@ fn syncs_and_changes_apply_in_the_kernel() {
         "{listing}"
     );
     assert!(listing.contains("dport { 80, 8080 } return"), "{listing}");
+    assert!(
+        listing.contains("ip daddr @guarded_ranges ip daddr != @programmed_pods"),
+        "{listing}"
+    );
 
     // y/a gets x/b's label: an element of the from-b set; a new pod z in x; the egress
     // policy replaced by one to y only.

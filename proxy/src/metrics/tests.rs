@@ -61,9 +61,13 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 async fn serves_what_was_observed() {
     let metrics = observed_metrics();
 
-    let addr = serve("127.0.0.1:0".parse().expect("addr"), metrics.clone())
-        .await
-        .expect("serve");
+    let addr = serve(
+        "127.0.0.1:0".parse().expect("addr"),
+        metrics.clone(),
+        axum::Router::new(),
+    )
+    .await
+    .expect("serve");
     let (head, body) = get(addr, "/metrics").await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(
@@ -233,7 +237,7 @@ async fn bind_failure_is_an_error() {
         .await
         .expect("bind");
     let addr = taken.local_addr().expect("addr");
-    let err = serve(addr, Arc::new(Metrics::new()))
+    let err = serve(addr, Arc::new(Metrics::new()), axum::Router::new())
         .await
         .expect_err("port in use");
     assert!(matches!(err, MetricsError::Bind { .. }), "{err}");

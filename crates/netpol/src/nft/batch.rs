@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 
 use super::desired::Desired;
 use super::ranges::AddrRange;
-use super::{EGRESS_MAP, INGRESS_MAP, TABLE};
+use super::{EGRESS_MAP, GUARDED_SET, INGRESS_MAP, PROGRAMMED_SET, TABLE, UNPROGRAMMED_COUNTER};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -66,22 +66,18 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
         out.push(Change::AddCounter(c.clone()));
     }
     for (name, elements) in &new.sets {
-        let before = old.sets.get(name);
-        if before.is_none() {
+        if !old.sets.contains_key(name) {
             out.push(Change::AddSet(name.clone()));
         }
-        let empty = BTreeSet::new();
-        let before = before.unwrap_or(&empty);
-        // Removed first: a merged range may overlap the ones it replaces.
-        let gone: Vec<AddrRange> = before.difference(elements).copied().collect();
-        let added: Vec<AddrRange> = elements.difference(before).copied().collect();
-        if !gone.is_empty() {
-            out.push(Change::DeleteElements(name.clone(), gone));
-        }
-        if !added.is_empty() {
-            out.push(Change::AddElements(name.clone(), added));
-        }
+        element_changes(name, old.sets.get(name), elements, &mut out);
     }
+    element_changes(
+        PROGRAMMED_SET,
+        Some(&old.programmed),
+        &new.programmed,
+        &mut out,
+    );
+    element_changes(GUARDED_SET, Some(&old.guarded), &new.guarded, &mut out);
     for (name, rules) in &new.chains {
         if old.chains.get(name) != Some(rules) {
             out.push(Change::ReplaceChain(name.clone(), rules.clone()));
@@ -114,6 +110,26 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
     out
 }
 
+/// The element changes of set `name` from `before` (none: a new set) to `after`.
+fn element_changes(
+    name: &str,
+    before: Option<&BTreeSet<AddrRange>>,
+    after: &BTreeSet<AddrRange>,
+    out: &mut Vec<Change>,
+) {
+    let empty = BTreeSet::new();
+    let before = before.unwrap_or(&empty);
+    // Removed first: a merged range may overlap the ones it replaces.
+    let gone: Vec<AddrRange> = before.difference(after).copied().collect();
+    let added: Vec<AddrRange> = after.difference(before).copied().collect();
+    if !gone.is_empty() {
+        out.push(Change::DeleteElements(name.to_string(), gone));
+    }
+    if !added.is_empty() {
+        out.push(Change::AddElements(name.to_string(), added));
+    }
+}
+
 /// The changes as one `nft -f` transaction.
 pub fn script(changes: &[Change]) -> String {
     let mut out = String::new();
@@ -124,15 +140,20 @@ pub fn script(changes: &[Change]) -> String {
     out
 }
 
-/// The table's fixed part: the pod maps and the forward hook.
+/// The table's fixed part: the pod maps, the guard and the forward hook.
 fn skeleton() -> String {
     format!(
         "table ip {TABLE} {{\n\
          \tmap {INGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
          \tmap {EGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
+         \tset {PROGRAMMED_SET} {{ type ipv4_addr; }}\n\
+         \tset {GUARDED_SET} {{ type ipv4_addr; flags interval; }}\n\
+         \tcounter {UNPROGRAMMED_COUNTER} {{}}\n\
          \tchain forward {{\n\
          \t\ttype filter hook forward priority filter; policy accept;\n\
          \t\tct state established,related accept\n\
+         \t\tip daddr @{GUARDED_SET} ip daddr != @{PROGRAMMED_SET} \
+         counter name {UNPROGRAMMED_COUNTER} drop\n\
          \t\tip saddr vmap @{EGRESS_MAP}\n\
          \t\tip daddr vmap @{INGRESS_MAP}\n\
          \t}}\n}}\n"

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
 use super::ranges::{normalized, AddrRange};
-use crate::compile::PolicyKey;
+use crate::compile::{Block, PolicyKey};
 use crate::model::Protocol;
 use crate::resolve::{Allowance, Direction, Isolation, Origin, Peers, PodPolicy, Ports};
 
@@ -19,6 +19,12 @@ pub struct Desired {
     pub egress: BTreeMap<Ipv4Addr, String>,
     /// The named counters, one per policy isolating a pod here: what they count.
     pub counters: BTreeMap<String, PolicyKey>,
+    /// Every local pod's address whose policy is here, isolated or not.
+    pub programmed: BTreeSet<AddrRange>,
+    /// The node's pod ranges, while any policy exists: traffic to an address there that is
+    /// not programmed (a pod newer than the last sync) is dropped, so a new pod is never
+    /// reachable before its policy is in force. Empty: no guard.
+    pub guarded: BTreeSet<AddrRange>,
 }
 
 /// FNV-1a: names must stay the same across agent versions and restarts.
@@ -85,11 +91,26 @@ impl Desired {
         desired
     }
 
+    /// Guards `ranges` (the node's pod CIDRs), as [`Desired::guarded`] says.
+    pub fn guarding(mut self, ranges: &[ipnetwork::IpNetwork]) -> Desired {
+        let blocks: Vec<Block> = ranges
+            .iter()
+            .map(|cidr| Block {
+                cidr: *cidr,
+                except: Vec::new(),
+            })
+            .collect();
+        self.guarded = normalized(&[], &blocks).into_iter().collect();
+        self
+    }
+
     fn add_pod(&mut self, pod: &PodPolicy) {
         let ips = ipv4s(&pod.ips);
         let Some(first) = ips.first().copied() else {
             return;
         };
+        self.programmed
+            .extend(ips.iter().map(|ip| AddrRange(*ip, *ip)));
         for (direction, isolation) in [
             (Direction::Ingress, &pod.ingress),
             (Direction::Egress, &pod.egress),

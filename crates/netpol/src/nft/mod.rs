@@ -7,6 +7,11 @@
 //! always allows traffic to and from the pod's node):
 //!
 //! - established and related connections are accepted first;
+//! - while any policy exists, traffic to an address in the node's pod ranges that is not
+//!   a programmed pod's (a pod newer than the last sync) is dropped: a new pod is never
+//!   reachable before its policy is in force, as Calico drops traffic to a workload
+//!   endpoint it has not programmed. The guard is ingress only: a new pod's own first
+//!   packets (its DNS lookups) are not held up;
 //! - `ip saddr vmap @egress_pods` jumps to an isolated local pod's egress chain, then
 //!   `ip daddr vmap @ingress_pods` to an isolated local pod's ingress chain; a pod in
 //!   neither map (selected by no policy) is untouched;
@@ -32,3 +37,8 @@ pub use ranges::AddrRange;
 pub const TABLE: &str = "cairn-netpol";
 pub const INGRESS_MAP: &str = "ingress_pods";
 pub const EGRESS_MAP: &str = "egress_pods";
+/// Local pods with their policy in force, and the node's pod ranges they are guarded in.
+pub const PROGRAMMED_SET: &str = "programmed_pods";
+pub const GUARDED_SET: &str = "guarded_ranges";
+/// Counts what the guard drops.
+pub const UNPROGRAMMED_COUNTER: &str = "unprogrammed";

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::{ip_of, Model};
 use crate::nft::batch::{diff, script, Change};
 use crate::nft::desired::{chain_name, counter_name};
-use crate::nft::{full_script, Desired};
+use crate::nft::{full_script, Desired, PROGRAMMED_SET};
 use crate::resolve::{for_node, Direction};
 
 fn desired(m: &Model) -> Desired {
@@ -100,12 +100,61 @@ fn a_new_pod_selected_by_a_policy_is_one_chain_and_its_map_element() {
     let kinds: Vec<&str> = changes
         .iter()
         .map(|c| match c {
+            Change::AddElements(set, e) if set == PROGRAMMED_SET && e.len() == 1 => "programmed",
             Change::ReplaceChain(..) => "chain",
             Change::MapAdd(..) => "map",
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["chain", "chain", "map", "map"], "{changes:?}");
+    assert_eq!(
+        kinds,
+        ["programmed", "chain", "chain", "map", "map"],
+        "{changes:?}"
+    );
+}
+
+#[test]
+fn the_guard_covers_the_node_ranges_and_lets_through_every_local_pod_it_knows() {
+    let mut m = Model::new();
+    m.apply(
+        "x",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}),
+    );
+    let d = desired(&m).guarding(&[
+        "10.244.1.0/24".parse().unwrap(),
+        "10.244.1.128/25".parse().unwrap(),
+    ]);
+    let guarded: Vec<String> = d.guarded.iter().map(ToString::to_string).collect();
+    assert_eq!(guarded, ["10.244.1.0-10.244.1.255"]);
+    // Every pod on node-1, isolated or not (y's and z's are selected by nothing).
+    let on_node: Vec<String> = m
+        .cluster
+        .pods
+        .values()
+        .filter(|p| p.node.as_deref() == Some("node-1"))
+        .map(|p| p.ips[0].to_string())
+        .collect();
+    let programmed: Vec<String> = d.programmed.iter().map(ToString::to_string).collect();
+    assert_eq!(programmed.len(), on_node.len());
+    assert!(
+        on_node.iter().all(|ip| programmed.contains(ip)),
+        "{programmed:?}"
+    );
+    let text = full_script(&d);
+    assert!(
+        text.contains(
+            "ip daddr @guarded_ranges ip daddr != @programmed_pods counter name unprogrammed drop"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("add element ip cairn-netpol guarded_ranges { 10.244.1.0-10.244.1.255 }"));
+    // Dropping the guard (the last policy gone) is one element removal.
+    let changes = diff(&d, &desired(&m));
+    assert!(
+        matches!(&changes[..], [Change::DeleteElements(set, _)] if set == "guarded_ranges"),
+        "{changes:?}"
+    );
 }
 
 #[test]
@@ -152,4 +201,31 @@ fn removing_every_policy_removes_maps_before_chains_and_sets() {
     assert!(at("delete set") < at("delete counter"));
     assert!(full_script(&Desired::default())
         .starts_with("table ip cairn-netpol {}\ndelete table ip cairn-netpol\n"));
+}
+
+#[test]
+fn an_explanation_names_the_policies_the_rules_and_the_chain_in_force() {
+    let mut m = Model::new();
+    m.apply("x", "from-b", x_a_from_pod(json!({"pod": "b"})));
+    let policies: Vec<_> = m.policies.values().cloned().collect();
+    let pods = for_node(&policies, &m.cluster, "node-1");
+    let x_a = pods.values().find(|p| p.pod.to_string() == "x/a").unwrap();
+    let d = desired(&m);
+    let text = crate::explain(x_a, Some(&d));
+    assert_eq!(text["egress"], json!({"isolated": false}));
+    let ingress = &text["ingress"];
+    assert_eq!(ingress["policies"], json!(["x/from-b"]));
+    assert_eq!(ingress["allowed"][0]["peers"], json!(["10.244.1.11"]));
+    assert_eq!(
+        ingress["allowed"][0]["ports"],
+        json!(["tcp/80", "tcp/81", "tcp/90"])
+    );
+    assert_eq!(
+        ingress["chain"],
+        json!(chain_name(Direction::Ingress, v4("x/a")))
+    );
+    assert_eq!(ingress["programmed"], json!(true));
+    assert!(ingress["rules"][1].as_str().unwrap().ends_with("drop"));
+    let unapplied = crate::explain(x_a, None);
+    assert_eq!(unapplied["ingress"]["programmed"], json!(false));
 }

@@ -1,9 +1,13 @@
 //! NetworkPolicy enforcement on this node (issue 32's dataplane), beside the service
-//! proxy: reflectors of NetworkPolicies, Pods and Namespaces; on any change the
+//! proxy: reflectors of NetworkPolicies, Pods, Namespaces and the node; on any change the
 //! node's nftables state is computed again (`cairn-netpol`) and the difference from what
 //! was applied goes to the kernel as one transaction. The first sync, and the one after a
 //! failed apply, replaces the whole table atomically. The table outlives the agent, so a
 //! restarted agent leaves policy in force until its first sync replaces it.
+//!
+//! While any policy exists, the node's pod ranges are guarded: a local pod address the
+//! last sync did not program is dropped (see `cairn_netpol::nft`). [`Observed`] serves
+//! the drop counters and each pod's effective policy.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,83 +16,21 @@ use std::time::Duration;
 use cairn_netfilter::NftDriver;
 use cairn_netpol::nft::batch::{diff, script};
 use cairn_netpol::nft::{full_script, Desired};
-use cairn_netpol::{for_node, Cluster, CompiledPolicy, Namespace, Pod};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace as K8sNamespace, Pod as K8sPod};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{reflector as reflect, watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::Api;
 use tokio::sync::Notify;
 use tracing::{info, warn};
+
+mod observed;
+mod stores;
+
+pub use observed::{counters_of, routes, CounterValue, Observed};
+use stores::{follow, Stores};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyControllerError {
     #[error("the {0} watch ended before its first list: {1}")]
     Watch(&'static str, String),
-}
-
-/// The three stores the policy is computed from.
-struct Stores {
-    policies: Store<NetworkPolicy>,
-    pods: Store<K8sPod>,
-    namespaces: Store<K8sNamespace>,
-}
-
-/// Follows every object of kind `K` into a store; each event wakes `notify`.
-fn follow<K>(api: Api<K>, notify: &Arc<Notify>, what: &'static str) -> Store<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let stream = reflect(writer, watcher(api, watcher::Config::default())).default_backoff();
-    let notify = Arc::clone(notify);
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                warn!(error = %e, what, "policy watch failed; retrying");
-            }
-            notify.notify_one();
-        }
-    });
-    reader
-}
-
-impl Stores {
-    /// The node's desired state from what the stores hold now. A policy that cannot be
-    /// read (the API refuses those) is left out and logged.
-    fn desired(&self, node: &str) -> Desired {
-        let mut policies: Vec<CompiledPolicy> = self
-            .policies
-            .state()
-            .iter()
-            .filter_map(|p| match CompiledPolicy::compile(p) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    warn!(error = %e, "NetworkPolicy left out");
-                    None
-                }
-            })
-            .collect();
-        // The store's order changes on relists; rules in a stable order keep chains as
-        // they are.
-        policies.sort_by(|a, b| a.key.cmp(&b.key));
-        let mut cluster = Cluster::default();
-        for ns in self.namespaces.state() {
-            cluster.add_namespace(Namespace::from_k8s(&ns));
-        }
-        for pod in self.pods.state() {
-            cluster.add_pod(Pod::from_k8s(&pod));
-        }
-        Desired::from_pods(for_node(&policies, &cluster, node).values())
-    }
 }
 
 /// Applies `next` over `applied` (everything when `None`); what is in force after.
@@ -124,35 +66,42 @@ pub fn cleanup() -> Result<(), cairn_netfilter::NftError> {
 pub async fn run(
     client: kube::Client,
     node: String,
-    nft: Arc<dyn NftDriver>,
+    observed: Arc<Observed>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), PolicyControllerError> {
     let notify = Arc::new(Notify::new());
+    let all = watcher::Config::default;
+    let this_node = all().fields(&format!("metadata.name={node}"));
     let stores = Stores {
-        policies: follow(Api::all(client.clone()), &notify, "networkpolicies"),
-        pods: follow(Api::all(client.clone()), &notify, "pods"),
-        namespaces: follow(Api::all(client), &notify, "namespaces"),
+        policies: follow(Api::all(client.clone()), all(), &notify, "networkpolicies"),
+        pods: follow(Api::all(client.clone()), all(), &notify, "pods"),
+        namespaces: follow(Api::all(client.clone()), all(), &notify, "namespaces"),
+        node: follow(Api::all(client), this_node, &notify, "nodes"),
     };
     for (what, ready) in [
         ("networkpolicies", stores.policies.wait_until_ready().await),
         ("pods", stores.pods.wait_until_ready().await),
         ("namespaces", stores.namespaces.wait_until_ready().await),
+        ("nodes", stores.node.wait_until_ready().await),
     ] {
         ready.map_err(|e| PolicyControllerError::Watch(what, e.to_string()))?;
     }
     info!(%node, "network policy controller in sync");
     tokio::pin!(shutdown);
-    let mut applied: Option<Desired> = None;
+    let mut applied: Option<Arc<Desired>> = None;
     let mut check = tokio::time::interval(TABLE_CHECK_PERIOD);
+    let nft = observed.nft();
     loop {
-        applied = apply(nft.as_ref(), applied.as_ref(), stores.desired(&node));
+        let (pods, desired) = stores.desired(&node);
+        applied = apply(nft, applied.as_deref(), desired).map(Arc::new);
+        observed.record(Arc::new(pods), applied.clone());
         let retry = applied.is_none();
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
             _ = notify.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(2)), if retry => {}
             _ = check.tick() => {
-                if !table_in_place(nft.as_ref()) {
+                if !table_in_place(nft) {
                     applied = None;
                 }
             }

@@ -1,0 +1,352 @@
+//! Issue 32's scale measurement, on a 3-node lab of this build's release binaries
+//! (`cargo build --release --bins` first): 1,000 pods and 200 NetworkPolicies, then the
+//! time from a policy write to the change in force on every node, and the proxies' memory.
+//!
+//! The 1,000 pods are API objects bound to the three nodes (333 or 334 each) with their
+//! addresses written to their status, as an agent would: the agents are stopped first,
+//! so nothing runs them, and the pods tolerate every taint, so the stopped nodes keep
+//! them. The proxies, which enforce policy, run as in any lab. Requests go to the API
+//! server with curl and the lab's admin credentials, 8 at a time.
+//!
+//! Measured, p50/p99/max over `NETPOL_SCALE_CHANGES` (default 40) changes: from just
+//! before the write of a policy's port (a policy selecting 50 pods spread over all nodes,
+//! so every node rewrites their chains) to the new rule seen on the last node, by
+//! `nft monitor` in each node (no polling). The time the write itself took is printed
+//! beside it. Then the same for a new pod selected by that policy: from its status write
+//! (the moment it has an address) to its chain in force on its node. Memory: each
+//! cairn-proxy's RSS before the objects exist and at the end.
+//!
+//! `cargo bench -p cairn-lab --bench netpol_scale`
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Lab;
+use serde_json::{json, Value};
+
+const NODES: [&str; 3] = ["node-1", "node-2", "node-3"];
+
+/// The API server by curl, with the admin credentials of the lab's kubeconfig.
+struct Api {
+    server: String,
+    dir: tempfile::TempDir,
+}
+
+impl Api {
+    fn new(lab: &Lab) -> Api {
+        let dir = tempfile::tempdir().unwrap();
+        let field = |path: &str| {
+            lab.kubectl(&[
+                "config",
+                "view",
+                "--raw",
+                "-o",
+                &format!("jsonpath={{{path}}}"),
+            ])
+        };
+        for (file, path) in [
+            ("ca", ".clusters[0].cluster.certificate-authority-data"),
+            ("cert", ".users[0].user.client-certificate-data"),
+            ("key", ".users[0].user.client-key-data"),
+        ] {
+            let out = Command::new("base64")
+                .arg("-d")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            out.stdin
+                .as_ref()
+                .unwrap()
+                .write_all(field(path).as_bytes())
+                .unwrap();
+            let decoded = out.wait_with_output().unwrap();
+            std::fs::write(dir.path().join(file), decoded.stdout).unwrap();
+        }
+        Api {
+            server: field(".clusters[0].cluster.server"),
+            dir,
+        }
+    }
+
+    /// One request; panics on a status other than 2xx.
+    fn call(&self, method: &str, path: &str, content_type: &str, body: &Value) {
+        let d = self.dir.path();
+        let out = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", method])
+            .arg("--cacert")
+            .arg(d.join("ca"))
+            .arg("--cert")
+            .arg(d.join("cert"))
+            .arg("--key")
+            .arg(d.join("key"))
+            .args([
+                "-H",
+                &format!("Content-Type: {content_type}"),
+                "--data-binary",
+                &body.to_string(),
+            ])
+            .arg(format!("{}{path}", self.server))
+            .output()
+            .unwrap();
+        let code = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            code.starts_with('2'),
+            "{method} {path}: {code} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn create(&self, path: &str, body: &Value) {
+        self.call("POST", path, "application/json", body);
+    }
+
+    fn merge(&self, path: &str, body: &Value) {
+        self.call("PATCH", path, "application/merge-patch+json", body);
+    }
+
+    /// `calls` 8 at a time.
+    fn all(&self, calls: Vec<(String, Value, bool)>) {
+        let chunks: Vec<Vec<(String, Value, bool)>> = calls
+            .chunks(calls.len().div_ceil(8))
+            .map(<[_]>::to_vec)
+            .collect();
+        std::thread::scope(|s| {
+            for chunk in chunks {
+                s.spawn(move || {
+                    for (path, body, create) in chunk {
+                        match create {
+                            true => self.create(&path, &body),
+                            false => self.merge(&path, &body),
+                        }
+                    }
+                });
+            }
+        });
+    }
+}
+
+fn pod_body(ns: &str, name: &str, node: &str, app: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "labels": {"app": app}},
+        "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}],
+                 "containers": [{"name": "c", "image": "busybox", "ports": [{"name": "web", "containerPort": 8080}]}]}})
+}
+
+fn status_body(ip: &str) -> Value {
+    json!({"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}})
+}
+
+/// Pod `i`'s namespace, node, app label and address (never in a node's own range).
+fn fake(i: u32) -> (String, &'static str, String, String) {
+    let ip = std::net::Ipv4Addr::from(u32::from(std::net::Ipv4Addr::new(10, 244, 100, 2)) + i);
+    (
+        format!("ns-{}", i % 10),
+        NODES[(i % 3) as usize],
+        format!("app-{}", i % 20),
+        ip.to_string(),
+    )
+}
+
+fn ingress(app: &str, team: &str, port: u32) -> Value {
+    json!([{"from": [{"podSelector": {"matchLabels": {"app": app}}, "namespaceSelector": {"matchLabels": {"team": team}}}],
+            "ports": [{"port": port}]}])
+}
+
+fn policy_body(ns: &str, name: &str, selects: &str, rules: Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"podSelector": {"matchLabels": {"app": selects}}, "ingress": rules}})
+}
+
+/// 10 namespaces, 1,000 pods with addresses, 200 policies (10 per app label, each
+/// admitting another app's pods of another namespace).
+fn populate(api: &Api) {
+    let mut calls = Vec::new();
+    for n in 0..10 {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}"), "labels": {"team": format!("ns-{n}")}}});
+        calls.push(("/api/v1/namespaces".to_string(), ns, true));
+    }
+    api.all(calls);
+    let pods = (0..1000).map(|i| {
+        let (ns, node, app, _) = fake(i);
+        (
+            format!("/api/v1/namespaces/{ns}/pods"),
+            pod_body(&ns, &format!("p-{i}"), node, &app),
+            true,
+        )
+    });
+    api.all(pods.collect());
+    let statuses = (0..1000).map(|i| {
+        let (ns, _, _, ip) = fake(i);
+        (
+            format!("/api/v1/namespaces/{ns}/pods/p-{i}/status"),
+            status_body(&ip),
+            false,
+        )
+    });
+    api.all(statuses.collect());
+    let policies = (0..200u32).map(|j| {
+        let ns = format!("ns-{}", j % 10);
+        let rules = ingress(
+            &format!("app-{}", (j + 1) % 20),
+            &format!("ns-{}", (j + 3) % 10),
+            80,
+        );
+        let body = policy_body(&ns, &format!("q-{j:03}"), &format!("app-{}", j % 20), rules);
+        (
+            format!("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"),
+            body,
+            true,
+        )
+    });
+    api.all(policies.collect());
+}
+
+/// `nft monitor` in every node: each line about the policy table, with its node and time.
+fn monitors(lab: &Lab) -> (Vec<Child>, mpsc::Receiver<(usize, Instant, String)>) {
+    let (tx, rx) = mpsc::channel();
+    let mut children = Vec::new();
+    for (n, node) in NODES.iter().enumerate() {
+        let mut child = lab
+            .cmd()
+            .args(["exec", node, "--", "nft", "monitor"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if line.contains("cairn-netpol") && tx.send((n, Instant::now(), line)).is_err() {
+                    return;
+                }
+            }
+        });
+        children.push(child);
+    }
+    (children, rx)
+}
+
+/// Waits until every node in `nodes` printed a line containing `needle`; the time of the last.
+fn seen_on(
+    rx: &mpsc::Receiver<(usize, Instant, String)>,
+    nodes: &[usize],
+    needle: &str,
+) -> Instant {
+    let mut pending: Vec<usize> = nodes.to_vec();
+    let mut last = Instant::now();
+    while !pending.is_empty() {
+        let (n, at, line) = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{needle} never seen on nodes {pending:?}"));
+        if line.contains(needle) && pending.contains(&n) {
+            pending.retain(|p| *p != n);
+            last = at;
+        }
+    }
+    last
+}
+
+fn rss_kib(node: &str) -> u64 {
+    let out = Command::new("pgrep")
+        .args(["-f", &format!("cairn-proxy .*--hostname-override {node}")])
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("no proxy of {node}"))
+        .to_string();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn pct(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+fn report(what: &str, total: &mut [f64], write: &mut [f64]) {
+    println!(
+        "{what} ({} runs): on every node p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms after the write began | the write itself p50 {:.0} ms, p99 {:.0} ms",
+        total.len(), pct(total, 0.5), pct(total, 0.99), pct(total, 1.0), pct(write, 0.5), pct(write, 0.99)
+    );
+}
+
+fn main() {
+    let changes: u32 = std::env::var("NETPOL_SCALE_CHANGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let mut lab = Lab::up("npscale", 16510, &["--nodes=3"]);
+    for node in NODES {
+        lab.lab(&["stop", node, "agent"]);
+    }
+    let before: Vec<u64> = NODES.iter().map(|n| rss_kib(n)).collect();
+    let api = Api::new(&lab);
+    let start = Instant::now();
+    populate(&api);
+    println!(
+        "1,000 pods with addresses and 200 policies written in {:.1?}",
+        start.elapsed()
+    );
+    let (mut children, rx) = monitors(&lab);
+    // The policy every measured change rewrites: app-0 in ns-0 is 50 pods on all 3 nodes.
+    let path = "/apis/networking.k8s.io/v1/namespaces/ns-0/networkpolicies/q-000";
+    let (mut total, mut write) = (Vec::new(), Vec::new());
+    for i in 0..changes {
+        let port = 20_000 + i;
+        let t0 = Instant::now();
+        api.merge(
+            path,
+            &json!({"spec": {"ingress": ingress("app-1", "ns-3", port)}}),
+        );
+        write.push(t0.elapsed().as_secs_f64() * 1000.0);
+        let last = seen_on(&rx, &[0, 1, 2], &format!("dport {port}"));
+        total.push((last - t0).as_secs_f64() * 1000.0);
+    }
+    report("a policy's port changed", &mut total, &mut write);
+    let (mut total, mut write) = (Vec::new(), Vec::new());
+    for i in 0..changes {
+        let (ns, node, ip) = ("ns-0", (i % 3) as usize, format!("10.244.120.{}", i + 2));
+        api.create(
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            &pod_body(ns, &format!("new-{i}"), NODES[node], "app-0"),
+        );
+        let t0 = Instant::now();
+        api.merge(
+            &format!("/api/v1/namespaces/{ns}/pods/new-{i}/status"),
+            &status_body(&ip),
+        );
+        write.push(t0.elapsed().as_secs_f64() * 1000.0);
+        let last = seen_on(&rx, &[node], &format!("{ip} : jump in_"));
+        total.push((last - t0).as_secs_f64() * 1000.0);
+    }
+    report("a new pod selected by a policy", &mut total, &mut write);
+    for (n, node) in NODES.iter().enumerate() {
+        let chains = lab
+            .on_node(
+                node,
+                &["nft", "list", "map", "ip", "cairn-netpol", "ingress_pods"],
+            )
+            .unwrap();
+        println!(
+            "{node}: cairn-proxy RSS {} KiB with no objects, {} KiB at 1,000 pods / 200 policies ({} isolated local pods)",
+            before[n], rss_kib(node), chains.matches(": jump").count()
+        );
+    }
+    for child in &mut children {
+        let _ = child.kill();
+    }
+    lab.down();
+}
