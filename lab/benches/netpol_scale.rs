@@ -211,14 +211,27 @@ fn populate(api: &Api) {
     api.all(policies.collect());
 }
 
-/// `nft monitor` in every node: each line about the policy table, with its node and time.
-fn monitors(lab: &Lab) -> (Vec<Child>, mpsc::Receiver<(usize, Instant, String)>) {
+/// The `nft monitor` processes, killed when dropped (a failed run leaves none behind).
+struct Monitors(Vec<Child>);
+
+impl Drop for Monitors {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `nft monitor` in every node (straight in its netns: `cairn-lab exec` hands output
+/// over at exit): each line about the policy table, with its node and time.
+fn monitors(lab: &str) -> (Monitors, mpsc::Receiver<(usize, Instant, String)>) {
     let (tx, rx) = mpsc::channel();
     let mut children = Vec::new();
-    for (n, node) in NODES.iter().enumerate() {
-        let mut child = lab
-            .cmd()
-            .args(["exec", node, "--", "nft", "monitor"])
+    for n in 0..NODES.len() {
+        let netns = format!("--net=/run/netns/cl-{lab}-n{}", n + 1);
+        let mut child = Command::new("nsenter")
+            .args([netns.as_str(), "--", "nft", "monitor"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -233,7 +246,7 @@ fn monitors(lab: &Lab) -> (Vec<Child>, mpsc::Receiver<(usize, Instant, String)>)
         });
         children.push(child);
     }
-    (children, rx)
+    (Monitors(children), rx)
 }
 
 /// Waits until every node in `nodes` printed a line containing `needle`; the time of the last.
@@ -244,16 +257,72 @@ fn seen_on(
 ) -> Instant {
     let mut pending: Vec<usize> = nodes.to_vec();
     let mut last = Instant::now();
+    let mut seen: Vec<String> = Vec::new();
     while !pending.is_empty() {
         let (n, at, line) = rx
             .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("{needle} never seen on nodes {pending:?}"));
+            .unwrap_or_else(|_| {
+                let tail = &seen[seen.len().saturating_sub(5)..];
+                panic!(
+                    "{needle} never seen on nodes {pending:?}; {} lines, the last: {tail:#?}",
+                    seen.len()
+                )
+            });
+        seen.push(format!(
+            "{n}: {}",
+            line.chars().take(200).collect::<String>()
+        ));
         if line.contains(needle) && pending.contains(&n) {
             pending.retain(|p| *p != n);
             last = at;
         }
     }
     last
+}
+
+/// The isolated pods in node `n`'s ingress map (`None`: no table yet).
+fn isolated_on(lab: &str, n: usize) -> Option<usize> {
+    let out = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/cl-{lab}-n{}", n + 1))
+        .args([
+            "--",
+            "nft",
+            "list",
+            "map",
+            "ip",
+            "cairn-netpol",
+            "ingress_pods",
+        ])
+        .output()
+        .unwrap();
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .matches(": jump")
+            .count()
+    })
+}
+
+/// Waits until every node isolates each of its 1,000 / 3 pods (every pod is selected).
+fn programmed_everywhere(lab: &str, start: Instant) {
+    for (n, node) in NODES.iter().enumerate() {
+        let want = (0..1000u32).filter(|i| (i % 3) as usize == n).count();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let have = isolated_on(lab, n);
+            if have == Some(want) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{node} isolates {have:?} of {want} pods"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    println!(
+        "every node programmed its pods {:.1?} after the first write",
+        start.elapsed()
+    );
 }
 
 fn rss_kib(node: &str) -> u64 {
@@ -294,13 +363,18 @@ fn main() {
     }
     let before: Vec<u64> = NODES.iter().map(|n| rss_kib(n)).collect();
     let api = Api::new(&lab);
+    // Started on empty tables: `nft monitor` reads the whole ruleset when it starts.
+    let (monitors, rx) = monitors("npscale");
     let start = Instant::now();
     populate(&api);
     println!(
         "1,000 pods with addresses and 200 policies written in {:.1?}",
         start.elapsed()
     );
-    let (mut children, rx) = monitors(&lab);
+    programmed_everywhere("npscale", start);
+    // What the monitors saw while the objects were written.
+    let drained = rx.try_iter().count();
+    println!("({drained} nft events while programming)");
     // The policy every measured change rewrites: app-0 in ns-0 is 50 pods on all 3 nodes.
     let path = "/apis/networking.k8s.io/v1/namespaces/ns-0/networkpolicies/q-000";
     let (mut total, mut write) = (Vec::new(), Vec::new());
@@ -345,8 +419,6 @@ fn main() {
             before[n], rss_kib(node), chains.matches(": jump").count()
         );
     }
-    for child in &mut children {
-        let _ = child.kill();
-    }
+    drop(monitors);
     lab.down();
 }

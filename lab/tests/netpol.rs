@@ -8,7 +8,8 @@
 //! `/network-policy/x/a` shows the policy; it stays closed while its node's agent and
 //! proxy are killed and restarted, and pods started meanwhile stay closed until the
 //! proxy has programmed them; an allow from namespace y opens it to y's pods
-//! only, through its ClusterIP too (policy applies after DNAT); an egress deny closes a
+//! only, through its ClusterIP too (policy applies after DNAT), and closes its NodePort
+//! to the switch (outside the cluster) on both nodes; an egress deny closes a
 //! pod's way out; deleting the policies opens everything again.
 //!
 //! Then the truth tables: for each of upstream's cases (`test/e2e/network/netpol`) the
@@ -133,6 +134,32 @@ fn behaviours(lab: &Lab) {
     ]);
     let everyone = [("x/b", true), ("y/a", true), ("y/b", true)];
     expect(lab, "x/a open to all", &ip, &everyone);
+    lab.kubectl(&[
+        "-n",
+        "x",
+        "expose",
+        "pod",
+        "a",
+        "--port=80",
+        "--name=web",
+        "--type=NodePort",
+    ]);
+    let node_port = lab.kubectl(&[
+        "-n",
+        "x",
+        "get",
+        "svc",
+        "web",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort}",
+    ]);
+    // From outside the cluster (the switch) through each node's NodePort: node-2's hands
+    // the connection on to node-1 from its own address.
+    let node_ports: Vec<String> = ["node-1", "node-2"]
+        .iter()
+        .map(|n| format!("http://{}:{node_port}/", lab.node_ip(n)))
+        .collect();
+    expect_from_switch(lab, "the NodePort open to all", &node_ports, true);
 
     let deny = json!({"podSelector": {}, "policyTypes": ["Ingress"]});
     let targets = [
@@ -168,7 +195,7 @@ fn behaviours(lab: &Lab) {
     let only_y = [("x/b", false), ("y/a", true), ("y/b", true)];
     expect(lab, "allow from y enforced", &ip, &only_y);
 
-    lab.kubectl(&["-n", "x", "expose", "pod", "a", "--port=80", "--name=web"]);
+    expect_from_switch(lab, "the NodePort obeys x/a's policy", &node_ports, false);
     let svc = lab.kubectl(&[
         "-n",
         "x",
@@ -193,6 +220,21 @@ fn behaviours(lab: &Lab) {
 
     delete_policies(lab);
     expect(lab, "policies deleted, all open", &ip, &everyone);
+    expect_from_switch(lab, "the NodePort open again", &node_ports, true);
+}
+
+/// Waits until every URL answers from the switch (`open`) or none does.
+fn expect_from_switch(lab: &Lab, what: &str, urls: &[String], open: bool) {
+    let start = Instant::now();
+    eventually(what, MINUTE, || {
+        urls.iter()
+            .all(|url| {
+                let page = lab.on_switch(&["curl", "-fsS", "-m", "2", url]);
+                page.is_ok_and(|p| p.contains("It works!")) == open
+            })
+            .then_some(())
+    });
+    println!("{what}: {:.1?}", start.elapsed());
 }
 
 /// The deny's drops on node-1's `/metrics`, and x/a's effective policy on the proxy's

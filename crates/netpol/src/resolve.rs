@@ -5,7 +5,8 @@
 //! per port number. A named port cannot be resolved on an `ipBlock` peer and matches
 //! nothing there (as Calico and Cilium do).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::compile::{Block, CompiledPolicy, Peer, PolicyKey, PortNumber, PortSpec, Rule};
@@ -123,35 +124,91 @@ pub fn for_node(
     cluster: &Cluster,
     node: &str,
 ) -> BTreeMap<PodKey, PodPolicy> {
+    let resolver = Resolver::new(policies, cluster);
     cluster
         .pods
         .values()
         .filter(|p| p.node.as_deref() == Some(node) && p.on_pod_network())
-        .map(|p| (p.key.clone(), effective(policies, cluster, p)))
+        .map(|p| (p.key.clone(), resolver.effective(p)))
         .collect()
 }
 
 /// `pod`'s effective policy. Host-network and finished pods are never isolated.
 pub fn effective(policies: &[CompiledPolicy], cluster: &Cluster, pod: &Pod) -> PodPolicy {
-    let selecting: Vec<&CompiledPolicy> = policies
-        .iter()
-        .filter(|p| pod.on_pod_network() && p.selects(&pod.key.namespace, &pod.labels))
-        .collect();
-    let ingress = isolation(
-        &selecting,
-        |p| p.ingress.as_deref(),
-        |policy, i, rule| vec![ingress_allowance(policy, (i, rule), cluster, pod)],
-    );
-    let egress = isolation(
-        &selecting,
-        |p| p.egress.as_deref(),
-        |policy, i, rule| egress_allowances(policy, (i, rule), cluster),
-    );
-    PodPolicy {
-        pod: pod.key.clone(),
-        ips: pod.ips.clone(),
-        ingress,
-        egress,
+    Resolver::new(policies, cluster).effective(pod)
+}
+
+/// A rule of a policy: (policy, direction, index).
+type RuleKey = (PolicyKey, Direction, usize);
+
+/// Resolves pods' policies over one cluster, each rule's peers once: a rule's peers are
+/// the same for every pod it applies to (only ingress named ports differ per pod), and
+/// finding them scans every pod.
+struct Resolver<'c> {
+    policies: &'c [CompiledPolicy],
+    cluster: &'c Cluster,
+    ingress_peers: RefCell<HashMap<RuleKey, Peers>>,
+    egress: RefCell<HashMap<RuleKey, Vec<Allowance>>>,
+}
+
+impl<'c> Resolver<'c> {
+    fn new(policies: &'c [CompiledPolicy], cluster: &'c Cluster) -> Self {
+        Resolver {
+            policies,
+            cluster,
+            ingress_peers: RefCell::default(),
+            egress: RefCell::default(),
+        }
+    }
+
+    fn effective(&self, pod: &Pod) -> PodPolicy {
+        let selecting: Vec<&CompiledPolicy> = self
+            .policies
+            .iter()
+            .filter(|p| pod.on_pod_network() && p.selects(&pod.key.namespace, &pod.labels))
+            .collect();
+        let ingress = isolation(
+            &selecting,
+            |p| p.ingress.as_deref(),
+            |policy, i, rule| vec![self.ingress_allowance(policy, (i, rule), pod)],
+        );
+        let egress = isolation(
+            &selecting,
+            |p| p.egress.as_deref(),
+            |policy, i, rule| self.egress_allowances(policy, (i, rule)),
+        );
+        PodPolicy {
+            pod: pod.key.clone(),
+            ips: pod.ips.clone(),
+            ingress,
+            egress,
+        }
+    }
+
+    fn ingress_allowance(
+        &self,
+        policy: &PolicyKey,
+        rule: (usize, &Rule),
+        target: &Pod,
+    ) -> Allowance {
+        let key = (policy.clone(), Direction::Ingress, rule.0);
+        let peers = self.ingress_peers.borrow().get(&key).cloned();
+        let peers = peers.unwrap_or_else(|| {
+            let peers = ingress_peers(rule.1, self.cluster);
+            self.ingress_peers.borrow_mut().insert(key, peers.clone());
+            peers
+        });
+        ingress_allowance(policy, rule, peers, target)
+    }
+
+    fn egress_allowances(&self, policy: &PolicyKey, rule: (usize, &Rule)) -> Vec<Allowance> {
+        let key = (policy.clone(), Direction::Egress, rule.0);
+        if let Some(cached) = self.egress.borrow().get(&key) {
+            return cached.clone();
+        }
+        let allowances = egress_allowances(policy, rule, self.cluster);
+        self.egress.borrow_mut().insert(key, allowances.clone());
+        allowances
     }
 }
 
@@ -216,13 +273,9 @@ fn addresses(pods: &[&Pod]) -> BTreeSet<IpAddr> {
     pods.iter().flat_map(|p| p.ips.iter().copied()).collect()
 }
 
-fn ingress_allowance(
-    policy: &PolicyKey,
-    (index, rule): (usize, &Rule),
-    cluster: &Cluster,
-    target: &Pod,
-) -> Allowance {
-    let peers = match &rule.peers {
+/// An ingress rule's peers: every address, or its pods' addresses and its blocks.
+fn ingress_peers(rule: &Rule, cluster: &Cluster) -> Peers {
+    match &rule.peers {
         None => Peers::Any,
         Some(list) => {
             let (pods, blocks) = peer_pods(Some(list), cluster);
@@ -231,7 +284,15 @@ fn ingress_allowance(
                 blocks,
             }
         }
-    };
+    }
+}
+
+fn ingress_allowance(
+    policy: &PolicyKey,
+    (index, rule): (usize, &Rule),
+    peers: Peers,
+    target: &Pod,
+) -> Allowance {
     let ports = match &rule.ports {
         None => Ports::Any,
         Some(specs) => Ports::Listed(specs.iter().filter_map(|s| resolve_on(s, target)).collect()),

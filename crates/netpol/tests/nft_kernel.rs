@@ -107,7 +107,10 @@ fn syncs_and_changes_apply_in_the_kernel() {
         listing.contains("10.244.1.10 : jump in_10_244_1_10"),
         "{listing}"
     );
-    assert!(listing.contains("dport { 80, 8080 } return"), "{listing}");
+    assert!(
+        listing.contains("dport { 80, 8080 } ip saddr @peers_"),
+        "{listing}"
+    );
     assert!(
         listing.contains("ip daddr @guarded_ranges ip daddr != @programmed_pods"),
         "{listing}"

@@ -92,9 +92,13 @@ pub async fn run(
     let mut check = tokio::time::interval(TABLE_CHECK_PERIOD);
     let nft = observed.nft();
     loop {
-        let (pods, desired) = stores.desired(&node);
-        applied = apply(nft, applied.as_deref(), desired).map(Arc::new);
-        observed.record(Arc::new(pods), applied.clone());
+        // Computing and applying take tens of ms at a thousand pods: off the async workers.
+        applied = tokio::task::block_in_place(|| {
+            let (pods, desired) = stores.desired(&node);
+            let applied = apply(nft, applied.as_deref(), desired).map(Arc::new);
+            observed.record(Arc::new(pods), applied.clone());
+            applied
+        });
         let retry = applied.is_none();
         tokio::select! {
             _ = &mut shutdown => return Ok(()),

@@ -144,15 +144,20 @@ impl Desired {
             Peers::Any => None,
             Peers::Listed { addresses, blocks } => {
                 let name = set_name(&a.policy, &a.origin);
-                let elements = normalized(addresses, blocks).into_iter().collect();
-                self.sets.insert(name.clone(), elements);
+                // A rule's peers are the same for every pod it applies to: merged once.
+                if !self.sets.contains_key(&name) {
+                    let elements = normalized(addresses, blocks).into_iter().collect();
+                    self.sets.insert(name.clone(), elements);
+                }
                 Some(format!("ip {field} @{name}"))
             }
         };
         port_matches(&a.ports)
             .into_iter()
             .map(|ports| {
-                let parts: Vec<&str> = [peers.as_deref(), ports.as_deref(), Some("return")]
+                // The port first: a compare is cheaper than a set lookup, and a SYN walks
+                // every allowance of its pod until one matches.
+                let parts: Vec<&str> = [ports.as_deref(), peers.as_deref(), Some("return")]
                     .into_iter()
                     .flatten()
                     .collect();

@@ -59,7 +59,7 @@ fn an_allowance_reads_its_peers_from_a_set_and_its_ports_merged_per_protocol() {
     let rules = &d.chains[&chain_name(Direction::Ingress, v4("x/a"))];
     assert_eq!(
         rules[0],
-        format!("ip saddr @{set} meta l4proto tcp th dport {{ 80-81, 90 }} return")
+        format!("meta l4proto tcp th dport {{ 80-81, 90 }} ip saddr @{set} return")
     );
     assert!(rules[1].ends_with(" drop"), "{rules:?}");
 }
