@@ -39,11 +39,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::os::fd::AsFd;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn_netfilter::ipvs::IpvsNetlink;
 use cairn_netfilter::{IptablesCommand, IptablesVariant, NftCommand};
@@ -55,7 +54,7 @@ use cairn_serviceproxy::nftables::NftConfig;
 use cairn_serviceproxy::*;
 use cairn_testsupport::qemu::{in_guest, Guest};
 use cairn_testsupport::NetNs;
-use support::{pct, services, vip};
+use support::{hammer, pct, serve, services, vip};
 
 mod support;
 
@@ -160,22 +159,6 @@ fn state(n: u32) -> ProxyState {
     s
 }
 
-/// Connects and resets for `secs`; connections/s and connect latencies (µs).
-fn hammer(to: SocketAddr, secs: f64) -> (f64, Vec<f64>) {
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    let start = Instant::now();
-    let mut lat = Vec::new();
-    while Instant::now() < deadline {
-        let sock =
-            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        let t = Instant::now();
-        sock.connect(&to.into()).unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1e6);
-        sock.set_linger(Some(Duration::ZERO)).unwrap();
-    }
-    (lat.len() as f64 / start.elapsed().as_secs_f64(), lat)
-}
-
 fn backend(mode: &str) -> Box<dyn ProxyBackend> {
     let cidr = Some("10.244.0.0/16".parse().unwrap());
     match mode {
@@ -228,28 +211,6 @@ fn ipvs_in_guest(rounds: u32, secs: f64) {
         println!("(guest, {}) {line}", guest.kernel_release());
     }
     assert!(out.success(), "{out}");
-}
-
-/// Starts the server: accepts and drops connections on the pod's `port`.
-fn serve(pod: &NetNs, port: u16) {
-    let pod_path = pod.path();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(pod_path).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        // A deep accept queue: a full one drops SYNs, and a retransmitted SYN costs 1 s.
-        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.set_reuse_address(true).unwrap();
-        l.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())
-            .unwrap();
-        l.listen(65535).unwrap();
-        let l: TcpListener = l.into();
-        tx.send(()).unwrap();
-        for s in l.incoming() {
-            drop(s);
-        }
-    });
-    rx.recv().unwrap();
 }
 
 /// One mode at one size, from both clients; `base` is each client's direct rate before

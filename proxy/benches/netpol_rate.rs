@@ -21,10 +21,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
-use std::os::fd::AsFd;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cairn_netpol::nft::{full_script, Desired};
 use cairn_netpol::{
@@ -33,7 +32,7 @@ use cairn_netpol::{
 };
 use cairn_testsupport::NetNs;
 use serde_json::json;
-use support::pct;
+use support::{hammer, pct, serve};
 
 mod support;
 
@@ -263,43 +262,6 @@ fn feed(ns: &NetNs, cmd: &[&str], input: &str) {
     assert!(child.wait().unwrap().success(), "{cmd:?} failed");
 }
 
-/// Connects and resets for `secs`; connections/s and connect latencies (µs).
-fn hammer(to: SocketAddr, secs: f64) -> (f64, Vec<f64>) {
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    let start = Instant::now();
-    let mut lat = Vec::new();
-    while Instant::now() < deadline {
-        let sock =
-            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        let t = Instant::now();
-        sock.connect(&to.into()).unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1e6);
-        sock.set_linger(Some(Duration::ZERO)).unwrap();
-    }
-    (lat.len() as f64 / start.elapsed().as_secs_f64(), lat)
-}
-
-/// Accepts and drops connections on the server pod's `PORT`.
-fn serve(pod: &NetNs) {
-    let pod_path = pod.path();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(pod_path).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.set_reuse_address(true).unwrap();
-        l.bind(&SocketAddr::from(([0, 0, 0, 0], PORT)).into())
-            .unwrap();
-        l.listen(65535).unwrap();
-        let l: TcpListener = l.into();
-        tx.send(()).unwrap();
-        for s in l.incoming() {
-            drop(s);
-        }
-    });
-    rx.recv().unwrap();
-}
-
 /// The node's state, and the time each of 20 computations took (ms).
 fn compute(cluster: &Cluster, policies: &[CompiledPolicy]) -> (Desired, Vec<f64>) {
     let mut times = Vec::new();
@@ -426,7 +388,7 @@ fn main() {
         peer,
     };
     let (node, server, client) = namespaces();
-    serve(&server);
+    serve(&server, PORT);
     let to = SocketAddr::from((SERVER, PORT));
     client.run_inside(|| hammer(to, 0.5));
     // Every node has the service proxy's NAT hooks, so conntrack runs with or without

@@ -1,14 +1,16 @@
 //! What the proxy's benchmarks share: the synthetic cluster, the peer's generator,
-//! percentiles. (Not a benchmark itself: cargo only runs the files named in Cargo.toml.)
+//! percentiles, and the connection hammer and server of the data-plane benches. (Not a benchmark itself: cargo only runs the files named in Cargo.toml.)
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairn_serviceproxy::*;
+use cairn_testsupport::NetNs;
 
 /// The cluster IP of service `i`.
 pub fn vip(i: u32) -> Ipv4Addr {
@@ -72,4 +74,42 @@ pub fn peer_gen(dir: &Path, args: &[String]) -> PathBuf {
     );
     std::fs::write(&path, out.stdout).unwrap();
     path
+}
+
+/// Connects and resets for `secs`; connections/s and connect latencies (µs).
+pub fn hammer(to: SocketAddr, secs: f64) -> (f64, Vec<f64>) {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let mut lat = Vec::new();
+    while Instant::now() < deadline {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let t = Instant::now();
+        sock.connect(&to.into()).unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        sock.set_linger(Some(Duration::ZERO)).unwrap();
+    }
+    (lat.len() as f64 / start.elapsed().as_secs_f64(), lat)
+}
+
+/// Starts the server: accepts and drops connections on the pod's `port`.
+pub fn serve(pod: &NetNs, port: u16) {
+    let pod_path = pod.path();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(pod_path).unwrap();
+        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // A deep accept queue: a full one drops SYNs, and a retransmitted SYN costs 1 s.
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.set_reuse_address(true).unwrap();
+        l.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())
+            .unwrap();
+        l.listen(65535).unwrap();
+        let l: TcpListener = l.into();
+        tx.send(()).unwrap();
+        for s in l.incoming() {
+            drop(s);
+        }
+    });
+    rx.recv().unwrap();
 }
