@@ -40,7 +40,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,17 +91,8 @@ struct Lab {
 
 impl Lab {
     fn new() -> Lab {
-        let lab = Lab {
-            node: NetNs::new("crnode").unwrap(),
-            pod: NetNs::new("crpod").unwrap(),
-            client: NetNs::new("crcli").unwrap(),
-        };
-        let (node, pod, client) = (&lab.node, &lab.pod, &lab.client);
-        sh(node, &format!("ip link add p1 type veth peer name eth0 netns {} && ip addr add 10.244.1.1/24 dev p1 && ip link set p1 up && ip link set lo up && ip route add 10.96.0.0/12 dev p1 && sysctl -qw net.ipv4.ip_forward=1", pod.name()));
-        sh(node, &format!("ip link add p2 type veth peer name eth0 netns {} && ip addr add 10.244.200.1/24 dev p2 && ip link set p2 up", client.name()));
-        sh(pod, "ip addr add 10.244.1.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.1.1 && sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535");
-        sh(client, "ip addr add 10.244.200.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.200.1");
-        lab
+        let (node, pod, client) = support::pod_namespaces("cr");
+        Lab { node, pod, client }
     }
 
     /// [`hammer`] from `client`.
@@ -132,18 +122,6 @@ impl Lab {
         }
         (through / f64::from(rounds), direct / f64::from(rounds), lat)
     }
-}
-
-fn sh(ns: &NetNs, cmd: &str) {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// `n` services × 2 endpoints; service `n / 2` has the real pod as its one endpoint.

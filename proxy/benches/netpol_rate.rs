@@ -22,7 +22,6 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::Command;
 use std::time::Instant;
 
 use cairn_netpol::nft::{full_script, Desired};
@@ -39,32 +38,6 @@ mod support;
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 244, 1, 2);
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 244, 200, 2);
 const PORT: u16 = 8080;
-
-fn sh(ns: &NetNs, cmd: &str) {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The node, the server pod and the client pod, as conn_rate builds them.
-fn namespaces() -> (NetNs, NetNs, NetNs) {
-    let (node, pod, client) = (
-        NetNs::new("npnode").unwrap(),
-        NetNs::new("nppod").unwrap(),
-        NetNs::new("npcli").unwrap(),
-    );
-    sh(&node, &format!("ip link add p1 type veth peer name eth0 netns {} && ip addr add 10.244.1.1/24 dev p1 && ip link set p1 up && ip link set lo up && sysctl -qw net.ipv4.ip_forward=1", pod.name()));
-    sh(&node, &format!("ip link add p2 type veth peer name eth0 netns {} && ip addr add 10.244.200.1/24 dev p2 && ip link set p2 up", client.name()));
-    sh(&pod, "ip addr add 10.244.1.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.1.1 && sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535");
-    sh(&client, "ip addr add 10.244.200.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.200.1");
-    (node, pod, client)
-}
 
 fn pod(ns: &str, name: &str, ip: Ipv4Addr, node: &str, app: &str) -> Pod {
     Pod {
@@ -387,7 +360,7 @@ fn main() {
         ),
         peer,
     };
-    let (node, server, client) = namespaces();
+    let (node, server, client) = support::pod_namespaces("np");
     serve(&server, PORT);
     let to = SocketAddr::from((SERVER, PORT));
     client.run_inside(|| hammer(to, 0.5));

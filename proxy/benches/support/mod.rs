@@ -113,3 +113,33 @@ pub fn serve(pod: &NetNs, port: u16) {
     });
     rx.recv().unwrap();
 }
+
+/// Runs `cmd` with `sh -c` in `ns`; panics with its stderr on failure.
+pub fn sh(ns: &NetNs, cmd: &str) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "sh", "-c", cmd])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The data-plane benches' namespaces: a "node" (routing, 10.244.1.1 and 10.244.200.1,
+/// the service range towards the server), a server "pod" (10.244.1.2) and a client pod
+/// (10.244.200.2), each pod joined to the node by a veth. Named `PREFIXnode`, `PREFIXpod`
+/// and `PREFIXcli`.
+pub fn pod_namespaces(prefix: &str) -> (NetNs, NetNs, NetNs) {
+    let (node, pod, client) = (
+        NetNs::new(&format!("{prefix}node")).unwrap(),
+        NetNs::new(&format!("{prefix}pod")).unwrap(),
+        NetNs::new(&format!("{prefix}cli")).unwrap(),
+    );
+    sh(&node, &format!("ip link add p1 type veth peer name eth0 netns {} && ip addr add 10.244.1.1/24 dev p1 && ip link set p1 up && ip link set lo up && ip route add 10.96.0.0/12 dev p1 && sysctl -qw net.ipv4.ip_forward=1", pod.name()));
+    sh(&node, &format!("ip link add p2 type veth peer name eth0 netns {} && ip addr add 10.244.200.1/24 dev p2 && ip link set p2 up", client.name()));
+    sh(&pod, "ip addr add 10.244.1.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.1.1 && sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535");
+    sh(&client, "ip addr add 10.244.200.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 10.244.200.1");
+    (node, pod, client)
+}
