@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::response::IntoResponse;
 use cairn_serviceproxy::ProxyState;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -266,7 +267,6 @@ impl Metrics {
 
 fn answer(metrics: &Metrics) -> axum::response::Response {
     use axum::http::{header, StatusCode};
-    use axum::response::IntoResponse;
     match metrics.encode() {
         Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
         Err(e) => {
@@ -292,7 +292,15 @@ pub async fn serve(
         "/metrics",
         axum::routing::get(move || {
             let metrics = metrics.clone();
-            async move { answer(&metrics) }
+            // Collectors may read the kernel (the policy drop counters): not on a worker.
+            async move {
+                tokio::task::spawn_blocking(move || answer(&metrics))
+                    .await
+                    .unwrap_or_else(|e| {
+                        error!(error = %e, "encoding the metrics");
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+                    })
+            }
         }),
     );
     tokio::spawn(async move {

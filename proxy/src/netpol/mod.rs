@@ -88,25 +88,31 @@ pub async fn run(
     }
     info!(%node, "network policy controller in sync");
     tokio::pin!(shutdown);
+    // What is in the kernel, and whether the next apply must replace the whole table (the
+    // first one, and any after a failure: a failed `nft -f` changes nothing, so `applied`
+    // stays what is in force).
     let mut applied: Option<Arc<Desired>> = None;
+    let mut replace = true;
     let mut check = tokio::time::interval(TABLE_CHECK_PERIOD);
     let nft = observed.nft();
     loop {
         // Computing and applying take tens of ms at a thousand pods: off the async workers.
-        applied = tokio::task::block_in_place(|| {
+        tokio::task::block_in_place(|| {
             let (pods, desired) = stores.desired(&node);
-            let applied = apply(nft, applied.as_deref(), desired).map(Arc::new);
+            let base = if replace { None } else { applied.as_deref() };
+            match apply(nft, base, desired) {
+                Some(now) => (applied, replace) = (Some(Arc::new(now)), false),
+                None => replace = true,
+            }
             observed.record(Arc::new(pods), applied.clone());
-            applied
         });
-        let retry = applied.is_none();
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
             _ = notify.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(2)), if retry => {}
+            _ = tokio::time::sleep(Duration::from_secs(2)), if replace => {}
             _ = check.tick() => {
                 if !table_in_place(nft) {
-                    applied = None;
+                    replace = true;
                 }
             }
         }
