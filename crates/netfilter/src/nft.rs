@@ -27,6 +27,12 @@ pub trait NftDriver: Send + Sync {
     /// `delete rule FAMILY TABLE CHAIN handle N`, without rewriting the others'.
     fn list_table_with_handles(&self, family: &str, name: &str)
         -> Result<Option<String>, NftError>;
+    /// Only the table's named counters, as `nft list counters table` prints them (None
+    /// when absent): a scrape need not print thousands of set elements. By default the
+    /// whole listing, which holds the same counter blocks.
+    fn list_counters(&self, family: &str, name: &str) -> Result<Option<String>, NftError> {
+        self.list_table(family, name)
+    }
 }
 
 pub fn find_binary(name: &str) -> Option<PathBuf> {
@@ -49,12 +55,7 @@ impl NftCommand {
         })
     }
 
-    fn list(&self, handles: bool, family: &str, name: &str) -> Result<Option<String>, NftError> {
-        let args: &[&str] = if handles {
-            &["-a", "list", "table", family, name]
-        } else {
-            &["list", "table", family, name]
-        };
+    fn list(&self, args: &[&str]) -> Result<Option<String>, NftError> {
         let (ok, stdout, stderr) = self.run(args, None)?;
         if ok {
             Ok(Some(stdout))
@@ -109,7 +110,7 @@ impl NftDriver for NftCommand {
     }
 
     fn list_table(&self, family: &str, name: &str) -> Result<Option<String>, NftError> {
-        self.list(false, family, name)
+        self.list(&["list", "table", family, name])
     }
 
     fn list_table_with_handles(
@@ -117,7 +118,11 @@ impl NftDriver for NftCommand {
         family: &str,
         name: &str,
     ) -> Result<Option<String>, NftError> {
-        self.list(true, family, name)
+        self.list(&["-a", "list", "table", family, name])
+    }
+
+    fn list_counters(&self, family: &str, name: &str) -> Result<Option<String>, NftError> {
+        self.list(&["list", "counters", "table", family, name])
     }
 }
 

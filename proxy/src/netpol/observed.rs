@@ -36,7 +36,7 @@ impl std::fmt::Debug for Observed {
     }
 }
 
-/// A named counter's values, from `nft list table`.
+/// A named counter's values, from `nft list counters`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CounterValue {
     pub packets: u64,
@@ -105,7 +105,7 @@ impl Observed {
 
     /// Drops per policy: (namespace, policy, value), and the guard's.
     fn drops(&self) -> (Vec<(String, String, CounterValue)>, CounterValue) {
-        let listing = match self.nft.list_table("ip", TABLE) {
+        let listing = match self.nft.list_counters("ip", TABLE) {
             Ok(listing) => listing.unwrap_or_default(),
             Err(e) => {
                 warn!(error = %e, "reading the network policy counters");
