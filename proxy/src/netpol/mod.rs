@@ -35,6 +35,9 @@ pub enum PolicyControllerError {
 
 /// Applies `next` over `applied` (everything when `None`); what is in force after.
 fn apply(nft: &dyn NftDriver, applied: Option<&Desired>, next: Desired) -> Option<Desired> {
+    if !next.shared.is_empty() && applied.map(|a| &a.shared) != Some(&next.shared) {
+        warn!(addresses = ?next.shared, "local pods share these addresses; each stays closed until one pod claims it");
+    }
     let text = match applied {
         Some(before) if *before == next => return Some(next),
         Some(before) => script(&diff(before, &next)),

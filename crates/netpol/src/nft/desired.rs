@@ -25,6 +25,10 @@ pub struct Desired {
     /// not programmed (a pod newer than the last sync) is dropped, so a new pod is never
     /// reachable before its policy is in force. Empty: no guard.
     pub guarded: BTreeSet<AddrRange>,
+    /// Addresses more than one local pod claims (an address reused before the old pod's
+    /// object is gone): neither pod is programmed, so the guard closes the address rather
+    /// than give one pod the other's policy.
+    pub shared: BTreeSet<Ipv4Addr>,
 }
 
 /// FNV-1a: names must stay the same across agent versions and restarts.
@@ -84,9 +88,22 @@ fn ipv4s(ips: &[IpAddr]) -> Vec<Ipv4Addr> {
 impl Desired {
     /// The state for these pods' policies (a node's: [`crate::for_node`]).
     pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a PodPolicy>) -> Desired {
-        let mut desired = Desired::default();
+        let pods: Vec<&PodPolicy> = pods.into_iter().collect();
+        let mut claims: BTreeMap<Ipv4Addr, usize> = BTreeMap::new();
+        for ip in pods.iter().flat_map(|p| ipv4s(&p.ips)) {
+            *claims.entry(ip).or_default() += 1;
+        }
+        let mut desired = Desired {
+            shared: claims
+                .into_iter()
+                .filter_map(|(ip, n)| (n > 1).then_some(ip))
+                .collect(),
+            ..Desired::default()
+        };
         for pod in pods {
-            desired.add_pod(pod);
+            if !ipv4s(&pod.ips).iter().any(|ip| desired.shared.contains(ip)) {
+                desired.add_pod(pod);
+            }
         }
         desired
     }

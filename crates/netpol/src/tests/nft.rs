@@ -158,6 +158,33 @@ fn the_guard_covers_the_node_ranges_and_lets_through_every_local_pod_it_knows() 
 }
 
 #[test]
+fn an_address_two_local_pods_claim_is_left_unprogrammed_so_the_guard_closes_it() {
+    let mut m = Model::new();
+    m.apply(
+        "x",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}),
+    );
+    // z/a (selected by nothing) takes x/a's address before x/a's object is gone.
+    let reused = ip_of("x/a");
+    let z_a = m
+        .cluster
+        .pods
+        .values_mut()
+        .find(|p| p.key.namespace == "z" && p.key.name == "a")
+        .unwrap();
+    z_a.ips = vec![reused];
+    let d = desired(&m).guarding(&["10.244.0.0/16".parse().unwrap()]);
+    assert_eq!(d.shared.iter().collect::<Vec<_>>(), [&v4("x/a")]);
+    assert!(!d.ingress.contains_key(&v4("x/a")), "{:?}", d.ingress);
+    assert!(!d.chains.contains_key(&chain_name(Direction::Ingress, v4("x/a"))));
+    let programmed: Vec<String> = d.programmed.iter().map(ToString::to_string).collect();
+    assert!(!programmed.contains(&reused.to_string()), "{programmed:?}");
+    // x/c, another pod of the deny, is still programmed and isolated.
+    assert!(d.ingress.contains_key(&v4("x/c")));
+}
+
+#[test]
 fn an_ip_block_less_its_exceptions_is_merged_ranges() {
     let mut m = Model::new();
     let except = format!("{}/32", ip_of("y/b"));
