@@ -8,8 +8,11 @@ use cairn_netpol::nft::Desired;
 use cairn_netpol::{for_node, Cluster, CompiledPolicy, Namespace, Pod, PodKey, PodPolicy};
 use futures::StreamExt;
 use ipnetwork::IpNetwork;
-use k8s_openapi::api::core::v1::{Namespace as K8sNamespace, Node, Pod as K8sPod};
+use k8s_openapi::api::core::v1::{
+    Container, Namespace as K8sNamespace, Node, Pod as K8sPod, PodSpec, PodStatus,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{reflector as reflect, watcher, WatchStreamExt};
 use kube::Api;
@@ -25,8 +28,73 @@ pub(super) struct Stores {
     pub(super) node: Store<Node>,
 }
 
-/// Follows the objects of kind `K` that `config` selects into a store; each event wakes
-/// `notify`.
+/// Drops what policy never reads before a store keeps an object: at a thousand pods the
+/// whole objects were most of the proxy's memory.
+pub(super) trait Trim {
+    fn trim(&mut self);
+}
+
+/// Managed fields and annotations (a `kubectl apply`'s last configuration) are often
+/// larger than the rest of an object.
+fn trim_meta(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    meta.annotations = None;
+}
+
+impl Trim for K8sPod {
+    /// Keeps what `cairn_netpol::Pod::from_k8s` reads: labels, node, host network, the
+    /// containers' ports (named ports), phase and addresses.
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        if let Some(spec) = self.spec.as_mut() {
+            let containers = std::mem::take(&mut spec.containers);
+            *spec = PodSpec {
+                node_name: spec.node_name.take(),
+                host_network: spec.host_network,
+                containers: containers
+                    .into_iter()
+                    .map(|c| Container {
+                        name: c.name,
+                        ports: c.ports,
+                        ..Container::default()
+                    })
+                    .collect(),
+                ..PodSpec::default()
+            };
+        }
+        if let Some(status) = self.status.as_mut() {
+            *status = PodStatus {
+                phase: status.phase.take(),
+                pod_ip: status.pod_ip.take(),
+                pod_ips: status.pod_ips.take(),
+                ..PodStatus::default()
+            };
+        }
+    }
+}
+
+impl Trim for Node {
+    /// Keeps the spec (its pod ranges); the status holds the node's image list.
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        self.status = None;
+    }
+}
+
+impl Trim for K8sNamespace {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+    }
+}
+
+impl Trim for NetworkPolicy {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+    }
+}
+
+/// Follows the objects of kind `K` that `config` selects into a store, trimmed; each
+/// event wakes `notify`.
 pub(super) fn follow<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -35,6 +103,7 @@ pub(super) fn follow<K>(
 ) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()>
+        + Trim
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
@@ -43,7 +112,7 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflect(writer, watcher(api, config)).default_backoff();
+    let stream = reflect(writer, watcher(api, config).modify(K::trim)).default_backoff();
     let notify = Arc::clone(notify);
     tokio::spawn(async move {
         futures::pin_mut!(stream);
@@ -104,5 +173,36 @@ impl Stores {
             .chain(spec.pod_cidr.iter())
             .filter_map(|c| c.parse().ok())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_trimmed_pod_reads_the_same_to_policy_and_keeps_little_else() {
+        let full: K8sPod = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "x", "labels": {"app": "web"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "x".repeat(2000)},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
+            "spec": {"nodeName": "node-1", "hostNetwork": false, "containers": [{
+                "name": "web", "image": "httpd", "command": ["httpd", "-f"],
+                "env": [{"name": "A", "value": "y".repeat(2000)}],
+                "ports": [{"name": "http", "containerPort": 80}, {"name": "dns", "containerPort": 53, "protocol": "UDP"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]},
+            "status": {"phase": "Running", "podIP": "10.244.1.5", "podIPs": [{"ip": "10.244.1.5"}],
+                "conditions": [{"type": "Ready", "status": "True"}], "hostIP": "198.18.0.2"}
+        }))
+        .unwrap();
+        let mut trimmed = full.clone();
+        trimmed.trim();
+        assert_eq!(Pod::from_k8s(&trimmed), Pod::from_k8s(&full));
+        let size = |p: &K8sPod| serde_json::to_string(p).unwrap().len();
+        assert!(size(&trimmed) < 400, "{}", serde_json::to_string(&trimmed).unwrap());
+        assert!(size(&full) > 4000);
     }
 }
