@@ -6,18 +6,23 @@
 //! `externalTrafficPolicy: Local` uses the local pod only and keeps the client address; a
 //! service without endpoints refuses at once; ClientIP affinity pins; a removed endpoint
 //! with connections drains at weight 0 while new connections go elsewhere; a restarted
-//! backend writes nothing; `--cleanup`'s code leaves IPVS, links and nftables as they were.
+//! backend writes nothing; NetworkPolicy's table closes a pod to IPVS connections (they
+//! reach the backend from the output hook); `--cleanup`'s code leaves IPVS, links and
+//! nftables as they were.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_netfilter::ipvs::IpvsNetlink;
-use cairn_netfilter::NftCommand;
+use cairn_netfilter::{NftCommand, NftDriver};
+use cairn_netpol::nft::{full_script, Desired};
+use cairn_netpol::{for_node, Cluster, CompiledPolicy, Namespace, Pod, PodKey};
 use cairn_proxy::backend::ipvs::NetlinkHost;
 use cairn_proxy::backend::{IpvsBackend, ProxyBackend};
 use cairn_serviceproxy::ipvs::IpvsConfig;
@@ -148,6 +153,47 @@ fn guest_side() {
     });
 }
 
+/// NetworkPolicy's table (`cairn-netpol`) in IPVS mode: IPVS hands a connection to its
+/// backend from the output hook, not forward. An ingress deny on pod-a closes the
+/// NodePort only pod-a serves (`externalTrafficPolicy: Local`) to the outside client, by a
+/// drop (a timeout); the node itself still reaches pod-a through the ClusterIP.
+fn policy_holds_for_ipvs_connections(client: &cairn_testsupport::NetNs) {
+    let mut cluster = Cluster::default();
+    cluster.add_namespace(Namespace::new("default", BTreeMap::new()));
+    for (name, ip, node) in [("pod-a", "10.244.1.2", "node-a"), ("pod-b", "10.244.2.2", "node-b")] {
+        cluster.add_pod(Pod {
+            key: PodKey::new("default", name),
+            labels: BTreeMap::from([("app".to_string(), name.to_string())]),
+            ips: vec![ip.parse().unwrap()],
+            node: Some(node.into()),
+            host_network: false,
+            finished: false,
+            named_ports: Vec::new(),
+        });
+    }
+    let deny = json!({"metadata": {"namespace": "default", "name": "deny-a"},
+        "spec": {"podSelector": {"matchLabels": {"app": "pod-a"}}, "policyTypes": ["Ingress"]}});
+    let deny = CompiledPolicy::compile(&serde_json::from_value(deny).unwrap()).unwrap();
+    let desired = Desired::from_pods(for_node(&[deny], &cluster, "node-a").values())
+        .guarding(&["10.244.1.0/24".parse().unwrap()]);
+    NftCommand::new().unwrap().apply(&full_script(&desired)).unwrap();
+    let dropped = fetch_from(client, "198.18.0.10:30081").unwrap_err();
+    assert!(
+        matches!(dropped.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock),
+        "pod-a must be closed to the outside through IPVS: {dropped}"
+    );
+    let from_node: std::collections::BTreeSet<String> =
+        (0..10).map(|_| fetch("10.96.0.11:80").unwrap()).collect();
+    assert!(from_node.contains("pod-a"), "{from_node:?}");
+    let counters = sh_here("nft list counters table ip cairn-netpol");
+    let deny_counter = counters
+        .split("counter ")
+        .find(|block| block.starts_with("drops_"))
+        .unwrap_or_else(|| panic!("no drop counter: {counters}"));
+    assert!(!deny_counter.contains("packets 0 "), "the deny counted nothing: {counters}");
+    sh_here("nft delete table ip cairn-netpol");
+}
+
 fn checks(client: &cairn_testsupport::NetNs, before: &str) {
     let both = [("10.244.1.2", "node-a"), ("10.244.2.2", "node-b")];
     let mut b = backend();
@@ -197,6 +243,7 @@ fn checks(client: &cairn_testsupport::NetNs, before: &str) {
         .map(|l| l.split_whitespace().collect())
         .unwrap_or_default();
     assert_eq!(b_line.get(3), Some(&"0"), "drained at weight 0:\n{table}");
+    policy_holds_for_ipvs_connections(client);
     // A new backend (a restarted proxy) finds everything right.
     let mut fresh = backend();
     assert_eq!(fresh.sync(&state(&both[..1]), false).unwrap().written, 0);

@@ -112,7 +112,7 @@ fn syncs_and_changes_apply_in_the_kernel() {
         "{listing}"
     );
     assert!(
-        listing.contains("ip daddr @guarded_ranges ip daddr != @programmed_pods"),
+        listing.contains("ip daddr @guarded_ranges counter name \"unprogrammed\" drop"),
         "{listing}"
     );
 

@@ -2,13 +2,13 @@
 //! them (everything new before the pod maps point at it, the maps before anything old is
 //! removed), printed as an `nft -f` script.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::Ipv4Addr;
 
 use super::desired::Desired;
 use super::ranges::AddrRange;
-use super::{EGRESS_MAP, GUARDED_SET, INGRESS_MAP, PROGRAMMED_SET, TABLE, UNPROGRAMMED_COUNTER};
+use super::{EGRESS_MAP, GUARDED_SET, INGRESS_MAP, TABLE, UNPROGRAMMED_COUNTER};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -21,6 +21,7 @@ pub enum Change {
     /// Adds the chain, or empties it when it exists, then its rules.
     ReplaceChain(String, Vec<String>),
     DeleteChain(String),
+    /// A pod map's element: the address and its verdict (`jump CHAIN` or `accept`).
     MapAdd(&'static str, Ipv4Addr, String),
     MapDelete(&'static str, Ipv4Addr),
 }
@@ -49,7 +50,7 @@ impl fmt::Display for Change {
                 Ok(())
             }
             Change::DeleteChain(c) => write!(f, "delete chain {t} {c}"),
-            Change::MapAdd(m, ip, c) => write!(f, "add element {t} {m} {{ {ip} : jump {c} }}"),
+            Change::MapAdd(m, ip, c) => write!(f, "add element {t} {m} {{ {ip} : {c} }}"),
             Change::MapDelete(m, ip) => write!(f, "delete element {t} {m} {{ {ip} }}"),
         }
     }
@@ -71,12 +72,6 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
         }
         element_changes(name, old.sets.get(name), elements, &mut out);
     }
-    element_changes(
-        PROGRAMMED_SET,
-        Some(&old.programmed),
-        &new.programmed,
-        &mut out,
-    );
     element_changes(GUARDED_SET, Some(&old.guarded), &new.guarded, &mut out);
     for (name, rules) in &new.chains {
         if old.chains.get(name) != Some(rules) {
@@ -84,17 +79,18 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
         }
     }
     for (map, before, after) in [
-        (EGRESS_MAP, &old.egress, &new.egress),
-        (INGRESS_MAP, &old.ingress, &new.ingress),
+        (EGRESS_MAP, jumps(&old.egress), jumps(&new.egress)),
+        (INGRESS_MAP, ingress_verdicts(old), ingress_verdicts(new)),
     ] {
-        for (ip, chain) in before {
-            if after.get(ip) != Some(chain) {
+        // A changed verdict is deleted, then added: nft refuses to add an existing key.
+        for (ip, verdict) in &before {
+            if after.get(ip) != Some(verdict) {
                 out.push(Change::MapDelete(map, *ip));
             }
         }
-        for (ip, chain) in after {
-            if before.get(ip) != Some(chain) {
-                out.push(Change::MapAdd(map, *ip, chain.clone()));
+        for (ip, verdict) in after {
+            if before.get(&ip) != Some(&verdict) {
+                out.push(Change::MapAdd(map, ip, verdict));
             }
         }
     }
@@ -108,6 +104,26 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
         .filter(|c| !new.counters.contains_key(*c));
     out.extend(counters.map(|c| Change::DeleteCounter(c.clone())));
     out
+}
+
+fn jumps(chains: &BTreeMap<Ipv4Addr, String>) -> BTreeMap<Ipv4Addr, String> {
+    chains
+        .iter()
+        .map(|(ip, chain)| (*ip, format!("jump {chain}")))
+        .collect()
+}
+
+/// The ingress map: an isolated pod jumps to its chain, every other programmed pod is
+/// accepted; so the guard after the map sees only addresses no sync has programmed, and
+/// traffic to an open pod costs one lookup.
+fn ingress_verdicts(state: &Desired) -> BTreeMap<Ipv4Addr, String> {
+    let mut verdicts: BTreeMap<Ipv4Addr, String> = state
+        .programmed
+        .iter()
+        .map(|range| (range.0, "accept".to_string()))
+        .collect();
+    verdicts.extend(jumps(&state.ingress));
+    verdicts
 }
 
 /// The element changes of set `name` from `before` (none: a new set) to `after`.
@@ -140,22 +156,34 @@ pub fn script(changes: &[Change]) -> String {
     out
 }
 
-/// The table's fixed part: the pod maps, the guard and the forward hook.
+/// The table's fixed part: the pod maps, the guard, and the hooks that send pod traffic
+/// to them: forward, and output for what the node sends with a pod's source address
+/// (IPVS hands a Service connection to its backend from the output hook; the node's own
+/// traffic, from a local address, is never filtered, as upstream allows it).
 fn skeleton() -> String {
+    // The same three rules in both hooks rather than a jump to a shared chain: a new
+    // connection's first packet is the hot path (`proxy/benches/netpol_rate.rs`).
+    let pods = format!(
+        "\t\tip saddr vmap @{EGRESS_MAP}\n\
+         \t\tip daddr vmap @{INGRESS_MAP}\n\
+         \t\tip daddr @{GUARDED_SET} counter name {UNPROGRAMMED_COUNTER} drop\n"
+    );
     format!(
         "table ip {TABLE} {{\n\
          \tmap {INGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
          \tmap {EGRESS_MAP} {{ type ipv4_addr : verdict; }}\n\
-         \tset {PROGRAMMED_SET} {{ type ipv4_addr; }}\n\
          \tset {GUARDED_SET} {{ type ipv4_addr; flags interval; }}\n\
          \tcounter {UNPROGRAMMED_COUNTER} {{}}\n\
          \tchain forward {{\n\
          \t\ttype filter hook forward priority filter; policy accept;\n\
          \t\tct state established,related accept\n\
-         \t\tip daddr @{GUARDED_SET} ip daddr != @{PROGRAMMED_SET} \
-         counter name {UNPROGRAMMED_COUNTER} drop\n\
-         \t\tip saddr vmap @{EGRESS_MAP}\n\
-         \t\tip daddr vmap @{INGRESS_MAP}\n\
+         {pods}\
+         \t}}\n\
+         \tchain output {{\n\
+         \t\ttype filter hook output priority filter; policy accept;\n\
+         \t\tct state established,related accept\n\
+         \t\tfib saddr type local accept\n\
+         {pods}\
          \t}}\n}}\n"
     )
 }

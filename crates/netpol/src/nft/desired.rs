@@ -169,12 +169,18 @@ impl Desired {
                 Some(format!("ip {field} @{name}"))
             }
         };
+        // Ingress is the last check, so an allowance accepts (the guard after the map
+        // must not see it); an egress allowance returns to the ingress check.
+        let verdict = match direction {
+            Direction::Ingress => "accept",
+            Direction::Egress => "return",
+        };
         port_matches(&a.ports)
             .into_iter()
             .map(|ports| {
                 // The port first: a compare is cheaper than a set lookup, and a SYN walks
                 // every allowance of its pod until one matches.
-                let parts: Vec<&str> = [ports.as_deref(), peers.as_deref(), Some("return")]
+                let parts: Vec<&str> = [ports.as_deref(), peers.as_deref(), Some(verdict)]
                     .into_iter()
                     .flatten()
                     .collect();

@@ -3,20 +3,24 @@
 //!
 //! One table, `ip cairn-netpol`, on the forward hook at filter priority, so it sees pod
 //! traffic after the service proxy's DNAT (policy applies to the backend pod, as upstream
-//! requires) and never the node's own traffic (kubelet probes, host-network pods: upstream
-//! always allows traffic to and from the pod's node):
+//! requires), and on the output hook for what the node sends from a pod's address (IPVS
+//! hands a Service connection to its backend there). Never the node's own traffic
+//! (kubelet probes, host-network pods: upstream always allows traffic to and from the
+//! pod's node): it does not cross forward, and output lets a local source address by.
 //!
 //! - established and related connections are accepted first;
-//! - while any policy exists, traffic to an address in the node's pod ranges that is not
-//!   a programmed pod's (a pod newer than the last sync) is dropped: a new pod is never
+//! - `ip saddr vmap @egress_pods` jumps to an isolated local pod's egress chain, which
+//!   returns for each allowance that matches and ends in a drop;
+//! - `ip daddr vmap @ingress_pods` holds every local pod the last sync programmed: an
+//!   isolated pod jumps to its ingress chain, which accepts for each allowance that
+//!   matches and ends in a drop; a pod selected by no policy is accepted. Either drop
+//!   counts in the named counter of every policy isolating the pod;
+//! - last, while any policy exists, traffic to an address in the node's pod ranges that
+//!   the map did not hold (a pod newer than the last sync) is dropped: a new pod is never
 //!   reachable before its policy is in force, as Calico drops traffic to a workload
 //!   endpoint it has not programmed. The guard is ingress only: a new pod's own first
-//!   packets (its DNS lookups) are not held up;
-//! - `ip saddr vmap @egress_pods` jumps to an isolated local pod's egress chain, then
-//!   `ip daddr vmap @ingress_pods` to an isolated local pod's ingress chain; a pod in
-//!   neither map (selected by no policy) is untouched;
-//! - a pod chain (`in_10_244_1_5`, `eg_…`) returns for each allowance that matches and
-//!   ends in a drop that counts in the named counter of every policy isolating the pod;
+//!   packets (its DNS lookups) are not held up. Folding the open pods into the map keeps
+//!   a new connection to one at the lookups it costs without the guard;
 //! - an allowance's peers live in an interval set named after its policy and rule (not
 //!   its contents), shared by every pod the rule applies to: a pod or namespace label
 //!   change is an element update of the sets whose peers it changes.
@@ -37,8 +41,7 @@ pub use ranges::AddrRange;
 pub const TABLE: &str = "cairn-netpol";
 pub const INGRESS_MAP: &str = "ingress_pods";
 pub const EGRESS_MAP: &str = "egress_pods";
-/// Local pods with their policy in force, and the node's pod ranges they are guarded in.
-pub const PROGRAMMED_SET: &str = "programmed_pods";
+/// The node's pod ranges, guarded while any policy exists.
 pub const GUARDED_SET: &str = "guarded_ranges";
 /// Counts what the guard drops.
 pub const UNPROGRAMMED_COUNTER: &str = "unprogrammed";

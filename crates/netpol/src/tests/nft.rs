@@ -5,7 +5,7 @@ use serde_json::json;
 use super::{ip_of, Model};
 use crate::nft::batch::{diff, script, Change};
 use crate::nft::desired::{chain_name, counter_name};
-use crate::nft::{full_script, Desired, PROGRAMMED_SET};
+use crate::nft::{full_script, Desired, INGRESS_MAP};
 use crate::resolve::{for_node, Direction};
 
 fn desired(m: &Model) -> Desired {
@@ -59,7 +59,7 @@ fn an_allowance_reads_its_peers_from_a_set_and_its_ports_merged_per_protocol() {
     let rules = &d.chains[&chain_name(Direction::Ingress, v4("x/a"))];
     assert_eq!(
         rules[0],
-        format!("meta l4proto tcp th dport {{ 80-81, 90 }} ip saddr @{set} return")
+        format!("meta l4proto tcp th dport {{ 80-81, 90 }} ip saddr @{set} accept")
     );
     assert!(rules[1].ends_with(" drop"), "{rules:?}");
 }
@@ -100,17 +100,39 @@ fn a_new_pod_selected_by_a_policy_is_one_chain_and_its_map_element() {
     let kinds: Vec<&str> = changes
         .iter()
         .map(|c| match c {
-            Change::AddElements(set, e) if set == PROGRAMMED_SET && e.len() == 1 => "programmed",
             Change::ReplaceChain(..) => "chain",
             Change::MapAdd(..) => "map",
             _ => "other",
         })
         .collect();
+    assert_eq!(kinds, ["chain", "chain", "map", "map"], "{changes:?}");
+    let text = script(&changes);
+    assert!(text.contains("add element ip cairn-netpol ingress_pods { 10.244.1.99 : jump in_10_244_1_99 }"), "{text}");
+}
+
+#[test]
+fn a_pod_selected_by_no_policy_is_an_accept_element_and_isolating_it_swaps_the_verdict() {
+    let mut m = Model::new();
+    m.apply("x", "deny", json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}));
+    let open = desired(&m);
+    let y_a = v4("y/a");
+    let text = full_script(&open);
+    assert!(text.contains(&format!("add element ip cairn-netpol ingress_pods {{ {y_a} : accept }}")), "{text}");
+    m.apply("y", "deny", json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}));
+    let changes = diff(&open, &desired(&m));
+    let swap: Vec<&Change> = changes
+        .iter()
+        .filter(|c| matches!(c, Change::MapDelete(INGRESS_MAP, ip) | Change::MapAdd(INGRESS_MAP, ip, _) if *ip == y_a))
+        .collect();
+    let chain = chain_name(Direction::Ingress, y_a);
     assert_eq!(
-        kinds,
-        ["programmed", "chain", "chain", "map", "map"],
+        swap,
+        [&Change::MapDelete(INGRESS_MAP, y_a), &Change::MapAdd(INGRESS_MAP, y_a, format!("jump {chain}"))],
         "{changes:?}"
     );
+    let chain_at = changes.iter().position(|c| matches!(c, Change::ReplaceChain(name, _) if *name == chain)).unwrap();
+    let map_at = changes.iter().position(|c| matches!(c, Change::MapAdd(..))).unwrap();
+    assert!(chain_at < map_at, "the chain exists before the map jumps to it: {changes:?}");
 }
 
 #[test]
@@ -144,7 +166,7 @@ fn the_guard_covers_the_node_ranges_and_lets_through_every_local_pod_it_knows() 
     let text = full_script(&d);
     assert!(
         text.contains(
-            "ip daddr @guarded_ranges ip daddr != @programmed_pods counter name unprogrammed drop"
+            "ip daddr vmap @ingress_pods\n\t\tip daddr @guarded_ranges counter name unprogrammed drop"
         ),
         "{text}"
     );
