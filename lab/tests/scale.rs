@@ -1,7 +1,10 @@
 //! A 3-node lab, once per driver (netns with the iptables proxy and vxlan, docker with
 //! nftables and host-gw): 60 pods (20 per node, by a hard topology spread) behind one
 //! Service. Every pod reaches every other pod and the
-//! Service, and every node reaches the Service; then `down` leaves no process behind.
+//! Service, and every node reaches the Service; a NetworkPolicy then closes web pods on
+//! the other nodes and the Service to an unlabelled pod and opens them once it has the
+//! label (policy on vxlan with the iptables proxy, and on host-gw with nftables);
+//! then `down` leaves no process behind.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -140,6 +143,65 @@ fn reach_all(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> (usize, Vec<S
     (first, missed)
 }
 
+/// How each URL fared from inside `pid`'s network namespace on `node`: curl's exit code
+/// and the HTTP status (`0 200` answered, `28 000` timed out).
+fn outcomes(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> BTreeMap<String, String> {
+    let mut cmd = lab.cmd();
+    cmd.args(["exec", node, "--", "nsenter", &format!("--net=/proc/{pid}/ns/net")])
+        .args(["curl", "-s", "-Z", "-m", "2", "-w", "%{url_effective} %{exitcode} %{http_code}\n"]);
+    for u in urls {
+        cmd.args(["-o", "/dev/null", u]);
+    }
+    let out = cmd.output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(url, outcome)| (url.to_string(), outcome.to_string()))
+        .collect()
+}
+
+/// NetworkPolicy on this lab's network and proxy mode: web pods admit only `role=client`
+/// pods. A web pod on node-1 finds a web pod on node-2 and on node-3 and the Service
+/// closed (timed out: dropped, not refused) until it gets the label, then open.
+fn policy_holds_across_nodes(
+    lab: &Lab,
+    pods: &BTreeMap<String, (String, String, String)>,
+    pids: &BTreeMap<String, String>,
+    cluster_ip: &str,
+) {
+    let on = |node: &str| pods.iter().find(|(_, (n, _, _))| n == node).unwrap();
+    let (source, (_, _, container)) = on("node-1");
+    let pid = &pids[container];
+    let mut urls: Vec<String> = ["node-2", "node-3"]
+        .iter()
+        .map(|n| format!("http://{}/", on(n).1 .1))
+        .collect();
+    urls.push(format!("http://{cluster_ip}/"));
+    let policy = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "web-from-clients"},
+        "spec": {"podSelector": {"matchLabels": {"app": "web"}},
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": [{"port": 80}]}]}});
+    let file = lab.roots().join("web-policy.json");
+    std::fs::write(&file, policy.to_string()).unwrap();
+    let start = Instant::now();
+    lab.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    let expect = |what: &str, want: &str| {
+        eventually(&format!("the web pods {what}"), Duration::from_secs(60), || {
+            let seen = outcomes(lab, "node-1", pid, &urls);
+            let off: Vec<_> = seen.iter().filter(|(_, o)| o.as_str() != want).collect();
+            if !off.is_empty() {
+                println!("{:.1}s: not yet {want}: {off:?}", start.elapsed().as_secs_f64());
+            }
+            (seen.len() == urls.len() && off.is_empty()).then_some(())
+        });
+        println!("web pods {what} after {:.1}s", start.elapsed().as_secs_f64());
+    };
+    expect("closed to an unlabelled pod", "28 000");
+    lab.kubectl(&["label", "pod", source, "role=client"]);
+    expect("open to a client", "0 200");
+    lab.kubectl(&["delete", "networkpolicy", "web-from-clients"]);
+}
+
 /// One lab at a time: 60 pods each are what two cores carry.
 static ONE_LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -231,6 +293,7 @@ fn sixty_pods(name: &str, port: u16, options: &[&str]) {
         checked.elapsed().as_secs_f64()
     );
     assert!(failures.is_empty(), "{failures:#?}");
+    policy_holds_across_nodes(&lab, &pods, &pids, &cluster_ip);
 
     lab.down();
     assert!(processes_mentioning(&roots.display().to_string()).is_empty());
