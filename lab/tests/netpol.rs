@@ -13,9 +13,10 @@
 //! pod's way out; deleting the policies opens everything again.
 //!
 //! Then the truth tables: for each of upstream's cases (`test/e2e/network/netpol`) the
-//! policies are applied and every pod probes every other on TCP 80 and 81 until the whole
-//! 9×9 matrix is what `cairn-netpol`'s model says (loopback not graded, as upstream); the
-//! model is checked against upstream's expected tables by that crate's unit tests.
+//! policies are applied and every pod probes every other on TCP and UDP, ports 80 and 81,
+//! until the whole 9×9 matrix is what `cairn-netpol`'s model says (loopback not graded, as
+//! upstream); the model is checked against upstream's expected tables by that crate's unit
+//! tests. A probe counts as closed only when it timed out, as a policy's drop does.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -33,16 +34,58 @@ const NAMESPACES: [&str; 3] = ["x", "y", "z"];
 const PODS: [&str; 3] = ["a", "b", "c"];
 const NS_NAME: &str = "kubernetes.io/metadata.name";
 
-/// A busybox pod serving its page on 80 and 81 (named as upstream's: `serve-80-tcp`),
-/// ready once port 80 answers.
+/// The host's socat and python3, for the UDP side: Debian's busybox has no UDP server or
+/// client. The pods mount the node's `/usr` (netns driver: the host's) read-only, with
+/// its libraries at `/lib` and `/lib64` where the loader looks for them.
+const SOCAT: &str = "/host/usr/bin/socat";
+
+/// A UDP echo server on 80 and 81: one process, one socket per port. (socat's forking
+/// UDP servers lost datagrams under many concurrent peers.)
+const UDP_ECHO: &str = r#"/host/usr/bin/python3 -c '
+import selectors, socket
+sel = selectors.DefaultSelector()
+for port in (80, 81):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    sel.register(s, selectors.EVENT_READ)
+while True:
+    for key, _ in sel.select():
+        data, peer = key.fileobj.recvfrom(2048)
+        key.fileobj.sendto(data, peer)
+' &"#;
+
+/// A busybox pod serving its page over TCP on 80 and 81 and echoing datagrams on UDP 80
+/// and 81 (ports named as upstream's: `serve-80-tcp`, `serve-80-udp`), ready once TCP 80
+/// answers.
 fn run_pod(lab: &Lab, ns: &str, name: &str) {
     let node = if name == "b" { "node-2" } else { "node-1" };
-    let serve = "mkdir -p /w && echo 'It works!' > /w/index.html && httpd -p 80 -h /w && \
-                 httpd -p 81 -h /w && exec sleep 100000";
-    let ports = json!([{"name": "serve-80-tcp", "containerPort": 80}, {"name": "serve-81-tcp", "containerPort": 81}]);
+    let serve = format!(
+        "{UDP_ECHO} \
+         mkdir -p /w && echo 'It works!' > /w/index.html && httpd -p 80 -h /w && \
+         httpd -p 81 -h /w && exec sleep 100000"
+    );
+    let ports: Vec<Value> = [80, 81]
+        .iter()
+        .flat_map(|p| {
+            [
+                json!({"name": format!("serve-{p}-tcp"), "containerPort": p}),
+                json!({"name": format!("serve-{p}-udp"), "containerPort": p, "protocol": "UDP"}),
+            ]
+        })
+        .collect();
+    let mounts = [("host-usr", "/usr", "/host/usr"), ("host-lib", "/usr/lib", "/lib"), ("host-lib64", "/usr/lib64", "/lib64")];
+    let volumes: Vec<Value> = mounts
+        .iter()
+        .map(|(n, path, _)| json!({"name": n, "hostPath": {"path": path}}))
+        .collect();
+    let volume_mounts: Vec<Value> = mounts
+        .iter()
+        .map(|(n, _, at)| json!({"name": n, "mountPath": at, "readOnly": true}))
+        .collect();
     let container = json!({"name": name, "image": "busybox", "command": ["sh", "-c", serve], "ports": ports,
+        "volumeMounts": volume_mounts,
         "readinessProbe": {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 1, "failureThreshold": 2}});
-    let spec = json!({"spec": {"nodeName": node, "containers": [container]}});
+    let spec = json!({"spec": {"nodeName": node, "containers": [container], "volumes": volumes}});
     lab.kubectl(&[
         "-n",
         ns,
@@ -61,15 +104,46 @@ fn ready(lab: &Lab, ns: &str, pod: &str) -> bool {
         .is_ok_and(|s| s == "True")
 }
 
-/// Whether `from` (`ns/pod`) gets the page from `ip` on port 80 within 2 s.
+/// Shell run in a pod that probes `addr` (`ip:port`) over `proto` and prints one word:
+/// `open` (the page or the UDP answer came back), `closed` (nothing came back within
+/// `secs`: a policy's silent drop) or `error:RC` (anything else, such as a refused
+/// connection, which a policy never causes and so never counts as closed).
+fn probe_sh(proto: &str, addr: &str, secs: u32) -> String {
+    // busybox's own `wget -T` misbehaves; `timeout` bounds a dropped connection (143).
+    let (run, open, closed) = match proto {
+        "tcp" => (
+            format!("timeout {secs} wget -qO- http://{addr}/"),
+            "*'It works!'*",
+            "143:*",
+        ),
+        // The server echoes the datagram back.
+        _ => (
+            format!("echo udp-probe | timeout {} {SOCAT} -t {secs} - UDP4:{addr}", secs + 1),
+            "*udp-probe*",
+            "0:|143:*",
+        ),
+    };
+    format!(
+        "out=$({run} 2>&1); rc=$?; case \"$rc:$out\" in {open}) echo open;; {closed}) echo closed;; *) echo error:$rc;; esac"
+    )
+}
+
+/// Whether `from` (`ns/pod`) gets the page from `ip` on TCP port 80 within 2 s; only a
+/// timeout counts as closed, anything else is probed again.
 fn reaches(lab: &Lab, from: &str, ip: &str) -> bool {
     let (ns, pod) = from.split_once('/').unwrap();
-    let url = format!("http://{ip}/");
-    // busybox's own `-T` misbehaves; `timeout` bounds a connection that is dropped.
-    let wget = ["timeout", "2", "wget", "-qO-", &url];
-    let args = [&["-n", ns, "exec", pod, "--"][..], &wget[..]].concat();
-    lab.try_kubectl(&args)
-        .is_ok_and(|page| page.contains("It works!"))
+    let script = probe_sh("tcp", &format!("{ip}:80"), 2);
+    eventually(&format!("a verdict from {from} for {ip}"), MINUTE, || {
+        let out = lab.try_kubectl(&["-n", ns, "exec", pod, "--", "sh", "-c", &script]);
+        match out.as_deref().map(str::trim) {
+            Ok("open") => Some(true),
+            Ok("closed") => Some(false),
+            other => {
+                println!("{from} -> {ip}: no verdict: {other:?}");
+                None
+            }
+        }
+    })
 }
 
 /// Waits until every `(from, reachable)` holds for `ip`; prints how long it took.
@@ -229,8 +303,13 @@ fn expect_from_switch(lab: &Lab, what: &str, urls: &[String], open: bool) {
     eventually(what, MINUTE, || {
         urls.iter()
             .all(|url| {
-                let page = lab.on_switch(&["curl", "-fsS", "-m", "2", url]);
-                page.is_ok_and(|p| p.contains("It works!")) == open
+                // Closed means timed out (curl's 28), as a dropped connection does.
+                let verdict = match lab.on_switch(&["curl", "-fsS", "-m", "2", url]) {
+                    Ok(page) if page.contains("It works!") => Some(true),
+                    Err(e) if e.contains("curl: (28)") => Some(false),
+                    _ => None,
+                };
+                verdict == Some(open)
             })
             .then_some(())
     });
@@ -276,30 +355,31 @@ fn unprogrammed_pods_are_closed(lab: &Lab) {
         });
     }
     let (x_new, z_new) = (pod_ip(lab, "x", "new"), pod_ip(lab, "z", "new"));
+    let before = guard_drops(lab);
     assert!(!reaches(lab, "y/b", &x_new), "x/new open before its policy");
     assert!(
         !reaches(lab, "y/b", &z_new),
         "z/new open before the proxy saw it"
     );
-    let counter = [
-        "nft",
-        "list",
-        "counter",
-        "ip",
-        "cairn-netpol",
-        "unprogrammed",
-    ];
-    let listing = lab.on_node("node-1", &counter).unwrap();
-    assert!(
-        !listing.contains("packets 0 "),
-        "the guard dropped nothing: {listing}"
-    );
+    let after = guard_drops(lab);
+    assert!(after > before, "the guard dropped nothing: {before} then {after}");
     lab.lab(&["start", "node-1", "proxy"]);
     expect(lab, "z/new open once programmed", &z_new, &[("y/b", true)]);
     assert!(!reaches(lab, "y/b", &x_new), "x/new open after its policy");
     for ns in ["x", "z"] {
         lab.kubectl(&["-n", ns, "delete", "pod", "new", "--wait"]);
     }
+}
+
+/// Packets node-1's guard has dropped (the `unprogrammed` counter).
+fn guard_drops(lab: &Lab) -> u64 {
+    let counter = ["nft", "list", "counter", "ip", "cairn-netpol", "unprogrammed"];
+    let listing = lab.on_node("node-1", &counter).unwrap();
+    let packets = listing
+        .split_once("packets ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok());
+    packets.unwrap_or_else(|| panic!("no packet count in {listing}"))
 }
 
 fn pod_ip(lab: &Lab, ns: &str, pod: &str) -> String {
@@ -366,37 +446,46 @@ fn model_pods() -> Vec<String> {
         .collect()
 }
 
-/// A pod's probes: `(to, port)` to whether the page came back.
-type Row = BTreeMap<(String, u16), bool>;
+/// The probed ports, as upstream's matrix: TCP and UDP on 80 and 81.
+const PORTS: [(&str, Protocol, u16); 4] = [
+    ("tcp", Protocol::Tcp, 80),
+    ("tcp", Protocol::Tcp, 81),
+    ("udp", Protocol::Udp, 80),
+    ("udp", Protocol::Udp, 81),
+];
 
-/// `from`'s row: for each other model pod and port, whether its page came back.
-fn probe_row(lab: &Lab, from: &str, ips: &BTreeMap<String, String>) -> Row {
-    let targets: Vec<String> = model_pods()
+/// `from`'s row: each other model pod's cell (`to:port/proto`) to whether it answered; a
+/// probe with no verdict (see `probe_sh`) leaves its cell out, so it never matches.
+fn probe_row(lab: &Lab, from: &str, ips: &BTreeMap<String, String>) -> BTreeMap<String, bool> {
+    let probes: Vec<String> = model_pods()
         .into_iter()
         .filter(|t| t != from)
-        .flat_map(|t| [80u16, 81].map(|port| format!("{t}={}:{port}", ips[&t])))
+        .flat_map(|t| {
+            PORTS.map(|(proto, _, port)| {
+                // Two cores run 9 rows of 32 probes at once: UDP gets 2 s to answer.
+                let secs = if proto == "udp" { 2 } else { 1 };
+                let sh = probe_sh(proto, &format!("{}:{port}", ips[&t]), secs);
+                format!("(v=$({sh}); echo \"{t}:{port}/{proto} $v\") &")
+            })
+        })
         .collect();
-    let script = format!(
-        "for t in {}; do (timeout 1 wget -qO- http://${{t#*=}}/ >/dev/null 2>&1 && echo \"$t ok\" || echo \"$t no\") & done; wait",
-        targets.join(" ")
-    );
+    let script = format!("{}\nwait", probes.join("\n"));
     let (ns, pod) = from.split_once('/').unwrap();
     let out = lab
         .try_kubectl(&["-n", ns, "exec", pod, "--", "sh", "-c", &script])
         .unwrap_or_default();
     out.lines()
-        .filter_map(|l| {
-            let (target, verdict) = l.split_once(' ')?;
-            let (pod, addr) = target.split_once('=')?;
-            let port = addr.rsplit_once(':')?.1.parse().ok()?;
-            Some(((pod.to_string(), port), verdict == "ok"))
+        .filter_map(|l| match l.split_once(' ')? {
+            (cell, "open") => Some((cell.to_string(), true)),
+            (cell, "closed") => Some((cell.to_string(), false)),
+            _ => None,
         })
         .collect()
 }
 
-/// The whole matrix, every row probed at once; cells `from -> to:port`.
+/// The whole matrix, every row probed at once; cells `from -> to:port/proto`.
 fn observe(lab: &Lab, ips: &BTreeMap<String, String>) -> BTreeMap<String, bool> {
-    let rows: Vec<(String, Row)> = std::thread::scope(|s| {
+    let rows: Vec<(String, BTreeMap<String, bool>)> = std::thread::scope(|s| {
         let handles: Vec<_> = model_pods()
             .into_iter()
             .map(|from| s.spawn(move || (from.clone(), probe_row(lab, &from, ips))))
@@ -405,8 +494,8 @@ fn observe(lab: &Lab, ips: &BTreeMap<String, String>) -> BTreeMap<String, bool> 
     });
     let mut cells = BTreeMap::new();
     for (from, row) in rows {
-        for ((to, port), ok) in row {
-            cells.insert(format!("{from} -> {to}:{port}"), ok);
+        for (to, ok) in row {
+            cells.insert(format!("{from} -> {to}"), ok);
         }
     }
     cells
@@ -425,15 +514,15 @@ fn expected(policies: &[Value], cluster: &Cluster) -> BTreeMap<String, bool> {
     let mut cells = BTreeMap::new();
     for from in model_pods() {
         for to in model_pods().into_iter().filter(|t| *t != from) {
-            for port in [80, 81] {
+            for (name, protocol, port) in PORTS {
                 let ok = reachable(
                     &compiled,
                     cluster,
                     (&key(&from), &key(&to)),
-                    Protocol::Tcp,
+                    protocol,
                     port,
                 );
-                cells.insert(format!("{from} -> {to}:{port}"), ok.unwrap());
+                cells.insert(format!("{from} -> {to}:{port}/{name}"), ok.unwrap());
             }
         }
     }
