@@ -125,30 +125,12 @@ impl CompiledPolicy {
             selector(spec.pod_selector.as_ref(), "spec.podSelector").map_err(fail)?;
         let (isolates_ingress, isolates_egress) = policy_types(&spec).map_err(fail)?;
         let ns = key.namespace.as_str();
-        let ingress = match isolates_ingress {
-            false => None,
-            true => Some(
-                spec.ingress
-                    .iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(i, r)| rule(ns, r.from.as_deref(), r.ports.as_deref(), "ingress", i))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)?,
-            ),
-        };
-        let egress = match isolates_egress {
-            false => None,
-            true => Some(
-                spec.egress
-                    .iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(i, r)| rule(ns, r.to.as_deref(), r.ports.as_deref(), "egress", i))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)?,
-            ),
-        };
+        let from = spec.ingress.iter().flatten();
+        let from = from.map(|r| (r.from.as_deref(), r.ports.as_deref()));
+        let ingress = rules(ns, isolates_ingress, "ingress", from).map_err(fail)?;
+        let to = spec.egress.iter().flatten();
+        let to = to.map(|r| (r.to.as_deref(), r.ports.as_deref()));
+        let egress = rules(ns, isolates_egress, "egress", to).map_err(fail)?;
         Ok(CompiledPolicy {
             key,
             pod_selector,
@@ -189,6 +171,28 @@ fn selector(s: Option<&LabelSelector>, field: &str) -> Result<Selector, String> 
             Selector::from_label_selector(s).map_err(|e: SelectorError| format!("{field}: {e}"))
         }
     }
+}
+
+/// A direction's rules as `(peers, ports)` pairs: `None` when the policy does not isolate
+/// that direction.
+fn rules<'a>(
+    namespace: &str,
+    isolates: bool,
+    direction: &str,
+    listed: impl Iterator<
+        Item = (
+            Option<&'a [NetworkPolicyPeer]>,
+            Option<&'a [NetworkPolicyPort]>,
+        ),
+    >,
+) -> Result<Option<Vec<Rule>>, String> {
+    if !isolates {
+        return Ok(None);
+    }
+    let compiled = listed
+        .enumerate()
+        .map(|(i, (peers, ports))| rule(namespace, peers, ports, direction, i));
+    compiled.collect::<Result<_, _>>().map(Some)
 }
 
 fn rule(

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::ranges::{normalized, AddrRange};
+use super::ranges::{merge_touching, normalized, AddrRange};
 use crate::compile::{Block, PolicyKey};
 use crate::model::Protocol;
 use crate::resolve::{Allowance, Direction, Isolation, Origin, Peers, PodPolicy, Ports};
@@ -240,14 +240,6 @@ fn port_matches(ports: &Ports) -> Vec<Option<String>> {
 
 /// Sorted port ranges with overlapping and touching ones merged: an anonymous interval
 /// set refuses overlaps.
-fn merged(mut ranges: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
-    ranges.sort_unstable();
-    let mut out: Vec<(u16, u16)> = Vec::new();
-    for (a, b) in ranges {
-        match out.last_mut() {
-            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
+fn merged(ranges: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
+    merge_touching(ranges, |port| port.saturating_add(1))
 }

@@ -73,16 +73,25 @@ pub fn normalized<'a>(
         })
         .collect();
     spans.extend(blocks.iter().flat_map(block_ranges));
-    spans.sort_unstable();
-    let mut merged: Vec<(u32, u32)> = Vec::new();
-    for (a, b) in spans {
-        match merged.last_mut() {
-            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    merged
+    merge_touching(spans, |a| a.saturating_add(1))
         .into_iter()
         .map(|(a, b)| AddrRange(Ipv4Addr::from(a), Ipv4Addr::from(b)))
         .collect()
+}
+
+/// Sorts inclusive ranges and merges those that overlap or touch; `next` is a value's
+/// successor, saturating at the type's end (addresses as u32, ports as u16).
+pub(crate) fn merge_touching<T: Ord + Copy>(
+    mut ranges: Vec<(T, T)>,
+    next: impl Fn(T) -> T,
+) -> Vec<(T, T)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(T, T)> = Vec::new();
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some(last) if a <= next(last.1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }

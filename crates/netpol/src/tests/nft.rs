@@ -107,18 +107,36 @@ fn a_new_pod_selected_by_a_policy_is_one_chain_and_its_map_element() {
         .collect();
     assert_eq!(kinds, ["chain", "chain", "map", "map"], "{changes:?}");
     let text = script(&changes);
-    assert!(text.contains("add element ip cairn-netpol ingress_pods { 10.244.1.99 : jump in_10_244_1_99 }"), "{text}");
+    assert!(
+        text.contains(
+            "add element ip cairn-netpol ingress_pods { 10.244.1.99 : jump in_10_244_1_99 }"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_pod_selected_by_no_policy_is_an_accept_element_and_isolating_it_swaps_the_verdict() {
     let mut m = Model::new();
-    m.apply("x", "deny", json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}));
+    m.apply(
+        "x",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}),
+    );
     let open = desired(&m);
     let y_a = v4("y/a");
     let text = full_script(&open);
-    assert!(text.contains(&format!("add element ip cairn-netpol ingress_pods {{ {y_a} : accept }}")), "{text}");
-    m.apply("y", "deny", json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}));
+    assert!(
+        text.contains(&format!(
+            "add element ip cairn-netpol ingress_pods {{ {y_a} : accept }}"
+        )),
+        "{text}"
+    );
+    m.apply(
+        "y",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}),
+    );
     let changes = diff(&open, &desired(&m));
     let swap: Vec<&Change> = changes
         .iter()
@@ -127,12 +145,24 @@ fn a_pod_selected_by_no_policy_is_an_accept_element_and_isolating_it_swaps_the_v
     let chain = chain_name(Direction::Ingress, y_a);
     assert_eq!(
         swap,
-        [&Change::MapDelete(INGRESS_MAP, y_a), &Change::MapAdd(INGRESS_MAP, y_a, format!("jump {chain}"))],
+        [
+            &Change::MapDelete(INGRESS_MAP, y_a),
+            &Change::MapAdd(INGRESS_MAP, y_a, format!("jump {chain}"))
+        ],
         "{changes:?}"
     );
-    let chain_at = changes.iter().position(|c| matches!(c, Change::ReplaceChain(name, _) if *name == chain)).unwrap();
-    let map_at = changes.iter().position(|c| matches!(c, Change::MapAdd(..))).unwrap();
-    assert!(chain_at < map_at, "the chain exists before the map jumps to it: {changes:?}");
+    let chain_at = changes
+        .iter()
+        .position(|c| matches!(c, Change::ReplaceChain(name, _) if *name == chain))
+        .unwrap();
+    let map_at = changes
+        .iter()
+        .position(|c| matches!(c, Change::MapAdd(..)))
+        .unwrap();
+    assert!(
+        chain_at < map_at,
+        "the chain exists before the map jumps to it: {changes:?}"
+    );
 }
 
 #[test]
@@ -199,7 +229,9 @@ fn an_address_two_local_pods_claim_is_left_unprogrammed_so_the_guard_closes_it()
     let d = desired(&m).guarding(&["10.244.0.0/16".parse().unwrap()]);
     assert_eq!(d.shared.iter().collect::<Vec<_>>(), [&v4("x/a")]);
     assert!(!d.ingress.contains_key(&v4("x/a")), "{:?}", d.ingress);
-    assert!(!d.chains.contains_key(&chain_name(Direction::Ingress, v4("x/a"))));
+    assert!(!d
+        .chains
+        .contains_key(&chain_name(Direction::Ingress, v4("x/a"))));
     let programmed: Vec<String> = d.programmed.iter().map(ToString::to_string).collect();
     assert!(!programmed.contains(&reused.to_string()), "{programmed:?}");
     // x/c, another pod of the deny, is still programmed and isolated.
