@@ -73,7 +73,11 @@ fn run_pod(lab: &Lab, ns: &str, name: &str) {
             ]
         })
         .collect();
-    let mounts = [("host-usr", "/usr", "/host/usr"), ("host-lib", "/usr/lib", "/lib"), ("host-lib64", "/usr/lib64", "/lib64")];
+    let mounts = [
+        ("host-usr", "/usr", "/host/usr"),
+        ("host-lib", "/usr/lib", "/lib"),
+        ("host-lib64", "/usr/lib64", "/lib64"),
+    ];
     let volumes: Vec<Value> = mounts
         .iter()
         .map(|(n, path, _)| json!({"name": n, "hostPath": {"path": path}}))
@@ -118,7 +122,10 @@ fn probe_sh(proto: &str, addr: &str, secs: u32) -> String {
         ),
         // The server echoes the datagram back.
         _ => (
-            format!("echo udp-probe | timeout {} {SOCAT} -t {secs} - UDP4:{addr}", secs + 1),
+            format!(
+                "echo udp-probe | timeout {} {SOCAT} -t {secs} - UDP4:{addr}",
+                secs + 1
+            ),
             "*udp-probe*",
             "0:|143:*",
         ),
@@ -362,7 +369,10 @@ fn unprogrammed_pods_are_closed(lab: &Lab) {
         "z/new open before the proxy saw it"
     );
     let after = guard_drops(lab);
-    assert!(after > before, "the guard dropped nothing: {before} then {after}");
+    assert!(
+        after > before,
+        "the guard dropped nothing: {before} then {after}"
+    );
     lab.lab(&["start", "node-1", "proxy"]);
     expect(lab, "z/new open once programmed", &z_new, &[("y/b", true)]);
     assert!(!reaches(lab, "y/b", &x_new), "x/new open after its policy");
@@ -373,7 +383,14 @@ fn unprogrammed_pods_are_closed(lab: &Lab) {
 
 /// Packets node-1's guard has dropped (the `unprogrammed` counter).
 fn guard_drops(lab: &Lab) -> u64 {
-    let counter = ["nft", "list", "counter", "ip", "cairn-netpol", "unprogrammed"];
+    let counter = [
+        "nft",
+        "list",
+        "counter",
+        "ip",
+        "cairn-netpol",
+        "unprogrammed",
+    ];
     let listing = lab.on_node("node-1", &counter).unwrap();
     let packets = listing
         .split_once("packets ")
@@ -515,13 +532,7 @@ fn expected(policies: &[Value], cluster: &Cluster) -> BTreeMap<String, bool> {
     for from in model_pods() {
         for to in model_pods().into_iter().filter(|t| *t != from) {
             for (name, protocol, port) in PORTS {
-                let ok = reachable(
-                    &compiled,
-                    cluster,
-                    (&key(&from), &key(&to)),
-                    protocol,
-                    port,
-                );
+                let ok = reachable(&compiled, cluster, (&key(&from), &key(&to)), protocol, port);
                 cells.insert(format!("{from} -> {to}:{port}/{name}"), ok.unwrap());
             }
         }

@@ -147,8 +147,22 @@ fn reach_all(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> (usize, Vec<S
 /// and the HTTP status (`0 200` answered, `28 000` timed out).
 fn outcomes(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> BTreeMap<String, String> {
     let mut cmd = lab.cmd();
-    cmd.args(["exec", node, "--", "nsenter", &format!("--net=/proc/{pid}/ns/net")])
-        .args(["curl", "-s", "-Z", "-m", "2", "-w", "%{url_effective} %{exitcode} %{http_code}\n"]);
+    cmd.args([
+        "exec",
+        node,
+        "--",
+        "nsenter",
+        &format!("--net=/proc/{pid}/ns/net"),
+    ])
+    .args([
+        "curl",
+        "-s",
+        "-Z",
+        "-m",
+        "2",
+        "-w",
+        "%{url_effective} %{exitcode} %{http_code}\n",
+    ]);
     for u in urls {
         cmd.args(["-o", "/dev/null", u]);
     }
@@ -186,15 +200,25 @@ fn policy_holds_across_nodes(
     let start = Instant::now();
     lab.kubectl(&["apply", "-f", file.to_str().unwrap()]);
     let expect = |what: &str, want: &str| {
-        eventually(&format!("the web pods {what}"), Duration::from_secs(60), || {
-            let seen = outcomes(lab, "node-1", pid, &urls);
-            let off: Vec<_> = seen.iter().filter(|(_, o)| o.as_str() != want).collect();
-            if !off.is_empty() {
-                println!("{:.1}s: not yet {want}: {off:?}", start.elapsed().as_secs_f64());
-            }
-            (seen.len() == urls.len() && off.is_empty()).then_some(())
-        });
-        println!("web pods {what} after {:.1}s", start.elapsed().as_secs_f64());
+        eventually(
+            &format!("the web pods {what}"),
+            Duration::from_secs(60),
+            || {
+                let seen = outcomes(lab, "node-1", pid, &urls);
+                let off: Vec<_> = seen.iter().filter(|(_, o)| o.as_str() != want).collect();
+                if !off.is_empty() {
+                    println!(
+                        "{:.1}s: not yet {want}: {off:?}",
+                        start.elapsed().as_secs_f64()
+                    );
+                }
+                (seen.len() == urls.len() && off.is_empty()).then_some(())
+            },
+        );
+        println!(
+            "web pods {what} after {:.1}s",
+            start.elapsed().as_secs_f64()
+        );
     };
     expect("closed to an unlabelled pod", "28 000");
     lab.kubectl(&["label", "pod", source, "role=client"]);

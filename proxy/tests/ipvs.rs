@@ -160,7 +160,10 @@ fn guest_side() {
 fn policy_holds_for_ipvs_connections(client: &cairn_testsupport::NetNs) {
     let mut cluster = Cluster::default();
     cluster.add_namespace(Namespace::new("default", BTreeMap::new()));
-    for (name, ip, node) in [("pod-a", "10.244.1.2", "node-a"), ("pod-b", "10.244.2.2", "node-b")] {
+    for (name, ip, node) in [
+        ("pod-a", "10.244.1.2", "node-a"),
+        ("pod-b", "10.244.2.2", "node-b"),
+    ] {
         cluster.add_pod(Pod {
             key: PodKey::new("default", name),
             labels: BTreeMap::from([("app".to_string(), name.to_string())]),
@@ -176,10 +179,16 @@ fn policy_holds_for_ipvs_connections(client: &cairn_testsupport::NetNs) {
     let deny = CompiledPolicy::compile(&serde_json::from_value(deny).unwrap()).unwrap();
     let desired = Desired::from_pods(for_node(&[deny], &cluster, "node-a").values())
         .guarding(&["10.244.1.0/24".parse().unwrap()]);
-    NftCommand::new().unwrap().apply(&full_script(&desired)).unwrap();
+    NftCommand::new()
+        .unwrap()
+        .apply(&full_script(&desired))
+        .unwrap();
     let dropped = fetch_from(client, "198.18.0.10:30081").unwrap_err();
     assert!(
-        matches!(dropped.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock),
+        matches!(
+            dropped.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ),
         "pod-a must be closed to the outside through IPVS: {dropped}"
     );
     let from_node: std::collections::BTreeSet<String> =
@@ -190,7 +199,10 @@ fn policy_holds_for_ipvs_connections(client: &cairn_testsupport::NetNs) {
         .split("counter ")
         .find(|block| block.starts_with("drops_"))
         .unwrap_or_else(|| panic!("no drop counter: {counters}"));
-    assert!(!deny_counter.contains("packets 0 "), "the deny counted nothing: {counters}");
+    assert!(
+        !deny_counter.contains("packets 0 "),
+        "the deny counted nothing: {counters}"
+    );
     sh_here("nft delete table ip cairn-netpol");
 }
 

@@ -251,7 +251,11 @@ fn configuration_is_merged(host: &Host, server: &str) {
             .unwrap()
     };
     let policy_inputs = get(&["networkpolicies,pods,namespaces", "-A"]);
-    assert!(policy_inputs.status.success(), "{}", text(&policy_inputs.stderr));
+    assert!(
+        policy_inputs.status.success(),
+        "{}",
+        text(&policy_inputs.stderr)
+    );
     let secrets = get(&["secrets", "-n", "default"]);
     assert!(
         !secrets.status.success() && text(&secrets.stderr).contains("forbidden"),

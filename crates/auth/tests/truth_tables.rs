@@ -373,10 +373,16 @@ fn system_components() {
         .authorize(&Attributes::resource(&node, "watch", "", "nodes"))
         .is_allowed());
     // A joined node's proxy enforces NetworkPolicy with the node's credentials.
-    for (group, resource) in [("", "pods"), ("", "namespaces"), ("networking.k8s.io", "networkpolicies")] {
-        assert!(a
-            .authorize(&Attributes::resource(&node, "watch", group, resource))
-            .is_allowed(), "{resource}");
+    for (group, resource) in [
+        ("", "pods"),
+        ("", "namespaces"),
+        ("networking.k8s.io", "networkpolicies"),
+    ] {
+        assert!(
+            a.authorize(&Attributes::resource(&node, "watch", group, resource))
+                .is_allowed(),
+            "{resource}"
+        );
     }
     assert!(!a
         .authorize(&Attributes::resource(&node, "update", "", "pods").namespace("ns1"))

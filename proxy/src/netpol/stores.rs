@@ -202,7 +202,11 @@ mod tests {
         trimmed.trim();
         assert_eq!(Pod::from_k8s(&trimmed), Pod::from_k8s(&full));
         let size = |p: &K8sPod| serde_json::to_string(p).unwrap().len();
-        assert!(size(&trimmed) < 400, "{}", serde_json::to_string(&trimmed).unwrap());
+        assert!(
+            size(&trimmed) < 400,
+            "{}",
+            serde_json::to_string(&trimmed).unwrap()
+        );
         assert!(size(&full) > 4000);
     }
 }
