@@ -88,9 +88,16 @@ fn task_pids(lab: &Lab, node: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// From inside the network namespace of process `pid`: one parallel curl to every URL;
-/// the URLs that did not answer 200.
-fn unreachable_from(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> Vec<String> {
+/// From inside the network namespace of process `pid` on `node`: one parallel curl to
+/// every URL, each given `secs`; each URL's curl exit code and HTTP status (`0 200`
+/// answered, `28 000` timed out).
+fn outcomes(
+    lab: &Lab,
+    node: &str,
+    pid: &str,
+    urls: &[String],
+    secs: u32,
+) -> BTreeMap<String, String> {
     // Through the node (docker nodes have PID namespaces of their own; ctr's PIDs are
     // theirs), then into the pod's network namespace.
     let mut cmd = lab.cmd();
@@ -108,22 +115,25 @@ fn unreachable_from(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> Vec<St
         "--parallel-max",
         "8",
         "-m",
-        "5",
-        "-w",
-        "%{http_code} %{url_effective}\n",
-    ]);
+        &secs.to_string(),
+    ])
+    .args(["-w", "%{url_effective} %{exitcode} %{http_code}\n"]);
     for u in urls {
         cmd.args(["-o", "/dev/null", u]);
     }
     let out = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let ok: Vec<&str> = text
+    String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("200 "))
-        .map(|l| &l[4..])
-        .collect();
+        .filter_map(|l| l.split_once(' '))
+        .map(|(url, outcome)| (url.to_string(), outcome.to_string()))
+        .collect()
+}
+
+/// The URLs that did not answer 200 from `pid`'s namespace.
+fn unreachable_from(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> Vec<String> {
+    let seen = outcomes(lab, node, pid, urls, 5);
     urls.iter()
-        .filter(|u| !ok.contains(&u.as_str()))
+        .filter(|u| !seen.get(*u).is_some_and(|o| o.ends_with(" 200")))
         .cloned()
         .collect()
 }
@@ -141,37 +151,6 @@ fn reach_all(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> (usize, Vec<S
         missed = unreachable_from(lab, node, pid, &missed);
     }
     (first, missed)
-}
-
-/// How each URL fared from inside `pid`'s network namespace on `node`: curl's exit code
-/// and the HTTP status (`0 200` answered, `28 000` timed out).
-fn outcomes(lab: &Lab, node: &str, pid: &str, urls: &[String]) -> BTreeMap<String, String> {
-    let mut cmd = lab.cmd();
-    cmd.args([
-        "exec",
-        node,
-        "--",
-        "nsenter",
-        &format!("--net=/proc/{pid}/ns/net"),
-    ])
-    .args([
-        "curl",
-        "-s",
-        "-Z",
-        "-m",
-        "2",
-        "-w",
-        "%{url_effective} %{exitcode} %{http_code}\n",
-    ]);
-    for u in urls {
-        cmd.args(["-o", "/dev/null", u]);
-    }
-    let out = cmd.output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(url, outcome)| (url.to_string(), outcome.to_string()))
-        .collect()
 }
 
 /// NetworkPolicy on this lab's network and proxy mode: web pods admit only `role=client`
@@ -204,7 +183,7 @@ fn policy_holds_across_nodes(
             &format!("the web pods {what}"),
             Duration::from_secs(60),
             || {
-                let seen = outcomes(lab, "node-1", pid, &urls);
+                let seen = outcomes(lab, "node-1", pid, &urls, 2);
                 let off: Vec<_> = seen.iter().filter(|(_, o)| o.as_str() != want).collect();
                 if !off.is_empty() {
                     println!(
