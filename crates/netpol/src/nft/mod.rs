@@ -1,5 +1,5 @@
 //! NetworkPolicy in nftables, as pure desired state and the transactions that reach it
-//! (no IO: the agent applies the scripts).
+//! (no IO: cairn-proxy applies the scripts).
 //!
 //! One table, `ip cairn-netpol`, on the forward hook at filter priority, so it sees pod
 //! traffic after the service proxy's DNAT (policy applies to the backend pod, as upstream
