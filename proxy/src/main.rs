@@ -66,7 +66,7 @@ struct Cli {
     conntrack_cleanup: bool,
     /// Enforce NetworkPolicy on this node (nftables table `ip cairn-netpol`); needs
     /// credentials that may read every Pod, Namespace and NetworkPolicy (the
-    /// `cairn:network-policy` role: `system:kube-proxy` and every node have it).
+    /// `cairn:network-policy` role of `system:kube-proxy`).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     network_policy: bool,
     /// Remove everything the proxy owns for the mode and its network policy table, then

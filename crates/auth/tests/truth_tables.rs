@@ -372,21 +372,6 @@ fn system_components() {
     assert!(a
         .authorize(&Attributes::resource(&node, "watch", "", "nodes"))
         .is_allowed());
-    // A joined node's proxy enforces NetworkPolicy with the node's credentials.
-    for (group, resource) in [
-        ("", "pods"),
-        ("", "namespaces"),
-        ("networking.k8s.io", "networkpolicies"),
-    ] {
-        assert!(
-            a.authorize(&Attributes::resource(&node, "watch", group, resource))
-                .is_allowed(),
-            "{resource}"
-        );
-    }
-    assert!(!a
-        .authorize(&Attributes::resource(&node, "update", "", "pods").namespace("ns1"))
-        .is_allowed());
 }
 
 #[test]

@@ -15,12 +15,10 @@
 //!   ConfigMaps are not here: a node reads only those of its own pods, and
 //!   `kube-system/extension-apiserver-authentication` (the client CA its port checks
 //!   client certificates against) through upstream's Role for reading it.
-//! - `cairn:network-policy` (user `system:kube-proxy` and group `system:nodes`):
-//!   cairn-proxy enforces NetworkPolicy on its node, and reads every policy, Pod and
-//!   Namespace for it (peers are pods of any node), as kube-router's and Calico's
-//!   ServiceAccounts do from every node they run on. A joined node's proxy runs with the
-//!   node's credentials (see ARCHITECTURE.md, "the proxy's identity"), so nodes get the
-//!   read too; the Node authorizer still keeps their writes and Secrets to their own pods.
+//! - `cairn:network-policy` (user `system:kube-proxy`): cairn-proxy enforces
+//!   NetworkPolicy on its node, and reads every policy, Pod and Namespace for it (peers
+//!   are pods of any node), as kube-router's and Calico's ServiceAccounts do. Not the
+//!   node's identity: the Node authorizer keeps a node to its own pods.
 //! - `cairn:kube-apiserver-kubelet-client`: the API server's client certificate for the
 //!   agents' ports gets `system:kubelet-api-admin` (kubeadm binds its
 //!   `kube-apiserver-kubelet-client` the same way).
@@ -142,10 +140,7 @@ pub fn bindings() -> Vec<ClusterRoleBinding> {
             vec![user("system:kube-controller-manager")],
         ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
-        cluster_binding(
-            NETWORK_POLICY_ROLE,
-            vec![user("system:kube-proxy"), group(crate::user::NODES)],
-        ),
+        cluster_binding(NETWORK_POLICY_ROLE, vec![user("system:kube-proxy")]),
         binding_of(
             "cairn:kube-apiserver-kubelet-client",
             "system:kubelet-api-admin",
