@@ -1,6 +1,7 @@
 //! Joining with a token: the CA pin is checked before anything is sent, a wrong token is
 //! refused, a right one gets the node a `system:node:<name>` client certificate through
-//! a CertificateSigningRequest the server approves and signs. (The lab's nodes join
+//! a CertificateSigningRequest the server approves and signs, and then one for its
+//! proxy (`system:kube-proxy`); the agent renews both. (The lab's nodes join
 //! this way, so every lab e2e test runs joined nodes; this test covers the refusals.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -152,6 +153,15 @@ fn join_pins_the_ca_checks_the_token_issues_and_renews_a_node_certificate() {
         let now = std::fs::read_to_string(&kubeconfig).ok()?;
         (now != first).then_some(())
     });
+    // The proxy's certificate: asked for with the node's credentials, renewed the same way.
+    let proxy_kubeconfig = dir.path().join("n1/proxy.kubeconfig");
+    let proxy_first = wait_until("n1's proxy kubeconfig", 60, || {
+        std::fs::read_to_string(&proxy_kubeconfig).ok()
+    });
+    wait_until("n1's renewed proxy certificate", 30, || {
+        let now = std::fs::read_to_string(&proxy_kubeconfig).ok()?;
+        (now != proxy_first).then_some(())
+    });
     let _ = child.kill();
     let _ = child.wait();
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -166,6 +176,14 @@ fn join_pins_the_ca_checks_the_token_issues_and_renews_a_node_certificate() {
     );
     let groups = me["status"]["userInfo"]["groups"].to_string();
     assert!(groups.contains("system:nodes"), "{groups}");
+    let proxy: serde_json::Value = serde_json::from_str(&kubectl(
+        &proxy_kubeconfig,
+        &["auth", "whoami", "-o", "json"],
+    ))
+    .unwrap();
+    assert_eq!(proxy["status"]["userInfo"]["username"], "system:kube-proxy");
+    let proxy_groups = proxy["status"]["userInfo"]["groups"].to_string();
+    assert!(!proxy_groups.contains("system:nodes"), "{proxy_groups}");
     let admin = control.data.join("admin.kubeconfig");
     let csrs = kubectl(&admin, &["get", "csr", "--no-headers"]);
     let requester = format!("system:bootstrap:{id}");

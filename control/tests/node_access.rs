@@ -209,26 +209,45 @@ fn the_cluster_ca_is_published_in_every_namespace() {
 /// A kubelet serving request as node `node` for `names` and `ips`, created with the
 /// node's credentials.
 fn serving_request(node: &Kubectl, name: &str, node_name: &str, ips: &[&str]) {
-    use base64::Engine;
     let subject = cairn_pki::csr::RequestSubject {
         common_name: format!("system:node:{node_name}"),
         organizations: vec!["system:nodes".into()],
         dns_names: vec![node_name.into()],
         ip_addresses: ips.iter().map(|ip| ip.parse().unwrap()).collect(),
     };
-    let (_, pem) = cairn_pki::csr::generate_request(&subject).unwrap();
+    let usages = ["digital signature", "key encipherment", "server auth"];
+    request(
+        node,
+        name,
+        &subject,
+        "kubernetes.io/kubelet-serving",
+        &usages,
+    );
+}
+
+/// A CertificateSigningRequest named `name` for `subject`, created as `who`.
+fn request(
+    who: &Kubectl,
+    name: &str,
+    subject: &cairn_pki::csr::RequestSubject,
+    signer: &str,
+    usages: &[&str],
+) {
+    use base64::Engine;
+    let (_, pem) = cairn_pki::csr::generate_request(subject).unwrap();
     let request = base64::engine::general_purpose::STANDARD.encode(pem);
     let csr = serde_json::json!({
         "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
         "metadata": {"name": name},
-        "spec": {"request": request, "signerName": "kubernetes.io/kubelet-serving",
-                 "usages": ["digital signature", "key encipherment", "server auth"]}});
-    node.ok_stdin(&["create", "-f", "-"], &csr.to_string());
+        "spec": {"request": request, "signerName": signer, "usages": usages}});
+    who.ok_stdin(&["create", "-f", "-"], &csr.to_string());
 }
 
 /// A node's serving certificate is approved for the addresses it reports, but not for
 /// an address another Node reports too or a Service's (the API server's): reporting
-/// someone else's address must not get a node a certificate that impersonates it.
+/// someone else's address must not get a node a certificate that impersonates it. Its
+/// proxy's `system:kube-proxy` client certificate is approved, with no group and for no
+/// other user.
 #[test]
 fn serving_certificates_are_not_approved_for_another_nodes_address() {
     let dir = tempfile::tempdir().unwrap();
@@ -266,6 +285,26 @@ fn serving_certificates_are_not_approved_for_another_nodes_address() {
     );
     serving_request(&node2, "stolen", "node-2", &["198.18.0.11"]);
     serving_request(&node2, "server-ip", "node-2", &["10.96.0.1"]);
+    // A proxy credential in system:masters, and one for another user, are a node's to
+    // ask for but not to get.
+    let client = "kubernetes.io/kube-apiserver-client";
+    let usages = ["digital signature", "client auth"];
+    for (name, cn, group) in [
+        ("proxy-masters", "system:kube-proxy", Some("system:masters")),
+        ("proxy-admin", "cairn-admin", None),
+    ] {
+        let subject = cairn_pki::csr::RequestSubject {
+            common_name: cn.into(),
+            organizations: group.into_iter().map(String::from).collect(),
+            ..Default::default()
+        };
+        request(&node2, name, &subject, client, &usages);
+    }
+    let proxy = cairn_pki::csr::RequestSubject {
+        common_name: "system:kube-proxy".into(),
+        ..Default::default()
+    };
+    request(&node2, "proxy", &proxy, client, &usages);
     serving_request(&node2, "own", "node-2", &["198.18.0.12"]);
     let conditions = |name: &str| {
         admin.ok(&[
@@ -291,4 +330,8 @@ fn serving_certificates_are_not_approved_for_another_nodes_address() {
         "",
         "the kubernetes Service's address too"
     );
+    assert_eq!(conditions("proxy"), "Approved");
+    for escalation in ["proxy-masters", "proxy-admin"] {
+        assert_eq!(conditions(escalation), "", "{escalation}");
+    }
 }

@@ -14,7 +14,10 @@ use kube::Api;
 
 const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 const NODES_GROUP: &str = "system:nodes";
+/// The proxy's user, which upstream's bootstrap policy binds to `system:node-proxier`.
+pub const KUBE_PROXY_USER: &str = "system:kube-proxy";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CsrError {
@@ -33,6 +36,7 @@ pub enum CsrError {
 }
 
 /// What to ask for.
+#[derive(Clone)]
 pub struct CertificateRequest {
     pub subject: RequestSubject,
     pub signer: &'static str,
@@ -50,6 +54,21 @@ impl CertificateRequest {
                 ip_addresses: Vec::new(),
             },
             signer: KUBELET_CLIENT_SIGNER,
+            usages: &["digital signature", "client auth"],
+        }
+    }
+
+    /// The node's proxy's client certificate, `system:kube-proxy` with no group, which
+    /// the server approves for a node (`certificatesigningrequests/kubeproxyclient`).
+    pub fn kube_proxy_client() -> CertificateRequest {
+        CertificateRequest {
+            subject: RequestSubject {
+                common_name: KUBE_PROXY_USER.to_string(),
+                organizations: Vec::new(),
+                dns_names: Vec::new(),
+                ip_addresses: Vec::new(),
+            },
+            signer: CLIENT_SIGNER,
             usages: &["digital signature", "client auth"],
         }
     }

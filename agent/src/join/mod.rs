@@ -9,6 +9,10 @@
 //!    `system:nodes`), which the server's approver and signer answer;
 //! 3. write a kubeconfig (`0600`) with the certificate, used from then on.
 //!
+//! The node then asks, with its new credentials, for its proxy's client certificate
+//! (`system:kube-proxy`, [`proxy_credential`]): the proxy reads every Pod, Namespace and
+//! NetworkPolicy to enforce policy, which the Node authorizer refuses the node itself.
+//!
 //! A node whose kubeconfig still holds a valid certificate does not join again; one
 //! re-created under the same name joins as a new node would (nothing of the old one
 //! is needed).
@@ -22,7 +26,7 @@ use std::time::Duration;
 use cairn_pki::join::{JoinToken, JoinTokenError};
 use tracing::info;
 
-pub use csr::{request_certificate, CertificateRequest};
+pub use csr::{request_certificate, CertificateRequest, KUBE_PROXY_USER};
 
 /// How long a joining node waits for its certificate before it gives up.
 const ISSUE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -151,22 +155,96 @@ pub async fn join(
     Ok(())
 }
 
+/// Where join writes the proxy's kubeconfig: beside the node's.
+pub fn proxy_kubeconfig(node_kubeconfig: &Path) -> PathBuf {
+    node_kubeconfig.with_file_name("proxy.kubeconfig")
+}
+
+fn unreadable(path: &Path, e: impl std::fmt::Display) -> JoinError {
+    JoinError::Kubeconfig {
+        server: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Asks for the proxy's `system:kube-proxy` certificate with the node's credentials
+/// (from `node_kubeconfig`) and writes the proxy's kubeconfig (`0600`) to `path`.
+pub async fn proxy_credential(node_kubeconfig: &Path, path: &Path) -> Result<(), JoinError> {
+    let (client, _, parts) = cairn_kubeclient::from_embedded(node_kubeconfig)
+        .map_err(|e| unreadable(node_kubeconfig, e))?;
+    issue_proxy_credential(&client, &parts.server, &parts.ca_pem, path).await?;
+    Ok(())
+}
+
+/// The request, the wait and the write; the certificate issued.
+async fn issue_proxy_credential(
+    client: &kube::Client,
+    server: &str,
+    ca_pem: &str,
+    path: &Path,
+) -> Result<String, JoinError> {
+    let request = CertificateRequest::kube_proxy_client();
+    let issued = request_certificate(client, &request, ISSUE_TIMEOUT)
+        .await
+        .map_err(|source| JoinError::Request {
+            server: server.to_string(),
+            source,
+        })?;
+    let text = cairn_pki::kubeconfig::render(server, ca_pem, KUBE_PROXY_USER, &issued);
+    cairn_pki::files::write_private(path, text.as_bytes()).map_err(|source| JoinError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(issued.cert_pem)
+}
+
 /// The node's API client from the kubeconfig it joined with, its client certificate
-/// renewed in the background ([`rotate`]).
+/// renewed in the background ([`rotate`]), and the proxy's beside it: asked for once
+/// when missing (a node joined before the proxy had its own), then renewed.
 pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinError> {
     let (client, certs, parts) =
-        cairn_kubeclient::from_embedded(kubeconfig).map_err(|e| JoinError::Kubeconfig {
-            server: kubeconfig.display().to_string(),
-            message: e.to_string(),
-        })?;
+        cairn_kubeclient::from_embedded(kubeconfig).map_err(|e| unreadable(kubeconfig, e))?;
+    let proxy = rotate::Rotation {
+        client: client.clone(),
+        certs: None,
+        kubeconfig: proxy_kubeconfig(kubeconfig),
+        server: parts.server.clone(),
+        ca_pem: parts.ca_pem.clone(),
+        user: KUBE_PROXY_USER.to_string(),
+        request: CertificateRequest::kube_proxy_client(),
+        cert_pem: String::new(),
+    };
+    tokio::spawn(keep_proxy_credential(proxy));
     tokio::spawn(rotate::run(rotate::Rotation {
         client: client.clone(),
-        certs,
+        certs: Some(certs),
         kubeconfig: kubeconfig.to_path_buf(),
         server: parts.server,
         ca_pem: parts.ca_pem,
-        node: node.to_string(),
+        user: format!("system:node:{node}"),
+        request: CertificateRequest::kubelet_client(node),
         cert_pem: parts.cert_pem,
     }));
     Ok(client)
+}
+
+/// Renews the proxy's certificate; asks for it first when the file is missing, and
+/// leaves it at a warning when that is refused (an operator may hand proxy credentials
+/// out themselves: `cairn:node-autoapprove-kube-proxy`).
+async fn keep_proxy_credential(mut r: rotate::Rotation) {
+    match cairn_kubeclient::EmbeddedKubeconfig::read(&r.kubeconfig) {
+        Ok(current) => r.cert_pem = current.cert_pem,
+        Err(_) => {
+            match issue_proxy_credential(&r.client, &r.server, &r.ca_pem, &r.kubeconfig).await {
+                Ok(cert_pem) => {
+                    info!(path = %r.kubeconfig.display(), "the proxy's client certificate (system:kube-proxy) written");
+                    r.cert_pem = cert_pem;
+                }
+                Err(e) => {
+                    return tracing::warn!(error = %e, "no client certificate for the proxy, which needs system:kube-proxy to enforce NetworkPolicy");
+                }
+            }
+        }
+    }
+    rotate::run(r).await
 }

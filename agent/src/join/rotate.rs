@@ -3,7 +3,9 @@
 //! a renewal takes effect on the next connection without rebuilding the client or
 //! dropping watches. When a third of the certificate's life is left the node asks for a
 //! new one with its current credentials (a `selfnodeclient` request the server
-//! approves), rewrites its kubeconfig and swaps the certificate in.
+//! approves), rewrites its kubeconfig and swaps the certificate in. The same loop
+//! renews the node's proxy's `system:kube-proxy` certificate with the node's
+//! credentials; the proxy follows its kubeconfig file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,12 +41,16 @@ pub(crate) fn renewal_wait(cert_pem: &str) -> Duration {
 
 /// What the rotation loop keeps current.
 pub struct Rotation {
+    /// The client the request is made with (the node's).
     pub client: kube::Client,
-    pub certs: Arc<ClientCerts>,
+    /// Where a renewal is swapped in, when the certificate is this process's own.
+    pub certs: Option<Arc<ClientCerts>>,
     pub kubeconfig: PathBuf,
     pub server: String,
     pub ca_pem: String,
-    pub node: String,
+    /// The certificate's user, for the kubeconfig and the log.
+    pub user: String,
+    pub request: CertificateRequest,
     pub cert_pem: String,
 }
 
@@ -54,11 +60,11 @@ pub async fn run(mut r: Rotation) {
         tokio::time::sleep(renewal_wait(&r.cert_pem)).await;
         match renew(&r).await {
             Ok(issued) => {
-                info!(node = %r.node, "client certificate renewed");
+                info!(user = %r.user, "client certificate renewed");
                 r.cert_pem = issued.cert_pem;
             }
             Err(e) => {
-                warn!(node = %r.node, error = %e, "renewing the client certificate; retrying");
+                warn!(user = %r.user, error = %e, "renewing the client certificate; retrying");
                 tokio::time::sleep(RETRY).await;
             }
         }
@@ -66,13 +72,13 @@ pub async fn run(mut r: Rotation) {
 }
 
 async fn renew(r: &Rotation) -> Result<IssuedCert, String> {
-    let request = CertificateRequest::kubelet_client(&r.node);
-    let issued = request_certificate(&r.client, &request, Duration::from_secs(120))
+    let issued = request_certificate(&r.client, &r.request, Duration::from_secs(120))
         .await
         .map_err(|e| e.to_string())?;
-    let user = format!("system:node:{}", r.node);
-    let text = cairn_pki::kubeconfig::render(&r.server, &r.ca_pem, &user, &issued);
+    let text = cairn_pki::kubeconfig::render(&r.server, &r.ca_pem, &r.user, &issued);
     cairn_pki::files::write_private(&r.kubeconfig, text.as_bytes()).map_err(|e| e.to_string())?;
-    r.certs.swap(&issued.cert_pem, &issued.key_pem)?;
+    if let Some(certs) = &r.certs {
+        certs.swap(&issued.cert_pem, &issued.key_pem)?;
+    }
     Ok(issued)
 }

@@ -53,6 +53,11 @@ pub async fn join_node(
         o.node,
         o.paths.kubeconfig().display()
     ));
+    crate::join::proxy_credential(&o.paths.kubeconfig(), &o.paths.proxy_kubeconfig()).await?;
+    say(&format!(
+        "Client certificate for the proxy (system:kube-proxy) written to {}",
+        o.paths.proxy_kubeconfig().display()
+    ));
     write_configuration(o)?;
     say(&format!(
         "Configuration written: {}, {}, {}",
@@ -96,7 +101,7 @@ fn write_configuration(o: &JoinOptions) -> Result<(), NodeError> {
     std::fs::create_dir_all(p.node_dir()).map_err(io(&p.node_dir()))?;
     write_private(&p.token(), &format!("{}\n", o.token))?;
     let root = p.root.display().to_string();
-    let kubeconfig = p.kubeconfig().display().to_string();
+    let proxy_kubeconfig = p.proxy_kubeconfig().display().to_string();
     let token = p.token().display().to_string();
     let mut agent = vec![
         "--root-dir",
@@ -115,7 +120,12 @@ fn write_configuration(o: &JoinOptions) -> Result<(), NodeError> {
         owned.push("--node-ip");
     }
     set_unit_args(p, "agent", "CAIRN_AGENT_ARGS", &owned, &agent)?;
-    let proxy = ["--kubeconfig", &kubeconfig, "--hostname-override", &o.node];
+    let proxy = [
+        "--kubeconfig",
+        &proxy_kubeconfig,
+        "--hostname-override",
+        &o.node,
+    ];
     set_unit_args(p, "proxy", "CAIRN_PROXY_ARGS", PROXY_FLAGS, &proxy)?;
     let joined = format!("server={}\nnode={}\n", o.server, o.node);
     std::fs::write(p.joined(), joined).map_err(io(&p.joined()))

@@ -52,4 +52,9 @@ impl NodePaths {
     pub fn kubeconfig(&self) -> PathBuf {
         self.root.join("kubeconfig")
     }
+
+    /// The proxy's kubeconfig (`system:kube-proxy`), which the agent renews in place.
+    pub fn proxy_kubeconfig(&self) -> PathBuf {
+        crate::join::proxy_kubeconfig(&self.kubeconfig())
+    }
 }

@@ -213,32 +213,54 @@ fn configuration_is_merged(host: &Host, server: &str) {
     assert!(agent.ends_with(&ours), "{agent}");
     let proxy = std::fs::read_to_string(host.etc.join("proxy.env")).unwrap();
     let kubeconfig = host.root.join("kubeconfig");
+    let proxy_kubeconfig = host.root.join("proxy.kubeconfig");
     assert_eq!(
         proxy,
         format!(
             "CAIRN_PROXY_ARGS=\"--mode nftables --kubeconfig {} --hostname-override {JOINED}\"\nRUST_LOG=info\n",
-            kubeconfig.display()
+            proxy_kubeconfig.display()
         )
     );
-    assert_eq!(mode(&token), 0o600);
-    assert_eq!(mode(&kubeconfig), 0o600);
-    let whoami = Command::new("kubectl")
+    for private in [&token, &kubeconfig, &proxy_kubeconfig] {
+        assert_eq!(mode(private), 0o600, "{}", private.display());
+    }
+    let node_user = format!("system:node:{JOINED}");
+    assert_eq!(kubectl_as(&kubeconfig, &WHOAMI), node_user);
+    assert_eq!(kubectl_as(&proxy_kubeconfig, &WHOAMI), "system:kube-proxy");
+    // The proxy reads every pod and policy for NetworkPolicy; the node itself may not.
+    let list_pods = ["auth", "can-i", "list", "pods", "--all-namespaces"];
+    assert_eq!(kubectl_as(&proxy_kubeconfig, &list_pods), "yes");
+    let list_policies = ["auth", "can-i", "watch", "networkpolicies", "-A"];
+    assert_eq!(kubectl_as(&proxy_kubeconfig, &list_policies), "yes");
+    assert_eq!(kubectl_as(&kubeconfig, &list_pods), "no");
+    assert_eq!(
+        kubectl_as(&proxy_kubeconfig, &["auth", "can-i", "create", "pods"]),
+        "no"
+    );
+}
+
+const WHOAMI: [&str; 4] = [
+    "auth",
+    "whoami",
+    "-o",
+    "jsonpath={.status.userInfo.username}",
+];
+
+/// kubectl's first word of output with `kubeconfig` (`can-i` exits 1 on "no", and may
+/// say why after it).
+fn kubectl_as(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = Command::new("kubectl")
         .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args([
-            "auth",
-            "whoami",
-            "-o",
-            "jsonpath={.status.userInfo.username}",
-        ])
+        .arg(kubeconfig)
+        .args(args)
         .output()
         .unwrap();
-    assert_eq!(
-        text(&whoami.stdout),
-        format!("system:node:{JOINED}"),
-        "{}",
-        text(&whoami.stderr)
-    );
+    let said = text(&out.stdout);
+    assert!(!said.is_empty(), "{args:?}: {}", text(&out.stderr));
+    said.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[tokio::test]

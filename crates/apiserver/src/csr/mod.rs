@@ -5,7 +5,9 @@
 //! - approve kubelet client requests whose requester may `create` the
 //!   `certificatesigningrequests/nodeclient` (bootstrap tokens) or `/selfnodeclient`
 //!   (a node renewing its own) subresource, as upstream's SubjectAccessReview approver;
-//!   and kubelet serving requests naming only the requesting node's own names and
+//!   `kube-apiserver-client` requests for exactly `system:kube-proxy` whose requester
+//!   may `create` `certificatesigningrequests/kubeproxyclient` (cairn's: a node's
+//!   credential for its proxy, [`review::kube_proxy_client`]); and kubelet serving requests naming only the requesting node's own names and
 //!   addresses ([`review::serving_is_the_nodes_own`]);
 //! - sign approved requests of the three built-in signers: kubelet client and
 //!   `kube-apiserver-client` certificates by the client CA, kubelet serving

@@ -13,6 +13,9 @@ pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 
 const NODES_GROUP: &str = "system:nodes";
 const NODE_PREFIX: &str = "system:node:";
+/// The user upstream's bootstrap policy binds to `system:node-proxier` (and cairn to
+/// `cairn:network-policy`).
+pub const KUBE_PROXY_USER: &str = "system:kube-proxy";
 
 /// A request as the controllers see it: the CSR's spec and its parsed PEM.
 pub struct Review<'a> {
@@ -35,6 +38,8 @@ pub enum Invalid {
     Usages(Vec<&'static str>),
     #[error("DNS or IP subjectAltName is required")]
     NoAltNames,
+    #[error("subject is not CN=system:kube-proxy with no organization")]
+    KubeProxySubject,
 }
 
 fn node_subject(r: &RequestInfo) -> Result<(), Invalid> {
@@ -84,9 +89,27 @@ pub fn kubelet_serving(review: &Review<'_>) -> Result<(), Invalid> {
     usages(review, &allowed, "server auth")
 }
 
+/// A node's proxy client certificate: `system:kube-proxy` alone (no group, which could
+/// be `system:masters`), no names, client usages.
+pub fn kube_proxy_client(review: &Review<'_>) -> Result<(), Invalid> {
+    let r = review.request;
+    if r.common_name != KUBE_PROXY_USER || !r.organizations.is_empty() {
+        return Err(Invalid::KubeProxySubject);
+    }
+    let names = !r.dns_names.is_empty() || !r.ip_addresses.is_empty();
+    if names || !r.email_addresses.is_empty() || !r.uris.is_empty() {
+        return Err(Invalid::AltNames("DNS, IP, email or URI"));
+    }
+    let allowed = ["digital signature", "key encipherment", "client auth"];
+    usages(review, &allowed, "client auth")
+}
+
 /// Which SubjectAccessReview subresource the approver asks for a kubelet client
 /// request: `selfnodeclient` for a node renewing its own, `nodeclient` otherwise.
 pub fn client_approval_subresource(review: &Review<'_>) -> Option<&'static str> {
+    if review.signer == CLIENT_SIGNER && kube_proxy_client(review).is_ok() {
+        return Some("kubeproxyclient");
+    }
     if review.signer != KUBELET_CLIENT_SIGNER || kubelet_client(review).is_err() {
         return None;
     }
@@ -101,6 +124,8 @@ pub fn client_approval_subresource(review: &Review<'_>) -> Option<&'static str> 
 pub fn client_approval_message(subresource: &str) -> &'static str {
     if subresource == "selfnodeclient" {
         "Auto approving self kubelet client certificate after SubjectAccessReview."
+    } else if subresource == "kubeproxyclient" {
+        "Auto approving kube-proxy client certificate after SubjectAccessReview."
     } else {
         "Auto approving kubelet client certificate after SubjectAccessReview."
     }
@@ -179,6 +204,32 @@ mod tests {
             kubelet_client(&review(KUBELET_CLIENT_SIGNER, "x", &u, &other)),
             Err(Invalid::Organization)
         );
+    }
+
+    #[test]
+    fn kube_proxy_requests_ask_kubeproxyclient_for_the_exact_subject_only() {
+        let mut proxy = request(KUBE_PROXY_USER, &[], &[]);
+        proxy.organizations.clear();
+        let u = ["digital signature", "key encipherment", "client auth"];
+        let ask = review(CLIENT_SIGNER, "system:node:n1", &u, &proxy);
+        assert_eq!(client_approval_subresource(&ask), Some("kubeproxyclient"));
+        // Another signer, a group, another name, names, a server usage: not approved.
+        let kubelet = review(KUBELET_CLIENT_SIGNER, "system:node:n1", &u, &proxy);
+        assert_eq!(client_approval_subresource(&kubelet), None);
+        let mut masters = proxy.clone();
+        masters.organizations = vec!["system:masters".into()];
+        let ask = review(CLIENT_SIGNER, "system:node:n1", &u, &masters);
+        assert_eq!(kube_proxy_client(&ask), Err(Invalid::KubeProxySubject));
+        assert_eq!(client_approval_subresource(&ask), None);
+        let other = request("system:kube-proxyx", &[], &[]);
+        let ask = review(CLIENT_SIGNER, "system:node:n1", &u, &other);
+        assert_eq!(client_approval_subresource(&ask), None);
+        let mut named = proxy.clone();
+        named.dns_names = vec!["n1".into()];
+        let ask = review(CLIENT_SIGNER, "system:node:n1", &u, &named);
+        assert_eq!(client_approval_subresource(&ask), None);
+        let ask = review(CLIENT_SIGNER, "system:node:n1", &["server auth"], &proxy);
+        assert_eq!(client_approval_subresource(&ask), None);
     }
 
     #[test]

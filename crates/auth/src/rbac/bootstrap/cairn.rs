@@ -19,6 +19,12 @@
 //!   NetworkPolicy on its node, and reads every policy, Pod and Namespace for it (peers
 //!   are pods of any node), as kube-router's and Calico's ServiceAccounts do. Not the
 //!   node's identity: the Node authorizer keeps a node to its own pods.
+//! - `cairn:certificatesigningrequests:kubeproxyclient` (group `system:nodes`): a
+//!   node may have a `system:kube-proxy` client certificate approved for its proxy (the
+//!   approver asks for `create` on `certificatesigningrequests/kubeproxyclient`). This
+//!   is what upstream grants in effect: a node's kubelet may request the token of any
+//!   ServiceAccount a pod bound to it runs as, kube-proxy's and the policy agent's
+//!   DaemonSet pods among them; here the node's own identity stays confined.
 //! - `cairn:kube-apiserver-kubelet-client`: the API server's client certificate for the
 //!   agents' ports gets `system:kubelet-api-admin` (kubeadm binds its
 //!   `kube-apiserver-kubelet-client` the same way).
@@ -32,6 +38,7 @@ use super::{cluster_binding, cluster_role, group, rule, user};
 pub const CONTROLLER_MANAGER_ROLE: &str = "cairn:controller-manager";
 pub const NODE_ROLE: &str = "cairn:node";
 pub const NETWORK_POLICY_ROLE: &str = "cairn:network-policy";
+pub const KUBE_PROXY_CLIENT_ROLE: &str = "cairn:certificatesigningrequests:kubeproxyclient";
 /// The user of the API server's client certificate for the agents' ports.
 pub const KUBELET_API_CLIENT: &str = "kube-apiserver-kubelet-client";
 
@@ -85,6 +92,14 @@ pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
         cluster_role(CONTROLLER_MANAGER_ROLE, controllers),
         cluster_role(NODE_ROLE, node_extras()),
         cluster_role(
+            KUBE_PROXY_CLIENT_ROLE,
+            vec![rule(
+                &["create"],
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests/kubeproxyclient"],
+            )],
+        ),
+        cluster_role(
             NETWORK_POLICY_ROLE,
             vec![
                 rule(&["get", "list", "watch"], &[""], &["pods", "namespaces"]),
@@ -127,6 +142,11 @@ fn join_bindings() -> Vec<ClusterRoleBinding> {
         binding_of(
             "cairn:node-autoapprove-certificate-rotation",
             &csr_role("selfnodeclient"),
+            vec![group(crate::user::NODES)],
+        ),
+        binding_of(
+            "cairn:node-autoapprove-kube-proxy",
+            KUBE_PROXY_CLIENT_ROLE,
             vec![group(crate::user::NODES)],
         ),
     ]
