@@ -79,7 +79,7 @@ pub fn diff(old: &Desired, new: &Desired) -> Vec<Change> {
         }
     }
     for (map, before, after) in [
-        (EGRESS_MAP, jumps(&old.egress), jumps(&new.egress)),
+        (EGRESS_MAP, egress_verdicts(old), egress_verdicts(new)),
         (INGRESS_MAP, ingress_verdicts(old), ingress_verdicts(new)),
     ] {
         // A changed verdict is deleted, then added: nft refuses to add an existing key.
@@ -111,6 +111,17 @@ fn jumps(chains: &BTreeMap<Ipv4Addr, String>) -> BTreeMap<Ipv4Addr, String> {
         .iter()
         .map(|(ip, chain)| (*ip, format!("jump {chain}")))
         .collect()
+}
+
+/// The egress map: an isolated pod jumps to its chain; while the node's ranges are
+/// guarded, an address two local pods claim is dropped, as the guard closes it for
+/// ingress (neither pod's policy may be the one that lets it out).
+fn egress_verdicts(state: &Desired) -> BTreeMap<Ipv4Addr, String> {
+    let mut verdicts = jumps(&state.egress);
+    if !state.guarded.is_empty() {
+        verdicts.extend(state.shared.iter().map(|ip| (*ip, "drop".to_string())));
+    }
+    verdicts
 }
 
 /// The ingress map: an isolated pod jumps to its chain, every other programmed pod is

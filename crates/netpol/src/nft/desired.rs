@@ -26,8 +26,9 @@ pub struct Desired {
     /// reachable before its policy is in force. Empty: no guard.
     pub guarded: BTreeSet<AddrRange>,
     /// Addresses more than one local pod claims (an address reused before the old pod's
-    /// object is gone): neither pod is programmed, so the guard closes the address rather
-    /// than give one pod the other's policy.
+    /// object is gone): neither pod is programmed, so the guard closes the address for
+    /// ingress and the egress map drops what it sends, rather than give one pod the
+    /// other's policy.
     pub shared: BTreeSet<Ipv4Addr>,
 }
 

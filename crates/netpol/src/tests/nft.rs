@@ -5,7 +5,7 @@ use serde_json::json;
 use super::{ip_of, Model};
 use crate::nft::batch::{diff, script, Change};
 use crate::nft::desired::{chain_name, counter_name};
-use crate::nft::{full_script, Desired, INGRESS_MAP};
+use crate::nft::{full_script, Desired, EGRESS_MAP, INGRESS_MAP};
 use crate::resolve::{for_node, Direction};
 
 fn desired(m: &Model) -> Desired {
@@ -236,6 +236,33 @@ fn an_address_two_local_pods_claim_is_left_unprogrammed_so_the_guard_closes_it()
     assert!(!programmed.contains(&reused.to_string()), "{programmed:?}");
     // x/c, another pod of the deny, is still programmed and isolated.
     assert!(d.ingress.contains_key(&v4("x/c")));
+    // Its egress is dropped; once one pod holds it, the drop goes.
+    let adds = diff(&Desired::default(), &d);
+    let shared = v4("x/a");
+    assert!(
+        adds.iter().any(|c| matches!(c, Change::MapAdd(m, ip, v)
+            if *m == EGRESS_MAP && *ip == shared && v == "drop")),
+        "{adds:?}"
+    );
+    let unguarded = desired(&m);
+    let open = diff(&Desired::default(), &unguarded);
+    assert!(
+        !open
+            .iter()
+            .any(|c| matches!(c, Change::MapAdd(_, _, v) if v == "drop")),
+        "no policy range guarded, nothing dropped: {open:?}"
+    );
+    m.cluster
+        .pods
+        .retain(|_, p| !(p.key.namespace == "z" && p.key.name == "a"));
+    let held = desired(&m).guarding(&["10.244.0.0/16".parse().unwrap()]);
+    let changes = diff(&d, &held);
+    assert!(
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::MapDelete(m, ip) if *m == EGRESS_MAP && *ip == shared)),
+        "{changes:?}"
+    );
 }
 
 #[test]
