@@ -148,3 +148,44 @@ fn syncs_and_changes_apply_in_the_kernel() {
         "{listing}"
     );
 }
+
+/// An open pod is an `accept` element of the ingress map; when a policy isolates it the
+/// change swaps that element's verdict for a jump to its new chain (a delete and an add
+/// of the same key in one transaction, the chain made first), and back when the policy
+/// goes. The kernel takes both scripts, and lists what a full sync of each state lists.
+#[test]
+fn isolating_a_pod_swaps_its_verdict_in_the_kernel() {
+    let mut cluster = Cluster::default();
+    cluster.add_namespace(Namespace::new("x", BTreeMap::new()));
+    cluster.add_pod(pod("x", "a", "10.244.1.10", &[("pod", "a")]));
+    cluster.add_pod(pod("x", "b", "10.244.1.11", &[("pod", "b")]));
+    let open = state(&[], &cluster);
+    let listing = in_netns(&[full_script(&open)]);
+    for ip in ["10.244.1.10", "10.244.1.11"] {
+        assert!(listing.contains(&format!("{ip} : accept")), "{listing}");
+    }
+    let deny_a = policy(
+        "x",
+        "deny-a",
+        json!({"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Ingress"]}),
+    );
+    let isolated = state(&[deny_a], &cluster);
+    let changes = script(&diff(&open, &isolated));
+    let listing = in_netns(&[full_script(&open), changes.clone()]);
+    assert!(
+        listing.contains("10.244.1.10 : jump in_10_244_1_10")
+            && listing.contains("10.244.1.11 : accept")
+            && !listing.contains("10.244.1.10 : accept"),
+        "{listing}\n{changes}"
+    );
+    assert_eq!(
+        canonical(&in_netns(&[full_script(&isolated)])),
+        canonical(&listing)
+    );
+    let back = script(&diff(&isolated, &open));
+    let listing = in_netns(&[full_script(&isolated), back.clone()]);
+    assert!(
+        listing.contains("10.244.1.10 : accept") && !listing.contains("chain in_"),
+        "{listing}\n{back}"
+    );
+}
