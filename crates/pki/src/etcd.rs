@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use crate::cluster::{ensure_ca, Lifetimes};
-use crate::inspect::{now, CertInfo};
+use crate::inspect::{issued_by, now, CertInfo};
 use crate::{files, Authority, IssuedCert, PkiError};
 
 /// The client certificate's user, kubeadm's.
@@ -36,19 +36,23 @@ pub fn ensure_member(
     let mut names = vec![name.to_string(), "localhost".into(), "127.0.0.1".into()];
     names.extend(addresses.iter().cloned());
     for leaf in ["server", "peer"] {
-        ensure_leaf(dir, leaf, &names, || {
+        ensure_leaf(dir, &ca, leaf, &names, || {
             ca.issue_peer(name, &names, lifetimes.leaf)
         })?;
     }
-    ensure_leaf(dir, "apiserver-etcd-client", &[], || client(&ca, lifetimes))
+    ensure_leaf(dir, &ca, "apiserver-etcd-client", &[], || {
+        client(&ca, lifetimes)
+    })
 }
 
 fn client(ca: &Authority, lifetimes: Lifetimes) -> Result<IssuedCert, PkiError> {
     ca.issue_client(APISERVER_CLIENT_USER, &[], lifetimes.leaf)
 }
 
+/// Keeps the leaf when it is `ca`'s, covers `names` and is not due; else issues it.
 fn ensure_leaf(
     dir: &Path,
+    ca: &Authority,
     leaf: &str,
     names: &[String],
     issue: impl FnOnce() -> Result<IssuedCert, PkiError>,
@@ -59,6 +63,7 @@ fn ensure_leaf(
     );
     let current = files::read(&cert)
         .ok()
+        .filter(|pem| issued_by(pem, ca.cert_pem()))
         .and_then(|pem| CertInfo::from_pem(&pem).ok());
     let good = current.is_some_and(|c| c.names_cover(names) && !c.renewal_due(now()));
     if good && key.exists() {
@@ -108,5 +113,25 @@ mod tests {
         let more = vec!["198.18.0.11".to_string(), "198.18.0.99".to_string()];
         ensure_member(dir.path(), "node-1", &more, Lifetimes::default()).unwrap();
         assert_ne!(before, read(dir.path(), "server.crt"));
+        // A replaced CA: every leaf is reissued by the new one, though names and
+        // lifetimes would do.
+        let old_ca = read(dir.path(), "ca.crt");
+        let leaves = ["server.crt", "peer.crt", "apiserver-etcd-client.crt"];
+        for leaf in leaves {
+            assert!(issued_by(&read(dir.path(), leaf), &old_ca), "{leaf}");
+        }
+        for f in ["ca.crt", "ca.key"] {
+            std::fs::remove_file(dir.path().join(f)).unwrap();
+        }
+        ensure_member(dir.path(), "node-1", &more, Lifetimes::default()).unwrap();
+        let new_ca = read(dir.path(), "ca.crt");
+        assert_ne!(old_ca, new_ca);
+        for leaf in leaves {
+            let pem = read(dir.path(), leaf);
+            assert!(
+                issued_by(&pem, &new_ca) && !issued_by(&pem, &old_ca),
+                "{leaf}"
+            );
+        }
     }
 }

@@ -87,6 +87,26 @@ impl CertInfo {
     }
 }
 
+/// Whether the first certificate of `cert_pem` carries a signature `ca_pem`'s key made:
+/// a leaf left from another CA (one replaced, or copied in from another member) is not.
+pub fn issued_by(cert_pem: &str, ca_pem: &str) -> bool {
+    let der = |pem: &str| {
+        x509_parser::pem::parse_x509_pem(pem.as_bytes())
+            .ok()
+            .map(|(_, p)| p.contents)
+    };
+    let (Some(cert), Some(ca)) = (der(cert_pem), der(ca_pem)) else {
+        return false;
+    };
+    let (Ok((_, cert)), Ok((_, ca))) = (
+        X509Certificate::from_der(&cert),
+        X509Certificate::from_der(&ca),
+    ) else {
+        return false;
+    };
+    cert.verify_signature(Some(ca.public_key())).is_ok()
+}
+
 fn name_text(name: &GeneralName) -> Option<String> {
     match name {
         GeneralName::DNSName(d) => Some((*d).to_string()),
