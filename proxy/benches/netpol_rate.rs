@@ -4,10 +4,11 @@
 //! table of a cluster of 1,000 pods and 200 policies, 50 of them selecting the server
 //! (the one that admits the client sorts last, so a SYN walks the other 49 rules first).
 //! The namespaces are conn_rate's: a "node", a server "pod" and a client pod, each pod
-//! joined to the node by a veth; the node has NAT hooks in every round (conntrack on), as
-//! a node running the service proxy has. Rounds with and without the table alternate and are
-//! pooled, so a drift in the machine's speed falls on both alike. Goal: ≥ 0.9× the rate
-//! without policies.
+//! joined to the node by a veth; the node has the service proxy's nftables tables (with no
+//! Services) in every round, so conntrack is on in every round, as on any node. Rounds with and without the table alternate and are
+//! pooled, so a drift in the machine's speed falls on both alike; each round starts at the
+//! next row, and a second no-policy row shows how much two measurements of the same rules
+//! differ in the run. Goal: ≥ 0.9× the rate without policies.
 //!
 //! The peer: the same policies in kube-router's iptables + ipset shape (see
 //! [`kube_router`]), measured in the same rounds.
@@ -16,7 +17,7 @@
 //! change costs before the diff), p50/p99 over 20 runs, and the table's size.
 //!
 //! `cargo bench -p cairn-proxy --bench netpol_rate` (root). `NETPOL_RATE_SECONDS` per
-//! round (default 2), `NETPOL_RATE_ROUNDS` (default 3).
+//! round (default 2), `NETPOL_RATE_ROUNDS` (default 6: each row once in each position).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -29,6 +30,8 @@ use cairn_netpol::{
     for_node, Allowance, Cluster, CompiledPolicy, Isolation, Namespace, Peers, Pod, PodKey,
     PodPolicy, PolicyKey, Ports,
 };
+use cairn_serviceproxy::nftables::{NftConfig, Renderer};
+use cairn_serviceproxy::ProxyState;
 use cairn_testsupport::NetNs;
 use serde_json::json;
 use support::{hammer, pct, serve};
@@ -259,6 +262,8 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
 #[derive(Clone, Copy, PartialEq)]
 enum Rules {
     None,
+    /// No policy again: how far two measurements of the same rules differ in this run.
+    NoneAgain,
     /// cairn's table with no pod isolated: the hook and the guard alone.
     CairnEmpty,
     /// Only the policy that admits the client selects the server.
@@ -276,8 +281,9 @@ struct Scripts {
 }
 
 impl Rules {
-    const ALL: [Rules; 5] = [
+    const ALL: [Rules; 6] = [
         Rules::None,
+        Rules::NoneAgain,
         Rules::CairnEmpty,
         Rules::CairnOne,
         Rules::Cairn,
@@ -286,7 +292,8 @@ impl Rules {
 
     fn label(self) -> &'static str {
         match self {
-            Rules::None => "no policy (conntrack on, as under the service proxy)",
+            Rules::None => "no policy (the service proxy's tables: conntrack on)",
+            Rules::NoneAgain => "no policy, measured again (the run's noise)",
             Rules::CairnEmpty => "cairn nftables, every local pod programmed, none isolated",
             Rules::CairnOne => "cairn nftables, 1 policy (admitting the client)",
             Rules::Cairn => "cairn nftables, 200 policies (50 selecting the server)",
@@ -297,7 +304,7 @@ impl Rules {
     fn load(self, node: &NetNs, scripts: &Scripts) {
         let nft = |script: &str| feed(node, &["nft", "-f", "-"], script);
         match self {
-            Rules::None => {}
+            Rules::None | Rules::NoneAgain => {}
             Rules::CairnEmpty => nft(&scripts.empty),
             Rules::CairnOne => nft(&scripts.one),
             Rules::Cairn => nft(&scripts.all),
@@ -310,7 +317,7 @@ impl Rules {
 
     fn unload(self, node: &NetNs) {
         match self {
-            Rules::None => {}
+            Rules::None | Rules::NoneAgain => {}
             Rules::CairnEmpty | Rules::CairnOne | Rules::Cairn => {
                 feed(node, &["nft", "-f", "-"], "delete table ip cairn-netpol\n")
             }
@@ -324,7 +331,7 @@ impl Rules {
 
 fn main() {
     let secs: f64 = env_or("NETPOL_RATE_SECONDS", 2.0);
-    let rounds: u32 = env_or("NETPOL_RATE_ROUNDS", 3).max(1);
+    let rounds: u32 = env_or("NETPOL_RATE_ROUNDS", 6).max(1);
     let (cluster, policies) = cluster();
     let (desired, mut times) = compute(&cluster, &policies);
     let script = full_script(&desired);
@@ -364,17 +371,33 @@ fn main() {
     serve(&server, PORT);
     let to = SocketAddr::from((SERVER, PORT));
     client.run_inside(|| hammer(to, 0.5));
-    // Every node has the service proxy's NAT hooks, so conntrack runs with or without
-    // policy; without them the baseline would skip conntrack altogether.
-    feed(&node, &["nft", "-f", "-"], "table ip service-nat { chain prerouting { type nat hook prerouting priority dstnat; }; }\n");
+    // Every node runs the service proxy, whose tables hold conntrack expressions (a
+    // filter-forward `ct state new` check, masquerading), so conntrack tracks every
+    // connection with or without policy. Its real tables, with no Services, are in every
+    // round. (An empty NAT chain alone does not turn conntrack on: a baseline with only
+    // that charged conntrack's whole cost, about a fifth of the rate here, to policy.)
+    let service_proxy = Renderer::default().full(
+        &NftConfig {
+            cluster_cidr: Some("10.244.0.0/16".parse().unwrap()),
+            ..Default::default()
+        },
+        &ProxyState::default(),
+    );
+    feed(&node, &["nft", "-f", "-"], &service_proxy);
     let mut results: Vec<(f64, Vec<f64>)> = vec![(0.0, Vec::new()); Rules::ALL.len()];
-    for _ in 0..rounds {
-        for (rules, result) in Rules::ALL.into_iter().zip(&mut results) {
+    // Each round starts one row later, so no row always follows the same one (a
+    // table's deletion leaves the kernel work to finish), and each row is warmed up
+    // before it is measured.
+    let n = Rules::ALL.len();
+    for round in 0..rounds as usize {
+        for i in (0..n).map(|i| (i + round) % n) {
+            let rules = Rules::ALL[i];
             rules.load(&node, &scripts);
+            client.run_inside(|| hammer(to, 0.3));
             let (rate, lat) = client.run_inside(|| hammer(to, secs));
             rules.unload(&node);
-            result.0 += rate;
-            result.1.extend(lat);
+            results[i].0 += rate;
+            results[i].1.extend(lat);
         }
     }
     let rounds = f64::from(rounds);
