@@ -189,3 +189,45 @@ fn isolating_a_pod_swaps_its_verdict_in_the_kernel() {
         "{listing}\n{back}"
     );
 }
+
+/// Bad input the API accepts: a policy whose selector matches no pod isolates nothing and
+/// programs nothing but the open pods; an ipBlock of every address less 256 exceptions is
+/// one interval set of 257 ranges, which the kernel takes in the same transaction.
+#[test]
+fn selectors_matching_nothing_and_huge_ip_blocks_apply_in_the_kernel() {
+    let mut cluster = Cluster::default();
+    cluster.add_namespace(Namespace::new("x", BTreeMap::new()));
+    cluster.add_pod(pod("x", "a", "10.244.1.10", &[("pod", "a")]));
+    let nobody = policy(
+        "x",
+        "nobody",
+        json!({"podSelector": {"matchLabels": {"pod": "none"}},
+               "policyTypes": ["Ingress", "Egress"]}),
+    );
+    let d = state(&[nobody], &cluster);
+    assert!(d.chains.is_empty() && d.ingress.is_empty() && d.egress.is_empty());
+    let listing = in_netns(&[full_script(&d)]);
+    assert!(
+        listing.contains("10.244.1.10 : accept") && !listing.contains("chain in_"),
+        "{listing}"
+    );
+
+    let except: Vec<String> = (0..=255).map(|i| format!("10.{i}.0.1/32")).collect();
+    let huge = policy(
+        "x",
+        "huge",
+        json!({"podSelector": {"matchLabels": {"pod": "a"}},
+               "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": except}}]}]}),
+    );
+    let d = state(&[huge], &cluster);
+    let ranges: Vec<usize> = d.sets.values().map(|s| s.len()).collect();
+    assert_eq!(ranges, [257]);
+    let listing = in_netns(&[full_script(&d)]);
+    for range in [
+        "0.0.0.0-10.0.0.0",
+        "10.7.0.2-10.8.0.0",
+        "10.255.0.2-255.255.255.255",
+    ] {
+        assert!(listing.contains(range), "{range}: {listing}");
+    }
+}
