@@ -247,21 +247,17 @@ impl RouteTable {
         self.tls.insert(host, cert);
     }
 
-    /// The host group a request for `host` goes to: its exact host, else the longest
-    /// wildcard matching it, else the rules with no host.
+    /// The host group a request for `host` goes to: its exact host, else the wildcard
+    /// matching it, else the rules with no host. An Ingress wildcard covers exactly one
+    /// label, so the only one that can match is the host less its first label: one
+    /// lookup per request, whatever the number of wildcards.
     fn group(&self, host: &str) -> &[Route] {
         if let Some(routes) = self.exact.get(host) {
             return routes;
         }
-        let wildcard = self
-            .wildcard
-            .iter()
-            .filter(|(suffix, _)| HostMatch::Wildcard((*suffix).clone()).matches(host))
-            .max_by_key(|(suffix, _)| suffix.len());
-        match wildcard {
-            Some((_, routes)) => routes,
-            None => &self.any,
-        }
+        wildcard_suffix(host)
+            .and_then(|suffix| self.wildcard.get(suffix))
+            .map_or(&self.any, |routes| routes)
     }
 
     /// The Service a request for `authority` and `path` (query included or not) goes to;
@@ -280,14 +276,13 @@ impl RouteTable {
     /// wildcard's.
     pub fn certificate(&self, server_name: &str) -> Option<&TlsCertificate> {
         let host = request_host(server_name);
-        self.tls.get(&HostMatch::Exact(host.clone())).or_else(|| {
-            self.tls
-                .iter()
-                .find(|(pattern, _)| {
-                    matches!(pattern, HostMatch::Wildcard(_)) && pattern.matches(&host)
-                })
-                .map(|(_, cert)| cert)
-        })
+        let wildcard = || {
+            let suffix = wildcard_suffix(&host)?;
+            self.tls.get(&HostMatch::Wildcard(suffix.to_string()))
+        };
+        self.tls
+            .get(&HostMatch::Exact(host.clone()))
+            .or_else(wildcard)
     }
 
     /// Every Service the table routes to (to follow their endpoints).
@@ -300,4 +295,10 @@ impl RouteTable {
             .map(|r| &r.backend)
             .chain(self.default_backend.as_ref().map(|(_, s)| s))
     }
+}
+
+/// The suffix a wildcard matching `host` holds (`.example.com` for `a.example.com`):
+/// `host` less its first label, which must not be empty.
+fn wildcard_suffix(host: &str) -> Option<&str> {
+    host.find('.').filter(|&i| i > 0).map(|i| &host[i..])
 }
