@@ -59,6 +59,8 @@ pub enum JoinError {
         #[source]
         source: csr::CsrError,
     },
+    #[error("asking {server} for the proxy's client certificate: {message}")]
+    ProxyCredential { server: String, message: String },
     #[error("writing {path}: {source}")]
     Write {
         path: PathBuf,
@@ -172,30 +174,30 @@ fn unreadable(path: &Path, e: impl std::fmt::Display) -> JoinError {
 pub async fn proxy_credential(node_kubeconfig: &Path, path: &Path) -> Result<(), JoinError> {
     let (client, _, parts) = cairn_kubeclient::from_embedded(node_kubeconfig)
         .map_err(|e| unreadable(node_kubeconfig, e))?;
-    issue_proxy_credential(&client, &parts.server, &parts.ca_pem, path).await?;
-    Ok(())
+    let server = parts.server.clone();
+    let rotation = proxy_rotation(client, parts, path.to_path_buf());
+    rotate::renew(&rotation)
+        .await
+        .map(|_| ())
+        .map_err(|message| JoinError::ProxyCredential { server, message })
 }
 
-/// The request, the wait and the write; the certificate issued.
-async fn issue_proxy_credential(
-    client: &kube::Client,
-    server: &str,
-    ca_pem: &str,
-    path: &Path,
-) -> Result<String, JoinError> {
-    let request = CertificateRequest::kube_proxy_client();
-    let issued = request_certificate(client, &request, ISSUE_TIMEOUT)
-        .await
-        .map_err(|source| JoinError::Request {
-            server: server.to_string(),
-            source,
-        })?;
-    let text = cairn_pki::kubeconfig::render(server, ca_pem, KUBE_PROXY_USER, &issued);
-    cairn_pki::files::write_private(path, text.as_bytes()).map_err(|source| JoinError::Write {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(issued.cert_pem)
+/// The proxy's certificate, asked for with the node's `client`.
+fn proxy_rotation(
+    client: kube::Client,
+    node: cairn_kubeclient::EmbeddedKubeconfig,
+    path: PathBuf,
+) -> rotate::Rotation {
+    rotate::Rotation {
+        client,
+        certs: None,
+        kubeconfig: path,
+        server: node.server,
+        ca_pem: node.ca_pem,
+        user: KUBE_PROXY_USER.to_string(),
+        request: CertificateRequest::kube_proxy_client(),
+        cert_pem: String::new(),
+    }
 }
 
 /// The node's API client from the kubeconfig it joined with, its client certificate
@@ -204,16 +206,7 @@ async fn issue_proxy_credential(
 pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinError> {
     let (client, certs, parts) =
         cairn_kubeclient::from_embedded(kubeconfig).map_err(|e| unreadable(kubeconfig, e))?;
-    let proxy = rotate::Rotation {
-        client: client.clone(),
-        certs: None,
-        kubeconfig: proxy_kubeconfig(kubeconfig),
-        server: parts.server.clone(),
-        ca_pem: parts.ca_pem.clone(),
-        user: KUBE_PROXY_USER.to_string(),
-        request: CertificateRequest::kube_proxy_client(),
-        cert_pem: String::new(),
-    };
+    let proxy = proxy_rotation(client.clone(), parts.clone(), proxy_kubeconfig(kubeconfig));
     tokio::spawn(keep_proxy_credential(proxy));
     tokio::spawn(rotate::run(rotate::Rotation {
         client: client.clone(),
@@ -234,17 +227,15 @@ pub fn node_client(kubeconfig: &Path, node: &str) -> Result<kube::Client, JoinEr
 async fn keep_proxy_credential(mut r: rotate::Rotation) {
     match cairn_kubeclient::EmbeddedKubeconfig::read(&r.kubeconfig) {
         Ok(current) => r.cert_pem = current.cert_pem,
-        Err(_) => {
-            match issue_proxy_credential(&r.client, &r.server, &r.ca_pem, &r.kubeconfig).await {
-                Ok(cert_pem) => {
-                    info!(path = %r.kubeconfig.display(), "the proxy's client certificate (system:kube-proxy) written");
-                    r.cert_pem = cert_pem;
-                }
-                Err(e) => {
-                    return tracing::warn!(error = %e, "no client certificate for the proxy, which needs system:kube-proxy to enforce NetworkPolicy");
-                }
+        Err(_) => match rotate::renew(&r).await {
+            Ok(issued) => {
+                info!(path = %r.kubeconfig.display(), "the proxy's client certificate (system:kube-proxy) written");
+                r.cert_pem = issued.cert_pem;
             }
-        }
+            Err(e) => {
+                return tracing::warn!(error = %e, "no client certificate for the proxy, which needs system:kube-proxy to enforce NetworkPolicy");
+            }
+        },
     }
     rotate::run(r).await
 }

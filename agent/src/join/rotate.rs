@@ -71,7 +71,8 @@ pub async fn run(mut r: Rotation) {
     }
 }
 
-async fn renew(r: &Rotation) -> Result<IssuedCert, String> {
+/// Asks for a certificate as `r` says, writes its kubeconfig and swaps it in.
+pub(crate) async fn renew(r: &Rotation) -> Result<IssuedCert, String> {
     let issued = request_certificate(&r.client, &r.request, Duration::from_secs(120))
         .await
         .map_err(|e| e.to_string())?;
