@@ -285,6 +285,11 @@ impl RouteTable {
             .or_else(wildcard)
     }
 
+    /// Every TLS host's certificate, once per host.
+    pub fn tls_certificates(&self) -> impl Iterator<Item = &TlsCertificate> {
+        self.tls.values()
+    }
+
     /// Every Service the table routes to (to follow their endpoints).
     pub fn services(&self) -> impl Iterator<Item = &ServiceRef> {
         self.exact

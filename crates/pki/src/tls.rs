@@ -37,7 +37,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// order. Go's crypto/tls (kube-apiserver, the kubelet) picks AES-128-GCM for clients
 /// that prefer AES; rustls clients offer AES-256-GCM first, whose 14 rounds cost a
 /// third more on every byte of a long watch stream, for no protection either side asks for.
-fn server_provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub fn server_provider() -> Arc<rustls::crypto::CryptoProvider> {
     let mut provider = rustls::crypto::ring::default_provider();
     // A stable sort keeps ring's order among the rest (TLS 1.3 before 1.2, ChaCha last).
     provider

@@ -1,0 +1,137 @@
+//! A request's headers on their way to a backend: hop-by-hop headers dropped (RFC 9110
+//! §7.6.1), the client's own address and scheme in `X-Forwarded-*`.
+//!
+//! `X-Forwarded-For` is set to the client's address, not appended to: a client's own
+//! value is not trusted, as ingress-nginx does by default (`use-forwarded-headers:
+//! false`). The `Host` header is the client's, so backends see the name they were asked
+//! by.
+
+use std::net::IpAddr;
+
+use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, UPGRADE};
+use http::HeaderMap;
+
+/// Headers that describe one connection, never forwarded.
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+];
+
+pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+pub const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
+pub const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+
+/// The protocol upgrade a request asks for (`Connection: upgrade` and `Upgrade: …`),
+/// e.g. `websocket`.
+pub fn upgrade_of(headers: &HeaderMap) -> Option<HeaderValue> {
+    let asks = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    asks.then(|| headers.get(UPGRADE).cloned()).flatten()
+}
+
+/// Removes hop-by-hop headers, the ones `Connection` names included; an upgrade's
+/// `Upgrade` stays, with `Connection: upgrade`.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: Option<&HeaderValue>) {
+    let named: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+    headers.remove(UPGRADE);
+    if let Some(protocol) = upgrade {
+        headers.insert(UPGRADE, protocol.clone());
+        headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    }
+}
+
+/// Where the request came from, as the backend is told.
+pub struct Origin<'a> {
+    pub client: IpAddr,
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// The port the client connected to.
+    pub port: u16,
+    /// The client's `Host` (or HTTP/2 `:authority`).
+    pub host: &'a str,
+}
+
+pub fn set_forwarded(headers: &mut HeaderMap, origin: &Origin<'_>) {
+    let client = HeaderValue::from_str(&origin.client.to_string());
+    if let Ok(client) = client {
+        headers.insert(X_FORWARDED_FOR, client.clone());
+        headers.insert(X_REAL_IP, client);
+    }
+    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(origin.scheme));
+    headers.insert(X_FORWARDED_PORT, HeaderValue::from(origin.port));
+    if let Ok(host) = HeaderValue::from_str(origin.host) {
+        headers.insert(X_FORWARDED_HOST, host.clone());
+        // An HTTP/2 request has no Host header; the backend speaks HTTP/1.1 and needs one.
+        headers.insert(HOST, host);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_headers_go_and_the_client_address_replaces_a_forged_one() {
+        let mut h = HeaderMap::new();
+        h.insert(CONNECTION, HeaderValue::from_static("keep-alive, x-secret"));
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert("te", HeaderValue::from_static("trailers"));
+        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("6.6.6.6"));
+        h.insert("accept", HeaderValue::from_static("*/*"));
+        assert!(upgrade_of(&h).is_none());
+        strip_hop_by_hop(&mut h, None);
+        let origin = Origin {
+            client: "198.18.0.1".parse().unwrap(),
+            scheme: "https",
+            port: 443,
+            host: "foo.com",
+        };
+        set_forwarded(&mut h, &origin);
+        let names: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        assert!(!names.contains(&"x-secret") && !names.contains(&"connection"));
+        assert!(!names.contains(&"keep-alive") && !names.contains(&"te"));
+        assert_eq!(h[X_FORWARDED_FOR], "198.18.0.1");
+        assert_eq!(h[X_FORWARDED_PROTO], "https");
+        assert_eq!(h[X_FORWARDED_HOST], "foo.com");
+        assert_eq!(h[HOST], "foo.com");
+        assert_eq!(h["accept"], "*/*");
+    }
+
+    #[test]
+    fn a_websocket_upgrade_keeps_its_upgrade_headers() {
+        let mut h = HeaderMap::new();
+        h.insert(CONNECTION, HeaderValue::from_static("keep-alive, Upgrade"));
+        h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        let upgrade = upgrade_of(&h).unwrap();
+        assert_eq!(upgrade, "websocket");
+        strip_hop_by_hop(&mut h, Some(&upgrade));
+        assert_eq!(h[UPGRADE], "websocket");
+        assert_eq!(h[CONNECTION], "upgrade");
+    }
+}

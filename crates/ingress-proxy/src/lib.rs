@@ -1,0 +1,22 @@
+//! The Ingress data plane (issue 33): an HTTP/1.1 and HTTP/2 reverse proxy on hyper and
+//! rustls that serves the route table of `cairn-ingress`.
+//!
+//! - [`snapshot`]: the table, each routed Service's ready endpoints and the TLS
+//!   certificates, built whole from API objects and swapped as one pointer;
+//! - [`forward`]: one request to an endpoint over pooled keep-alive connections, retried
+//!   only when safe, `X-Forwarded-*` set ([`headers`]), WebSocket upgrades ([`upgrade`]);
+//! - [`certs`]: `kubernetes.io/tls` Secrets, picked by SNI per handshake, a self-signed
+//!   default when no valid certificate is named;
+//! - [`serve`]: the listeners, header and handshake timeouts, graceful drain.
+
+pub mod certs;
+pub mod forward;
+pub mod headers;
+pub mod serve;
+pub mod snapshot;
+pub mod upgrade;
+
+pub use certs::{default_certificate, server_config, CertificateError, SniResolver};
+pub use forward::{ForwardConfig, Forwarder};
+pub use serve::{serve, Listener, ServeConfig};
+pub use snapshot::{Inputs, Problem, Routes, Snapshot};

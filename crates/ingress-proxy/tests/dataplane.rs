@@ -1,0 +1,570 @@
+//! The data plane on loopback: real hyper backends, the proxy's real listeners, real TLS
+//! handshakes. Every wait is on a response or a closed connection, never a sleep.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use cairn_ingress_proxy::{
+    default_certificate, serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes,
+    ServeConfig, Snapshot, SniResolver,
+};
+use cairn_pki::authority::Authority;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, Notify};
+
+/// `/slow` requests tell `arrived` and wait for `release`.
+#[derive(Default)]
+struct Gate {
+    arrived: Notify,
+    release: Notify,
+}
+
+/// A backend answering with its name, the path and the headers it got; `/slow` waits
+/// at the gate; an `Upgrade: echo` request is switched and echoed.
+async fn backend(name: &'static str, release: Arc<Gate>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let release = release.clone();
+            let service = service_fn(move |req: Request<Incoming>| {
+                let release = release.clone();
+                async move { Ok::<_, Infallible>(answer(name, req, release).await) }
+            });
+            tokio::spawn(async move {
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades();
+                let _ = conn.await;
+            });
+        }
+    });
+    addr
+}
+
+async fn answer(name: &str, mut req: Request<Incoming>, gate: Arc<Gate>) -> Response<Full<Bytes>> {
+    if req.headers().get("upgrade").is_some() {
+        let upgraded = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let mut io = TokioIo::new(upgraded.await.unwrap());
+            let mut buf = [0u8; 64];
+            while let Ok(n @ 1..) = io.read(&mut buf).await {
+                io.write_all(&buf[..n]).await.unwrap();
+            }
+        });
+        return Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "upgrade")
+            .header("upgrade", "echo")
+            .body(Full::default())
+            .unwrap();
+    }
+    if req.uri().path() == "/slow" {
+        gate.arrived.notify_one();
+        gate.release.notified().await;
+    }
+    let headers: serde_json::Map<String, serde_json::Value> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or(""))))
+        .collect();
+    let body = json!({"backend": name, "path": req.uri().to_string(), "headers": headers});
+    Response::new(Full::new(Bytes::from(body.to_string())))
+}
+
+fn service(name: &str, port: i32) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {"ports": [{"name": "http", "port": port}]}
+    }))
+    .unwrap()
+}
+
+/// One EndpointSlice per endpoint: loopback backends differ by port, and a slice has
+/// one port per name.
+fn slices(service: &str, endpoints: &[SocketAddr]) -> Vec<EndpointSlice> {
+    let one = |(i, e): (usize, &SocketAddr)| {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "default", "name": format!("{service}-{i}"),
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [e.ip().to_string()]}],
+            "ports": [{"name": "http", "port": e.port(), "protocol": "TCP"}]
+        }))
+        .unwrap()
+    };
+    endpoints.iter().enumerate().map(one).collect()
+}
+
+fn tls_secret(name: &str, cert: &str, key: &str) -> Secret {
+    use k8s_openapi::ByteString;
+    let mut s: Secret = serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": name},
+        "type": "kubernetes.io/tls"
+    }))
+    .unwrap();
+    s.data = Some(
+        [
+            ("tls.crt".to_string(), ByteString(cert.as_bytes().to_vec())),
+            ("tls.key".to_string(), ByteString(key.as_bytes().to_vec())),
+        ]
+        .into(),
+    );
+    s
+}
+
+/// `kubectl create ingress simple --rule="foo.com/bar=svc1:8080,tls=my-cert"` and a
+/// catch-all to svc2, with svc1 and svc2's endpoints, and `missing` routed to a Service
+/// that does not exist.
+fn ingresses() -> Vec<Ingress> {
+    let rule = |host: Option<&str>, path: &str, svc: &str, port: i32| {
+        json!({"host": host, "http": {"paths": [{"path": path, "pathType": "Prefix",
+              "backend": {"service": {"name": svc, "port": {"number": port}}}}]}})
+    };
+    [
+        json!({"metadata": {"namespace": "default", "name": "simple",
+                            "creationTimestamp": "2026-01-01T00:00:00Z"},
+               "spec": {"ingressClassName": "cairn",
+                        "rules": [rule(Some("foo.com"), "/bar", "svc1", 8080)],
+                        "tls": [{"hosts": ["foo.com"], "secretName": "my-cert"}]}}),
+        json!({"metadata": {"namespace": "default", "name": "rest",
+                            "creationTimestamp": "2026-01-02T00:00:00Z"},
+               "spec": {"rules": [rule(None, "/", "svc2", 80),
+                                  rule(Some("missing.com"), "/", "nosuch", 80)]}}),
+    ]
+    .into_iter()
+    .map(|v| serde_json::from_value(v).unwrap())
+    .collect()
+}
+
+struct Harness {
+    routes: Arc<Routes>,
+    http: SocketAddr,
+    https: SocketAddr,
+    gate: Arc<Gate>,
+    backends: (SocketAddr, SocketAddr),
+    shutdown: Option<oneshot::Sender<()>>,
+    stopped: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Harness {
+    async fn start(header_timeout: Duration) -> Harness {
+        let gate = Arc::new(Gate::default());
+        let one = backend("svc1", gate.clone()).await;
+        let two = backend("svc2", gate.clone()).await;
+        let routes = Arc::new(Routes::default());
+        let fallback = Arc::new(default_certificate().unwrap());
+        let tls = server_config(Arc::new(SniResolver::new(routes.clone(), fallback))).unwrap();
+        let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
+        let config = ServeConfig {
+            header_timeout,
+            drain_timeout: Duration::from_secs(10),
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let rx = shutdown_signal(rx);
+        let mut stopped = Vec::new();
+        let mut addrs = Vec::new();
+        for tls in [None, Some(tokio_rustls::TlsAcceptor::from(tls))] {
+            let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addrs.push(socket.local_addr().unwrap());
+            let listener = Listener { socket, tls };
+            let shutdown = rx.clone();
+            let task = serve(listener, forwarder.clone(), config.clone(), async move {
+                shutdown.notified().await
+            });
+            stopped.push(tokio::spawn(task));
+        }
+        Harness {
+            routes,
+            http: addrs[0],
+            https: addrs[1],
+            gate,
+            backends: (one, two),
+            shutdown: Some(tx),
+            stopped,
+        }
+    }
+
+    fn load(
+        &self,
+        secrets: &[Secret],
+        second_backend: &[SocketAddr],
+    ) -> Vec<cairn_ingress_proxy::Problem> {
+        let ingresses = ingresses();
+        let mut two = vec![self.backends.1];
+        two.extend_from_slice(second_backend);
+        let services = [service("svc1", 8080), service("svc2", 80)];
+        let mut slices = slices("svc1", &[self.backends.0]);
+        slices.extend(self::slices("svc2", &two));
+        let inputs = Inputs {
+            ingresses: ingresses.iter().collect(),
+            services: services.iter().collect(),
+            slices: slices.iter().collect(),
+            secrets: secrets.iter().collect(),
+        };
+        let (snapshot, problems) = Snapshot::build(&inputs);
+        self.routes.replace(snapshot);
+        problems
+    }
+}
+
+/// A oneshot turned into a notification every listener can wait on.
+fn shutdown_signal(rx: oneshot::Receiver<()>) -> Arc<Notify> {
+    let notify = Arc::new(Notify::new());
+    let n = notify.clone();
+    tokio::spawn(async move {
+        let _ = rx.await;
+        n.notify_waiters();
+    });
+    notify
+}
+
+async fn get_on(
+    sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    host: &str,
+    path: &str,
+) -> (StatusCode, String) {
+    let req = Request::get(path)
+        .header("host", host)
+        .header("x-forwarded-for", "6.6.6.6")
+        .body(Empty::new())
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+async fn connect_http(addr: SocketAddr) -> hyper::client::conn::http1::SendRequest<Empty<Bytes>> {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn get(addr: SocketAddr, host: &str, path: &str) -> (StatusCode, String) {
+    let mut sender = connect_http(addr).await;
+    get_on(&mut sender, host, path).await
+}
+
+fn client_tls(ca_pem: &str) -> tokio_rustls::TlsConnector {
+    let roots = cairn_pki::tls::roots(ca_pem).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+async fn connect_https(
+    addr: SocketAddr,
+    name: &str,
+    ca_pem: &str,
+) -> Result<hyper::client::conn::http1::SendRequest<Empty<Bytes>>, std::io::Error> {
+    let stream = TcpStream::connect(addr).await?;
+    let server_name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
+    let tls = client_tls(ca_pem).connect(server_name, stream).await?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+fn body_json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[tokio::test]
+async fn hosts_and_paths_route_to_their_services_with_forwarded_headers_and_clear_errors() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    h.load(&[], &[]);
+    let (status, body) = get(h.http, "foo.com", "/bar/baz?q=1").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let answer = body_json(&body);
+    assert_eq!(answer["backend"], "svc1");
+    assert_eq!(answer["path"], "/bar/baz?q=1");
+    assert_eq!(answer["headers"]["host"], "foo.com");
+    assert_eq!(
+        answer["headers"]["x-forwarded-for"], "127.0.0.1",
+        "a client's own value is replaced"
+    );
+    assert_eq!(answer["headers"]["x-forwarded-proto"], "http");
+    assert_eq!(answer["headers"]["x-forwarded-host"], "foo.com");
+    // foo.com has a group of its own: a path it lacks is a 404, not the hostless rule's.
+    let (status, body) = get(h.http, "foo.com", "/other").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        body,
+        "no Ingress rule matches host \"foo.com\" and path \"/other\"\n"
+    );
+    let (status, body) = get(h.http, "else.org", "/x").await;
+    assert_eq!(
+        (status, body_json(&body)["backend"].clone()),
+        (StatusCode::OK, json!("svc2"))
+    );
+    let (status, body) = get(h.http, "missing.com", "/").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body, "service \"default/nosuch\" not found\n");
+}
+
+#[tokio::test]
+async fn an_idempotent_request_to_a_dead_endpoint_is_retried_on_the_next() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    // A port nothing listens on: bound, then closed.
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    h.load(&[], &[dead]);
+    for _ in 0..6 {
+        let (status, body) = get(h.http, "else.org", "/").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // A POST with a body is never sent twice: on the dead endpoint it is a 502.
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let stream = TcpStream::connect(h.http).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::post("/")
+            .header("host", "else.org")
+            .body(Full::new(Bytes::from("x")))
+            .unwrap();
+        codes.push(sender.send_request(req).await.unwrap().status());
+    }
+    assert!(
+        codes.contains(&StatusCode::OK) && codes.contains(&StatusCode::BAD_GATEWAY),
+        "{codes:?}"
+    );
+}
+
+#[tokio::test]
+async fn https_serves_the_secrets_certificate_and_a_secret_update_switches_it_without_failing_a_request(
+) {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    let year = Duration::from_secs(365 * 86400);
+    let ca1 = Authority::generate("ca-one", year).unwrap();
+    let ca2 = Authority::generate("ca-two", year).unwrap();
+    let leaf1 = ca1
+        .issue_serving("foo.com", &["foo.com".into()], year)
+        .unwrap();
+    let leaf2 = ca2
+        .issue_serving("foo.com", &["foo.com".into()], year)
+        .unwrap();
+    assert!(h
+        .load(
+            &[tls_secret("my-cert", &leaf1.cert_pem, &leaf1.key_pem)],
+            &[]
+        )
+        .is_empty());
+    let mut open = connect_https(h.https, "foo.com", ca1.cert_pem())
+        .await
+        .unwrap();
+    let (status, body) = get_on(&mut open, "foo.com", "/bar").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body_json(&body)["headers"]["x-forwarded-proto"], "https");
+    assert!(
+        connect_https(h.https, "foo.com", ca2.cert_pem())
+            .await
+            .is_err(),
+        "not yet the new one"
+    );
+    h.load(
+        &[tls_secret("my-cert", &leaf2.cert_pem, &leaf2.key_pem)],
+        &[],
+    );
+    // The connection made before the update goes on; new handshakes get the new one.
+    assert_eq!(get_on(&mut open, "foo.com", "/bar").await.0, StatusCode::OK);
+    let mut fresh = connect_https(h.https, "foo.com", ca2.cert_pem())
+        .await
+        .unwrap();
+    assert_eq!(
+        get_on(&mut fresh, "foo.com", "/bar").await.0,
+        StatusCode::OK
+    );
+    assert!(connect_https(h.https, "foo.com", ca1.cert_pem())
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn a_secret_that_is_not_a_certificate_is_reported_and_its_host_gets_the_default() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    let problems = h.load(
+        &[tls_secret("my-cert", "not a certificate", "nor a key")],
+        &[],
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].reason, "InvalidCertificate");
+    assert!(
+        problems[0]
+            .message
+            .starts_with("secret \"default/my-cert\" does not hold a usable certificate and key"),
+        "{}",
+        problems[0].message
+    );
+    let year = Duration::from_secs(365 * 86400);
+    let other = Authority::generate("ca-x", year).unwrap();
+    let refused = connect_https(h.https, "foo.com", other.cert_pem())
+        .await
+        .err()
+        .unwrap();
+    assert!(refused.to_string().contains("UnknownIssuer"), "{refused}");
+    let default = connect_https(h.https, "ingress.local", other.cert_pem())
+        .await
+        .err()
+        .unwrap();
+    assert!(default.to_string().contains("UnknownIssuer"), "{default}");
+    // Plain HTTP to the same host is unaffected.
+    assert_eq!(get(h.http, "foo.com", "/bar").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_slow_loris_client_is_cut_off_and_others_are_served_meanwhile() {
+    let h = Harness::start(Duration::from_millis(800)).await;
+    h.load(&[], &[]);
+    let mut slow = Vec::new();
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(h.http).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: else.org\r\nX-A: ")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    for _ in 0..20 {
+        assert_eq!(get(h.http, "else.org", "/").await.0, StatusCode::OK);
+    }
+    for mut s in slow {
+        let mut buf = Vec::new();
+        // The proxy closes the connection (408 or EOF): the read ends.
+        let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut buf));
+        assert!(
+            read.await.is_ok(),
+            "a slow client's connection was left open"
+        );
+        let text = String::from_utf8_lossy(&buf);
+        assert!(buf.is_empty() || text.starts_with("HTTP/1.1 408"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_websocket_style_upgrade_is_tunnelled_both_ways() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    h.load(&[], &[]);
+    let mut s = TcpStream::connect(h.http).await.unwrap();
+    s.write_all(
+        b"GET /ws HTTP/1.1\r\nHost: else.org\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            s.read(&mut byte).await.unwrap(),
+            1,
+            "closed after {:?}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    s.write_all(b"ping").await.unwrap();
+    let mut echoed = [0u8; 4];
+    s.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"ping");
+}
+
+#[tokio::test]
+async fn shutdown_stops_accepting_and_lets_a_request_in_flight_finish() {
+    let mut h = Harness::start(Duration::from_secs(10)).await;
+    h.load(&[], &[]);
+    let mut sender = connect_http(h.http).await;
+    let in_flight = tokio::spawn(async move { get_on(&mut sender, "else.org", "/slow").await });
+    // Shut down once the backend has the request.
+    h.gate.arrived.notified().await;
+    h.shutdown.take().unwrap().send(()).unwrap();
+    // The listener closes: a new connection is refused.
+    // (One still in the backlog as the socket closes is reset.)
+    loop {
+        match TcpStream::connect(h.http).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => tokio::task::yield_now().await,
+        }
+    }
+    // Once the backend answers, the request completes and the servers stop.
+    h.gate.release.notify_one();
+    let (status, body) = in_flight.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for task in h.stopped.drain(..) {
+        task.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn requests_during_table_swaps_see_one_whole_table_or_the_other() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    h.load(&[], &[]);
+    // Every swap puts a table built anew in place of the last: a request must never see
+    // one half built (no 404, no 503) nor a route of the other's.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let (addr, stop) = (h.http, stop.clone());
+        clients.push(tokio::spawn(async move {
+            let mut sender = connect_http(addr).await;
+            let mut answered = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (host, path, backend) in
+                    [("foo.com", "/bar", "svc1"), ("else.org", "/", "svc2")]
+                {
+                    let (status, body) = get_on(&mut sender, host, path).await;
+                    assert_eq!(status, StatusCode::OK, "{body}");
+                    assert_eq!(body_json(&body)["backend"], backend);
+                    answered += 1;
+                }
+            }
+            answered
+        }));
+    }
+    for _ in 0..300 {
+        h.load(&[], &[]);
+        tokio::task::yield_now().await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for c in clients {
+        total += c.await.unwrap();
+    }
+    assert!(total > 0);
+}
