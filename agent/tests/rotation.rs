@@ -85,6 +85,7 @@ fn start_proxy(cluster: &Cluster) -> (std::process::Child, std::path::PathBuf) {
         .arg(cluster.path("root/kubeconfig"))
         .args(["--hostname-override", NODE, "--mode", "nftables"])
         .args(["--healthz-bind-address", "", "--metrics-bind-address", ""])
+        .arg("--ingress=false")
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())

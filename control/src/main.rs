@@ -193,6 +193,10 @@ struct ServeArgs {
     /// served by every agent; WaitForFirstConsumer, reclaim Delete) when missing.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     local_path_storage_class: bool,
+    /// Create the `cairn` IngressClass (controller `cairn.io/ingress`, served by every
+    /// node's cairn-proxy) as the cluster's default class when missing.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    default_ingress_class: bool,
     /// Create the `kube-system/kube-dns` Service (10th address of the service range,
     /// served by every agent) when missing.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -604,6 +608,7 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<(cairn_apiserver::ServerConfi
         default_not_ready_toleration_seconds,
         default_unreachable_toleration_seconds,
         local_path_storage_class,
+        default_ingress_class,
         cluster_dns_service,
         tls_sans,
         token_auth_file,
@@ -641,6 +646,7 @@ fn serve_config(args: ServeArgs) -> anyhow::Result<(cairn_apiserver::ServerConfi
         default_unreachable_toleration_seconds,
     )?;
     config.local_path_storage_class = local_path_storage_class;
+    config.default_ingress_class = default_ingress_class;
     config.cluster_dns_service = cluster_dns_service;
     config.tls_sans = tls_sans;
     config.token_auth_file = token_auth_file;

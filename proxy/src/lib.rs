@@ -6,7 +6,9 @@
 pub mod backend;
 pub mod cache;
 pub mod conntrack;
+pub mod follow;
 pub mod health_check;
+pub mod ingress;
 pub mod metrics;
 pub mod netpol;
 pub mod sync_loop;

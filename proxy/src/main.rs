@@ -10,6 +10,7 @@ use cairn_netfilter::ipvs::IpvsNetlink;
 use cairn_netfilter::{IptablesCommand, IptablesVariant};
 use cairn_proxy::backend::ipvs::NetlinkHost;
 use cairn_proxy::backend::{IptablesBackend, IpvsBackend, NftBackend, ProxyBackend};
+use cairn_proxy::ingress::IngressConfig;
 use cairn_proxy::netpol::Observed;
 use cairn_proxy::sync_loop::{run, ProxyConfig};
 use cairn_serviceproxy::iptables::IptConfig;
@@ -69,6 +70,17 @@ struct Cli {
     /// `cairn:network-policy` role of `system:kube-proxy`).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     network_policy: bool,
+    /// Serve Ingresses of the `cairn` class (and, when it is the default class, those
+    /// naming none) on this node; needs credentials that may read Ingresses,
+    /// IngressClasses and TLS Secrets (the `cairn:ingress` role of `system:kube-proxy`).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    ingress: bool,
+    /// The Ingress data plane's plain HTTP listener; empty to turn it off.
+    #[arg(long, default_value = "0.0.0.0:80")]
+    ingress_http_bind_address: String,
+    /// The Ingress data plane's HTTPS listener; empty to turn it off.
+    #[arg(long, default_value = "0.0.0.0:443")]
+    ingress_https_bind_address: String,
     /// Remove everything the proxy owns for the mode and its network policy table, then
     /// exit.
     #[arg(long)]
@@ -252,8 +264,59 @@ async fn main() -> anyhow::Result<()> {
     if let Some(observed) = network_policy {
         start_network_policy(&client, &config.node_name, observed);
     }
-    run(client, config, backend).await?;
+    let ingress = match cli.ingress {
+        true => Some(IngressConfig {
+            http: bind_address(
+                &cli.ingress_http_bind_address,
+                "--ingress-http-bind-address",
+            )?,
+            https: bind_address(
+                &cli.ingress_https_bind_address,
+                "--ingress-https-bind-address",
+            )?,
+        }),
+        false => None,
+    };
+    let (stop_ingress, ingress) = start_ingress(&client, ingress);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("handling SIGTERM")?;
+    tokio::select! {
+        result = run(client, config, backend) => result?,
+        _ = terminate.recv() => {
+            // The service proxy's rules stay in the kernel; the Ingress listeners close
+            // and open requests finish first.
+            let _ = stop_ingress.send(true);
+            if let Some(ingress) = ingress {
+                let _ = ingress.await;
+            }
+        }
+    }
     Ok(())
+}
+
+/// The Ingress data plane beside the proxy's own loop; stopped (drained) through the
+/// returned sender. A port in use or a refused watch is logged: Services keep working.
+fn start_ingress(
+    client: &kube::Client,
+    config: Option<IngressConfig>,
+) -> (
+    tokio::sync::watch::Sender<bool>,
+    Option<tokio::task::JoinHandle<()>>,
+) {
+    let (stop, mut stopping) = tokio::sync::watch::channel(false);
+    let Some(config) = config else {
+        return (stop, None);
+    };
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        };
+        if let Err(e) = cairn_proxy::ingress::run(client, config, shutdown).await {
+            tracing::error!(error = %e, "the Ingress data plane is off");
+        }
+    });
+    (stop, Some(task))
 }
 
 /// The nft driver for NetworkPolicy, or `None` (logged) when nft is missing.

@@ -237,6 +237,25 @@ fn configuration_is_merged(host: &Host, server: &str) {
         kubectl_as(&proxy_kubeconfig, &["auth", "can-i", "create", "pods"]),
         "no"
     );
+    // Its Ingress data plane reads Ingresses and their TLS Secrets; the node may not.
+    for what in [
+        "ingresses.networking.k8s.io",
+        "ingressclasses.networking.k8s.io",
+        "secrets",
+    ] {
+        let watch = ["auth", "can-i", "watch", what, "-A"];
+        assert_eq!(kubectl_as(&proxy_kubeconfig, &watch), "yes", "{what}");
+    }
+    let list_secrets = ["auth", "can-i", "list", "secrets", "-A"];
+    assert_eq!(kubectl_as(&kubeconfig, &list_secrets), "no");
+    let write = [
+        "auth",
+        "can-i",
+        "update",
+        "ingresses.networking.k8s.io",
+        "-A",
+    ];
+    assert_eq!(kubectl_as(&proxy_kubeconfig, &write), "no");
 }
 
 const WHOAMI: [&str; 4] = [

@@ -88,6 +88,8 @@ pub struct ServerConfig {
     pub default_toleration_seconds: (i64, i64),
     /// Whether bootstrap creates the default `local-path` StorageClass.
     pub local_path_storage_class: bool,
+    /// Whether bootstrap creates the default `cairn` IngressClass.
+    pub default_ingress_class: bool,
     /// Create the `kube-system/kube-dns` Service when missing.
     pub cluster_dns_service: bool,
     /// Names and addresses the serving certificate carries besides the ones found.
@@ -136,6 +138,7 @@ impl ServerConfig {
                 cairn_api::defaults::DEFAULT_TOLERATION_SECONDS,
             ),
             local_path_storage_class: true,
+            default_ingress_class: true,
             cluster_dns_service: true,
             tls_sans: Vec::new(),
             cert_lifetimes: cairn_pki::Lifetimes::default(),
@@ -401,6 +404,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             advertise_port: addr.port(),
             default_toleration_seconds: config.default_toleration_seconds,
             local_path_storage_class: config.local_path_storage_class,
+            default_ingress_class: config.default_ingress_class,
             cluster_dns_service: config.cluster_dns_service,
             max_token_seconds: config.max_token_seconds,
         },

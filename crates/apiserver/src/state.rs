@@ -123,6 +123,8 @@ pub struct ServerSettings {
     pub default_toleration_seconds: (i64, i64),
     /// Whether bootstrap creates the default `local-path` StorageClass.
     pub local_path_storage_class: bool,
+    /// Whether bootstrap creates the default `cairn` IngressClass.
+    pub default_ingress_class: bool,
     /// Create `kube-system/kube-dns` (agents serve it) when missing.
     pub cluster_dns_service: bool,
     /// Longest ServiceAccount token issued, in seconds (0: what is asked). A test knob

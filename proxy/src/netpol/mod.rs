@@ -24,8 +24,9 @@ use tracing::{info, warn};
 mod observed;
 mod stores;
 
+use crate::follow::follow;
 pub use observed::{counters_of, routes, CounterValue, Observed};
-use stores::{follow, Stores};
+use stores::Stores;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyControllerError {

@@ -2,22 +2,18 @@
 //! desired state from them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use cairn_netpol::nft::Desired;
 use cairn_netpol::{for_node, Cluster, CompiledPolicy, Namespace, Pod, PodKey, PodPolicy};
-use futures::StreamExt;
 use ipnetwork::IpNetwork;
 use k8s_openapi::api::core::v1::{
     Container, Namespace as K8sNamespace, Node, Pod as K8sPod, PodSpec, PodStatus,
 };
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{reflector as reflect, watcher, WatchStreamExt};
-use kube::Api;
-use tokio::sync::Notify;
+use kube::runtime::reflector::Store;
 use tracing::warn;
+
+use crate::follow::{trim_meta, Trim};
 
 /// The stores the policy is computed from: policies, pods, namespaces, and this node
 /// (its pod ranges, for the guard).
@@ -26,19 +22,6 @@ pub(super) struct Stores {
     pub(super) pods: Store<K8sPod>,
     pub(super) namespaces: Store<K8sNamespace>,
     pub(super) node: Store<Node>,
-}
-
-/// Drops what policy never reads before a store keeps an object: at a thousand pods the
-/// whole objects were most of the proxy's memory.
-pub(super) trait Trim {
-    fn trim(&mut self);
-}
-
-/// Managed fields and annotations (a `kubectl apply`'s last configuration) are often
-/// larger than the rest of an object.
-fn trim_meta(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    meta.annotations = None;
 }
 
 impl Trim for K8sPod {
@@ -91,39 +74,6 @@ impl Trim for NetworkPolicy {
     fn trim(&mut self) {
         trim_meta(&mut self.metadata);
     }
-}
-
-/// Follows the objects of kind `K` that `config` selects into a store, trimmed; each
-/// event wakes `notify`.
-pub(super) fn follow<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    notify: &Arc<Notify>,
-    what: &'static str,
-) -> Store<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Trim
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let stream = reflect(writer, watcher(api, config).modify(K::trim)).default_backoff();
-    let notify = Arc::clone(notify);
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                warn!(error = %e, what, "policy watch failed; retrying");
-            }
-            notify.notify_one();
-        }
-    });
-    reader
 }
 
 impl Stores {

@@ -361,6 +361,9 @@ fn start_proxy(kc: &PathBuf, mode: Mode, proxy_log: &Path, notify: Option<&Path>
                 "127.0.0.1:10256",
                 "--nodeport-addresses",
                 "198.18.0.0/24",
+                // The Ingress data plane has tests of its own; here it would take the
+                // test host's ports 80 and 443.
+                "--ingress=false",
             ])
             .stderr(log)
             .spawn()

@@ -47,6 +47,9 @@ impl ApiState {
                 exists_is_fine(self.create(scr, None, body, &opts).await)?;
             }
         }
+        if self.settings.default_ingress_class {
+            self.ensure_default_ingress_class(&opts).await?;
+        }
         let svc = registry::find("", "v1", "services")
             .ok_or_else(|| Status::internal("services not registered"))?;
         if self
@@ -72,6 +75,21 @@ impl ApiState {
         }
         self.ensure_rbac_defaults(&opts).await?;
         self.ensure_api_defaults(&opts).await
+    }
+
+    /// The `cairn` IngressClass, the cluster's default (as k3s ships `traefik`): every
+    /// node's cairn-proxy serves it.
+    async fn ensure_default_ingress_class(&self, opts: &WriteOptions) -> Result<(), Status> {
+        let icr = registry::find("networking.k8s.io", "v1", "ingressclasses")
+            .ok_or_else(|| Status::internal("ingressclasses not registered"))?;
+        if self.cache.get(&icr.key(None, "cairn")).is_some() {
+            return Ok(());
+        }
+        let body = json!({
+            "metadata": {"name": "cairn", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+            "spec": {"controller": "cairn.io/ingress"},
+        });
+        exists_is_fine(self.create(icr, None, body, opts).await)
     }
 
     /// The `kube-system/kube-dns` Service at the 10th address of the service range, as

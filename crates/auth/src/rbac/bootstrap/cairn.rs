@@ -19,6 +19,11 @@
 //!   NetworkPolicy on its node, and reads every policy, Pod and Namespace for it (peers
 //!   are pods of any node), as kube-router's and Calico's ServiceAccounts do. Not the
 //!   node's identity: the Node authorizer keeps a node to its own pods.
+//! - `cairn:ingress` (user `system:kube-proxy`): cairn-proxy's Ingress data plane
+//!   reads every Ingress, IngressClass and Secret (the `kubernetes.io/tls` ones it
+//!   serves; RBAC cannot narrow a list by type), as ingress-nginx's and Traefik's
+//!   ServiceAccounts do from a DaemonSet on every node. Delete the binding, and run the
+//!   proxies with `--ingress=false`, to keep Secrets from nodes' proxies.
 //! - `cairn:certificatesigningrequests:kubeproxyclient` (group `system:nodes`): a
 //!   node may have a `system:kube-proxy` client certificate approved for its proxy (the
 //!   approver asks for `create` on `certificatesigningrequests/kubeproxyclient`). This
@@ -38,6 +43,7 @@ use super::{cluster_binding, cluster_role, group, rule, user};
 pub const CONTROLLER_MANAGER_ROLE: &str = "cairn:controller-manager";
 pub const NODE_ROLE: &str = "cairn:node";
 pub const NETWORK_POLICY_ROLE: &str = "cairn:network-policy";
+pub const INGRESS_ROLE: &str = "cairn:ingress";
 pub const KUBE_PROXY_CLIENT_ROLE: &str = "cairn:certificatesigningrequests:kubeproxyclient";
 /// The user of the API server's client certificate for the agents' ports.
 pub const KUBELET_API_CLIENT: &str = "kube-apiserver-kubelet-client";
@@ -110,6 +116,17 @@ pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
                 ),
             ],
         ),
+        cluster_role(
+            INGRESS_ROLE,
+            vec![
+                rule(&["get", "list", "watch"], &[""], &["secrets"]),
+                rule(
+                    &["get", "list", "watch"],
+                    &["networking.k8s.io"],
+                    &["ingresses", "ingressclasses"],
+                ),
+            ],
+        ),
     ]
 }
 
@@ -161,6 +178,7 @@ pub fn bindings() -> Vec<ClusterRoleBinding> {
         ),
         cluster_binding(NODE_ROLE, vec![group(crate::user::NODES)]),
         cluster_binding(NETWORK_POLICY_ROLE, vec![user("system:kube-proxy")]),
+        cluster_binding(INGRESS_ROLE, vec![user("system:kube-proxy")]),
         binding_of(
             "cairn:kube-apiserver-kubelet-client",
             "system:kubelet-api-admin",

@@ -1,0 +1,149 @@
+//! The node's Ingress data plane (issue 33), beside the service proxy: reflectors of
+//! Ingresses, IngressClasses, Services, EndpointSlices and TLS Secrets; on any change the
+//! whole snapshot is built again (`cairn-ingress-proxy`) and swapped in as one pointer.
+//! The listeners are bound at start (a port in use is one clear error) but serve only
+//! once the first snapshot is in, so a restarted proxy never answers 404 for routes it
+//! has not read yet: connections wait in the listen backlog meanwhile.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use cairn_ingress_proxy::{
+    default_certificate, serve, server_config, ForwardConfig, Forwarder, Listener, Problem, Routes,
+    ServeConfig, SniResolver,
+};
+use kube::runtime::watcher;
+use kube::Api;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tracing::{info, warn};
+
+use crate::follow::follow;
+
+mod stores;
+
+use stores::Stores;
+pub use stores::{CONTROLLER, DEFAULT_CLASS_ANNOTATION};
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngressError {
+    #[error("ingress: listening on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("ingress: the default certificate: {0}")]
+    Certificate(#[from] cairn_ingress_proxy::CertificateError),
+    #[error("ingress: TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("ingress: the {0} watch ended before its first list: {1}")]
+    Watch(&'static str, String),
+}
+
+/// Where the data plane listens; `None`: that listener is off.
+#[derive(Debug, Clone, Default)]
+pub struct IngressConfig {
+    pub http: Option<SocketAddr>,
+    pub https: Option<SocketAddr>,
+}
+
+async fn bind(address: Option<SocketAddr>) -> Result<Option<TcpListener>, IngressError> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    TcpListener::bind(address)
+        .await
+        .map(Some)
+        .map_err(|source| IngressError::Bind { address, source })
+}
+
+fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
+    let all = watcher::Config::default;
+    let tls = all().fields("type=kubernetes.io/tls");
+    Stores {
+        ingresses: follow(Api::all(client.clone()), all(), notify, "ingresses"),
+        classes: follow(Api::all(client.clone()), all(), notify, "ingressclasses"),
+        services: follow(Api::all(client.clone()), all(), notify, "services"),
+        slices: follow(Api::all(client.clone()), all(), notify, "endpointslices"),
+        secrets: follow(Api::all(client.clone()), tls, notify, "secrets"),
+    }
+}
+
+async fn wait_until_ready(stores: &Stores) -> Result<(), IngressError> {
+    for (what, ready) in [
+        ("ingresses", stores.ingresses.wait_until_ready().await),
+        ("ingressclasses", stores.classes.wait_until_ready().await),
+        ("services", stores.services.wait_until_ready().await),
+        ("endpointslices", stores.slices.wait_until_ready().await),
+        ("secrets", stores.secrets.wait_until_ready().await),
+    ] {
+        ready.map_err(|e| IngressError::Watch(what, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Runs until `shutdown` completes, then drains open connections.
+pub async fn run(
+    client: kube::Client,
+    config: IngressConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), IngressError> {
+    let http = bind(config.http).await?;
+    let https = bind(config.https).await?;
+    let routes = Arc::new(Routes::default());
+    let fallback = Arc::new(default_certificate()?);
+    let resolver = Arc::new(SniResolver::new(routes.clone(), fallback));
+    let acceptor = tokio_rustls::TlsAcceptor::from(server_config(resolver)?);
+    let notify = Arc::new(Notify::new());
+    let stores = start_stores(&client, &notify);
+    wait_until_ready(&stores).await?;
+    let mut reported = BTreeSet::new();
+    publish(&stores, &routes, &mut reported);
+    info!(http = ?config.http, https = ?config.https, "ingress data plane in sync; serving");
+    let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
+    let (stop, stopping) = watch::channel(false);
+    let mut servers = Vec::new();
+    let listeners = [(http, None), (https, Some(acceptor))];
+    for (socket, tls) in listeners {
+        let Some(socket) = socket else { continue };
+        let mut stopping = stopping.clone();
+        let until = async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        };
+        let listener = Listener { socket, tls };
+        let server = serve(listener, forwarder.clone(), ServeConfig::default(), until);
+        servers.push(tokio::spawn(server));
+    }
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = notify.notified() => publish(&stores, &routes, &mut reported),
+        }
+    }
+    let _ = stop.send(true);
+    for server in servers {
+        let _ = server.await;
+    }
+    Ok(())
+}
+
+/// Builds the snapshot, swaps it in, and logs what it could not serve once per problem.
+fn publish(stores: &Stores, routes: &Routes, reported: &mut BTreeSet<(String, String)>) {
+    let (snapshot, problems) = stores.snapshot();
+    routes.replace(snapshot);
+    let now: BTreeSet<(String, String)> = problems.iter().map(problem_key).collect();
+    for problem in problems
+        .iter()
+        .filter(|p| !reported.contains(&problem_key(p)))
+    {
+        warn!(ingress = %problem.ingress, reason = problem.reason, "{}", problem.message);
+    }
+    *reported = now;
+}
+
+fn problem_key(p: &Problem) -> (String, String) {
+    (p.ingress.to_string(), p.message.clone())
+}

@@ -1,0 +1,146 @@
+//! The objects the Ingress data plane serves from, followed by reflectors, and the
+//! snapshot they make.
+
+use std::collections::BTreeMap;
+
+use cairn_ingress::table::is_ours;
+use cairn_ingress_proxy::{Inputs, Problem, Snapshot};
+use k8s_openapi::api::core::v1::{Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::runtime::reflector::Store;
+
+use crate::follow::{trim_meta, Trim};
+
+/// The annotation that makes an IngressClass the cluster's default.
+pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
+/// `spec.controller` of the classes cairn serves.
+pub const CONTROLLER: &str = "cairn.io/ingress";
+/// The legacy class annotation, the one annotation routing reads.
+const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
+pub(super) struct Stores {
+    pub(super) ingresses: Store<Ingress>,
+    pub(super) classes: Store<IngressClass>,
+    pub(super) services: Store<Service>,
+    pub(super) slices: Store<EndpointSlice>,
+    /// `kubernetes.io/tls` Secrets only (a field selector).
+    pub(super) secrets: Store<Secret>,
+}
+
+impl Trim for Ingress {
+    fn trim(&mut self) {
+        let class = self
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|a| a.remove_entry(CLASS_ANNOTATION));
+        trim_meta(&mut self.metadata);
+        self.metadata.annotations = class.map(|c| BTreeMap::from([c]));
+    }
+}
+
+impl Trim for IngressClass {
+    /// Keeps the annotations: the default-class one is read.
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+    }
+}
+
+impl Trim for Service {
+    /// Keeps the ports: a backend's port is found by number or name.
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        let ports: Option<Vec<ServicePort>> = self.spec.as_mut().and_then(|s| s.ports.take());
+        self.spec = Some(ServiceSpec {
+            ports,
+            ..ServiceSpec::default()
+        });
+        self.status = None;
+    }
+}
+
+impl Trim for EndpointSlice {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+    }
+}
+
+impl Trim for Secret {
+    /// A `kubectl apply`'s last-applied annotation would hold the key a second time.
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        self.string_data = None;
+    }
+}
+
+/// Whether cairn's class is the cluster's default: some class of cairn's controller
+/// carries the default-class annotation.
+pub(super) fn cairn_is_default(classes: &[std::sync::Arc<IngressClass>]) -> bool {
+    classes.iter().any(|c| {
+        let ours = c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(CONTROLLER);
+        let default = c
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
+            .is_some_and(|v| v == "true");
+        ours && default
+    })
+}
+
+impl Stores {
+    /// The snapshot of what the stores hold now, and what it could not serve.
+    pub(super) fn snapshot(&self) -> (Snapshot, Vec<Problem>) {
+        let default = cairn_is_default(&self.classes.state());
+        let ingresses = self.ingresses.state();
+        let services = self.services.state();
+        let slices = self.slices.state();
+        let secrets = self.secrets.state();
+        let inputs = Inputs {
+            ingresses: ingresses
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|i| is_ours(i, default))
+                .collect(),
+            services: services.iter().map(AsRef::as_ref).collect(),
+            slices: slices.iter().map(AsRef::as_ref).collect(),
+            secrets: secrets.iter().map(AsRef::as_ref).collect(),
+        };
+        Snapshot::build(&inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_trimmed_ingress_keeps_its_legacy_class_and_cairn_is_default_only_when_marked() {
+        let mut ingress: Ingress = serde_json::from_value(json!({
+            "metadata": {"name": "a", "annotations": {
+                "kubernetes.io/ingress.class": "cairn",
+                "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(1000)}},
+        }))
+        .unwrap();
+        ingress.trim();
+        let kept = ingress.metadata.annotations.as_ref().unwrap();
+        assert_eq!(kept.len(), 1);
+        assert!(is_ours(&ingress, false));
+        let class = |controller: &str, default: &str| {
+            std::sync::Arc::new(
+                serde_json::from_value::<IngressClass>(json!({
+                    "metadata": {"name": "c", "annotations": {DEFAULT_CLASS_ANNOTATION: default}},
+                    "spec": {"controller": controller}
+                }))
+                .unwrap(),
+            )
+        };
+        assert!(cairn_is_default(&[class(CONTROLLER, "true")]));
+        assert!(!cairn_is_default(&[class(CONTROLLER, "false")]));
+        assert!(!cairn_is_default(&[class("k8s.io/ingress-nginx", "true")]));
+    }
+}
