@@ -312,23 +312,25 @@ pub fn agent(plan: &LabPlan, node: &NodePlan) -> Daemon {
 
 pub fn proxy(plan: &LabPlan, node: &NodePlan) -> Daemon {
     let kubeconfig = proxy_kubeconfig(node).display().to_string();
+    let mut argv = args![
+        plan.bin("cairn-proxy").display(),
+        "--kubeconfig",
+        kubeconfig,
+        "--hostname-override",
+        node.name,
+        "--mode",
+        plan.options.proxy_mode.as_str(),
+        "--cluster-cidr",
+        CLUSTER_CIDR,
+        "--healthz-bind-address",
+        "0.0.0.0:10256",
+        "--metrics-bind-address",
+        "127.0.0.1:10249"
+    ];
+    argv.extend(plan.options.proxy_args.iter().cloned());
     Daemon {
         component: "proxy",
-        argv: args![
-            plan.bin("cairn-proxy").display(),
-            "--kubeconfig",
-            kubeconfig,
-            "--hostname-override",
-            node.name,
-            "--mode",
-            plan.options.proxy_mode.as_str(),
-            "--cluster-cidr",
-            CLUSTER_CIDR,
-            "--healthz-bind-address",
-            "0.0.0.0:10256",
-            "--metrics-bind-address",
-            "127.0.0.1:10249"
-        ],
+        argv,
         expect: kubeconfig,
     }
 }
@@ -349,6 +351,7 @@ mod tests {
             bin_dir: "/b".into(),
             control_args: vec!["--node-monitor-grace-period=8".into()],
             agent_args: vec![],
+            proxy_args: vec!["--ingress=false".into()],
             control_replicas: 1,
             store: Default::default(),
             roots: Roots::default(),
@@ -383,6 +386,7 @@ mod tests {
         let p = proxy(&plan, &plan.nodes[1]).argv;
         assert_eq!(flag(&p, "--mode"), "iptables");
         assert_eq!(flag(&p, "--hostname-override"), "node-2");
+        assert_eq!(p.last().unwrap(), "--ingress=false");
         let c = control(&plan, &plan.nodes[0]).argv;
         assert_eq!(c.last().unwrap(), "--node-monitor-grace-period=8");
         assert_eq!(flag(&c, "--advertise-address"), "198.18.0.11");

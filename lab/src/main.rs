@@ -76,6 +76,10 @@ struct UpArgs {
     /// --agent-arg=--dns-upstream=198.18.0.1:53
     #[arg(long = "agent-arg", allow_hyphen_values = true)]
     pub agent_args: Vec<String>,
+    /// An extra flag for every node's `cairn-proxy` (repeatable), e.g.
+    /// --proxy-arg=--ingress=false (no Ingress data plane on the nodes' ports 80 and 443)
+    #[arg(long = "proxy-arg", allow_hyphen_values = true)]
+    pub proxy_args: Vec<String>,
     /// cairn-control replicas, one on each of the first nodes (more than one needs
     /// --store etcd); the host's API address fails over between them.
     #[arg(long, default_value_t = 1)]
@@ -290,6 +294,7 @@ fn run_up(name: &str, roots: Roots, a: &UpArgs) -> anyhow::Result<()> {
         bin_dir,
         control_args: a.control_args.clone(),
         agent_args: a.agent_args.clone(),
+        proxy_args: a.proxy_args.clone(),
         control_replicas: a.control_replicas,
         store: a.store,
         roots,

@@ -122,6 +122,9 @@ pub struct LabOptions {
     pub control_args: Vec<String>,
     /// Extra flags for every node's `cairn-agent`.
     pub agent_args: Vec<String>,
+    /// Extra flags for every node's `cairn-proxy`.
+    #[serde(default)]
+    pub proxy_args: Vec<String>,
     /// cairn-control replicas, on the first nodes.
     #[serde(default = "one")]
     pub control_replicas: usize,
@@ -395,6 +398,7 @@ pub(crate) mod tests {
             bin_dir: "/bin".into(),
             control_args: vec![],
             agent_args: vec![],
+            proxy_args: vec![],
             control_replicas: 1,
             store: LabStore::Sqlite,
             roots: Roots::default(),

@@ -101,6 +101,7 @@ mod tests {
             bin_dir: "/b".into(),
             control_args: vec![],
             agent_args: vec![],
+            proxy_args: vec![],
             control_replicas: 1,
             store: Default::default(),
             roots: roots.clone(),
