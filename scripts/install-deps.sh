@@ -46,6 +46,20 @@ if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s prometheus >/dev/null 2>&1; the
     fi
 fi
 
+# nginx and wrk: the Ingress benchmark's peer (Debian's nginx as a reverse proxy to the
+# same backends) and load generator (crates/ingress-proxy/benches/ingress_rate.rs). The
+# benchmark starts its own nginx processes; the service the package starts is stopped.
+if [ -z "${CAIRN_IN_CONTAINER:-}" ] && ! dpkg -s nginx-light wrk >/dev/null 2>&1; then
+    echo "install-deps: installing nginx-light and wrk (the Ingress benchmark's peer; the service is disabled)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends nginx-light wrk >/dev/null
+    if [ -d /run/systemd/system ]; then
+        systemctl disable --now nginx >/dev/null 2>&1 || true
+    else
+        service nginx stop >/dev/null 2>&1 || true
+    fi
+fi
+
 # etcd (Debian's etcd-server): the store's etcd backend is tested against real etcd, each
 # test starting its own on loopback; the service the package starts is stopped. etcdctl
 # (etcd-client) checks the snapshots cairn-control saves from etcd.

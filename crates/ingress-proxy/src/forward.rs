@@ -160,17 +160,20 @@ impl Forwarder {
         parts.version = Version::HTTP_11;
         let retryable = idempotent(&parts.method) && body.is_end_stream() && upgrade.is_none();
         let mut body = Some(body.boxed());
-        let path = parts
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
+        let path = parts.uri.path_and_query().cloned();
+        let attempts = if retryable { MAX_ATTEMPTS } else { 1 };
+        let mut endpoints = backend.order().take(attempts).peekable();
         let mut last = plain(StatusCode::BAD_GATEWAY, "no endpoint was tried");
-        for endpoint in backend.order().take(MAX_ATTEMPTS) {
-            let Ok(uri) = format!("http://{endpoint}{path}").parse::<Uri>() else {
+        while let Some(endpoint) = endpoints.next() {
+            let Some(uri) = endpoint_uri(endpoint, path.as_ref()) else {
                 return plain(StatusCode::BAD_REQUEST, "the request's path is not valid");
             };
-            let mut attempt = Request::from_parts(parts.clone(), body.take().unwrap_or_else(empty));
+            // Only a request that may be tried again keeps a copy of its head.
+            let head = match endpoints.peek() {
+                Some(_) => parts.clone(),
+                None => std::mem::replace(&mut parts, Request::new(()).into_parts().0),
+            };
+            let mut attempt = Request::from_parts(head, body.take().unwrap_or_else(empty));
             *attempt.uri_mut() = uri;
             let sent = tokio::time::timeout(self.response_timeout, self.client.request(attempt));
             match sent.await {
@@ -201,6 +204,20 @@ impl Forwarder {
         }
         last
     }
+}
+
+/// `http://ENDPOINT/PATH?QUERY`, built from parts (no text to parse).
+fn endpoint_uri(endpoint: SocketAddr, path: Option<&http::uri::PathAndQuery>) -> Option<Uri> {
+    let authority = http::uri::Authority::try_from(endpoint.to_string()).ok()?;
+    let path = path
+        .cloned()
+        .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+    Uri::builder()
+        .scheme(http::uri::Scheme::HTTP)
+        .authority(authority)
+        .path_and_query(path)
+        .build()
+        .ok()
 }
 
 /// The backend's response on its way to the client; a `101 Switching Protocols` joins
