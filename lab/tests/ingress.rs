@@ -4,8 +4,9 @@
 //!
 //! One lab for every case, in order: `kubectl create ingress --help`'s examples (hosts,
 //! exact and prefix paths, a default backend, TLS with a Secret, another class ignored);
-//! HTTPS verified against the Secret's CA; a missing Service (503, saying which) and an
-//! overlapping rule (the older Ingress keeps it); a Secret update under a client loop
+//! the nodes' addresses in each Ingress's status; HTTPS verified against the Secret's CA;
+//! a missing Service (503 saying which, a Warning event) and an overlapping rule (the
+//! older Ingress keeps it, a Warning event on the newer); a Secret update under a client loop
 //! (the new certificate served, no failed request); a rollout of a backend Deployment
 //! under a keep-alive client loop (no failed request); a slow-loris client (others
 //! served, its connections cut); NodePort and ServiceLB on the same nodes.
@@ -287,6 +288,37 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
             (status, body.as_str()),
             (503, "service \"default/nosuch\" not found\n")
         );
+    }
+
+    // Status: every node's address; what the table could not take, as Warning events.
+    let mut addresses: Vec<String> = nodes.to_vec();
+    addresses.sort();
+    let lb = "jsonpath={.status.loadBalancer.ingress[*].ip}";
+    eventually("the Ingress's status addresses", MINUTE, || {
+        let got = lab.kubectl(&["get", "ingress", "simple", "-o", lb]);
+        (got == addresses.join(" ")).then_some(())
+    });
+    for (ingress, reason, words) in [
+        (
+            "broken",
+            "ServiceNotFound",
+            "service \"default/nosuch\" not found",
+        ),
+        (
+            "simple-copy",
+            "Conflict",
+            "default/simple, an older Ingress, routes it",
+        ),
+    ] {
+        let selector = format!("involvedObject.kind=Ingress,involvedObject.name={ingress}");
+        let events = "jsonpath={range .items[*]}{.type} {.reason}: {.message}{\"\\n\"}{end}";
+        let said = eventually(&format!("{ingress}'s {reason} event"), MINUTE, || {
+            let got = lab.kubectl(&["get", "events", "--field-selector", &selector, "-o", events]);
+            got.lines()
+                .find(|l| l.starts_with(&format!("Warning {reason}: ")))
+                .map(str::to_string)
+        });
+        assert!(said.contains(words), "{said}");
     }
 
     // HTTPS, verified against the Secret's CA, on both nodes.

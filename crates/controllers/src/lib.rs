@@ -17,6 +17,7 @@ pub mod expectations;
 pub mod garbagecollector;
 pub mod hpa;
 pub mod informer;
+pub mod ingress;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
@@ -104,6 +105,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("pvc-protection", volume::start_claim_protection),
     ("pv-protection", volume::start_volume_protection),
     ("servicelb", servicelb::start),
+    ("ingress", ingress::start),
     ("clusterrole-aggregation", clusterroleaggregation::start),
     ("root-ca-cert-publisher", rootcacertpublisher::start),
 ];

@@ -30,6 +30,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("pvc-protection", true),
     ("pv-protection", true),
     ("servicelb", true),
+    ("ingress", true),
     ("clusterrole-aggregation", true),
     ("root-ca-cert-publisher", true),
 ];

@@ -86,6 +86,17 @@ fn internal_ip(n: &Node) -> Option<String> {
         .map(|a| a.address.clone())
 }
 
+/// The InternalIP of every Ready, schedulable node, sorted: where node-wide listeners
+/// (ServiceLB's addresses, the Ingress data plane) are reached.
+pub fn node_addresses(nodes: &[Arc<Node>]) -> Vec<String> {
+    let ips: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| node_ready(n))
+        .filter_map(|n| internal_ip(n))
+        .collect();
+    ips.into_iter().collect()
+}
+
 /// The ingress addresses of `svc`, sorted.
 pub fn ingress(svc: &Service, nodes: &[Arc<Node>], slices: &[Arc<EndpointSlice>]) -> Vec<String> {
     let local = svc

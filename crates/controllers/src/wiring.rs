@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{
     ReplicationController, ResourceQuota, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -61,6 +62,8 @@ pub(crate) struct Informers {
     pub(crate) storageclasses: informer::Informer<StorageClass>,
     pub(crate) clusterroles: informer::Informer<ClusterRole>,
     pub(crate) hpas: informer::Informer<HorizontalPodAutoscaler>,
+    pub(crate) ingresses: informer::Informer<Ingress>,
+    pub(crate) ingressclasses: informer::Informer<IngressClass>,
     /// Only the `kube-root-ca.crt` ConfigMaps (a field-selected watch).
     pub(crate) root_ca_configmaps: informer::Informer<ConfigMap>,
     /// Listeners of the services a pod event wakes (computed once for all of them).
@@ -107,6 +110,8 @@ impl Informers {
             storageclasses: informer::Informer::new(Api::all(client.clone())),
             clusterroles: informer::Informer::new(Api::all(client.clone())),
             hpas: informer::Informer::new(Api::all(client.clone())),
+            ingresses: informer::Informer::new(Api::all(client.clone())),
+            ingressclasses: informer::Informer::new(Api::all(client.clone())),
             root_ca_configmaps: informer::Informer::new(Api::all(client.clone())).with_config(
                 kube::runtime::watcher::Config::default()
                     .fields(&format!("metadata.name={ROOT_CA_CONFIGMAP}")),
@@ -175,6 +180,8 @@ impl Informers {
             self.claims.start_if_used("persistentvolumeclaims").await,
             self.clusterroles.start_if_used("clusterroles").await,
             self.hpas.start_if_used("horizontalpodautoscalers").await,
+            self.ingressclasses.start_if_used("ingressclasses").await,
+            self.ingresses.start_if_used("ingresses").await,
             self.root_ca_configmaps
                 .start_if_used("configmaps kube-root-ca.crt")
                 .await,

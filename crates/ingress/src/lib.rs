@@ -18,6 +18,7 @@
 //! the oldest Ingress's `defaultBackend`, else a 404.
 
 pub mod backends;
+pub mod class;
 pub mod host;
 pub mod path;
 pub mod table;

@@ -25,7 +25,6 @@ use crate::follow::follow;
 mod stores;
 
 use stores::Stores;
-pub use stores::{CONTROLLER, DEFAULT_CLASS_ANNOTATION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngressError {

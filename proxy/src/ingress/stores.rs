@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cairn_ingress::class::cairn_is_default;
 use cairn_ingress::table::is_ours;
 use cairn_ingress_proxy::{Inputs, Problem, Snapshot};
 use k8s_openapi::api::core::v1::{Secret, Service, ServicePort, ServiceSpec};
@@ -12,10 +13,6 @@ use kube::runtime::reflector::Store;
 
 use crate::follow::{trim_meta, Trim};
 
-/// The annotation that makes an IngressClass the cluster's default.
-pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
-/// `spec.controller` of the classes cairn serves.
-pub const CONTROLLER: &str = "cairn.io/ingress";
 /// The legacy class annotation, the one annotation routing reads.
 const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 
@@ -74,21 +71,6 @@ impl Trim for Secret {
     }
 }
 
-/// Whether cairn's class is the cluster's default: some class of cairn's controller
-/// carries the default-class annotation.
-pub(super) fn cairn_is_default(classes: &[std::sync::Arc<IngressClass>]) -> bool {
-    classes.iter().any(|c| {
-        let ours = c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(CONTROLLER);
-        let default = c
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
-            .is_some_and(|v| v == "true");
-        ours && default
-    })
-}
-
 impl Stores {
     /// The snapshot of what the stores hold now, and what it could not serve.
     pub(super) fn snapshot(&self) -> (Snapshot, Vec<Problem>) {
@@ -119,7 +101,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_trimmed_ingress_keeps_its_legacy_class_and_cairn_is_default_only_when_marked() {
+    fn a_trimmed_ingress_keeps_its_legacy_class() {
         let mut ingress: Ingress = serde_json::from_value(json!({
             "metadata": {"name": "a", "annotations": {
                 "kubernetes.io/ingress.class": "cairn",
@@ -130,17 +112,5 @@ mod tests {
         let kept = ingress.metadata.annotations.as_ref().unwrap();
         assert_eq!(kept.len(), 1);
         assert!(is_ours(&ingress, false));
-        let class = |controller: &str, default: &str| {
-            std::sync::Arc::new(
-                serde_json::from_value::<IngressClass>(json!({
-                    "metadata": {"name": "c", "annotations": {DEFAULT_CLASS_ANNOTATION: default}},
-                    "spec": {"controller": controller}
-                }))
-                .unwrap(),
-            )
-        };
-        assert!(cairn_is_default(&[class(CONTROLLER, "true")]));
-        assert!(!cairn_is_default(&[class(CONTROLLER, "false")]));
-        assert!(!cairn_is_default(&[class("k8s.io/ingress-nginx", "true")]));
     }
 }

@@ -84,6 +84,17 @@ fn controller_extras() -> Vec<PolicyRule> {
             &["services", "services/status"],
         ),
         rule(&["get", "list", "watch"], &[""], &["nodes", "pods"]),
+        // The Ingress controller's status addresses and events.
+        rule(
+            &["get", "list", "watch"],
+            &["networking.k8s.io"],
+            &["ingresses", "ingressclasses"],
+        ),
+        rule(
+            &["update", "patch"],
+            &["networking.k8s.io"],
+            &["ingresses/status"],
+        ),
     ]
 }
 

@@ -1,0 +1,245 @@
+//! The Ingress controller's control-plane half (issue 33; the data plane is in every
+//! node's cairn-proxy): each Ingress of cairn's class gets `status.loadBalancer.ingress`
+//! = the InternalIP of every Ready, schedulable node (each serves ports 80 and 443, as
+//! ServiceLB's addresses are chosen), and a Warning event for what the route table could
+//! not take: a rule an older Ingress holds (`Conflict`) or a backend Service or port that
+//! does not exist (`ServiceNotFound`, `PortNotFound`). Ingress has no status conditions
+//! upstream; events are where ingress-nginx reports the same. Each problem is told once
+//! per controller run, not on every node heartbeat.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use cairn_events::{EventType, Recorder};
+use cairn_ingress::class::cairn_is_default;
+use cairn_ingress::table::is_ours;
+use cairn_ingress::{endpoints, BackendError, RouteTable};
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use parking_lot::Mutex;
+use serde_json::json;
+use thiserror::Error;
+
+use crate::reconcile_loop::{key_of, note};
+use crate::servicelb::node_addresses;
+use crate::wiring::{resync_ticks, Informers, Task};
+
+#[derive(Debug, Error)]
+#[error("ingress controller, ingress {ingress}: writing its status: {source}")]
+pub struct Error {
+    ingress: String,
+    #[source]
+    source: kube::Error,
+}
+
+pub struct Ctx {
+    pub client: Client,
+    pub ingresses: Store<Ingress>,
+    pub classes: Store<IngressClass>,
+    pub services: Store<Service>,
+    pub nodes: Store<Node>,
+    pub recorder: Recorder,
+    /// Problems already told, by Ingress UID.
+    told: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+/// The Warning events `ingress` is due: its conflicts in the table of every Ingress
+/// of ours, and its backends' missing Services or ports.
+pub fn problems(
+    ingress: &Ingress,
+    ours: &[&Ingress],
+    services: &[Arc<Service>],
+) -> Vec<(&'static str, String)> {
+    let table = RouteTable::build(ours.iter().copied());
+    let key = (ingress.namespace().unwrap_or_default(), ingress.name_any());
+    let mut out: Vec<(&'static str, String)> = table
+        .conflicts
+        .iter()
+        .filter(|c| (c.ingress.namespace.clone(), c.ingress.name.clone()) == key)
+        .map(|c| ("Conflict", c.message.clone()))
+        .collect();
+    let alone = RouteTable::build([ingress]);
+    let by_name: HashMap<(String, String), &Service> = services
+        .iter()
+        .map(|s| {
+            (
+                (s.namespace().unwrap_or_default(), s.name_any()),
+                s.as_ref(),
+            )
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    for backend in alone.services().filter(|b| seen.insert((*b).clone())) {
+        let service = by_name
+            .get(&(backend.namespace.clone(), backend.name.clone()))
+            .copied();
+        match endpoints(backend, service, &[]) {
+            Err(e @ BackendError::NoService { .. }) => out.push(("ServiceNotFound", e.to_string())),
+            Err(e @ BackendError::NoPort { .. }) => out.push(("PortNotFound", e.to_string())),
+            // Endpoints come and go with rollouts: the data plane answers 503 meanwhile.
+            _ => {}
+        }
+    }
+    out
+}
+
+pub async fn run(
+    ctx: Arc<Ctx>,
+    triggers: impl Stream<Item = ObjectRef<Ingress>> + Send + 'static,
+    resync: impl Stream<Item = ()> + Send + 'static,
+) {
+    let store = ctx.ingresses.clone();
+    crate::reconcile_loop::run("ingress", store, triggers, resync, 2, ctx, reconcile).await;
+}
+
+#[tracing::instrument(skip_all, fields(ingress = %key_of(ingress.as_ref())))]
+async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let default = cairn_is_default(&ctx.classes.state());
+    if !is_ours(&ingress, default) || ingress.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    tell_problems(&ingress, &ctx, default);
+    let want = node_addresses(&ctx.nodes.state());
+    let have: Vec<String> = ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .map(|i| i.iter().filter_map(|x| x.ip.clone()).collect())
+        .unwrap_or_default();
+    if want == have {
+        return Ok(Action::await_change());
+    }
+    let entries: Vec<_> = want.iter().map(|ip| json!({"ip": ip})).collect();
+    let patch = json!({"status": {"loadBalancer": {"ingress": entries}}});
+    let api: Api<Ingress> =
+        Api::namespaced(ctx.client.clone(), &ingress.namespace().unwrap_or_default());
+    api.patch_status(
+        &ingress.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|source| Error {
+        ingress: key_of(ingress.as_ref()),
+        source,
+    })?;
+    Ok(Action::await_change())
+}
+
+fn tell_problems(ingress: &Ingress, ctx: &Ctx, default: bool) {
+    let all = ctx.ingresses.state();
+    let ours: Vec<&Ingress> = all
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|i| is_ours(i, default))
+        .collect();
+    let now = problems(ingress, &ours, &ctx.services.state());
+    let uid = ingress.metadata.uid.clone().unwrap_or_default();
+    let mut told = ctx.told.lock();
+    let before = told.remove(&uid).unwrap_or_default();
+    for (reason, message) in now.iter().filter(|(_, m)| !before.contains(m)) {
+        note(&ctx.recorder, ingress, EventType::Warning, reason, message);
+    }
+    let messages: BTreeSet<String> = now.into_iter().map(|(_, m)| m).collect();
+    if !messages.is_empty() {
+        told.insert(uid, messages);
+    }
+}
+
+// What the controller watches and how events map to its keys (kube-runtime's
+// `.owns()`/`.watches()`), with its context: `lib.rs` only lists it.
+
+fn every(ingresses: &Store<Ingress>) -> Vec<ObjectRef<Ingress>> {
+    ingresses
+        .state()
+        .iter()
+        .map(|i| ObjectRef::from_obj(i.as_ref()))
+        .collect()
+}
+
+pub(crate) fn start(client: &Client, inf: &mut Informers) -> Task {
+    let own = inf
+        .ingresses
+        .subscribe(|i: &Ingress| vec![ObjectRef::from_obj(i)]);
+    let (a, b, c) = (
+        inf.ingresses.reader(),
+        inf.ingresses.reader(),
+        inf.ingresses.reader(),
+    );
+    // A node's address or readiness, a class made default, a Service created: any
+    // Ingress's status or problems may change.
+    let nodes = inf.nodes.subscribe(move |_: &Node| every(&a));
+    let classes = inf
+        .ingressclasses
+        .subscribe(move |_: &IngressClass| every(&b));
+    let services = inf.services.subscribe(move |_: &Service| every(&c));
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        ingresses: inf.ingresses.reader(),
+        classes: inf.ingressclasses.reader(),
+        services: inf.services.reader(),
+        nodes: inf.nodes.reader(),
+        recorder: Recorder::start(client.clone(), "ingress-controller"),
+        told: Mutex::new(HashMap::new()),
+    });
+    let triggers = futures::stream::select_all([
+        own.boxed(),
+        nodes.boxed(),
+        classes.boxed(),
+        services.boxed(),
+    ]);
+    Box::pin(run(ctx, triggers, resync_ticks()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn ingress(name: &str, created: &str, host: &str, svc: &str) -> Ingress {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "default", "name": name, "creationTimestamp": created},
+            "spec": {"rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": svc, "port": {"number": 80}}}}]}}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_newer_overlapping_ingress_and_a_missing_service_or_port_are_told() {
+        let old = ingress("old", "2026-01-01T00:00:00Z", "foo.com", "web");
+        let new = ingress("new", "2026-01-02T00:00:00Z", "foo.com", "nosuch");
+        let services = vec![Arc::new(
+            serde_json::from_value::<Service>(json!({
+                "metadata": {"namespace": "default", "name": "web"},
+                "spec": {"ports": [{"port": 8080}]}
+            }))
+            .unwrap(),
+        )];
+        let ours = [&old, &new];
+        let told = problems(&new, &ours, &services);
+        let reasons: Vec<&str> = told.iter().map(|(r, _)| *r).collect();
+        assert_eq!(reasons, ["Conflict", "ServiceNotFound"], "{told:?}");
+        assert!(
+            told[0]
+                .1
+                .contains("default/old, an older Ingress, routes it"),
+            "{told:?}"
+        );
+        assert_eq!(told[1].1, "service \"default/nosuch\" not found");
+        let told = problems(&old, &ours, &services);
+        assert_eq!(
+            told,
+            [(
+                "PortNotFound",
+                "service \"default/web\" has no port 80".to_string()
+            )]
+        );
+    }
+}
