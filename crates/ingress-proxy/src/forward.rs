@@ -1,10 +1,12 @@
 //! One request: its route in the snapshot in force, then a backend endpoint over a
 //! pooled keep-alive connection (straight to the pod, not through the ClusterIP).
 //!
-//! A request is retried on the next endpoint only when it never reached a backend (the
-//! connection was refused or timed out) and is idempotent with no body, so nothing can
-//! run twice. No route: 404; a routed Service with nothing to send to: 503 saying why;
-//! a backend that fails: 502; one that does not answer in time: 504.
+//! A request goes to the next endpoint (at most [`MAX_ATTEMPTS`] in all) only when it
+//! never reached a backend: its connection could not be made, or a pooled connection
+//! turned out closed before the request was written (hyper hands the request back), so
+//! nothing can run twice; a request that was sent is never repeated. No route: 404; a
+//! routed Service with nothing to send to: 503 saying why; a backend that fails: 502;
+//! one that does not answer in time: 504.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,17 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode, Uri, Version};
-use http_body::Body as _;
+use http::{header, Request, Response, StatusCode, Uri, Version};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use tracing::debug;
 
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of, Origin};
+use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
 
@@ -52,17 +51,32 @@ impl Default for ForwardConfig {
     }
 }
 
-/// The connection a request came on.
-#[derive(Debug, Clone, Copy)]
+/// The connection a request came on, with the header values every request on it
+/// carries (formatted once per connection, not per request).
+#[derive(Debug, Clone)]
 pub struct Connection {
     pub client: SocketAddr,
-    pub local_port: u16,
     pub scheme: &'static str,
+    client_header: http::HeaderValue,
+    port_header: http::HeaderValue,
+}
+
+impl Connection {
+    pub fn new(client: SocketAddr, local_port: u16, scheme: &'static str) -> Connection {
+        let ip = client.ip().to_string();
+        Connection {
+            client,
+            scheme,
+            client_header: http::HeaderValue::try_from(ip)
+                .unwrap_or(http::HeaderValue::from_static("unknown")),
+            port_header: http::HeaderValue::from(local_port),
+        }
+    }
 }
 
 pub struct Forwarder {
     routes: Arc<Routes>,
-    client: Client<HttpConnector, ProxyBody>,
+    pool: Arc<Pool>,
     response_timeout: Duration,
 }
 
@@ -78,30 +92,16 @@ pub fn plain(status: StatusCode, message: &str) -> Response<ProxyBody> {
     response
 }
 
-fn empty() -> ProxyBody {
-    Empty::new().map_err(|e: Infallible| match e {}).boxed()
-}
-
-/// Methods that may be sent twice (RFC 9110 §9.2.2).
-fn idempotent(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    )
-}
-
 impl Forwarder {
     pub fn new(routes: Arc<Routes>, config: &ForwardConfig) -> Forwarder {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(config.pool_idle_timeout)
-            .pool_max_idle_per_host(config.pool_max_idle_per_endpoint)
-            .build(connector);
+        let pool = Pool::new(
+            config.connect_timeout,
+            config.pool_idle_timeout,
+            config.pool_max_idle_per_endpoint,
+        );
         Forwarder {
             routes,
-            client,
+            pool: Arc::new(pool),
             response_timeout: config.response_timeout,
         }
     }
@@ -110,7 +110,7 @@ impl Forwarder {
     pub async fn handle(
         &self,
         request: Request<Incoming>,
-        conn: Connection,
+        conn: &Connection,
     ) -> Response<ProxyBody> {
         let authority = request
             .uri()
@@ -144,55 +144,60 @@ impl Forwarder {
         mut request: Request<Incoming>,
         backend: &Backend,
         authority: &str,
-        conn: Connection,
+        conn: &Connection,
     ) -> Response<ProxyBody> {
         let upgrade = upgrade_of(request.headers());
         let client_side = upgrade.as_ref().map(|_| hyper::upgrade::on(&mut request));
         let (mut parts, body) = request.into_parts();
         strip_hop_by_hop(&mut parts.headers, upgrade.as_ref());
         let origin = Origin {
-            client: conn.client.ip(),
+            client: &conn.client_header,
             scheme: conn.scheme,
-            port: conn.local_port,
+            port: &conn.port_header,
             host: authority,
         };
         set_forwarded(&mut parts.headers, &origin);
         parts.version = Version::HTTP_11;
-        let retryable = idempotent(&parts.method) && body.is_end_stream() && upgrade.is_none();
-        let mut body = Some(body.boxed());
-        let path = parts.uri.path_and_query().cloned();
-        let attempts = if retryable { MAX_ATTEMPTS } else { 1 };
-        let mut endpoints = backend.order().take(attempts).peekable();
-        let mut last = plain(StatusCode::BAD_GATEWAY, "no endpoint was tried");
-        while let Some(endpoint) = endpoints.next() {
-            let Some(uri) = endpoint_uri(endpoint, path.as_ref()) else {
-                return plain(StatusCode::BAD_REQUEST, "the request's path is not valid");
+        // Origin form: the endpoint is the connection's, the Host header the client's.
+        parts.uri = parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
+        let mut request = Request::from_parts(parts, body.boxed());
+        let mut last = String::from("no endpoint was tried");
+        for endpoint in backend.order().take(MAX_ATTEMPTS) {
+            let mut sender = match self.pool.checkout(endpoint, upgrade.is_some()).await {
+                Ok(sender) => sender,
+                Err(e) => {
+                    debug!(%endpoint, error = %e, "endpoint unreachable; trying the next");
+                    last = format!("endpoint {endpoint}: {e}");
+                    continue;
+                }
             };
-            // Only a request that may be tried again keeps a copy of its head.
-            let head = match endpoints.peek() {
-                Some(_) => parts.clone(),
-                None => std::mem::replace(&mut parts, Request::new(()).into_parts().0),
-            };
-            let mut attempt = Request::from_parts(head, body.take().unwrap_or_else(empty));
-            *attempt.uri_mut() = uri;
-            let sent = tokio::time::timeout(self.response_timeout, self.client.request(attempt));
+            let sent =
+                tokio::time::timeout(self.response_timeout, sender.try_send_request(request));
             match sent.await {
-                Ok(Ok(response)) => return respond(response, client_side),
-                Ok(Err(e)) if e.is_connect() && retryable => {
-                    debug!(%endpoint, error = %e, "endpoint refused; trying the next");
-                    last = plain(
-                        StatusCode::BAD_GATEWAY,
-                        &format!("endpoint {endpoint}: {e}"),
-                    );
+                Ok(Ok(response)) => {
+                    let (parts, body) = response.into_parts();
+                    let body = PooledBody::new(body, self.pool.clone(), endpoint, sender);
+                    return respond(Response::from_parts(parts, body), client_side);
                 }
-                Ok(Err(e)) => {
-                    let why = std::error::Error::source(&e)
-                        .map_or(e.to_string(), |s| format!("{e}: {s}"));
-                    return plain(
-                        StatusCode::BAD_GATEWAY,
-                        &format!("endpoint {endpoint}: {why}"),
-                    );
-                }
+                Ok(Err(mut e)) => match e.take_message() {
+                    // Never written: the connection was closed under it.
+                    Some(unsent) => {
+                        last = format!("endpoint {endpoint}: {}", e.error());
+                        request = unsent;
+                    }
+                    None => {
+                        let e = e.into_error();
+                        let why = std::error::Error::source(&e)
+                            .map_or(e.to_string(), |s| format!("{e}: {s}"));
+                        return plain(
+                            StatusCode::BAD_GATEWAY,
+                            &format!("endpoint {endpoint}: {why}"),
+                        );
+                    }
+                },
                 Err(_) => {
                     let why = format!(
                         "endpoint {endpoint} did not answer in {:?}",
@@ -202,28 +207,14 @@ impl Forwarder {
                 }
             }
         }
-        last
+        plain(StatusCode::BAD_GATEWAY, &last)
     }
-}
-
-/// `http://ENDPOINT/PATH?QUERY`, built from parts (no text to parse).
-fn endpoint_uri(endpoint: SocketAddr, path: Option<&http::uri::PathAndQuery>) -> Option<Uri> {
-    let authority = http::uri::Authority::try_from(endpoint.to_string()).ok()?;
-    let path = path
-        .cloned()
-        .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-    Uri::builder()
-        .scheme(http::uri::Scheme::HTTP)
-        .authority(authority)
-        .path_and_query(path)
-        .build()
-        .ok()
 }
 
 /// The backend's response on its way to the client; a `101 Switching Protocols` joins
 /// the two upgraded connections.
 fn respond(
-    mut response: Response<Incoming>,
+    mut response: Response<PooledBody>,
     client_side: Option<hyper::upgrade::OnUpgrade>,
 ) -> Response<ProxyBody> {
     let upgrade = upgrade_of(response.headers());

@@ -6,8 +6,6 @@
 //! false`). The `Host` header is the client's, so backends see the name they were asked
 //! by.
 
-use std::net::IpAddr;
-
 use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, UPGRADE};
 use http::HeaderMap;
 
@@ -66,23 +64,21 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: Option<&HeaderValue>) 
 
 /// Where the request came from, as the backend is told.
 pub struct Origin<'a> {
-    pub client: IpAddr,
+    /// The client's address.
+    pub client: &'a HeaderValue,
     /// `http` or `https`.
     pub scheme: &'static str,
     /// The port the client connected to.
-    pub port: u16,
+    pub port: &'a HeaderValue,
     /// The client's `Host` (or HTTP/2 `:authority`).
     pub host: &'a str,
 }
 
 pub fn set_forwarded(headers: &mut HeaderMap, origin: &Origin<'_>) {
-    let client = HeaderValue::from_str(&origin.client.to_string());
-    if let Ok(client) = client {
-        headers.insert(X_FORWARDED_FOR, client.clone());
-        headers.insert(X_REAL_IP, client);
-    }
+    headers.insert(X_FORWARDED_FOR, origin.client.clone());
+    headers.insert(X_REAL_IP, origin.client.clone());
     headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(origin.scheme));
-    headers.insert(X_FORWARDED_PORT, HeaderValue::from(origin.port));
+    headers.insert(X_FORWARDED_PORT, origin.port.clone());
     if let Ok(host) = HeaderValue::from_str(origin.host) {
         headers.insert(X_FORWARDED_HOST, host.clone());
         // An HTTP/2 request has no Host header; the backend speaks HTTP/1.1 and needs one.
@@ -107,9 +103,9 @@ mod tests {
         assert!(upgrade_of(&h).is_none());
         strip_hop_by_hop(&mut h, None);
         let origin = Origin {
-            client: "198.18.0.1".parse().unwrap(),
+            client: &HeaderValue::from_static("198.18.0.1"),
             scheme: "https",
-            port: 443,
+            port: &HeaderValue::from(443u16),
             host: "foo.com",
         };
         set_forwarded(&mut h, &origin);

@@ -12,6 +12,7 @@
 pub mod certs;
 pub mod forward;
 pub mod headers;
+pub mod pool;
 pub mod serve;
 pub mod snapshot;
 pub mod upgrade;

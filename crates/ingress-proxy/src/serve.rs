@@ -74,11 +74,7 @@ pub async fn serve(
         } else {
             "http"
         };
-        let conn = Connection {
-            client,
-            local_port,
-            scheme,
-        };
+        let conn = Connection::new(client, local_port, scheme);
         let task = connection(
             stream,
             listener.tls.clone(),
@@ -136,9 +132,11 @@ async fn http<S>(
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout);
     builder.http2().timer(TokioTimer::new());
+    let client = conn.client;
+    let conn = Arc::new(conn);
     let service = service_fn(move |request| {
-        let forwarder = forwarder.clone();
-        async move { Ok::<_, Infallible>(forwarder.handle(request, conn).await) }
+        let (forwarder, conn) = (forwarder.clone(), conn.clone());
+        async move { Ok::<_, Infallible>(forwarder.handle(request, &conn).await) }
     });
     let served = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     tokio::pin!(served);
@@ -154,6 +152,6 @@ async fn http<S>(
         }
     };
     if let Err(e) = result {
-        debug!(client = %conn.client, error = %e, "ingress connection ended");
+        debug!(%client, error = %e, "ingress connection ended");
     }
 }

@@ -1,0 +1,191 @@
+//! Keep-alive HTTP/1.1 connections to endpoints, per endpoint address.
+//!
+//! A connection is taken before a request is committed to it, so a refused or timed-out
+//! connect leaves the request in hand for the next endpoint. It comes back to the pool
+//! when its response body has been read to the end ([`PooledBody`]); a response dropped
+//! half-read takes its connection with it. Written over hyper's connection API rather
+//! than hyper-util's legacy client, whose generic pool (a connect racing every checkout,
+//! a URI key hashed per request) cost a measurable share of each proxied request.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use crate::forward::ProxyBody;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("connecting: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("connecting: no answer in {0:?}")]
+    Timeout(Duration),
+    #[error("HTTP handshake: {0}")]
+    Handshake(#[from] hyper::Error),
+}
+
+type Sender = SendRequest<ProxyBody>;
+
+pub struct Pool {
+    /// Newest last; each with when it went idle.
+    idle: Mutex<HashMap<SocketAddr, Vec<(Instant, Sender)>>>,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+    max_idle_per_endpoint: usize,
+    checkins: AtomicU64,
+}
+
+/// Every this many checkins the whole pool is swept of closed and expired connections,
+/// and of endpoints with none left (pods that went away).
+const SWEEP_EVERY: u64 = 4096;
+
+impl Pool {
+    pub fn new(
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+        max_idle_per_endpoint: usize,
+    ) -> Pool {
+        Pool {
+            idle: Mutex::new(HashMap::new()),
+            connect_timeout,
+            idle_timeout,
+            max_idle_per_endpoint,
+            checkins: AtomicU64::new(0),
+        }
+    }
+
+    /// An idle connection to `endpoint` that is still open, else a new one. `upgrade`: a
+    /// new connection that may switch protocols, never pooled.
+    pub async fn checkout(
+        &self,
+        endpoint: SocketAddr,
+        upgrade: bool,
+    ) -> Result<Sender, ConnectError> {
+        while !upgrade {
+            let idle = self.idle.lock().get_mut(&endpoint).and_then(Vec::pop);
+            let Some((since, mut sender)) = idle else {
+                break;
+            };
+            if since.elapsed() > self.idle_timeout {
+                continue;
+            }
+            // A connection the endpoint closed while idle fails here, before any request.
+            if sender.ready().await.is_ok() {
+                return Ok(sender);
+            }
+        }
+        self.connect(endpoint, upgrade).await
+    }
+
+    async fn connect(&self, endpoint: SocketAddr, upgrade: bool) -> Result<Sender, ConnectError> {
+        let connected = tokio::time::timeout(self.connect_timeout, TcpStream::connect(endpoint));
+        let stream = connected
+            .await
+            .map_err(|_| ConnectError::Timeout(self.connect_timeout))??;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let result = match upgrade {
+                true => conn.with_upgrades().await,
+                false => conn.await,
+            };
+            if let Err(e) = result {
+                debug!(%endpoint, error = %e, "endpoint connection ended");
+            }
+        });
+        Ok(sender)
+    }
+
+    fn checkin(&self, endpoint: SocketAddr, sender: Sender) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock();
+        let list = idle.entry(endpoint).or_default();
+        if list.len() < self.max_idle_per_endpoint {
+            list.push((Instant::now(), sender));
+        }
+        if self.checkins.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            let timeout = self.idle_timeout;
+            for list in idle.values_mut() {
+                list.retain(|(since, s)| !s.is_closed() && since.elapsed() <= timeout);
+            }
+            idle.retain(|_, list| !list.is_empty());
+        }
+    }
+
+    /// Idle connections, for tests.
+    pub fn idle_count(&self) -> usize {
+        self.idle.lock().values().map(Vec::len).sum()
+    }
+}
+
+/// A response body that gives its connection back to the pool once read to the end.
+pub struct PooledBody {
+    inner: Incoming,
+    back: Option<(Arc<Pool>, SocketAddr, Sender)>,
+}
+
+impl PooledBody {
+    pub fn new(
+        inner: Incoming,
+        pool: Arc<Pool>,
+        endpoint: SocketAddr,
+        sender: Sender,
+    ) -> PooledBody {
+        let mut body = PooledBody {
+            inner,
+            back: Some((pool, endpoint, sender)),
+        };
+        if body.inner.is_end_stream() {
+            body.give_back();
+        }
+        body
+    }
+
+    fn give_back(&mut self) {
+        if let Some((pool, endpoint, sender)) = self.back.take() {
+            pool.checkin(endpoint, sender);
+        }
+    }
+}
+
+impl Body for PooledBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => self.give_back(),
+            Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => self.give_back(),
+            // An error: the connection is not reused (dropped with `back`).
+            Poll::Ready(Some(Err(_))) => self.back = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
