@@ -73,20 +73,26 @@ impl Pool {
         endpoint: SocketAddr,
         upgrade: bool,
     ) -> Result<Sender, ConnectError> {
-        while !upgrade {
-            let idle = self.idle.lock().get_mut(&endpoint).and_then(Vec::pop);
-            let Some((since, mut sender)) = idle else {
-                break;
-            };
+        if !upgrade {
+            if let Some(sender) = self.reuse(endpoint).await {
+                return Ok(sender);
+            }
+        }
+        self.connect(endpoint, upgrade).await
+    }
+
+    /// An idle connection to `endpoint` that is still open and not expired.
+    async fn reuse(&self, endpoint: SocketAddr) -> Option<Sender> {
+        loop {
+            let (since, mut sender) = self.idle.lock().get_mut(&endpoint).and_then(Vec::pop)?;
             if since.elapsed() > self.idle_timeout {
                 continue;
             }
             // A connection the endpoint closed while idle fails here, before any request.
             if sender.ready().await.is_ok() {
-                return Ok(sender);
+                return Some(sender);
             }
         }
-        self.connect(endpoint, upgrade).await
     }
 
     async fn connect(&self, endpoint: SocketAddr, upgrade: bool) -> Result<Sender, ConnectError> {
