@@ -19,6 +19,7 @@
 
 pub mod backends;
 pub mod class;
+pub mod gateway;
 pub mod host;
 pub mod path;
 pub mod table;
