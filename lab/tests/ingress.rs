@@ -248,6 +248,16 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
         a.extend_from_slice(args);
         lab.kubectl(&a);
     }
+    // DefaultIngressClass admission: an Ingress naming no class gets the default one.
+    let class = "jsonpath={.spec.ingressClassName}";
+    assert_eq!(
+        lab.kubectl(&["get", "ingress", "simple", "-o", class]),
+        "cairn"
+    );
+    assert_eq!(
+        lab.kubectl(&["get", "ingress", "catch-all", "-o", class]),
+        "otheringress"
+    );
     let dir = tempfile::tempdir().unwrap();
     let one = certificate(dir.path(), "ca-one");
     tls_secret(&lab, &one);

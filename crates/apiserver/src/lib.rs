@@ -16,6 +16,7 @@ pub mod csr;
 pub mod custom;
 pub mod decorate;
 mod decorate_raw;
+pub mod default_class;
 pub mod discovery;
 pub mod handlers;
 pub mod in_process;

@@ -4,7 +4,6 @@
 //! get the `kubernetes.io/pvc-protection` / `kubernetes.io/pv-protection` finalizers, which
 //! the protection controllers remove once nothing uses them).
 
-use cairn_api::registry;
 use cairn_store::cache::WatchCache;
 use serde_json::{json, Value};
 
@@ -14,31 +13,11 @@ pub const VOLUME_FINALIZER: &str = "kubernetes.io/pv-protection";
 
 /// The default class's name, if any class is marked default.
 pub fn default_class(cache: &WatchCache) -> Option<String> {
-    let r = registry::find("storage.k8s.io", "v1", "storageclasses")?;
-    let (objects, _) = cache.list(&r.list_prefix(None));
-    objects
-        .iter()
-        .filter_map(|o| serde_json::from_slice::<Value>(&o.bytes).ok())
-        .filter(|c| {
-            c.pointer(&format!(
-                "/metadata/annotations/{}",
-                IS_DEFAULT_CLASS.replace('/', "~1")
-            )) == Some(&json!("true"))
-        })
-        .max_by(|a, b| {
-            let t = |c: &Value| {
-                c.pointer("/metadata/creationTimestamp")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            t(a).cmp(&t(b))
-        })
-        .and_then(|c| {
-            c.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
+    crate::default_class::newest_default(
+        cache,
+        ("storage.k8s.io", "storageclasses"),
+        IS_DEFAULT_CLASS,
+    )
 }
 
 fn add_finalizer(obj: &mut Value, finalizer: &str) {

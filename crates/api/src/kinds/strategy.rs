@@ -40,6 +40,8 @@ pub enum Admission {
     ClaimStorage,
     /// The pv-protection finalizer.
     VolumeProtection,
+    /// The default IngressClass for an Ingress that names none.
+    DefaultIngressClass,
     /// One global default PriorityClass; system classes reserved.
     PriorityClass,
     /// Cluster IPs and node ports allocated, released on delete.

@@ -141,6 +141,9 @@ impl ApiState {
         if steps.admits(Admission::VolumeProtection) {
             crate::storage::admit_volume(obj);
         }
+        if steps.admits(Admission::DefaultIngressClass) {
+            crate::default_class::admit_ingress(&self.cache, obj);
+        }
         if steps.admits(Admission::PriorityClass) {
             crate::priority::admit_class(&self.priority_classes, &self.cache, obj, None)?;
         }

@@ -8,6 +8,7 @@ pub const STRATEGY: Strategy = Strategy {
     row: Some(row),
     normalize: roundtrip::<k8s_openapi::api::networking::v1::Ingress>,
     tracks_generation: true,
+    admission: &[Admission::DefaultIngressClass],
     ..Strategy::NONE
 };
 
