@@ -308,6 +308,23 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
         let got = lab.kubectl(&["get", "ingress", "simple", "-o", lb]);
         (got == addresses.join(" ")).then_some(())
     });
+    // A Secret that is not a certificate: its host falls back to the default one, and
+    // a Warning event says why.
+    lab.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "not-a-cert",
+        "--type=kubernetes.io/tls",
+        "--from-literal=tls.crt=junk",
+        "--from-literal=tls.key=junk",
+    ]);
+    lab.kubectl(&[
+        "create",
+        "ingress",
+        "badtls",
+        "--rule=badtls.example/*=svc1:8080,tls=not-a-cert",
+    ]);
     for (ingress, reason, words) in [
         (
             "broken",

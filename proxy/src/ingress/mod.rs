@@ -10,10 +10,12 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use cairn_events::{EventType, Note, Recorder};
 use cairn_ingress_proxy::{
     default_certificate, serve, server_config, ForwardConfig, Forwarder, Listener, Problem, Routes,
     ServeConfig, SniResolver,
 };
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Api;
 use tokio::net::TcpListener;
@@ -99,7 +101,10 @@ pub async fn run(
     let stores = start_stores(&client, &notify);
     wait_until_ready(&stores).await?;
     let mut reported = BTreeSet::new();
-    publish(&stores, &routes, &mut reported);
+    let events = Recorder::start(client.clone(), "cairn-ingress");
+    let publish =
+        |reported: &mut BTreeSet<(String, String)>| publish(&stores, &routes, reported, &events);
+    publish(&mut reported);
     info!(http = ?config.http, https = ?config.https, "ingress data plane in sync; serving");
     let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
     let (stop, stopping) = watch::channel(false);
@@ -119,7 +124,7 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            _ = notify.notified() => publish(&stores, &routes, &mut reported),
+            _ = notify.notified() => publish(&mut reported),
         }
     }
     let _ = stop.send(true);
@@ -130,7 +135,15 @@ pub async fn run(
 }
 
 /// Builds the snapshot, swaps it in, and logs what it could not serve once per problem.
-fn publish(stores: &Stores, routes: &Routes, reported: &mut BTreeSet<(String, String)>) {
+/// A certificate this node cannot serve is also a Warning event on the Ingress (the
+/// control plane's `ingress` controller reports conflicts and missing Services; only the
+/// data plane reads the Secrets' contents).
+fn publish(
+    stores: &Stores,
+    routes: &Routes,
+    reported: &mut BTreeSet<(String, String)>,
+    events: &Recorder,
+) {
     let (snapshot, problems) = stores.snapshot();
     routes.replace(snapshot);
     let now: BTreeSet<(String, String)> = problems.iter().map(problem_key).collect();
@@ -139,6 +152,19 @@ fn publish(stores: &Stores, routes: &Routes, reported: &mut BTreeSet<(String, St
         .filter(|p| !reported.contains(&problem_key(p)))
     {
         warn!(ingress = %problem.ingress, reason = problem.reason, "{}", problem.message);
+        if problem.reason != "InvalidCertificate" {
+            continue;
+        }
+        let key = ObjectRef::new(&problem.ingress.name).within(&problem.ingress.namespace);
+        if let Some(ingress) = stores.ingresses.get(&key) {
+            let note = Note {
+                kind: EventType::Warning,
+                reason: problem.reason,
+                message: &problem.message,
+                action: "LoadCertificate",
+            };
+            events.record(cairn_events::reference(ingress.as_ref()), &note);
+        }
     }
     *reported = now;
 }
