@@ -134,10 +134,13 @@ async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Ctx>) -> Result<Action, Error
 
 fn tell_problems(ingress: &Ingress, ctx: &Ctx, default: bool) {
     let all = ctx.ingresses.state();
+    // Only Ingresses that can conflict with this one: the table is built per reconcile,
+    // and node heartbeats reconcile every Ingress.
+    let claims = claims_of(ingress);
     let ours: Vec<&Ingress> = all
         .iter()
         .map(AsRef::as_ref)
-        .filter(|i| is_ours(i, default))
+        .filter(|i| is_ours(i, default) && !claims.is_disjoint(&claims_of(i)))
         .collect();
     let now = problems(ingress, &ours, &ctx.services.state());
     let uid = ingress.metadata.uid.clone().unwrap_or_default();
@@ -150,6 +153,29 @@ fn tell_problems(ingress: &Ingress, ctx: &Ctx, default: bool) {
     if !messages.is_empty() {
         told.insert(uid, messages);
     }
+}
+
+/// What an Ingress can contend for with another: its rules' and TLS hosts (`None`: a
+/// rule with no host) and the default backend.
+fn claims_of(ingress: &Ingress) -> BTreeSet<(&'static str, Option<&str>)> {
+    let Some(spec) = ingress.spec.as_ref() else {
+        return BTreeSet::new();
+    };
+    let rules = spec
+        .rules
+        .iter()
+        .flatten()
+        .map(|r| ("host", r.host.as_deref()));
+    let tls = spec
+        .tls
+        .iter()
+        .flatten()
+        .flat_map(|t| t.hosts.iter().flatten());
+    let default = spec.default_backend.as_ref().map(|_| ("default", None));
+    rules
+        .chain(tls.map(|h| ("tls", Some(h.as_str()))))
+        .chain(default)
+        .collect()
 }
 
 // What the controller watches and how events map to its keys (kube-runtime's

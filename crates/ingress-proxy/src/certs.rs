@@ -1,15 +1,13 @@
-//! Certificates from `kubernetes.io/tls` Secrets, chosen per handshake by SNI from the
-//! snapshot in force: a Secret update is served from the next handshake on, while open
-//! connections keep the certificate they were made with.
+//! Certificates from `kubernetes.io/tls` Secrets, and the default one for hosts without
+//! a valid one ([`crate::tls`] picks among them per handshake).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use crate::snapshot::{Routes, TLS_SECRET_TYPE};
+/// The Secret type TLS certificates live in.
+pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CertificateError {
@@ -97,45 +95,4 @@ pub fn default_certificate() -> Result<CertifiedKey, CertificateError> {
         .map_err(default)?;
     cairn_pki::tls::certified_key(&leaf.cert_pem, &leaf.key_pem)
         .map_err(|e| CertificateError::Default(e.to_string()))
-}
-
-/// Picks the certificate per handshake from the snapshot in force.
-#[derive(Debug)]
-pub struct SniResolver {
-    routes: Arc<Routes>,
-    fallback: Arc<CertifiedKey>,
-}
-
-impl std::fmt::Debug for Routes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Routes")
-    }
-}
-
-impl SniResolver {
-    pub fn new(routes: Arc<Routes>, fallback: Arc<CertifiedKey>) -> SniResolver {
-        SniResolver { routes, fallback }
-    }
-}
-
-impl ResolvesServerCert for SniResolver {
-    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let snapshot = self.routes.current();
-        let found = hello
-            .server_name()
-            .and_then(|name| snapshot.certificate(name));
-        Some(found.unwrap_or(&self.fallback).clone())
-    }
-}
-
-/// The HTTPS listener's configuration: certificates by SNI, HTTP/2 and HTTP/1.1.
-pub fn server_config(
-    resolver: Arc<SniResolver>,
-) -> Result<Arc<rustls::ServerConfig>, rustls::Error> {
-    let mut config = rustls::ServerConfig::builder_with_provider(cairn_pki::tls::server_provider())
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
 }

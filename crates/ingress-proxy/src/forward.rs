@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode, Uri, Version};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use tracing::debug;
@@ -25,7 +24,7 @@ use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
 
-pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
+pub use crate::body::ProxyBody;
 
 /// How many endpoints one request may try.
 const MAX_ATTEMPTS: usize = 3;

@@ -5,19 +5,22 @@
 //!   certificates, built whole from API objects and swapped as one pointer;
 //! - [`forward`]: one request to an endpoint over pooled keep-alive connections, retried
 //!   only when safe, `X-Forwarded-*` set ([`headers`]), WebSocket upgrades ([`upgrade`]);
-//! - [`certs`]: `kubernetes.io/tls` Secrets, picked by SNI per handshake, a self-signed
-//!   default when no valid certificate is named;
+//! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
+//!   is named; [`tls`] picks among them by SNI per handshake;
 //! - [`serve`]: the listeners, header and handshake timeouts, graceful drain.
 
+pub mod body;
 pub mod certs;
 pub mod forward;
 pub mod headers;
 pub mod pool;
 pub mod serve;
 pub mod snapshot;
+pub mod tls;
 pub mod upgrade;
 
-pub use certs::{default_certificate, server_config, CertificateError, SniResolver};
+pub use certs::{default_certificate, CertificateError};
 pub use forward::{ForwardConfig, Forwarder};
 pub use serve::{serve, Listener, ServeConfig};
 pub use snapshot::{Inputs, Problem, Routes, Snapshot};
+pub use tls::{server_config, SniResolver};

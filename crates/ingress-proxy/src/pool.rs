@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tracing::debug;
 
-use crate::forward::ProxyBody;
+use crate::body::ProxyBody;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {

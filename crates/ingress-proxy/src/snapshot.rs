@@ -17,9 +17,6 @@ use rustls::sign::CertifiedKey;
 
 use crate::certs::secret_certificate;
 
-/// The Secret type TLS certificates live in.
-pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
-
 /// A routed Service's ready endpoints, taken in turn.
 #[derive(Debug)]
 pub struct Backend {
@@ -195,6 +192,12 @@ fn certificates_of(
 
 /// The snapshot in force, swapped whole.
 pub struct Routes(ArcSwap<Snapshot>);
+
+impl std::fmt::Debug for Routes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Routes")
+    }
+}
 
 impl Default for Routes {
     fn default() -> Routes {
