@@ -2,17 +2,19 @@
 //! has no Gateway API types). Field names and defaults as in `apis/v1/httproute_types.go`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct HttpRoute {
     #[serde(default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: HttpRouteSpec,
+    /// Read only to compare with what the controller would write.
+    pub status: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpRouteSpec {
     #[serde(default)]
@@ -23,7 +25,7 @@ pub struct HttpRouteSpec {
     pub rules: Vec<Rule>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentRef {
     pub group: Option<String>,
@@ -34,7 +36,7 @@ pub struct ParentRef {
     pub port: Option<i32>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
     /// Missing: one match of `PathPrefix /`.
@@ -45,7 +47,7 @@ pub struct Rule {
     pub backend_refs: Vec<BackendRef>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Match {
     pub path: Option<PathSpec>,
@@ -56,7 +58,7 @@ pub struct Match {
     pub method: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PathSpec {
     /// `Exact`, `PathPrefix` (default) or `RegularExpression`.
     #[serde(rename = "type")]
@@ -66,7 +68,7 @@ pub struct PathSpec {
 }
 
 /// A header or query parameter match; `type` `Exact` (default) or `RegularExpression`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NameValueMatch {
     #[serde(rename = "type")]
     pub type_: Option<String>,
@@ -74,7 +76,7 @@ pub struct NameValueMatch {
     pub value: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Filter {
     #[serde(rename = "type")]
@@ -84,7 +86,7 @@ pub struct Filter {
     pub request_redirect: Option<Redirect>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeaderModifier {
     #[serde(default)]
     pub set: Vec<Header>,
@@ -94,13 +96,13 @@ pub struct HeaderModifier {
     pub remove: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     pub name: String,
     pub value: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Redirect {
     pub scheme: Option<String>,
@@ -111,7 +113,7 @@ pub struct Redirect {
     pub status_code: Option<u16>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PathModifier {
     /// `ReplaceFullPath` or `ReplacePrefixMatch`.
@@ -121,7 +123,7 @@ pub struct PathModifier {
     pub replace_prefix_match: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendRef {
     pub group: Option<String>,
@@ -131,4 +133,8 @@ pub struct BackendRef {
     pub port: Option<i32>,
     /// Default 1.
     pub weight: Option<i32>,
+    /// Set by attachment: why this reference cannot be sent to (a `ResolvedRefs`
+    /// reason); its share of the rule's traffic gets a 500.
+    #[serde(skip)]
+    pub unresolved: Option<&'static str>,
 }
