@@ -56,3 +56,79 @@ where
     });
     reader
 }
+
+/// Retries a failed watch after 1, 2, 4, 8, then every 10 seconds: a kind whose CRD is
+/// not installed yet (the Gateway API's) is found within 10 s of its install, at a
+/// few requests a minute meanwhile.
+#[derive(Default)]
+struct Capped(u32);
+
+impl Iterator for Capped {
+    type Item = std::time::Duration;
+
+    fn next(&mut self) -> Option<std::time::Duration> {
+        self.0 = self.0.saturating_add(1);
+        let seconds = match self.0 {
+            1 => 1,
+            2 => 2,
+            3 => 4,
+            4 => 8,
+            _ => 10,
+        };
+        Some(std::time::Duration::from_secs(seconds))
+    }
+}
+
+impl kube::runtime::utils::Backoff for Capped {
+    fn reset(&mut self) {
+        self.0 = 0;
+    }
+}
+
+/// [`follow`] for a kind that may not be served yet (a CRD): its store stays empty, and
+/// only its events, not its failures, wake `notify`. The receiver turns true once the
+/// first list is in or has failed (the kind is not served): a restarted proxy waits for
+/// it before serving, without waiting on a CRD that is not installed.
+pub(crate) fn follow_optional<K>(
+    api: Api<K>,
+    notify: &Arc<Notify>,
+    what: &'static str,
+) -> (Store<K>, tokio::sync::watch::Receiver<bool>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Trim
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let watch = watcher(api, watcher::Config::default()).modify(K::trim);
+    let stream = reflect(writer, watch).backoff(Capped::default());
+    let notify = Arc::clone(notify);
+    let (listed, ready) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        let mut failing = false;
+        while let Some(event) = stream.next().await {
+            if matches!(event, Ok(watcher::Event::InitDone) | Err(_)) {
+                listed.send_replace(true);
+            }
+            match event {
+                Ok(_) => {
+                    failing = false;
+                    notify.notify_one();
+                }
+                // Once per outage: a missing CRD fails every retry.
+                Err(e) if !failing => {
+                    failing = true;
+                    warn!(error = %e, what, "watch failed (is its CRD installed?); retrying");
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    (reader, ready)
+}

@@ -157,17 +157,18 @@ fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) 
         })
         .collect();
     let routes = Arc::new(Routes::default());
-    let (snapshot, problems) = Snapshot::build(&Inputs {
+    let (snapshot, problems) = Snapshot::build(Inputs {
         ingresses: vec![&ingress],
         services: vec![&service],
         slices: slices.iter().collect(),
         secrets: vec![],
+        gateways: vec![],
     });
     assert!(problems.is_empty(), "{problems:?}");
     routes.replace(snapshot);
     // The bench's certificate as the default: wrk sends no usable SNI for 127.0.0.1.
     let key = Arc::new(cairn_pki::tls::certified_key(cert_pem, key_pem).unwrap());
-    let tls = server_config(Arc::new(SniResolver::new(routes.clone(), key))).unwrap();
+    let tls = server_config(Arc::new(SniResolver::new(routes.clone(), key, 0, true))).unwrap();
     let (http, https) = (free_port(), free_port());
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -185,7 +186,11 @@ fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) 
                 let socket = tokio::net::TcpListener::bind(("127.0.0.1", port))
                     .await
                     .unwrap();
-                let listener = Listener { socket, tls };
+                let listener = Listener {
+                    socket,
+                    tls,
+                    ingress: true,
+                };
                 let never = std::future::pending();
                 tasks.push(tokio::spawn(serve(
                     listener,

@@ -19,6 +19,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use tracing::debug;
 
+use cairn_ingress::gateway::filters::modify_headers;
+use cairn_ingress::gateway::route::Filter;
+use cairn_ingress::host::request_host;
+
+use crate::gateway::{self, Decision};
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of, Origin};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
@@ -56,16 +61,27 @@ impl Default for ForwardConfig {
 pub struct Connection {
     pub client: SocketAddr,
     pub scheme: &'static str,
+    /// The port the connection came to (a Gateway listener's).
+    pub local_port: u16,
+    /// Whether this port also serves the Ingress routes.
+    pub ingress: bool,
     client_header: http::HeaderValue,
     port_header: http::HeaderValue,
 }
 
 impl Connection {
-    pub fn new(client: SocketAddr, local_port: u16, scheme: &'static str) -> Connection {
+    pub fn new(
+        client: SocketAddr,
+        local_port: u16,
+        scheme: &'static str,
+        ingress: bool,
+    ) -> Connection {
         let ip = client.ip().to_string();
         Connection {
             client,
             scheme,
+            local_port,
+            ingress,
             client_header: http::HeaderValue::try_from(ip)
                 .unwrap_or(http::HeaderValue::from_static("unknown")),
             port_header: http::HeaderValue::from(local_port),
@@ -123,7 +139,22 @@ impl Forwarder {
             return plain(StatusCode::BAD_REQUEST, "the request names no host");
         };
         let snapshot = self.routes.current();
+        let host = request_host(&authority);
+        match gateway::decide(&snapshot, &request, conn, &host) {
+            Decision::NotClaimed => {}
+            Decision::Respond(response) => return response,
+            Decision::Forward { backend, filters } => {
+                drop(snapshot);
+                return self
+                    .forward_filtered(request, &backend, &authority, conn, &filters)
+                    .await;
+            }
+        }
         let path = request.uri().path();
+        if !conn.ingress {
+            let why = format!("no HTTPRoute rule matches host {authority:?} and path {path:?}");
+            return plain(StatusCode::NOT_FOUND, &why);
+        }
         match snapshot.backend(&authority, path) {
             None => plain(
                 StatusCode::NOT_FOUND,
@@ -136,6 +167,31 @@ impl Forwarder {
                 self.forward(request, &backend, &authority, conn).await
             }
         }
+    }
+
+    /// Forwards with an HTTPRoute rule's request and response header modifiers.
+    async fn forward_filtered(
+        &self,
+        mut request: Request<Incoming>,
+        backend: &Backend,
+        authority: &str,
+        conn: &Connection,
+        filters: &[Filter],
+    ) -> Response<ProxyBody> {
+        for modifier in filters
+            .iter()
+            .filter_map(|f| f.request_header_modifier.as_ref())
+        {
+            modify_headers(request.headers_mut(), modifier);
+        }
+        let mut response = self.forward(request, backend, authority, conn).await;
+        for modifier in filters
+            .iter()
+            .filter_map(|f| f.response_header_modifier.as_ref())
+        {
+            modify_headers(response.headers_mut(), modifier);
+        }
+        response
     }
 
     async fn forward(

@@ -5,6 +5,8 @@
 //!   certificates, built whole from API objects and swapped as one pointer;
 //! - [`forward`]: one request to an endpoint over pooled keep-alive connections, retried
 //!   only when safe, `X-Forwarded-*` set ([`headers`]), WebSocket upgrades ([`upgrade`]);
+//! - [`gateway`]: a request on a Gateway listener's port: its listener, HTTPRoute rule
+//!   and filters, before the Ingress routes;
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
 //!   is named; [`tls`] picks among them by SNI per handshake;
 //! - [`serve`]: the listeners, header and handshake timeouts, graceful drain.
@@ -12,6 +14,7 @@
 pub mod body;
 pub mod certs;
 pub mod forward;
+pub mod gateway;
 pub mod headers;
 pub mod pool;
 pub mod serve;

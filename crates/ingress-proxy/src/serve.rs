@@ -42,6 +42,9 @@ impl Default for ServeConfig {
 pub struct Listener {
     pub socket: TcpListener,
     pub tls: Option<TlsAcceptor>,
+    /// Whether the Ingress routes are served here too (a port only Gateway listeners
+    /// use serves only theirs).
+    pub ingress: bool,
 }
 
 /// Serves `listener` until `shutdown` completes, then drains.
@@ -74,7 +77,7 @@ pub async fn serve(
         } else {
             "http"
         };
-        let conn = Connection::new(client, local_port, scheme);
+        let conn = Connection::new(client, local_port, scheme, listener.ingress);
         let task = connection(
             stream,
             listener.tls.clone(),

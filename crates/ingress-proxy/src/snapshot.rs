@@ -5,11 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use cairn_ingress::{endpoints, BackendError, IngressKey, RouteTable, ServiceRef};
+use cairn_ingress::gateway::dispatch::listener_for;
+use cairn_ingress::gateway::{Action, Protocol, ServedListener};
+use cairn_ingress::{endpoints, BackendError, IngressKey, PortRef, RouteTable, ServiceRef};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -63,6 +65,10 @@ pub struct Snapshot {
     backends: HashMap<ServiceRef, Result<Arc<Backend>, BackendError>>,
     /// By Secret namespace and name.
     certificates: HashMap<(String, String), Arc<CertifiedKey>>,
+    /// The Gateway API listeners that serve, with their routes.
+    pub gateways: Vec<ServedListener>,
+    /// Counts weighted draws among an HTTPRoute rule's backends.
+    draws: AtomicU64,
 }
 
 /// The API objects a snapshot is built from (cairn's Ingresses only).
@@ -72,6 +78,8 @@ pub struct Inputs<'a> {
     pub services: Vec<&'a Service>,
     pub slices: Vec<&'a EndpointSlice>,
     pub secrets: Vec<&'a Secret>,
+    /// The listeners of cairn's Gateways that serve (`cairn_ingress::gateway::attach`).
+    pub gateways: Vec<ServedListener>,
 }
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
@@ -81,7 +89,9 @@ fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) ->
 
 impl Snapshot {
     /// The snapshot of `inputs`, and what of them it could not serve.
-    pub fn build(inputs: &Inputs<'_>) -> (Snapshot, Vec<Problem>) {
+    pub fn build(mut inputs: Inputs<'_>) -> (Snapshot, Vec<Problem>) {
+        let gateways = std::mem::take(&mut inputs.gateways);
+        let inputs = &inputs;
         let table = RouteTable::build(inputs.ingresses.iter().copied());
         let mut problems: Vec<Problem> = table
             .conflicts
@@ -92,12 +102,16 @@ impl Snapshot {
                 message: c.message.clone(),
             })
             .collect();
-        let backends = backends_of(&table, inputs);
-        let certificates = certificates_of(&table, inputs, &mut problems);
+        let services = table.services().cloned().chain(gateway_services(&gateways));
+        let backends = backends_of(services, inputs);
+        let mut certificates = certificates_of(&table, inputs, &mut problems);
+        gateway_certificates(&gateways, inputs, &mut certificates);
         let snapshot = Snapshot {
             table,
             backends,
             certificates,
+            gateways,
+            draws: AtomicU64::new(0),
         };
         (snapshot, problems)
     }
@@ -125,10 +139,89 @@ impl Snapshot {
         let key = (tls.namespace.clone(), tls.secret.clone());
         self.certificates.get(&key)
     }
+
+    /// The certificate for a server name on port `port`: its Gateway listener's, else
+    /// (on the Ingress port, `ingress`) an Ingress's.
+    pub fn certificate_on(
+        &self,
+        port: u16,
+        ingress: bool,
+        server_name: &str,
+    ) -> Option<&Arc<CertifiedKey>> {
+        let name = server_name.to_ascii_lowercase();
+        let listener = listener_for(&self.gateways, port, Protocol::Https, &name);
+        match listener.and_then(|l| l.certificate.as_ref()) {
+            Some(key) => self.certificates.get(key),
+            None if ingress => self.certificate(&name),
+            None => None,
+        }
+    }
+
+    /// The backend of a Service by name and port number, or why there is none.
+    pub fn service_backend(
+        &self,
+        service: &ServiceRef,
+    ) -> Option<Result<&Arc<Backend>, &BackendError>> {
+        self.backends.get(service).map(Result::as_ref)
+    }
+
+    /// The next weighted draw's number.
+    pub fn draw(&self) -> u64 {
+        self.draws.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// A backendRef's Service as the snapshot keys it.
+pub fn service_ref(backend: &cairn_ingress::gateway::route::BackendRef) -> ServiceRef {
+    ServiceRef {
+        namespace: backend.namespace.clone().unwrap_or_default(),
+        name: backend.name.clone(),
+        port: PortRef::Number(backend.port.unwrap_or(0)),
+    }
+}
+
+fn gateway_services(gateways: &[ServedListener]) -> Vec<ServiceRef> {
+    let mut out = Vec::new();
+    for listener in gateways {
+        for action in listener.table.actions() {
+            if let Action::Forward { backends, .. } = action {
+                let resolved = backends.iter().filter(|(b, _)| b.unresolved.is_none());
+                out.extend(resolved.map(|(b, _)| service_ref(b)));
+            }
+        }
+    }
+    out
+}
+
+/// The Gateway listeners' certificates; one that does not load is logged and the
+/// default certificate served (the controller checked the Secret exists).
+fn gateway_certificates(
+    gateways: &[ServedListener],
+    inputs: &Inputs<'_>,
+    out: &mut HashMap<(String, String), Arc<CertifiedKey>>,
+) {
+    for key in gateways.iter().filter_map(|l| l.certificate.as_ref()) {
+        if out.contains_key(key) {
+            continue;
+        }
+        let secret = inputs
+            .secrets
+            .iter()
+            .find(|s| name_of(&s.metadata) == *key)
+            .copied();
+        match secret_certificate(secret, &key.0, &key.1) {
+            Ok(cert) => {
+                out.insert(key.clone(), Arc::new(cert));
+            }
+            Err(e) => {
+                tracing::warn!(secret = ?key, error = %e, "a Gateway listener's certificate; serving the default")
+            }
+        }
+    }
 }
 
 fn backends_of(
-    table: &RouteTable,
+    wanted: impl Iterator<Item = ServiceRef>,
     inputs: &Inputs<'_>,
 ) -> HashMap<ServiceRef, Result<Arc<Backend>, BackendError>> {
     let services: HashMap<(String, String), &Service> = inputs
@@ -142,15 +235,15 @@ fn backends_of(
         slices.entry(namespace).or_default().push(slice);
     }
     let mut out = HashMap::new();
-    for service in table.services() {
-        if out.contains_key(service) {
+    for service in wanted {
+        if out.contains_key(&service) {
             continue;
         }
         let key = (service.namespace.clone(), service.name.clone());
         let in_namespace = slices
             .get(service.namespace.as_str())
             .map_or(&[][..], |v| v);
-        let found = endpoints(service, services.get(&key).copied(), in_namespace);
+        let found = endpoints(&service, services.get(&key).copied(), in_namespace);
         out.insert(service.clone(), found.map(|e| Arc::new(Backend::new(e))));
     }
     out

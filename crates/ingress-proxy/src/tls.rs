@@ -14,11 +14,25 @@ use crate::snapshot::Routes;
 pub struct SniResolver {
     routes: Arc<Routes>,
     fallback: Arc<CertifiedKey>,
+    /// The listener's port: Gateway HTTPS listeners on it are asked first.
+    port: u16,
+    /// Whether the Ingress TLS hosts are served on this port.
+    ingress: bool,
 }
 
 impl SniResolver {
-    pub fn new(routes: Arc<Routes>, fallback: Arc<CertifiedKey>) -> SniResolver {
-        SniResolver { routes, fallback }
+    pub fn new(
+        routes: Arc<Routes>,
+        fallback: Arc<CertifiedKey>,
+        port: u16,
+        ingress: bool,
+    ) -> SniResolver {
+        SniResolver {
+            routes,
+            fallback,
+            port,
+            ingress,
+        }
     }
 }
 
@@ -27,7 +41,7 @@ impl ResolvesServerCert for SniResolver {
         let snapshot = self.routes.current();
         let found = hello
             .server_name()
-            .and_then(|name| snapshot.certificate(name));
+            .and_then(|name| snapshot.certificate_on(self.port, self.ingress, name));
         Some(found.unwrap_or(&self.fallback).clone())
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ServedListener};
 use cairn_ingress_proxy::{
     default_certificate, serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes,
     ServeConfig, Snapshot, SniResolver,
@@ -178,7 +179,13 @@ impl Harness {
         let two = backend("svc2", gate.clone()).await;
         let routes = Arc::new(Routes::default());
         let fallback = Arc::new(default_certificate().unwrap());
-        let tls = server_config(Arc::new(SniResolver::new(routes.clone(), fallback))).unwrap();
+        let tls = server_config(Arc::new(SniResolver::new(
+            routes.clone(),
+            fallback,
+            0,
+            true,
+        )))
+        .unwrap();
         let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
         let config = ServeConfig {
             header_timeout,
@@ -191,7 +198,11 @@ impl Harness {
         for tls in [None, Some(tokio_rustls::TlsAcceptor::from(tls))] {
             let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
             addrs.push(socket.local_addr().unwrap());
-            let listener = Listener { socket, tls };
+            let listener = Listener {
+                socket,
+                tls,
+                ingress: true,
+            };
             let shutdown = rx.clone();
             let task = serve(listener, forwarder.clone(), config.clone(), async move {
                 shutdown.notified().await
@@ -214,6 +225,15 @@ impl Harness {
         secrets: &[Secret],
         second_backend: &[SocketAddr],
     ) -> Vec<cairn_ingress_proxy::Problem> {
+        self.load_with(secrets, second_backend, Vec::new())
+    }
+
+    fn load_with(
+        &self,
+        secrets: &[Secret],
+        second_backend: &[SocketAddr],
+        gateways: Vec<ServedListener>,
+    ) -> Vec<cairn_ingress_proxy::Problem> {
         let ingresses = ingresses();
         let mut two = vec![self.backends.1];
         two.extend_from_slice(second_backend);
@@ -225,8 +245,9 @@ impl Harness {
             services: services.iter().collect(),
             slices: slices.iter().collect(),
             secrets: secrets.iter().collect(),
+            gateways,
         };
-        let (snapshot, problems) = Snapshot::build(&inputs);
+        let (snapshot, problems) = Snapshot::build(inputs);
         self.routes.replace(snapshot);
         problems
     }
@@ -580,4 +601,125 @@ async fn requests_during_table_swaps_see_one_whole_table_or_the_other() {
         total += c.await.unwrap();
     }
     assert!(total > 0);
+}
+
+/// A Gateway listener for `*.gw.test` on the Ingress HTTP port, and an HTTPRoute for
+/// `a.gw.test`: a header match with header filters, a redirect, weights, a rule with no
+/// backend and one whose Service does not exist.
+fn gateway_listeners(port: u16) -> Vec<ServedListener> {
+    let class: GatewayClass = serde_json::from_value(json!({"metadata": {"name": "cairn"},
+        "spec": {"controllerName": "cairn.io/gateway-controller"}}))
+    .unwrap();
+    let gateway: Gateway = serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": "gw"},
+        "spec": {"gatewayClassName": "cairn", "listeners": [
+            {"name": "web", "port": port, "protocol": "HTTP", "hostname": "*.gw.test"}]}
+    }))
+    .unwrap();
+    let to =
+        |svc: &str, port: i32, weight: i32| json!({"name": svc, "port": port, "weight": weight});
+    let path = |p: &str| json!([{"path": {"type": "PathPrefix", "value": p}}]);
+    let route: HttpRoute = serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": "r"},
+        "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["a.gw.test"], "rules": [
+            {"matches": [{"headers": [{"name": "x-canary", "value": "yes"}]}],
+             "filters": [
+                {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x-added", "value": "1"}]}},
+                {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "x-resp", "value": "r"}]}}],
+             "backendRefs": [to("svc2", 80, 1)]},
+            {"matches": path("/old"), "filters": [{"type": "RequestRedirect",
+                "requestRedirect": {"hostname": "b.gw.test", "statusCode": 301}}]},
+            {"matches": path("/w"), "backendRefs": [to("svc1", 8080, 3), to("svc2", 80, 1)]},
+            {"matches": path("/nobackend")},
+            {"matches": path("/gone"), "backendRefs": [to("nosuch", 80, 1)]}]}
+    }))
+    .unwrap();
+    let inputs = attach::Inputs {
+        classes: vec![&class],
+        gateways: vec![&gateway],
+        routes: vec![&route],
+        services: [("default", "svc1"), ("default", "svc2")]
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .into(),
+        ..Default::default()
+    };
+    attach::attach(&inputs).listeners
+}
+
+#[tokio::test]
+async fn gateway_routes_share_the_ingress_port_with_filters_redirects_and_weights() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    h.load_with(&[], &[], gateway_listeners(h.http.port()));
+    let mut sender = connect_http(h.http).await;
+    let canary = Request::get("/x")
+        .header("host", "a.gw.test")
+        .header("x-canary", "yes")
+        .body(Empty::new())
+        .unwrap();
+    let resp = sender.send_request(canary).await.unwrap();
+    assert_eq!(
+        resp.headers()["x-resp"],
+        "r",
+        "the response header modifier"
+    );
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let answer = body_json(&String::from_utf8_lossy(&body));
+    assert_eq!(
+        (
+            answer["backend"].clone(),
+            answer["headers"]["x-added"].clone()
+        ),
+        (json!("svc2"), json!("1"))
+    );
+    let redirect = Request::get("/old/page?q=1")
+        .header("host", "a.gw.test:8080")
+        .body(Empty::new())
+        .unwrap();
+    let resp = sender.send_request(redirect).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::MOVED_PERMANENTLY);
+    let port = h.http.port();
+    assert_eq!(
+        resp.headers()["location"],
+        format!("http://b.gw.test:{port}/old/page?q=1").as_str()
+    );
+    let _ = resp.into_body().collect().await;
+    // Weights 3:1 over consecutive draws: exactly 6 and 2 of 8.
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..8 {
+        let (status, body) = get_on(&mut sender, "a.gw.test", "/w").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        *seen
+            .entry(body_json(&body)["backend"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        seen,
+        [("svc1".to_string(), 6), ("svc2".to_string(), 2)].into()
+    );
+    let (status, body) = get_on(&mut sender, "a.gw.test", "/nobackend").await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the matched HTTPRoute rule has no backend\n"
+        )
+    );
+    let (status, body) = get_on(&mut sender, "a.gw.test", "/gone").await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "backendRef nosuch: BackendNotFound\n"
+        )
+    );
+    // A host the listener takes but no route claims, and one it does not take: the
+    // Ingress routes of the shared port.
+    for host in ["c.gw.test", "else.org"] {
+        let (status, body) = get_on(&mut sender, host, "/x").await;
+        assert_eq!(
+            (status, body_json(&body)["backend"].clone()),
+            (StatusCode::OK, json!("svc2")),
+            "{host}"
+        );
+    }
 }

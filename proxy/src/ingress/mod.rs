@@ -1,6 +1,10 @@
-//! The node's Ingress data plane (issue 33), beside the service proxy: reflectors of
-//! Ingresses, IngressClasses, Services, EndpointSlices and TLS Secrets; on any change the
-//! whole snapshot is built again (`cairn-ingress-proxy`) and swapped in as one pointer.
+//! The node's Ingress and Gateway API data plane (issue 33), beside the service proxy:
+//! reflectors of Ingresses, IngressClasses, Services, EndpointSlices and TLS Secrets, and
+//! of GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants (while their CRDs are absent
+//! their stores stay empty) and Namespaces; on any change the whole snapshot is built
+//! again (`cairn-ingress-proxy`) and swapped in as one pointer. Gateway listeners on the
+//! Ingress ports share those listeners (a request no HTTPRoute claims goes to the Ingress
+//! routes); other ports are bound while a listener names them ([`ports`]).
 //! The listeners are bound at start (a port in use is one clear error) but serve only
 //! once the first snapshot is in, so a restarted proxy never answers 404 for routes it
 //! has not read yet: connections wait in the listen backlog meanwhile.
@@ -11,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use cairn_events::{EventType, Note, Recorder};
+use cairn_ingress::gateway::Protocol;
 use cairn_ingress_proxy::{
     default_certificate, serve, server_config, ForwardConfig, Forwarder, Listener, Problem, Routes,
     ServeConfig, SniResolver,
@@ -22,11 +27,13 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
 
-use crate::follow::follow;
+use crate::follow::{follow, follow_optional};
 
+mod ports;
 mod stores;
 
-use stores::Stores;
+use ports::Ports;
+use stores::{GatewayStores, Stores};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngressError {
@@ -69,6 +76,23 @@ fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
         services: follow(Api::all(client.clone()), all(), notify, "services"),
         slices: follow(Api::all(client.clone()), all(), notify, "endpointslices"),
         secrets: follow(Api::all(client.clone()), tls, notify, "secrets"),
+        gateway: gateway_stores(client, notify),
+    }
+}
+
+fn gateway_stores(client: &kube::Client, notify: &Arc<Notify>) -> GatewayStores {
+    let (classes, a) = follow_optional(Api::all(client.clone()), notify, "gatewayclasses");
+    let (gateways, b) = follow_optional(Api::all(client.clone()), notify, "gateways");
+    let (routes, c) = follow_optional(Api::all(client.clone()), notify, "httproutes");
+    let (grants, d) = follow_optional(Api::all(client.clone()), notify, "referencegrants");
+    let all = watcher::Config::default();
+    GatewayStores {
+        classes,
+        gateways,
+        routes,
+        grants,
+        namespaces: follow(Api::all(client.clone()), all, notify, "namespaces"),
+        listed: vec![a, b, c, d],
     }
 }
 
@@ -79,8 +103,15 @@ async fn wait_until_ready(stores: &Stores) -> Result<(), IngressError> {
         ("services", stores.services.wait_until_ready().await),
         ("endpointslices", stores.slices.wait_until_ready().await),
         ("secrets", stores.secrets.wait_until_ready().await),
+        (
+            "namespaces",
+            stores.gateway.namespaces.wait_until_ready().await,
+        ),
     ] {
         ready.map_err(|e| IngressError::Watch(what, e.to_string()))?;
+    }
+    for listed in &stores.gateway.listed {
+        let _ = listed.clone().wait_for(|l| *l).await;
     }
     Ok(())
 }
@@ -95,7 +126,13 @@ pub async fn run(
     let https = bind(config.https).await?;
     let routes = Arc::new(Routes::default());
     let fallback = Arc::new(default_certificate()?);
-    let resolver = Arc::new(SniResolver::new(routes.clone(), fallback));
+    let https_port = config.https.map_or(0, |a| a.port());
+    let resolver = Arc::new(SniResolver::new(
+        routes.clone(),
+        fallback.clone(),
+        https_port,
+        true,
+    ));
     let acceptor = tokio_rustls::TlsAcceptor::from(server_config(resolver)?);
     let notify = Arc::new(Notify::new());
     let stores = start_stores(&client, &notify);
@@ -116,22 +153,50 @@ pub async fn run(
         let until = async move {
             let _ = stopping.wait_for(|s| *s).await;
         };
-        let listener = Listener { socket, tls };
+        let listener = Listener {
+            socket,
+            tls,
+            ingress: true,
+        };
         let server = serve(listener, forwarder.clone(), ServeConfig::default(), until);
         servers.push(tokio::spawn(server));
     }
+    let mut ports = extra_ports(&config, &routes, &forwarder, fallback);
+    ports.sync().await;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            _ = notify.notified() => publish(&mut reported),
+            _ = notify.notified() => {
+                publish(&mut reported);
+                ports.sync().await;
+            }
         }
     }
     let _ = stop.send(true);
+    ports.stop_all().await;
     for server in servers {
         let _ = server.await;
     }
     Ok(())
+}
+
+/// The Gateway listeners' ports beyond the Ingress listeners', bound on the Ingress
+/// HTTP listener's address.
+fn extra_ports(
+    config: &IngressConfig,
+    routes: &Arc<Routes>,
+    forwarder: &Arc<Forwarder>,
+    fallback: Arc<rustls::sign::CertifiedKey>,
+) -> Ports {
+    let host = config
+        .http
+        .or(config.https)
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let mut fixed = Vec::new();
+    fixed.extend(config.http.map(|a| (a.port(), Protocol::Http)));
+    fixed.extend(config.https.map(|a| (a.port(), Protocol::Https)));
+    Ports::new(host, fixed, routes.clone(), forwarder.clone(), fallback)
 }
 
 /// Builds the snapshot, swaps it in, and logs what it could not serve once per problem.

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 
 use cairn_ingress::class::cairn_is_default;
+use cairn_ingress::gateway::attach::key_of;
+use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ReferenceGrant};
 use cairn_ingress::table::is_ours;
 use cairn_ingress_proxy::{Inputs, Problem, Snapshot};
-use k8s_openapi::api::core::v1::{Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::Store;
@@ -23,6 +25,46 @@ pub(super) struct Stores {
     pub(super) slices: Store<EndpointSlice>,
     /// `kubernetes.io/tls` Secrets only (a field selector).
     pub(super) secrets: Store<Secret>,
+    pub(super) gateway: GatewayStores,
+}
+
+/// The Gateway API's kinds (empty while their CRDs are not installed) and the
+/// Namespaces `allowedRoutes` selectors read.
+pub(super) struct GatewayStores {
+    pub(super) classes: Store<GatewayClass>,
+    pub(super) gateways: Store<Gateway>,
+    pub(super) routes: Store<HttpRoute>,
+    pub(super) grants: Store<ReferenceGrant>,
+    pub(super) namespaces: Store<Namespace>,
+    /// Each Gateway API kind's first list is in, or has failed.
+    pub(super) listed: Vec<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl Trim for GatewayClass {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        self.status = None;
+    }
+}
+
+impl Trim for Gateway {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        self.status = None;
+    }
+}
+
+impl Trim for HttpRoute {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        self.status = None;
+    }
+}
+
+impl Trim for ReferenceGrant {
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+    }
 }
 
 impl Trim for Ingress {
@@ -88,8 +130,45 @@ impl Stores {
             services: services.iter().map(AsRef::as_ref).collect(),
             slices: slices.iter().map(AsRef::as_ref).collect(),
             secrets: secrets.iter().map(AsRef::as_ref).collect(),
+            gateways: self.gateway_listeners(),
         };
-        Snapshot::build(&inputs)
+        Snapshot::build(inputs)
+    }
+
+    /// The listeners of cairn's Gateways that serve, with their routes.
+    fn gateway_listeners(&self) -> Vec<cairn_ingress::gateway::ServedListener> {
+        let g = &self.gateway;
+        let gateways = g.gateways.state();
+        if gateways.is_empty() {
+            return Vec::new();
+        }
+        let (classes, routes, grants) = (g.classes.state(), g.routes.state(), g.grants.state());
+        let namespaces = g.namespaces.state();
+        let names =
+            |list: &[std::sync::Arc<Secret>]| list.iter().map(|s| key_of(&s.metadata)).collect();
+        let inputs = attach::Inputs {
+            classes: classes.iter().map(AsRef::as_ref).collect(),
+            gateways: gateways.iter().map(AsRef::as_ref).collect(),
+            routes: routes.iter().map(AsRef::as_ref).collect(),
+            grants: grants.iter().map(AsRef::as_ref).collect(),
+            namespaces: namespaces
+                .iter()
+                .map(|n| {
+                    (
+                        n.metadata.name.clone().unwrap_or_default(),
+                        n.metadata.labels.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            services: self
+                .services
+                .state()
+                .iter()
+                .map(|s| key_of(&s.metadata))
+                .collect(),
+            tls_secrets: names(&self.secrets.state()),
+        };
+        attach::attach(&inputs).listeners
     }
 }
 

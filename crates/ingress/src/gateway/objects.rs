@@ -3,7 +3,7 @@
 //! `gatewayclass_types.go`, `referencegrant_types.go`), and the k8s-openapi resource
 //! traits that let kube's typed `Api` and reflectors serve them and HTTPRoute.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
 use super::route::HttpRoute;
@@ -71,7 +71,8 @@ pub struct GatewayClass {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: GatewayClassSpec,
-    pub status: Option<Conditions>,
+    /// Read only to compare with what the controller would write.
+    pub status: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -81,19 +82,13 @@ pub struct GatewayClassSpec {
     pub controller_name: String,
 }
 
-/// A status that is only conditions (GatewayClass).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Conditions {
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Gateway {
     #[serde(default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: GatewaySpec,
+    /// Read only to compare with what the controller would write.
     pub status: Option<serde_json::Value>,
 }
 

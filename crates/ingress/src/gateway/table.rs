@@ -49,6 +49,8 @@ struct Ranked {
     key: RankKey,
     hostname: Option<String>,
     path: PathMatch,
+    /// The path value as written (a redirect's `ReplacePrefixMatch` replaces it).
+    value: String,
     method: Option<String>,
     headers: Vec<(String, String)>,
     query: Vec<(String, String)>,
@@ -189,6 +191,7 @@ impl ListenerTable {
                         key,
                         hostname: host.clone(),
                         path: parsed.clone(),
+                        value: value.clone(),
                         method: spec.method.clone(),
                         headers: headers.clone(),
                         query: query.clone(),
@@ -199,8 +202,18 @@ impl ListenerTable {
         }
     }
 
+    /// Every rule's action (the Services a snapshot must know).
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
     /// What the request's best match does; `None`: a 404.
     pub fn route(&self, request: &Request<'_>) -> Option<&Action> {
+        self.route_match(request).map(|(action, _)| action)
+    }
+
+    /// What the request's best match does, and that match's path value.
+    pub fn route_match(&self, request: &Request<'_>) -> Option<(&Action, &str)> {
         let query: Vec<(&str, &str)> = request
             .query
             .unwrap_or("")
@@ -221,6 +234,6 @@ impl ListenerTable {
                         .all(|(n, v)| (request.header)(n).as_deref() == Some(v))
                     && m.query.iter().all(|(n, v)| param(n) == Some(v.as_str()))
             })
-            .map(|m| &self.actions[m.action])
+            .map(|m| (&self.actions[m.action], m.value.as_str()))
     }
 }

@@ -20,7 +20,8 @@
 //!   are pods of any node), as kube-router's and Calico's ServiceAccounts do. Not the
 //!   node's identity: the Node authorizer keeps a node to its own pods.
 //! - `cairn:ingress` (user `system:kube-proxy`): cairn-proxy's Ingress data plane
-//!   reads every Ingress, IngressClass and Secret (the `kubernetes.io/tls` ones it
+//!   reads every Ingress, IngressClass, Gateway API object (GatewayClass, Gateway,
+//!   HTTPRoute, ReferenceGrant), Namespace and Secret (the `kubernetes.io/tls` ones it
 //!   serves; RBAC cannot narrow a list by type), as ingress-nginx's and Traefik's
 //!   ServiceAccounts do from a DaemonSet on every node. Delete the binding, and run the
 //!   proxies with `--ingress=false`, to keep Secrets from nodes' proxies.
@@ -95,8 +96,29 @@ fn controller_extras() -> Vec<PolicyRule> {
             &["networking.k8s.io"],
             &["ingresses/status"],
         ),
+        // The Gateway controller's conditions (the Gateway API kinds are CRDs).
+        rule(&["get", "list", "watch"], &[GATEWAY_GROUP], &GATEWAY_KINDS),
+        rule(
+            &["update", "patch"],
+            &[GATEWAY_GROUP],
+            &[
+                "gatewayclasses/status",
+                "gateways/status",
+                "httproutes/status",
+            ],
+        ),
+        rule(&["get", "list", "watch"], &[""], &["namespaces", "secrets"]),
     ]
 }
+
+const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
+/// What both halves of the Gateway controller read.
+const GATEWAY_KINDS: [&str; 4] = [
+    "gatewayclasses",
+    "gateways",
+    "httproutes",
+    "referencegrants",
+];
 
 /// The roles, built from the bootstrap roles they extend.
 pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
@@ -136,6 +158,9 @@ pub fn roles(controller_roles: &[ClusterRole]) -> Vec<ClusterRole> {
                     &["networking.k8s.io"],
                     &["ingresses", "ingressclasses"],
                 ),
+                rule(&["get", "list", "watch"], &[GATEWAY_GROUP], &GATEWAY_KINDS),
+                // allowedRoutes selects namespaces by their labels.
+                rule(&["get", "list", "watch"], &[""], &["namespaces"]),
             ],
         ),
     ]

@@ -1,0 +1,140 @@
+//! The ports Gateway listeners ask for beyond the Ingress listeners': bound when a
+//! snapshot first names one, drained and closed when none does any more. A port that
+//! cannot be bound (another process holds it) is logged and tried again with the next
+//! snapshot.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use cairn_ingress::gateway::Protocol;
+use cairn_ingress_proxy::{
+    serve, server_config, Forwarder, Listener, Routes, ServeConfig, SniResolver,
+};
+use rustls::sign::CertifiedKey;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+struct Running {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+pub(super) struct Ports {
+    /// The address the extra ports bind on (the Ingress HTTP listener's).
+    host: IpAddr,
+    /// Served by the Ingress listeners already.
+    fixed: Vec<(u16, Protocol)>,
+    routes: Arc<Routes>,
+    forwarder: Arc<Forwarder>,
+    fallback: Arc<CertifiedKey>,
+    running: BTreeMap<(u16, Protocol), Running>,
+}
+
+impl Ports {
+    pub(super) fn new(
+        host: IpAddr,
+        fixed: Vec<(u16, Protocol)>,
+        routes: Arc<Routes>,
+        forwarder: Arc<Forwarder>,
+        fallback: Arc<CertifiedKey>,
+    ) -> Ports {
+        Ports {
+            host,
+            fixed,
+            routes,
+            forwarder,
+            fallback,
+            running: BTreeMap::new(),
+        }
+    }
+
+    /// Serves the ports the snapshot in force names, and only those.
+    pub(super) async fn sync(&mut self) {
+        let snapshot = self.routes.current();
+        let wanted: BTreeSet<(u16, Protocol)> = snapshot
+            .gateways
+            .iter()
+            .map(|l| (l.port, l.protocol))
+            .filter(|p| !self.fixed.contains(p))
+            .collect();
+        drop(snapshot);
+        let gone: Vec<(u16, Protocol)> = self
+            .running
+            .keys()
+            .filter(|p| !wanted.contains(p))
+            .copied()
+            .collect();
+        for port in gone {
+            if let Some(running) = self.running.remove(&port) {
+                info!(
+                    port = port.0,
+                    "no Gateway listener uses the port any more; draining it"
+                );
+                stop(running).await;
+            }
+        }
+        for port in wanted {
+            if !self.running.contains_key(&port) {
+                self.start(port).await;
+            }
+        }
+    }
+
+    async fn start(&mut self, (port, protocol): (u16, Protocol)) {
+        let address = SocketAddr::new(self.host, port);
+        let socket = match TcpListener::bind(address).await {
+            Ok(socket) => socket,
+            Err(e) => {
+                warn!(%address, error = %e, "a Gateway listener's port cannot be bound; trying again on the next change");
+                return;
+            }
+        };
+        let tls = match protocol {
+            Protocol::Http => None,
+            Protocol::Https => {
+                let resolver =
+                    SniResolver::new(self.routes.clone(), self.fallback.clone(), port, false);
+                match server_config(Arc::new(resolver)) {
+                    Ok(config) => Some(tokio_rustls::TlsAcceptor::from(config)),
+                    Err(e) => {
+                        warn!(%address, error = %e, "TLS configuration of a Gateway listener's port");
+                        return;
+                    }
+                }
+            }
+        };
+        let listener = Listener {
+            socket,
+            tls,
+            ingress: false,
+        };
+        let (stop, mut stopping) = watch::channel(false);
+        let until = async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        };
+        let task = tokio::spawn(serve(
+            listener,
+            self.forwarder.clone(),
+            ServeConfig::default(),
+            until,
+        ));
+        info!(%address, ?protocol, "serving a Gateway listener's port");
+        self.running
+            .insert((port, protocol), Running { stop, task });
+    }
+
+    /// Drains every port it serves.
+    pub(super) async fn stop_all(&mut self) {
+        for (_, running) in std::mem::take(&mut self.running) {
+            stop(running).await;
+        }
+    }
+}
+
+async fn stop(running: Running) {
+    let _ = running.stop.send(true);
+    let _ = running.task.await;
+}
