@@ -9,7 +9,11 @@
 //! older Ingress keeps it, a Warning event on the newer); a Secret update under a client loop
 //! (the new certificate served, no failed request); a rollout of a backend Deployment
 //! under a keep-alive client loop (no failed request); a slow-loris client (others
-//! served, its connections cut); NodePort and ServiceLB on the same nodes.
+//! served, its connections cut); NodePort and ServiceLB on the same nodes; then a
+//! Gateway beside the Ingresses on port 80 and alone on 8088, with routes from another
+//! namespace (allowedRoutes by namespace labels, a ReferenceGrant to the backend,
+//! granted then revoked), a header match with a header filter, a redirect, and a route
+//! the listener does not allow, with their conditions.
 //!
 //! Backends are python `http.server`s in busybox pods (the node's `/usr` mounted, as
 //! `netpol.rs` does) answering with their Service, pod, path and request headers. Every
@@ -27,6 +31,12 @@ use common::{eventually, Lab};
 use serde_json::{json, Value};
 
 const MINUTE: Duration = Duration::from_secs(60);
+
+/// The Gateway API's standard-channel CRDs, as released upstream.
+const GATEWAY_API_CRDS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../control/tests/fixtures/crds/gateway-api-standard.yaml"
+);
 
 const ECHO: &str = r#"
 import http.server, json, os, socket
@@ -199,6 +209,9 @@ fn tls_secret(lab: &Lab, c: &Certificate) {
 #[test]
 fn ingress_routes_http_and_https_from_outside_the_nodes() {
     let lab = Lab::up("e2eing", 16507, &["--nodes=2"]);
+    // The Gateway API's CRDs first: the controllers' watches find them while the
+    // Ingress cases run.
+    lab.kubectl(&["create", "-f", GATEWAY_API_CRDS]);
     let default =
         "jsonpath={.metadata.annotations.ingressclass\\.kubernetes\\.io/is-default-class}";
     assert_eq!(
@@ -378,6 +391,7 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
     rollout_fails_no_request(&lab, &http[1]);
     slow_loris_leaves_others_served(&lab, &http[0]);
     node_port_and_service_lb_beside_ingress(&lab, &nodes);
+    gateway_api_beside_ingress(&lab, &nodes);
 }
 
 /// The Secret replaced under a loop of new HTTPS connections trusting both CAs: every
@@ -491,4 +505,145 @@ fn node_port_and_service_lb_beside_ingress(lab: &Lab, nodes: &[String; 2]) {
         let (status, body) = get(lab, &format!("{node}:80"), "foo.com", "/bar", None);
         assert_eq!((status, service_of(&body)), (200, "svc1".into()));
     }
+}
+
+fn gateway_objects() -> Vec<Value> {
+    let gw = "gateway.networking.k8s.io/v1";
+    let route = |ns: &str, name: &str, section: &str, spec: Value| {
+        let mut spec = spec;
+        spec["parentRefs"] =
+            json!([{"name": "web", "namespace": "default", "sectionName": section}]);
+        json!({"apiVersion": gw, "kind": "HTTPRoute", "metadata": {"namespace": ns, "name": name}, "spec": spec})
+    };
+    let svc = |name: &str| json!({"name": name, "namespace": "default", "port": 8080});
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": "gw-apps", "labels": {"team": "apps"}}}),
+        json!({"apiVersion": gw, "kind": "GatewayClass", "metadata": {"name": "cairn"},
+               "spec": {"controllerName": "cairn.io/gateway-controller"}}),
+        json!({"apiVersion": gw, "kind": "Gateway", "metadata": {"namespace": "default", "name": "web"},
+               "spec": {"gatewayClassName": "cairn", "listeners": [
+                   {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "*.gw.example",
+                    "allowedRoutes": {"namespaces": {"from": "Selector",
+                                      "selector": {"matchLabels": {"team": "apps"}}}}},
+                   {"name": "alt", "port": 8088, "protocol": "HTTP",
+                    "allowedRoutes": {"namespaces": {"from": "All"}}}]}}),
+        json!({"apiVersion": gw, "kind": "ReferenceGrant",
+               "metadata": {"namespace": "default", "name": "gw-apps-to-services"},
+               "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "gw-apps"}],
+                        "to": [{"group": "", "kind": "Service"}]}}),
+        route(
+            "gw-apps",
+            "shop",
+            "http",
+            json!({"hostnames": ["shop.gw.example"], "rules": [
+            {"matches": [{"headers": [{"name": "x-canary", "value": "yes"}]}],
+             "filters": [{"type": "RequestHeaderModifier",
+                          "requestHeaderModifier": {"set": [{"name": "x-gateway", "value": "web"}]}}],
+             "backendRefs": [svc("svc2")]},
+            {"matches": [{"path": {"type": "PathPrefix", "value": "/old"}}],
+             "filters": [{"type": "RequestRedirect",
+                          "requestRedirect": {"hostname": "new.gw.example", "statusCode": 301}}]},
+            {"backendRefs": [svc("svc1")]}]}),
+        ),
+        route(
+            "default",
+            "denied",
+            "http",
+            json!({"rules": [{"backendRefs": [svc("svc1")]}]}),
+        ),
+        route(
+            "default",
+            "alt",
+            "alt",
+            json!({"rules": [{"backendRefs": [svc("svc2")]}]}),
+        ),
+    ]
+}
+
+/// A route's condition on its first parent: `STATUS REASON`.
+fn route_condition(lab: &Lab, namespace: &str, route: &str, kind: &str) -> String {
+    let path = format!(
+        "jsonpath={{.status.parents[0].conditions[?(@.type==\"{kind}\")].status}} {{.status.parents[0].conditions[?(@.type==\"{kind}\")].reason}}"
+    );
+    lab.kubectl(&["get", "httproute", "-n", namespace, route, "-o", &path])
+}
+
+/// A Gateway on port 80 beside the Ingresses and alone on 8088: its routes from the
+/// switch to both nodes, and the conditions upstream asks for.
+fn gateway_api_beside_ingress(lab: &Lab, nodes: &[String; 2]) {
+    apply(lab, &gateway_objects());
+    for (ns, route, want) in [
+        ("gw-apps", "shop", "True Accepted"),
+        ("default", "denied", "False NotAllowedByListeners"),
+        ("default", "alt", "True Accepted"),
+    ] {
+        eventually(&format!("HTTPRoute {ns}/{route} {want}"), MINUTE, || {
+            (route_condition(lab, ns, route, "Accepted") == want).then_some(())
+        });
+    }
+    assert_eq!(
+        route_condition(lab, "gw-apps", "shop", "ResolvedRefs"),
+        "True ResolvedRefs"
+    );
+    let listeners = "jsonpath={.status.conditions[?(@.type==\"Programmed\")].status} {.status.listeners[*].attachedRoutes} {.status.addresses[*].value}";
+    let mut addresses = nodes.to_vec();
+    addresses.sort();
+    let want = format!("True 1 1 {}", addresses.join(" "));
+    eventually("the Gateway's status", MINUTE, || {
+        (lab.kubectl(&["get", "gateway", "web", "-o", listeners]) == want).then_some(())
+    });
+    for node in nodes {
+        let target = format!("{node}:80");
+        let canary = eventually("the shop route served", MINUTE, || {
+            let r = on_switch(
+                lab,
+                &[
+                    "get",
+                    &target,
+                    "shop.gw.example",
+                    "/x",
+                    "--header",
+                    "X-Canary: yes",
+                ],
+            )
+            .ok()?;
+            (r["status"] == 200).then_some(r)
+        });
+        let body: Value = serde_json::from_str(canary["body"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            (
+                body["service"].clone(),
+                body["headers"]["x-gateway"].clone()
+            ),
+            (json!("svc2"), json!("web"))
+        );
+        let (status, body) = get(lab, &target, "shop.gw.example", "/x", None);
+        assert_eq!((status, service_of(&body)), (200, "svc1".into()));
+        let r = on_switch(lab, &["get", &target, "shop.gw.example", "/old/page"]).unwrap();
+        assert_eq!(
+            (r["status"].clone(), r["location"].clone()),
+            (json!(301), json!("http://new.gw.example/old/page"))
+        );
+        // The Ingresses keep port 80's other hosts.
+        let (status, body) = get(lab, &target, "foo.com", "/bar", None);
+        assert_eq!((status, service_of(&body)), (200, "svc1".into()));
+        let alt = format!("{node}:8088");
+        let body = eventually("port 8088 bound", MINUTE, || {
+            let r = on_switch(lab, &["get", &alt, "any.host", "/"]).ok()?;
+            (r["status"] == 200).then(|| r["body"].as_str().unwrap().to_string())
+        });
+        assert_eq!(service_of(&body), "svc2");
+    }
+    // The grant revoked: the cross-namespace backend is refused, and its share is a 500.
+    lab.kubectl(&["delete", "referencegrant", "gw-apps-to-services"]);
+    eventually("shop's ResolvedRefs RefNotPermitted", MINUTE, || {
+        (route_condition(lab, "gw-apps", "shop", "ResolvedRefs") == "False RefNotPermitted")
+            .then_some(())
+    });
+    let target = format!("{}:80", nodes[0]);
+    eventually("the revoked backend answers 500", MINUTE, || {
+        let (status, _) = get(lab, &target, "shop.gw.example", "/x", None);
+        (status == 500).then_some(())
+    });
 }

@@ -15,6 +15,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod expectations;
 pub mod garbagecollector;
+pub mod gateway;
 pub mod hpa;
 pub mod informer;
 pub mod ingress;
@@ -106,6 +107,7 @@ const STARTERS: &[(&str, Starter)] = &[
     ("pv-protection", volume::start_volume_protection),
     ("servicelb", servicelb::start),
     ("ingress", ingress::start),
+    ("gateway", gateway::start),
     ("clusterrole-aggregation", clusterroleaggregation::start),
     ("root-ca-cert-publisher", rootcacertpublisher::start),
 ];

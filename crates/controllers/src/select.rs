@@ -31,6 +31,7 @@ pub const KNOWN: &[(&str, bool)] = &[
     ("pv-protection", true),
     ("servicelb", true),
     ("ingress", true),
+    ("gateway", true),
     ("clusterrole-aggregation", true),
     ("root-ca-cert-publisher", true),
 ];

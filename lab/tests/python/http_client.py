@@ -1,8 +1,9 @@
 """HTTP(S) clients for the Ingress e2e test, run on the lab's switch (outside the nodes).
 Standard library only. Each mode prints one JSON line.
 
-  get TARGET HOST PATH [--ca FILE]
-      one request (HTTPS when --ca is given, SNI = HOST): {"status", "body", "issuer"}
+  get TARGET HOST PATH [--ca FILE] [--header NAME:VALUE]...
+      one request (HTTPS when --ca is given, SNI = HOST):
+      {"status", "body", "issuer", "location"}
   loop TARGET HOST PATH STOPFILE [--ca FILE] [--keepalive]
       requests back to back until STOPFILE exists:
       {"ok", "failed", "errors": [first 5], "issuers": {issuer CN: count}, "bodies": {body: count}}
@@ -35,7 +36,8 @@ def connect(target, host, ca):
 
 
 def read_response(stream):
-    """(status, body) of one HTTP/1.1 response with a Content-Length or chunked body."""
+    """(status, body, headers) of one HTTP/1.1 response with a Content-Length or chunked
+    body."""
     line = stream.readline()
     if not line:
         raise ConnectionError("closed before a response")
@@ -58,20 +60,21 @@ def read_response(stream):
             stream.readline()
     else:
         body = stream.read(int(headers.get("content-length", "0")))
-    return status, body.decode("utf-8", "replace")
+    return status, body.decode("utf-8", "replace"), headers
 
 
-def request(sock, host, path, keepalive):
+def request(sock, host, path, keepalive, extra=()):
     connection = "keep-alive" if keepalive else "close"
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: {connection}\r\n\r\n".encode())
+    lines = "".join(f"{h}\r\n" for h in extra)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: {connection}\r\n{lines}\r\n".encode())
 
 
-def get(target, host, path, ca):
+def get(target, host, path, ca, extra=()):
     sock, issuer = connect(target, host, ca)
-    request(sock, host, path, False)
-    status, body = read_response(sock.makefile("rb"))
+    request(sock, host, path, False, extra)
+    status, body, headers = read_response(sock.makefile("rb"))
     sock.close()
-    return {"status": status, "body": body, "issuer": issuer}
+    return {"status": status, "body": body, "issuer": issuer, "location": headers.get("location")}
 
 
 def loop(target, host, path, stop, ca, keepalive):
@@ -84,7 +87,7 @@ def loop(target, host, path, stop, ca, keepalive):
                 stream = sock.makefile("rb")
                 issuers[issuer] = issuers.get(issuer, 0) + 1
             request(sock, host, path, keepalive)
-            status, body = read_response(stream)
+            status, body, _ = read_response(stream)
             if status != 200:
                 raise ValueError(f"{status}: {body.strip()}")
             ok += 1
@@ -143,11 +146,16 @@ def main(argv):
         i = argv.index("--ca")
         ca = argv[i + 1]
         del argv[i : i + 2]
+    extra = []
+    while "--header" in argv:
+        i = argv.index("--header")
+        extra.append(argv[i + 1])
+        del argv[i : i + 2]
     keepalive = "--keepalive" in argv
     argv = [a for a in argv if a != "--keepalive"]
     mode, target, host, path = argv[1:5]
     if mode == "get":
-        out = get(target, host, path, ca)
+        out = get(target, host, path, ca, extra)
     elif mode == "loop":
         out = loop(target, host, path, argv[5], ca, keepalive)
     elif mode == "slowloris":
