@@ -117,6 +117,8 @@ where
                 listed.send_replace(true);
             }
             match event {
+                // A relist begins (also before each retry): nothing changed yet.
+                Ok(watcher::Event::Init) => {}
                 Ok(_) => {
                     failing = false;
                     notify.notify_one();

@@ -75,6 +75,8 @@ where
         let mut failing = false;
         while let Some(event) = stream.next().await {
             match event {
+                // A relist begins (also before each retry): nothing changed yet.
+                Ok(watcher::Event::Init) => {}
                 Ok(_) => {
                     failing = false;
                     notify.notify_one();
