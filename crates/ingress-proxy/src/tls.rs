@@ -55,5 +55,8 @@ pub fn server_config(
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // Session tickets, as nginx sends by default: a returning client resumes without a
+    // new signature (keys rotate every 6 hours, in memory only).
+    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
     Ok(Arc::new(config))
 }

@@ -179,13 +179,6 @@ impl Harness {
         let two = backend("svc2", gate.clone()).await;
         let routes = Arc::new(Routes::default());
         let fallback = Arc::new(default_certificate().unwrap());
-        let tls = server_config(Arc::new(SniResolver::new(
-            routes.clone(),
-            fallback,
-            0,
-            true,
-        )))
-        .unwrap();
         let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
         let config = ServeConfig {
             header_timeout,
@@ -194,10 +187,19 @@ impl Harness {
         let (tx, rx) = oneshot::channel::<()>();
         let rx = shutdown_signal(rx);
         let mut stopped = Vec::new();
-        let mut addrs = Vec::new();
-        for tls in [None, Some(tokio_rustls::TlsAcceptor::from(tls))] {
-            let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addrs.push(socket.local_addr().unwrap());
+        let sockets = [
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        ];
+        let addrs: Vec<SocketAddr> = sockets.iter().map(|s| s.local_addr().unwrap()).collect();
+        // The HTTPS port's resolver asks the Gateway listeners on that port first.
+        let resolver = SniResolver::new(routes.clone(), fallback, addrs[1].port(), true);
+        let tls = server_config(Arc::new(resolver)).unwrap();
+        let [plain_socket, tls_socket] = sockets;
+        for (socket, tls) in [
+            (plain_socket, None),
+            (tls_socket, Some(tokio_rustls::TlsAcceptor::from(tls))),
+        ] {
             let listener = Listener {
                 socket,
                 tls,
@@ -722,4 +724,65 @@ async fn gateway_routes_share_the_ingress_port_with_filters_redirects_and_weight
             "{host}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_gateway_https_listener_serves_its_secret_beside_the_ingress_hosts() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let ca = Authority::generate("gateway-ca", year).unwrap();
+    let gw_leaf = ca
+        .issue_serving("secure.gw.test", &["secure.gw.test".into()], year)
+        .unwrap();
+    let ingress_leaf = ca
+        .issue_serving("foo.com", &["foo.com".into()], year)
+        .unwrap();
+    let secrets = [
+        tls_secret("gw-cert", &gw_leaf.cert_pem, &gw_leaf.key_pem),
+        tls_secret("my-cert", &ingress_leaf.cert_pem, &ingress_leaf.key_pem),
+    ];
+    let class: GatewayClass = serde_json::from_value(json!({"metadata": {"name": "cairn"},
+        "spec": {"controllerName": "cairn.io/gateway-controller"}}))
+    .unwrap();
+    let gateway: Gateway = serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": "secure"},
+        "spec": {"gatewayClassName": "cairn", "listeners": [
+            {"name": "https", "port": h.https.port(), "protocol": "HTTPS", "hostname": "secure.gw.test",
+             "tls": {"certificateRefs": [{"name": "gw-cert"}]}}]}
+    }))
+    .unwrap();
+    let route: HttpRoute = serde_json::from_value(json!({
+        "metadata": {"namespace": "default", "name": "secure"},
+        "spec": {"parentRefs": [{"name": "secure"}],
+                 "rules": [{"backendRefs": [{"name": "svc1", "port": 8080}]}]}
+    }))
+    .unwrap();
+    let inputs = attach::Inputs {
+        classes: vec![&class],
+        gateways: vec![&gateway],
+        routes: vec![&route],
+        services: [("default".to_string(), "svc1".to_string())].into(),
+        tls_secrets: [("default".to_string(), "gw-cert".to_string())].into(),
+        ..Default::default()
+    };
+    let listeners = attach::attach(&inputs).listeners;
+    assert_eq!(listeners.len(), 1);
+    assert!(h.load_with(&secrets, &[], listeners).is_empty());
+    let mut secure = connect_https(h.https, "secure.gw.test", ca.cert_pem())
+        .await
+        .unwrap();
+    let (status, body) = get_on(&mut secure, "secure.gw.test", "/any").await;
+    assert_eq!(
+        (status, body_json(&body)["backend"].clone()),
+        (StatusCode::OK, json!("svc1"))
+    );
+    assert_eq!(body_json(&body)["headers"]["x-forwarded-proto"], "https");
+    // The Ingress's TLS host on the same port keeps its own certificate and routes.
+    let mut ingress = connect_https(h.https, "foo.com", ca.cert_pem())
+        .await
+        .unwrap();
+    assert_eq!(
+        get_on(&mut ingress, "foo.com", "/bar").await.0,
+        StatusCode::OK
+    );
 }
