@@ -24,6 +24,31 @@ pub(crate) fn trim_meta(meta: &mut ObjectMeta) {
     meta.annotations = None;
 }
 
+/// What a store can follow: a typed, trimmable API object.
+pub(crate) trait Followed:
+    kube::Resource<DynamicType = ()>
+    + Trim
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Followed for K where
+    K: kube::Resource<DynamicType = ()>
+        + Trim
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Follows the objects of kind `K` that `config` selects into a store, trimmed; each
 /// event wakes `notify`.
 pub(crate) fn follow<K>(
@@ -33,14 +58,7 @@ pub(crate) fn follow<K>(
     what: &'static str,
 ) -> Store<K>
 where
-    K: kube::Resource<DynamicType = ()>
-        + Trim
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Followed,
 {
     let (reader, writer) = reflector::store();
     let stream = reflect(writer, watcher(api, config).modify(K::trim)).default_backoff();
@@ -95,14 +113,7 @@ pub(crate) fn follow_optional<K>(
     what: &'static str,
 ) -> (Store<K>, tokio::sync::watch::Receiver<bool>)
 where
-    K: kube::Resource<DynamicType = ()>
-        + Trim
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Followed,
 {
     let (reader, writer) = reflector::store();
     let watch = watcher(api, watcher::Config::default()).modify(K::trim);

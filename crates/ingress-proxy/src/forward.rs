@@ -8,14 +8,11 @@
 //! routed Service with nothing to send to: 503 saying why; a backend that fails: 502;
 //! one that does not answer in time: 504.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{header, Request, Response, StatusCode, Uri, Version};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tracing::debug;
 
@@ -24,12 +21,13 @@ use cairn_ingress::gateway::route::Filter;
 use cairn_ingress::host::request_host;
 
 use crate::gateway::{self, Decision};
-use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of, Origin};
+use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
 
-pub use crate::body::ProxyBody;
+pub use crate::body::{plain, ProxyBody};
+pub use crate::connection::Connection;
 
 /// How many endpoints one request may try.
 const MAX_ATTEMPTS: usize = 3;
@@ -55,56 +53,10 @@ impl Default for ForwardConfig {
     }
 }
 
-/// The connection a request came on, with the header values every request on it
-/// carries (formatted once per connection, not per request).
-#[derive(Debug, Clone)]
-pub struct Connection {
-    pub client: SocketAddr,
-    pub scheme: &'static str,
-    /// The port the connection came to (a Gateway listener's).
-    pub local_port: u16,
-    /// Whether this port also serves the Ingress routes.
-    pub ingress: bool,
-    client_header: http::HeaderValue,
-    port_header: http::HeaderValue,
-}
-
-impl Connection {
-    pub fn new(
-        client: SocketAddr,
-        local_port: u16,
-        scheme: &'static str,
-        ingress: bool,
-    ) -> Connection {
-        let ip = client.ip().to_string();
-        Connection {
-            client,
-            scheme,
-            local_port,
-            ingress,
-            client_header: http::HeaderValue::try_from(ip)
-                .unwrap_or(http::HeaderValue::from_static("unknown")),
-            port_header: http::HeaderValue::from(local_port),
-        }
-    }
-}
-
 pub struct Forwarder {
     routes: Arc<Routes>,
     pool: Arc<Pool>,
     response_timeout: Duration,
-}
-
-/// A response of the proxy's own, with a one-line plain-text body.
-pub fn plain(status: StatusCode, message: &str) -> Response<ProxyBody> {
-    let body = Full::new(Bytes::from(format!("{message}\n")))
-        .map_err(|e: Infallible| match e {})
-        .boxed();
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    let text = header::HeaderValue::from_static("text/plain; charset=utf-8");
-    response.headers_mut().insert(header::CONTENT_TYPE, text);
-    response
 }
 
 impl Forwarder {
@@ -205,13 +157,7 @@ impl Forwarder {
         let client_side = upgrade.as_ref().map(|_| hyper::upgrade::on(&mut request));
         let (mut parts, body) = request.into_parts();
         strip_hop_by_hop(&mut parts.headers, upgrade.as_ref());
-        let origin = Origin {
-            client: &conn.client_header,
-            scheme: conn.scheme,
-            port: &conn.port_header,
-            host: authority,
-        };
-        set_forwarded(&mut parts.headers, &origin);
+        set_forwarded(&mut parts.headers, &conn.origin(authority));
         parts.version = Version::HTTP_11;
         // Origin form: the endpoint is the connection's, the Host header the client's.
         parts.uri = parts

@@ -13,7 +13,8 @@ use cairn_ingress::gateway::{Action, Protocol, Request as RouteRequest};
 use http::header::{HeaderValue, LOCATION};
 use http::{Request, StatusCode};
 
-use crate::forward::{plain, Connection, ProxyBody};
+use crate::body::{plain, ProxyBody};
+use crate::connection::Connection;
 use crate::snapshot::{service_ref, Backend, Snapshot};
 
 pub enum Decision {

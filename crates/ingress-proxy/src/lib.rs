@@ -13,6 +13,7 @@
 
 pub mod body;
 pub mod certs;
+pub mod connection;
 pub mod forward;
 pub mod gateway;
 pub mod headers;

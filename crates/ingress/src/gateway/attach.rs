@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cairn_semantics::selector::Selector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+pub use super::cond::Cond;
 use super::hostname;
 use super::objects::{Gateway, GatewayClass, Listener, ReferenceGrant, RouteGroupKind, GROUP};
 use super::refs::{granted, resolve_backends, From, To};
@@ -29,32 +30,6 @@ pub type Key = (String, String);
 pub enum Protocol {
     Http,
     Https,
-}
-
-/// One condition's status, reason and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cond {
-    pub status: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-impl Cond {
-    pub fn yes(reason: &'static str, message: impl Into<String>) -> Cond {
-        Cond {
-            status: true,
-            reason,
-            message: message.into(),
-        }
-    }
-
-    pub fn no(reason: &'static str, message: impl Into<String>) -> Cond {
-        Cond {
-            status: false,
-            reason,
-            message: message.into(),
-        }
-    }
 }
 
 /// What attachment reads.
@@ -559,15 +534,7 @@ fn attach_to(
     }
     let mut attached = 0;
     for l in allowed {
-        let names: Vec<Option<&str>> = match route.spec.hostnames.is_empty() {
-            true => vec![None],
-            false => route
-                .spec
-                .hostnames
-                .iter()
-                .map(|h| Some(h.as_str()))
-                .collect(),
-        };
+        let names = hostname::of_route(route);
         let listener = l.listener.hostname.as_deref();
         if names
             .iter()

@@ -1,6 +1,19 @@
 //! Gateway API hostnames: `*.` wildcards match ONE OR MORE labels (unlike Ingress's one),
 //! and a route's hostnames are intersected with its listener's.
 
+/// A route's hostnames; `[None]` (any) when it names none.
+pub fn of_route(route: &super::route::HttpRoute) -> Vec<Option<&str>> {
+    match route.spec.hostnames.is_empty() {
+        true => vec![None],
+        false => route
+            .spec
+            .hostnames
+            .iter()
+            .map(|h| Some(h.as_str()))
+            .collect(),
+    }
+}
+
 /// Whether `pattern` (a hostname, `*.suffix`, or `None` for any) matches the request
 /// host `host` (lower case, no port).
 pub fn matches(pattern: Option<&str>, host: &str) -> bool {

@@ -5,6 +5,7 @@
 //! conformance tests' request → backend tables.
 
 pub mod attach;
+pub mod cond;
 pub mod dispatch;
 pub mod filters;
 pub mod hostname;

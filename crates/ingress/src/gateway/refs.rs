@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::attach::Cond;
+use super::cond::Cond;
 use super::objects::{ReferenceGrant, GROUP};
 use super::route::HttpRoute;
 

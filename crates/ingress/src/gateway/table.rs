@@ -120,16 +120,7 @@ impl ListenerTable {
         let mut table = ListenerTable::default();
         let mut refused = Vec::new();
         for route in routes {
-            let names: Vec<Option<&str>> = match route.spec.hostnames.is_empty() {
-                true => vec![None],
-                false => route
-                    .spec
-                    .hostnames
-                    .iter()
-                    .map(|h| Some(h.as_str()))
-                    .collect(),
-            };
-            let effective: Vec<Option<String>> = names
+            let effective: Vec<Option<String>> = hostname::of_route(route)
                 .into_iter()
                 .filter_map(|h| hostname::intersect(listener, h))
                 .collect();
