@@ -9,6 +9,10 @@
 //! any more (the route is in: a 503, its Service has no endpoints); measured from just
 //! before the write. Memory: each cairn-proxy's RSS before the objects and after.
 //!
+//! `INGRESS_SCALE_LAB_ARGS` adds `cairn-lab up` flags (space-separated), e.g.
+//! `--proxy-arg=--network-policy=false` for a node whose proxy serves only Services and
+//! Ingress.
+//!
 //! `cargo bench -p cairn-lab --bench ingress_scale`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -122,7 +126,11 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(40);
-    let lab = Lab::up("ingscale", 16511, &["--nodes=2"]);
+    let extra = std::env::var("INGRESS_SCALE_LAB_ARGS").unwrap_or_default();
+    let mut args = vec!["--nodes=2"];
+    args.extend(extra.split_whitespace());
+    println!("lab flags: {args:?}");
+    let lab = Lab::up("ingscale", 16511, &args);
     let nodes: Vec<String> = NODES.iter().map(|n| lab.node_ip(n)).collect();
     let before: Vec<u64> = NODES.iter().map(|n| rss_kib(n)).collect();
     let api = Api::new(&lab);

@@ -71,8 +71,9 @@ struct Cli {
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     network_policy: bool,
     /// Serve Ingresses of the `cairn` class (and, when it is the default class, those
-    /// naming none) on this node; needs credentials that may read Ingresses,
-    /// IngressClasses and TLS Secrets (the `cairn:ingress` role of `system:kube-proxy`).
+    /// naming none) and the Gateways of cairn's GatewayClasses on this node; needs
+    /// credentials that may read Ingresses, IngressClasses, TLS Secrets, Namespaces and
+    /// the Gateway API kinds (the `cairn:ingress` role of `system:kube-proxy`).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     ingress: bool,
     /// The Ingress data plane's plain HTTP listener; empty to turn it off.
