@@ -101,7 +101,9 @@ fn poller(
     (child, out)
 }
 
-fn rss_kib(node: &str) -> u64 {
+/// A proxy's resident memory in KiB: (all, anonymous). The rest is file-backed, mostly
+/// the binary's code pages (shared, reclaimable page cache).
+fn rss_kib(node: &str) -> (u64, u64) {
     let out = Command::new("pgrep")
         .args(["-f", &format!("cairn-proxy .*--hostname-override {node}")])
         .output()
@@ -112,8 +114,11 @@ fn rss_kib(node: &str) -> u64 {
         .unwrap_or_else(|| panic!("no proxy of {node}"))
         .to_string();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    let field = |name: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    (field("VmRSS:"), field("RssAnon:"))
 }
 
 fn pct(v: &mut [f64], q: f64) -> f64 {
@@ -132,7 +137,7 @@ fn main() {
     println!("lab flags: {args:?}");
     let lab = Lab::up("ingscale", 16511, &args);
     let nodes: Vec<String> = NODES.iter().map(|n| lab.node_ip(n)).collect();
-    let before: Vec<u64> = NODES.iter().map(|n| rss_kib(n)).collect();
+    let before: Vec<(u64, u64)> = NODES.iter().map(|n| rss_kib(n)).collect();
     let api = Api::new(&lab);
     let start = Instant::now();
     populate(&api);
@@ -172,12 +177,15 @@ fn main() {
         pct(&mut write, 0.99)
     );
     for (n, node) in NODES.iter().enumerate() {
-        let after = rss_kib(node);
+        let (after, anon) = rss_kib(node);
+        let mb = |kib: u64| kib as f64 / 1024.0;
         println!(
-            "{node} cairn-proxy RSS: {:.1} MB before the objects, {:.1} MB with 1,000 Ingresses (+{:.1} MB)",
-            before[n] as f64 / 1024.0,
-            after as f64 / 1024.0,
-            (after as f64 - before[n] as f64) / 1024.0
+            "{node} cairn-proxy RSS: {:.1} MB before the objects, {:.1} MB with 1,000 Ingresses (+{:.1} MB); anonymous {:.1} MB -> {:.1} MB (the rest is code pages)",
+            mb(before[n].0),
+            mb(after),
+            mb(after) - mb(before[n].0),
+            mb(before[n].1),
+            mb(anon)
         );
     }
     drop(lab);
