@@ -13,7 +13,8 @@
 //! Gateway beside the Ingresses on port 80 and alone on 8088, with routes from another
 //! namespace (allowedRoutes by namespace labels, a ReferenceGrant to the backend,
 //! granted then revoked), a header match with a header filter, a redirect, and a route
-//! the listener does not allow, with their conditions.
+//! the listener does not allow, with their conditions; a listener on a port the nodes
+//! hold (a Warning event from them).
 //!
 //! Backends are python `http.server`s in busybox pods (the node's `/usr` mounted, as
 //! `netpol.rs` does) answering with their Service, pod, path and request headers. Every
@@ -527,7 +528,9 @@ fn gateway_objects() -> Vec<Value> {
                     "allowedRoutes": {"namespaces": {"from": "Selector",
                                       "selector": {"matchLabels": {"team": "apps"}}}}},
                    {"name": "alt", "port": 8088, "protocol": "HTTP",
-                    "allowedRoutes": {"namespaces": {"from": "All"}}}]}}),
+                    "allowedRoutes": {"namespaces": {"from": "All"}}},
+                   // Bad input: a port each node's cairn-proxy holds (its healthz).
+                   {"name": "taken", "port": 10256, "protocol": "HTTP"}]}}),
         json!({"apiVersion": gw, "kind": "ReferenceGrant",
                "metadata": {"namespace": "default", "name": "gw-apps-to-services"},
                "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "gw-apps"}],
@@ -589,7 +592,7 @@ fn gateway_api_beside_ingress(lab: &Lab, nodes: &[String; 2]) {
     let listeners = "jsonpath={.status.conditions[?(@.type==\"Programmed\")].status} {.status.listeners[*].attachedRoutes} {.status.addresses[*].value}";
     let mut addresses = nodes.to_vec();
     addresses.sort();
-    let want = format!("True 1 1 {}", addresses.join(" "));
+    let want = format!("True 1 1 0 {}", addresses.join(" "));
     eventually("the Gateway's status", MINUTE, || {
         (lab.kubectl(&["get", "gateway", "web", "-o", listeners]) == want).then_some(())
     });
@@ -635,6 +638,16 @@ fn gateway_api_beside_ingress(lab: &Lab, nodes: &[String; 2]) {
         });
         assert_eq!(service_of(&body), "svc2");
     }
+    // The listener whose port the nodes cannot bind: a Warning event from the nodes.
+    let selector = "involvedObject.kind=Gateway,involvedObject.name=web";
+    let events = "jsonpath={range .items[*]}{.type} {.reason}: {.message}{\"\\n\"}{end}";
+    let said = eventually("the Gateway's PortUnavailable event", MINUTE, || {
+        let got = lab.kubectl(&["get", "events", "--field-selector", selector, "-o", events]);
+        got.lines()
+            .find(|l| l.starts_with("Warning PortUnavailable: "))
+            .map(str::to_string)
+    });
+    assert!(said.contains("listening on 0.0.0.0:10256"), "{said}");
     // The grant revoked: the cross-namespace backend is refused, and its share is a 500.
     lab.kubectl(&["delete", "referencegrant", "gw-apps-to-services"]);
     eventually("shop's ResolvedRefs RefNotPermitted", MINUTE, || {

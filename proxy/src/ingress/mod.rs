@@ -32,7 +32,7 @@ use crate::follow::{follow, follow_optional};
 mod ports;
 mod stores;
 
-use ports::Ports;
+use ports::{Ports, Unavailable};
 use stores::{GatewayStores, Stores};
 
 #[derive(Debug, thiserror::Error)]
@@ -162,14 +162,16 @@ pub async fn run(
         servers.push(tokio::spawn(server));
     }
     let mut ports = extra_ports(&config, &routes, &forwarder, fallback);
-    ports.sync().await;
+    let unavailable = ports.sync().await;
+    tell_unavailable(&stores, &routes, &events, &unavailable);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             _ = notify.notified() => {
                 publish(&mut reported);
-                ports.sync().await;
+                let unavailable = ports.sync().await;
+                tell_unavailable(&stores, &routes, &events, &unavailable);
             }
         }
     }
@@ -179,6 +181,39 @@ pub async fn run(
         let _ = server.await;
     }
     Ok(())
+}
+
+/// A port this node could not bind is a Warning event on each Gateway with a listener
+/// on it (upstream's listener reason `PortUnavailable`): the controller's `Programmed`
+/// speaks for the cluster, the event for this node.
+fn tell_unavailable(
+    stores: &Stores,
+    routes: &Routes,
+    events: &Recorder,
+    unavailable: &[Unavailable],
+) {
+    let snapshot = routes.current();
+    for port in unavailable {
+        let gateways: BTreeSet<&(String, String)> = snapshot
+            .gateways
+            .iter()
+            .filter(|l| l.port == port.port)
+            .map(|l| &l.gateway)
+            .collect();
+        for (namespace, name) in gateways {
+            let key = ObjectRef::new(name).within(namespace);
+            let Some(gateway) = stores.gateway.gateways.get(&key) else {
+                continue;
+            };
+            let note = Note {
+                kind: EventType::Warning,
+                reason: "PortUnavailable",
+                message: &port.message,
+                action: "Bind",
+            };
+            events.record(cairn_events::reference(gateway.as_ref()), &note);
+        }
+    }
 }
 
 /// The Gateway listeners' ports beyond the Ingress listeners', bound on the Ingress

@@ -1,7 +1,7 @@
 //! The ports Gateway listeners ask for beyond the Ingress listeners': bound when a
 //! snapshot first names one, drained and closed when none does any more. A port that
-//! cannot be bound (another process holds it) is logged and tried again with the next
-//! snapshot.
+//! cannot be bound (another process holds it) is reported once ([`Unavailable`], a
+//! Warning event on its Gateways) and tried again with the next snapshot.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
@@ -17,6 +17,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+/// A listener port this node could not bind.
+pub(super) struct Unavailable {
+    pub(super) port: u16,
+    pub(super) message: String,
+}
+
 struct Running {
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
@@ -31,6 +37,8 @@ pub(super) struct Ports {
     forwarder: Arc<Forwarder>,
     fallback: Arc<CertifiedKey>,
     running: BTreeMap<(u16, Protocol), Running>,
+    /// Ports whose bind failure was reported, until they bind or are not wanted.
+    told: BTreeSet<(u16, Protocol)>,
 }
 
 impl Ports {
@@ -48,11 +56,13 @@ impl Ports {
             forwarder,
             fallback,
             running: BTreeMap::new(),
+            told: BTreeSet::new(),
         }
     }
 
-    /// Serves the ports the snapshot in force names, and only those.
-    pub(super) async fn sync(&mut self) {
+    /// Serves the ports the snapshot in force names, and only those; the ports that
+    /// could not be bound and were not reported before.
+    pub(super) async fn sync(&mut self) -> Vec<Unavailable> {
         let snapshot = self.routes.current();
         let wanted: BTreeSet<(u16, Protocol)> = snapshot
             .gateways
@@ -76,20 +86,36 @@ impl Ports {
                 stop(running).await;
             }
         }
+        self.told.retain(|p| wanted.contains(p));
+        let mut unavailable = Vec::new();
         for port in wanted {
-            if !self.running.contains_key(&port) {
-                self.start(port).await;
+            if self.running.contains_key(&port) {
+                continue;
+            }
+            match self.start(port).await {
+                Ok(()) => {
+                    self.told.remove(&port);
+                }
+                Err(message) if self.told.insert(port) => {
+                    unavailable.push(Unavailable {
+                        port: port.0,
+                        message,
+                    });
+                }
+                Err(_) => {}
             }
         }
+        unavailable
     }
 
-    async fn start(&mut self, (port, protocol): (u16, Protocol)) {
+    /// Serves one port; why not, when it cannot be bound.
+    async fn start(&mut self, (port, protocol): (u16, Protocol)) -> Result<(), String> {
         let address = SocketAddr::new(self.host, port);
         let socket = match TcpListener::bind(address).await {
             Ok(socket) => socket,
             Err(e) => {
                 warn!(%address, error = %e, "a Gateway listener's port cannot be bound; trying again on the next change");
-                return;
+                return Err(format!("listening on {address}: {e}"));
             }
         };
         let tls = match protocol {
@@ -101,7 +127,7 @@ impl Ports {
                     Ok(config) => Some(tokio_rustls::TlsAcceptor::from(config)),
                     Err(e) => {
                         warn!(%address, error = %e, "TLS configuration of a Gateway listener's port");
-                        return;
+                        return Err(format!("TLS configuration of {address}: {e}"));
                     }
                 }
             }
@@ -124,6 +150,7 @@ impl Ports {
         info!(%address, ?protocol, "serving a Gateway listener's port");
         self.running
             .insert((port, protocol), Running { stop, task });
+        Ok(())
     }
 
     /// Drains every port it serves.
