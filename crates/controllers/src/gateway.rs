@@ -11,7 +11,6 @@
 //! Gateway API kinds are CRDs: until they are installed their watches retry and the
 //! controller has nothing to do.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cairn_ingress::gateway::attach::{key_of, Key, RouteState};
@@ -161,59 +160,18 @@ async fn run(
     }
 }
 
-fn inputs_of(caches: &Caches) -> Snapshot {
-    Snapshot {
-        classes: caches.classes.state(),
-        gateways: caches.gateways.state(),
-        routes: caches.routes.state(),
-        grants: caches.grants.state(),
-        namespaces: caches.namespaces.state(),
-        services: caches
-            .services
-            .state()
-            .iter()
-            .map(|s| key_of(&s.metadata))
-            .collect(),
-        tls_secrets: caches
-            .tls_secrets
-            .state()
-            .iter()
-            .map(|s| key_of(&s.metadata))
-            .collect(),
-    }
-}
-
-/// The caches at one moment.
-struct Snapshot {
-    classes: Vec<Arc<GatewayClass>>,
-    gateways: Vec<Arc<Gateway>>,
-    routes: Vec<Arc<HttpRoute>>,
-    grants: Vec<Arc<ReferenceGrant>>,
-    namespaces: Vec<Arc<Namespace>>,
-    services: BTreeSet<Key>,
-    tls_secrets: BTreeSet<Key>,
-}
-
 /// Writes every status that changed; the writes that failed.
 async fn sync(client: &Client, caches: &Caches) -> Vec<Error> {
-    let s = inputs_of(caches);
+    let (classes, gateways) = (caches.classes.state(), caches.gateways.state());
+    let (routes, grants) = (caches.routes.state(), caches.grants.state());
     let inputs = attach::Inputs {
-        classes: s.classes.iter().map(AsRef::as_ref).collect(),
-        gateways: s.gateways.iter().map(AsRef::as_ref).collect(),
-        routes: s.routes.iter().map(AsRef::as_ref).collect(),
-        grants: s.grants.iter().map(AsRef::as_ref).collect(),
-        namespaces: s
-            .namespaces
-            .iter()
-            .map(|n| {
-                (
-                    n.metadata.name.clone().unwrap_or_default(),
-                    n.metadata.labels.clone().unwrap_or_default(),
-                )
-            })
-            .collect(),
-        services: s.services.clone(),
-        tls_secrets: s.tls_secrets.clone(),
+        classes: classes.iter().map(AsRef::as_ref).collect(),
+        gateways: gateways.iter().map(AsRef::as_ref).collect(),
+        routes: routes.iter().map(AsRef::as_ref).collect(),
+        grants: grants.iter().map(AsRef::as_ref).collect(),
+        namespaces: attach::labels_by_name(caches.namespaces.state().iter().map(|n| &n.metadata)),
+        services: attach::keys(caches.services.state().iter().map(|s| &s.metadata)),
+        tls_secrets: attach::keys(caches.tls_secrets.state().iter().map(|s| &s.metadata)),
     };
     let attachment = attach::attach(&inputs);
     let now = Timestamp::from_second(Timestamp::now().as_second())
@@ -221,8 +179,7 @@ async fn sync(client: &Client, caches: &Caches) -> Vec<Error> {
         .to_string();
     let addresses = node_addresses(&caches.nodes.state());
     let mut writes: Vec<(&'static str, Key, Value)> = Vec::new();
-    for class in s
-        .classes
+    for class in classes
         .iter()
         .filter(|c| c.spec.controller_name == CONTROLLER_NAME)
     {
@@ -231,7 +188,7 @@ async fn sync(client: &Client, caches: &Caches) -> Vec<Error> {
             writes.push(("GatewayClass", key_of(&class.metadata), want));
         }
     }
-    for gateway in &s.gateways {
+    for gateway in &gateways {
         let key = key_of(&gateway.metadata);
         let Some(state) = attachment.gateways.get(&key) else {
             continue;
@@ -245,7 +202,7 @@ async fn sync(client: &Client, caches: &Caches) -> Vec<Error> {
         generation: None,
         parents: Vec::new(),
     };
-    for route in &s.routes {
+    for route in &routes {
         let key = key_of(&route.metadata);
         let state = attachment.routes.get(&key).unwrap_or(&none);
         if state.parents.is_empty() && !has_our_parents(route) {

@@ -18,7 +18,6 @@ use tracing::debug;
 
 use cairn_ingress::gateway::filters::modify_headers;
 use cairn_ingress::gateway::route::Filter;
-use cairn_ingress::host::request_host;
 
 use crate::gateway::{self, Decision};
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of};
@@ -91,8 +90,7 @@ impl Forwarder {
             return plain(StatusCode::BAD_REQUEST, "the request names no host");
         };
         let snapshot = self.routes.current();
-        let host = request_host(&authority);
-        match gateway::decide(&snapshot, &request, conn, &host) {
+        match gateway::decide(&snapshot, &request, conn, &authority) {
             Decision::NotClaimed => {}
             Decision::Respond(response) => return response,
             Decision::Forward { backend, filters } => {

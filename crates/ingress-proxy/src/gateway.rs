@@ -10,6 +10,7 @@ use cairn_ingress::gateway::dispatch::{listener_for, weighted};
 use cairn_ingress::gateway::filters::redirect_location;
 use cairn_ingress::gateway::route::Filter;
 use cairn_ingress::gateway::{Action, Protocol, Request as RouteRequest};
+use cairn_ingress::host::request_host;
 use http::header::{HeaderValue, LOCATION};
 use http::{Request, StatusCode};
 
@@ -21,7 +22,7 @@ pub enum Decision {
     /// Send to this backend, after the rule's filters.
     Forward {
         backend: Arc<Backend>,
-        filters: Vec<Filter>,
+        filters: Arc<[Filter]>,
     },
     /// The proxy answers itself.
     Respond(http::Response<ProxyBody>),
@@ -29,13 +30,19 @@ pub enum Decision {
     NotClaimed,
 }
 
-/// What a request for `host` (lower case, no port) on `conn`'s port gets.
+/// What a request for `authority` on `conn`'s port gets.
 pub fn decide<B>(
     snapshot: &Snapshot,
     request: &Request<B>,
     conn: &Connection,
-    host: &str,
+    authority: &str,
 ) -> Decision {
+    // Most ports serve no Gateway listener: no lower-cased host to make per request.
+    if !snapshot.gateways.iter().any(|l| l.port == conn.local_port) {
+        return Decision::NotClaimed;
+    }
+    let host = request_host(authority);
+    let host = host.as_str();
     let protocol = match conn.scheme {
         "https" => Protocol::Https,
         _ => Protocol::Http,

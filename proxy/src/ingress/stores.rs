@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use cairn_ingress::class::cairn_is_default;
-use cairn_ingress::gateway::attach::key_of;
 use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ReferenceGrant};
 use cairn_ingress::table::is_ours;
 use cairn_ingress_proxy::{Inputs, Problem, Snapshot};
@@ -143,30 +142,14 @@ impl Stores {
             return Vec::new();
         }
         let (classes, routes, grants) = (g.classes.state(), g.routes.state(), g.grants.state());
-        let namespaces = g.namespaces.state();
-        let names =
-            |list: &[std::sync::Arc<Secret>]| list.iter().map(|s| key_of(&s.metadata)).collect();
         let inputs = attach::Inputs {
             classes: classes.iter().map(AsRef::as_ref).collect(),
             gateways: gateways.iter().map(AsRef::as_ref).collect(),
             routes: routes.iter().map(AsRef::as_ref).collect(),
             grants: grants.iter().map(AsRef::as_ref).collect(),
-            namespaces: namespaces
-                .iter()
-                .map(|n| {
-                    (
-                        n.metadata.name.clone().unwrap_or_default(),
-                        n.metadata.labels.clone().unwrap_or_default(),
-                    )
-                })
-                .collect(),
-            services: self
-                .services
-                .state()
-                .iter()
-                .map(|s| key_of(&s.metadata))
-                .collect(),
-            tls_secrets: names(&self.secrets.state()),
+            namespaces: attach::labels_by_name(g.namespaces.state().iter().map(|n| &n.metadata)),
+            services: attach::keys(self.services.state().iter().map(|s| &s.metadata)),
+            tls_secrets: attach::keys(self.secrets.state().iter().map(|s| &s.metadata)),
         };
         attach::attach(&inputs).listeners
     }

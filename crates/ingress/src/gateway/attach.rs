@@ -103,6 +103,24 @@ pub fn key_of(meta: &ObjectMeta) -> Key {
     )
 }
 
+/// The namespace/name keys of objects (`Inputs::services`, `Inputs::tls_secrets`).
+pub fn keys<'a>(metas: impl IntoIterator<Item = &'a ObjectMeta>) -> BTreeSet<Key> {
+    metas.into_iter().map(key_of).collect()
+}
+
+/// Namespaces' labels by name (`Inputs::namespaces`).
+pub fn labels_by_name<'a>(
+    metas: impl IntoIterator<Item = &'a ObjectMeta>,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    metas
+        .into_iter()
+        .map(|m| {
+            let name = m.name.clone().unwrap_or_default();
+            (name, m.labels.clone().unwrap_or_default())
+        })
+        .collect()
+}
+
 /// A listener as checked on its own and against the others.
 struct Checked<'a> {
     gateway: Key,

@@ -31,7 +31,8 @@ pub enum Action {
     /// Send to one of these (weight > 0), after the rule's request header filters.
     Forward {
         backends: Vec<(BackendRef, u32)>,
-        filters: Vec<Filter>,
+        /// Shared: a request takes them without copying.
+        filters: std::sync::Arc<[Filter]>,
     },
     Redirect(Redirect),
     /// A rule with no backend and no redirect: upstream asks for a 500.
@@ -90,7 +91,7 @@ fn action_of(filters: &[Filter], backends: &[BackendRef]) -> Action {
     }
     Action::Forward {
         backends: weighted,
-        filters: filters.to_vec(),
+        filters: filters.into(),
     }
 }
 
