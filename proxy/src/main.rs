@@ -82,6 +82,10 @@ struct Cli {
     /// The Ingress data plane's HTTPS listener; empty to turn it off.
     #[arg(long, default_value = "0.0.0.0:443")]
     ingress_https_bind_address: String,
+    /// The Ingress data plane's threads, each serving every listener with its own
+    /// connections to endpoints; 0: one per core.
+    #[arg(long, default_value_t = 0)]
+    ingress_workers: usize,
     /// Remove everything the proxy owns for the mode and its network policy table, then
     /// exit.
     #[arg(long)]
@@ -229,7 +233,7 @@ async fn main() -> anyhow::Result<()> {
         // Escape codes only on a terminal: logs go to files too.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    cairn_alloc::purge_freed_pages_at_once();
+    cairn_alloc::purge_freed_pages_soon().context("starting the allocator's purge thread")?;
     let cli = Cli::parse();
     if cli.cleanup {
         backend(&cli, Vec::new())?
@@ -275,6 +279,7 @@ async fn main() -> anyhow::Result<()> {
                 &cli.ingress_https_bind_address,
                 "--ingress-https-bind-address",
             )?,
+            workers: cli.ingress_workers,
         }),
         false => None,
     };

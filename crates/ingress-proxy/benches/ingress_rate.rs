@@ -6,7 +6,7 @@
 //! - Peer: nginx (2 workers, one per core here) with an upstream of both backends,
 //!   `keepalive 64`, HTTP/1.1 to them and the headers an ingress sets (Host,
 //!   X-Forwarded-For/Proto/Host), HTTP and HTTPS listeners.
-//! - cairn: the data plane in this process on a 2-worker runtime, one Ingress routing
+//! - cairn: the data plane in this process on 2 workers (`Workers`), one Ingress routing
 //!   `foo.com` to a Service whose EndpointSlice holds both backends; the same certificate.
 //! - Load: wrk (1 thread, 32 connections) with `Host: foo.com`; keep-alive, and a new
 //!   connection per request (`Connection: close`); HTTP and HTTPS. The two proxies take
@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use cairn_ingress_proxy::{
     serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes, ServeConfig,
-    Snapshot, SniResolver,
+    Snapshot, SniResolver, Workers,
 };
 use serde_json::json;
 
@@ -112,6 +112,7 @@ fn start_nginx(dir: &Path, backends: [u16; 2], cert: &Path, key: &Path) -> (Vec<
         "upstream svc {{ server 127.0.0.1:{b0}; server 127.0.0.1:{b1}; keepalive 64; }}\n\
          server {{\n listen 127.0.0.1:{http};\n listen 127.0.0.1:{https} ssl http2;\n\
           server_name foo.com;\n ssl_certificate {cert};\n ssl_certificate_key {key};\n\
+          ssl_protocols TLSv1.2 TLSv1.3;\n\
           keepalive_requests 100000;\n\
           location / {{\n  proxy_pass http://svc;\n  proxy_http_version 1.1;\n\
            proxy_set_header Connection \"\";\n  proxy_set_header Host $host;\n\
@@ -131,6 +132,44 @@ fn start_nginx(dir: &Path, backends: [u16; 2], cert: &Path, key: &Path) -> (Vec<
 }
 
 /// cairn's data plane on its own 2-worker runtime; its HTTP and HTTPS ports.
+/// The same on one work-stealing runtime (`CAIRN_BENCH_STEALING`), for comparison.
+fn stealing_runtime(routes: Arc<Routes>, tls: Arc<rustls::ServerConfig>, http: u16, https: u16) {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(env_or("CAIRN_BENCH_WORKERS", 2) as usize)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let forwarder = Arc::new(Forwarder::new(routes, &ForwardConfig::default()));
+            let mut tasks = Vec::new();
+            for (port, tls) in [
+                (http, None),
+                (https, Some(tokio_rustls::TlsAcceptor::from(tls))),
+            ] {
+                let socket = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                    .await
+                    .unwrap();
+                let listener = Listener {
+                    socket,
+                    tls,
+                    ingress: true,
+                };
+                let never = std::future::pending();
+                tasks.push(tokio::spawn(serve(
+                    listener,
+                    forwarder.clone(),
+                    ServeConfig::default(),
+                    never,
+                )));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        });
+    });
+}
+
 fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) {
     let ingress: k8s_openapi::api::networking::v1::Ingress = serde_json::from_value(json!({
         "metadata": {"namespace": "default", "name": "bench"},
@@ -170,40 +209,23 @@ fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) 
     let key = Arc::new(cairn_pki::tls::certified_key(cert_pem, key_pem).unwrap());
     let tls = server_config(Arc::new(SniResolver::new(routes.clone(), key, 0, true))).unwrap();
     let (http, https) = (free_port(), free_port());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(env_or("CAIRN_BENCH_WORKERS", 2) as usize)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let forwarder = Arc::new(Forwarder::new(routes, &ForwardConfig::default()));
-            let mut tasks = Vec::new();
-            for (port, tls) in [
-                (http, None),
-                (https, Some(tokio_rustls::TlsAcceptor::from(tls))),
-            ] {
-                let socket = tokio::net::TcpListener::bind(("127.0.0.1", port))
-                    .await
-                    .unwrap();
-                let listener = Listener {
-                    socket,
-                    tls,
-                    ingress: true,
-                };
-                let never = std::future::pending();
-                tasks.push(tokio::spawn(serve(
-                    listener,
-                    forwarder.clone(),
-                    ServeConfig::default(),
-                    never,
-                )));
-            }
-            for t in tasks {
-                let _ = t.await;
-            }
-        });
-    });
+    if std::env::var_os("CAIRN_BENCH_STEALING").is_some() {
+        stealing_runtime(routes, tls, http, https);
+    } else {
+        let workers = env_or("CAIRN_BENCH_WORKERS", 2) as usize;
+        let workers = Workers::start(workers, &routes, &ForwardConfig::default()).unwrap();
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        for (port, tls) in [
+            (http, None),
+            (https, Some(tokio_rustls::TlsAcceptor::from(tls))),
+        ] {
+            let socket = StdListener::bind(("127.0.0.1", port)).unwrap();
+            let served = workers.serve(socket, tls, true, &ServeConfig::default(), &stopping);
+            std::mem::forget(served.unwrap());
+        }
+        // Served until the process exits.
+        std::mem::forget((workers, stop));
+    }
     wait_listening(http);
     wait_listening(https);
     (http, https)
@@ -276,7 +298,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     // The allocator setup of cairn-proxy, which runs the data plane.
     if std::env::var_os("CAIRN_BENCH_NO_PURGE").is_none() {
-        cairn_alloc::purge_freed_pages_at_once();
+        cairn_alloc::purge_freed_pages_soon().unwrap();
     }
     let rounds = env_or("CAIRN_BENCH_ROUNDS", 3);
     let seconds = env_or("CAIRN_BENCH_SECONDS", 3);

@@ -9,7 +9,8 @@
 //!   and filters, before the Ingress routes;
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
 //!   is named; [`tls`] picks among them by SNI per handshake;
-//! - [`serve`]: the listeners, header and handshake timeouts, graceful drain.
+//! - [`serve`]: the listeners, header and handshake timeouts, graceful drain;
+//! - [`workers`]: a single-threaded runtime per core, each serving every listener.
 
 pub mod body;
 pub mod certs;
@@ -22,9 +23,11 @@ pub mod serve;
 pub mod snapshot;
 pub mod tls;
 pub mod upgrade;
+pub mod workers;
 
 pub use certs::{default_certificate, CertificateError};
 pub use forward::{ForwardConfig, Forwarder};
 pub use serve::{serve, Listener, ServeConfig};
 pub use snapshot::{Inputs, Problem, Routes, Snapshot};
 pub use tls::{server_config, SniResolver};
+pub use workers::{Served, Workers, WorkersError};

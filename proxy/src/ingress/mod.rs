@@ -17,8 +17,8 @@ use std::sync::Arc;
 use cairn_events::{EventType, Note, Recorder};
 use cairn_ingress::gateway::Protocol;
 use cairn_ingress_proxy::{
-    default_certificate, serve, server_config, ForwardConfig, Forwarder, Listener, Problem, Routes,
-    ServeConfig, SniResolver,
+    default_certificate, server_config, ForwardConfig, Problem, Routes, ServeConfig, SniResolver,
+    Workers, WorkersError,
 };
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -48,23 +48,35 @@ pub enum IngressError {
     Tls(#[from] rustls::Error),
     #[error("ingress: the {0} watch ended before its first list: {1}")]
     Watch(&'static str, String),
+    #[error("ingress: {0}")]
+    Workers(#[from] WorkersError),
 }
 
-/// Where the data plane listens; `None`: that listener is off.
+/// Where the data plane listens (`None`: that listener is off), on how many threads.
 #[derive(Debug, Clone, Default)]
 pub struct IngressConfig {
     pub http: Option<SocketAddr>,
     pub https: Option<SocketAddr>,
+    /// 0: one per core.
+    pub workers: usize,
 }
 
-async fn bind(address: Option<SocketAddr>) -> Result<Option<TcpListener>, IngressError> {
+/// A listening socket for the workers (bound here, so a port in use is one error).
+async fn bind(address: Option<SocketAddr>) -> Result<Option<std::net::TcpListener>, IngressError> {
     let Some(address) = address else {
         return Ok(None);
     };
-    TcpListener::bind(address)
-        .await
-        .map(Some)
-        .map_err(|source| IngressError::Bind { address, source })
+    let failed = |source| IngressError::Bind { address, source };
+    let socket = TcpListener::bind(address).await.map_err(failed)?;
+    socket.into_std().map(Some).map_err(failed)
+}
+
+fn start_workers(config: &IngressConfig, routes: &Arc<Routes>) -> Result<Workers, WorkersError> {
+    let forward = ForwardConfig::default();
+    match config.workers {
+        0 => Workers::per_core(routes, &forward),
+        n => Workers::start(n, routes, &forward),
+    }
 }
 
 fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
@@ -143,25 +155,15 @@ pub async fn run(
         |reported: &mut BTreeSet<(String, String)>| publish(&stores, &routes, reported, &events);
     publish(&mut reported);
     info!(http = ?config.http, https = ?config.https, "ingress data plane in sync; serving");
-    let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
+    let workers = Arc::new(start_workers(&config, &routes)?);
     let (stop, stopping) = watch::channel(false);
     let mut servers = Vec::new();
     let listeners = [(http, None), (https, Some(acceptor))];
     for (socket, tls) in listeners {
         let Some(socket) = socket else { continue };
-        let mut stopping = stopping.clone();
-        let until = async move {
-            let _ = stopping.wait_for(|s| *s).await;
-        };
-        let listener = Listener {
-            socket,
-            tls,
-            ingress: true,
-        };
-        let server = serve(listener, forwarder.clone(), ServeConfig::default(), until);
-        servers.push(tokio::spawn(server));
+        servers.push(workers.serve(socket, tls, true, &ServeConfig::default(), &stopping)?);
     }
-    let mut ports = extra_ports(&config, &routes, &forwarder, fallback);
+    let mut ports = extra_ports(&config, &routes, &workers, fallback);
     let unavailable = ports.sync().await;
     tell_unavailable(&stores, &routes, &events, &unavailable);
     tokio::pin!(shutdown);
@@ -178,7 +180,7 @@ pub async fn run(
     let _ = stop.send(true);
     ports.stop_all().await;
     for server in servers {
-        let _ = server.await;
+        server.finished().await;
     }
     Ok(())
 }
@@ -221,7 +223,7 @@ fn tell_unavailable(
 fn extra_ports(
     config: &IngressConfig,
     routes: &Arc<Routes>,
-    forwarder: &Arc<Forwarder>,
+    workers: &Arc<Workers>,
     fallback: Arc<rustls::sign::CertifiedKey>,
 ) -> Ports {
     let host = config
@@ -231,7 +233,7 @@ fn extra_ports(
     let mut fixed = Vec::new();
     fixed.extend(config.http.map(|a| (a.port(), Protocol::Http)));
     fixed.extend(config.https.map(|a| (a.port(), Protocol::Https)));
-    Ports::new(host, fixed, routes.clone(), forwarder.clone(), fallback)
+    Ports::new(host, fixed, routes.clone(), workers.clone(), fallback)
 }
 
 /// Builds the snapshot, swaps it in, and logs what it could not serve once per problem.

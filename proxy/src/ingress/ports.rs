@@ -8,13 +8,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use cairn_ingress::gateway::Protocol;
-use cairn_ingress_proxy::{
-    serve, server_config, Forwarder, Listener, Routes, ServeConfig, SniResolver,
-};
+use cairn_ingress_proxy::{server_config, Routes, ServeConfig, Served, SniResolver, Workers};
 use rustls::sign::CertifiedKey;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 /// A listener port this node could not bind.
@@ -25,7 +22,7 @@ pub(super) struct Unavailable {
 
 struct Running {
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    served: Served,
 }
 
 pub(super) struct Ports {
@@ -34,7 +31,7 @@ pub(super) struct Ports {
     /// Served by the Ingress listeners already.
     fixed: Vec<(u16, Protocol)>,
     routes: Arc<Routes>,
-    forwarder: Arc<Forwarder>,
+    workers: Arc<Workers>,
     fallback: Arc<CertifiedKey>,
     running: BTreeMap<(u16, Protocol), Running>,
     /// Ports whose bind failure was reported, until they bind or are not wanted.
@@ -46,14 +43,14 @@ impl Ports {
         host: IpAddr,
         fixed: Vec<(u16, Protocol)>,
         routes: Arc<Routes>,
-        forwarder: Arc<Forwarder>,
+        workers: Arc<Workers>,
         fallback: Arc<CertifiedKey>,
     ) -> Ports {
         Ports {
             host,
             fixed,
             routes,
-            forwarder,
+            workers,
             fallback,
             running: BTreeMap::new(),
             told: BTreeSet::new(),
@@ -111,7 +108,7 @@ impl Ports {
     /// Serves one port; why not, when it cannot be bound.
     async fn start(&mut self, (port, protocol): (u16, Protocol)) -> Result<(), String> {
         let address = SocketAddr::new(self.host, port);
-        let socket = match TcpListener::bind(address).await {
+        let socket = match TcpListener::bind(address).await.and_then(|s| s.into_std()) {
             Ok(socket) => socket,
             Err(e) => {
                 warn!(%address, error = %e, "a Gateway listener's port cannot be bound; trying again on the next change");
@@ -132,24 +129,18 @@ impl Ports {
                 }
             }
         };
-        let listener = Listener {
-            socket,
-            tls,
-            ingress: false,
+        let (stop, stopping) = watch::channel(false);
+        let config = ServeConfig::default();
+        let served = match self.workers.serve(socket, tls, false, &config, &stopping) {
+            Ok(served) => served,
+            Err(e) => {
+                warn!(%address, error = %e, "serving a Gateway listener's port");
+                return Err(e.to_string());
+            }
         };
-        let (stop, mut stopping) = watch::channel(false);
-        let until = async move {
-            let _ = stopping.wait_for(|s| *s).await;
-        };
-        let task = tokio::spawn(serve(
-            listener,
-            self.forwarder.clone(),
-            ServeConfig::default(),
-            until,
-        ));
         info!(%address, ?protocol, "serving a Gateway listener's port");
         self.running
-            .insert((port, protocol), Running { stop, task });
+            .insert((port, protocol), Running { stop, served });
         Ok(())
     }
 
@@ -163,5 +154,5 @@ impl Ports {
 
 async fn stop(running: Running) {
     let _ = running.stop.send(true);
-    let _ = running.task.await;
+    running.served.finished().await;
 }
