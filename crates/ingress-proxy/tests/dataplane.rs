@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ServedListener};
 use cairn_ingress_proxy::{
-    default_certificate, serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes,
-    ServeConfig, Snapshot, SniResolver,
+    default_certificate, server_config, ForwardConfig, Inputs, Routes, ServeConfig, Served,
+    Snapshot, SniResolver, Workers,
 };
 use cairn_pki::authority::Authority;
 use http::{Request, Response, StatusCode};
@@ -24,7 +24,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{watch, Notify};
 
 /// `/slow` requests tell `arrived` and wait for `release`.
 #[derive(Default)]
@@ -168,8 +168,10 @@ struct Harness {
     https: SocketAddr,
     gate: Arc<Gate>,
     backends: (SocketAddr, SocketAddr),
-    shutdown: Option<oneshot::Sender<()>>,
-    stopped: Vec<tokio::task::JoinHandle<()>>,
+    shutdown: Option<watch::Sender<bool>>,
+    stopped: Vec<Served>,
+    /// Last: stopped (joined) after the rest.
+    _workers: Workers,
 }
 
 impl Harness {
@@ -179,13 +181,13 @@ impl Harness {
         let two = backend("svc2", gate.clone()).await;
         let routes = Arc::new(Routes::default());
         let fallback = Arc::new(default_certificate().unwrap());
-        let forwarder = Arc::new(Forwarder::new(routes.clone(), &ForwardConfig::default()));
+        // Two workers, as on a 2-core node: a test's connections land on either.
+        let workers = Workers::start(2, &routes, &ForwardConfig::default()).unwrap();
         let config = ServeConfig {
             header_timeout,
             drain_timeout: Duration::from_secs(10),
         };
-        let (tx, rx) = oneshot::channel::<()>();
-        let rx = shutdown_signal(rx);
+        let (tx, rx) = watch::channel(false);
         let mut stopped = Vec::new();
         let sockets = [
             TcpListener::bind("127.0.0.1:0").await.unwrap(),
@@ -200,16 +202,8 @@ impl Harness {
             (plain_socket, None),
             (tls_socket, Some(tokio_rustls::TlsAcceptor::from(tls))),
         ] {
-            let listener = Listener {
-                socket,
-                tls,
-                ingress: true,
-            };
-            let shutdown = rx.clone();
-            let task = serve(listener, forwarder.clone(), config.clone(), async move {
-                shutdown.notified().await
-            });
-            stopped.push(tokio::spawn(task));
+            let socket = socket.into_std().unwrap();
+            stopped.push(workers.serve(socket, tls, true, &config, &rx).unwrap());
         }
         Harness {
             routes,
@@ -219,6 +213,7 @@ impl Harness {
             backends: (one, two),
             shutdown: Some(tx),
             stopped,
+            _workers: workers,
         }
     }
 
@@ -253,17 +248,6 @@ impl Harness {
         self.routes.replace(snapshot);
         problems
     }
-}
-
-/// A oneshot turned into a notification every listener can wait on.
-fn shutdown_signal(rx: oneshot::Receiver<()>) -> Arc<Notify> {
-    let notify = Arc::new(Notify::new());
-    let n = notify.clone();
-    tokio::spawn(async move {
-        let _ = rx.await;
-        n.notify_waiters();
-    });
-    notify
 }
 
 async fn get_on(
@@ -547,7 +531,7 @@ async fn shutdown_stops_accepting_and_lets_a_request_in_flight_finish() {
     let in_flight = tokio::spawn(async move { get_on(&mut sender, "else.org", "/slow").await });
     // Shut down once the backend has the request.
     h.gate.arrived.notified().await;
-    h.shutdown.take().unwrap().send(()).unwrap();
+    h.shutdown.take().unwrap().send(true).unwrap();
     // The listener closes: a new connection is refused.
     // (One still in the backlog as the socket closes is reset.)
     loop {
@@ -562,8 +546,8 @@ async fn shutdown_stops_accepting_and_lets_a_request_in_flight_finish() {
     h.gate.release.notify_one();
     let (status, body) = in_flight.await.unwrap();
     assert_eq!(status, StatusCode::OK, "{body}");
-    for task in h.stopped.drain(..) {
-        task.await.unwrap();
+    for served in h.stopped.drain(..) {
+        served.finished().await;
     }
 }
 
