@@ -233,7 +233,7 @@ async fn main() -> anyhow::Result<()> {
         // Escape codes only on a terminal: logs go to files too.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    cairn_alloc::purge_freed_pages_soon().context("starting the allocator's purge thread")?;
+    cairn_alloc::purge_freed_pages_at_once();
     let cli = Cli::parse();
     if cli.cleanup {
         backend(&cli, Vec::new())?

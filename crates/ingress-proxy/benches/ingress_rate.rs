@@ -298,7 +298,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     // The allocator setup of cairn-proxy, which runs the data plane.
     if std::env::var_os("CAIRN_BENCH_NO_PURGE").is_none() {
-        cairn_alloc::purge_freed_pages_soon().unwrap();
+        cairn_alloc::purge_freed_pages_at_once();
     }
     let rounds = env_or("CAIRN_BENCH_ROUNDS", 3);
     let seconds = env_or("CAIRN_BENCH_SECONDS", 3);
