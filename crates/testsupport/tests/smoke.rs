@@ -48,7 +48,15 @@ async fn containerd_registry_and_busybox_images() {
     assert!(listed.contains(image.manifest_digest()), "{listed}");
     let runc_root = containerd.runc_root();
     let cgroup = format!("cairn-smoke-{}/smoke-id", std::process::id());
-    let out = ctr(
+    // The output goes to a bind-mounted file, complete once the process has exited:
+    // ctr's copy of a short-lived task's stdout can lose the last write (containerd's
+    // FIFOs close with the task; CI saw "0\n" without the second line).
+    let out_dir = tempfile::tempdir().unwrap();
+    let mount = format!(
+        "type=bind,src={},dst=/out,options=rbind:rw",
+        out_dir.path().display()
+    );
+    ctr(
         &containerd,
         &[
             "run",
@@ -57,13 +65,16 @@ async fn containerd_registry_and_busybox_images() {
             &cgroup,
             "--runc-root",
             runc_root.to_str().unwrap(),
+            "--mount",
+            &mount,
             &reference,
             "smoke-id",
             "/bin/sh",
             "-c",
-            "id -u; cat /etc/cairn-image",
+            "{ id -u; cat /etc/cairn-image; } > /out/run.txt",
         ],
     );
+    let out = std::fs::read_to_string(out_dir.path().join("run.txt")).unwrap();
     assert_eq!(out, "0\narch=amd64\n");
     let left = remove_cgroup(cgroup.split('/').next().unwrap());
     assert!(left.is_empty(), "cgroups left: {left:?}");
