@@ -62,31 +62,21 @@ impl Served {
 }
 
 impl Workers {
-    /// `count` threads (at least one) routing by `routes`.
+    /// `count` threads routing by `routes`; 0: one per core, as
+    /// `std::thread::available_parallelism` counts them.
     pub fn start(
         count: usize,
         routes: &Arc<Routes>,
         config: &ForwardConfig,
     ) -> Result<Workers, WorkersError> {
-        let mut workers = Vec::new();
-        for index in 0..count.max(1) {
-            workers.push(start_worker(index, routes, config)?);
-        }
+        let count = match count {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let workers = (0..count)
+            .map(|index| start_worker(index, routes, config))
+            .collect::<Result<_, _>>()?;
         Ok(Workers { workers })
-    }
-
-    /// One per core, as `std::thread::available_parallelism` counts them.
-    pub fn per_core(routes: &Arc<Routes>, config: &ForwardConfig) -> Result<Workers, WorkersError> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Workers::start(cores, routes, config)
-    }
-
-    pub fn len(&self) -> usize {
-        self.workers.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.workers.is_empty()
     }
 
     /// Serves `socket` on every worker until `stop` turns true, then drains as

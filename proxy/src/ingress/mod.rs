@@ -71,14 +71,6 @@ async fn bind(address: Option<SocketAddr>) -> Result<Option<std::net::TcpListene
     socket.into_std().map(Some).map_err(failed)
 }
 
-fn start_workers(config: &IngressConfig, routes: &Arc<Routes>) -> Result<Workers, WorkersError> {
-    let forward = ForwardConfig::default();
-    match config.workers {
-        0 => Workers::per_core(routes, &forward),
-        n => Workers::start(n, routes, &forward),
-    }
-}
-
 fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
     let all = watcher::Config::default;
     let tls = all().fields("type=kubernetes.io/tls");
@@ -155,7 +147,8 @@ pub async fn run(
         |reported: &mut BTreeSet<(String, String)>| publish(&stores, &routes, reported, &events);
     publish(&mut reported);
     info!(http = ?config.http, https = ?config.https, "ingress data plane in sync; serving");
-    let workers = Arc::new(start_workers(&config, &routes)?);
+    let workers = Workers::start(config.workers, &routes, &ForwardConfig::default())?;
+    let workers = Arc::new(workers);
     let (stop, stopping) = watch::channel(false);
     let mut servers = Vec::new();
     let listeners = [(http, None), (https, Some(acceptor))];
