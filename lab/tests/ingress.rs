@@ -393,6 +393,62 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
     slow_loris_leaves_others_served(&lab, &http[0]);
     node_port_and_service_lb_beside_ingress(&lab, &nodes);
     gateway_api_beside_ingress(&lab, &nodes);
+    nodes_picked_by_label(&lab, &nodes);
+}
+
+/// Whether `node:80` answers foo.com/bar (`Some(true)`), refuses connections
+/// (`Some(false)`: nothing listens), or neither yet.
+fn serving(lab: &Lab, node: &str) -> Option<bool> {
+    match on_switch(lab, &["get", &format!("{node}:80"), "foo.com", "/bar"]) {
+        Ok(r) => (r["status"] == 200).then_some(true),
+        Err(e) => e.contains("Connection refused").then_some(false),
+    }
+}
+
+/// `ingress.cairn.io/enabled` picks the serving nodes (k3s ServiceLB's rule): `false`
+/// keeps a node out; once a node has `true`, only such nodes serve. A node left out
+/// closes its listeners and leaves the Ingress's and the Gateway's status addresses;
+/// put back, it serves again.
+fn nodes_picked_by_label(lab: &Lab, nodes: &[String; 2]) {
+    let label = "ingress.cairn.io/enabled";
+    let (one, two) = (&nodes[0], &nodes[1]);
+    let addresses = |want: &str| {
+        let lb = "jsonpath={.status.loadBalancer.ingress[*].ip}";
+        let gw = "jsonpath={.status.addresses[*].value}";
+        eventually(&format!("the status addresses {want}"), MINUTE, || {
+            let ingress = lab.kubectl(&["get", "ingress", "simple", "-o", lb]);
+            let gateway = lab.kubectl(&["get", "gateway", "web", "-o", gw]);
+            (ingress == want && gateway == want).then_some(())
+        });
+    };
+    let state = |node: &str, want: bool| {
+        let what = format!("{node} serving: {want}");
+        eventually(&what, MINUTE, || {
+            (serving(lab, node) == Some(want)).then_some(())
+        });
+    };
+    lab.kubectl(&["label", "node", "node-2", &format!("{label}=false")]);
+    addresses(one);
+    state(two, false);
+    state(one, true);
+    // node-1 opts in: node-2, unlabelled, stays out (in this order, node-2 is never
+    // picked in between).
+    lab.kubectl(&["label", "node", "node-1", &format!("{label}=true")]);
+    lab.kubectl(&["label", "node", "node-2", &format!("{label}-")]);
+    addresses(one);
+    state(one, true);
+    assert_eq!(
+        serving(lab, two),
+        Some(false),
+        "{two} serves with node-1 picked"
+    );
+    // No label anywhere: every node serves again.
+    lab.kubectl(&["label", "node", "node-1", &format!("{label}-")]);
+    let mut both = nodes.to_vec();
+    both.sort();
+    addresses(&both.join(" "));
+    state(two, true);
+    state(one, true);
 }
 
 /// The Secret replaced under a loop of new HTTPS connections trusting both CAs: every

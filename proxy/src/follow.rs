@@ -9,6 +9,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{reflector as reflect, watcher, WatchStreamExt};
 use kube::Api;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tracing::warn;
 
 /// Drops what a controller never reads before a store keeps an object: at a thousand pods the
@@ -50,12 +51,13 @@ impl<K> Followed for K where
 }
 
 /// Follows the objects of kind `K` that `config` selects into a store, trimmed; each
-/// event wakes `notify`.
+/// event wakes `notify`. The watch runs in `tasks`: it stops when they are dropped.
 pub(crate) fn follow<K>(
     api: Api<K>,
     config: watcher::Config,
     notify: &Arc<Notify>,
     what: &'static str,
+    tasks: &mut JoinSet<()>,
 ) -> Store<K>
 where
     K: Followed,
@@ -63,7 +65,7 @@ where
     let (reader, writer) = reflector::store();
     let stream = reflect(writer, watcher(api, config).modify(K::trim)).default_backoff();
     let notify = Arc::clone(notify);
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         futures::pin_mut!(stream);
         while let Some(event) = stream.next().await {
             if let Err(e) = event {
@@ -111,6 +113,7 @@ pub(crate) fn follow_optional<K>(
     api: Api<K>,
     notify: &Arc<Notify>,
     what: &'static str,
+    tasks: &mut JoinSet<()>,
 ) -> (Store<K>, tokio::sync::watch::Receiver<bool>)
 where
     K: Followed,
@@ -120,7 +123,7 @@ where
     let stream = reflect(writer, watch).backoff(Capped::default());
     let notify = Arc::clone(notify);
     let (listed, ready) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         futures::pin_mut!(stream);
         let mut failing = false;
         while let Some(event) = stream.next().await {

@@ -73,7 +73,9 @@ struct Cli {
     /// Serve Ingresses of the `cairn` class (and, when it is the default class, those
     /// naming none) and the Gateways of cairn's GatewayClasses on this node; needs
     /// credentials that may read Ingresses, IngressClasses, TLS Secrets, Namespaces and
-    /// the Gateway API kinds (the `cairn:ingress` role of `system:kube-proxy`).
+    /// the Gateway API kinds (the `cairn:ingress` role of `system:kube-proxy`). While
+    /// on, the node serves when the label `ingress.cairn.io/enabled` picks it (every node
+    /// while no node has `=true`; never with `=false`).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     ingress: bool,
     /// The Ingress data plane's plain HTTP listener; empty to turn it off.
@@ -283,7 +285,7 @@ async fn main() -> anyhow::Result<()> {
         }),
         false => None,
     };
-    let (stop_ingress, ingress) = start_ingress(&client, ingress);
+    let (stop_ingress, ingress) = start_ingress(&client, &config.node_name, ingress);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("handling SIGTERM")?;
     tokio::select! {
@@ -300,25 +302,25 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The Ingress data plane beside the proxy's own loop; stopped (drained) through the
-/// returned sender. A port in use or a refused watch is logged: Services keep working.
+/// The Ingress data plane beside the proxy's own loop, while this node is picked to
+/// serve; stopped (drained) through the returned sender. A port in use or a refused
+/// watch is logged: Services keep working.
 fn start_ingress(
     client: &kube::Client,
+    node: &str,
     config: Option<IngressConfig>,
 ) -> (
     tokio::sync::watch::Sender<bool>,
     Option<tokio::task::JoinHandle<()>>,
 ) {
-    let (stop, mut stopping) = tokio::sync::watch::channel(false);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let Some(config) = config else {
         return (stop, None);
     };
-    let client = client.clone();
+    let (client, node) = (client.clone(), node.to_string());
     let task = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopping.wait_for(|s| *s).await;
-        };
-        if let Err(e) = cairn_proxy::ingress::run(client, config, shutdown).await {
+        let run = cairn_proxy::ingress::run_where_picked(client, &node, config, stopping);
+        if let Err(e) = run.await {
             tracing::error!(error = %e, "the Ingress data plane is off");
         }
     });

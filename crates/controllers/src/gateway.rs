@@ -31,7 +31,7 @@ use thiserror::Error;
 use tokio::sync::Notify;
 use tracing::warn;
 
-use crate::servicelb::node_addresses;
+use crate::ingress::serving_node_addresses;
 use crate::wiring::{resync_ticks, Informers, Task};
 
 #[derive(Debug, Error)]
@@ -177,7 +177,7 @@ async fn sync(client: &Client, caches: &Caches) -> Vec<Error> {
     let now = Timestamp::from_second(Timestamp::now().as_second())
         .unwrap_or(Timestamp::UNIX_EPOCH)
         .to_string();
-    let addresses = node_addresses(&caches.nodes.state());
+    let addresses = serving_node_addresses(&caches.nodes.state());
     let mut writes: Vec<(&'static str, Key, Value)> = Vec::new();
     for class in classes
         .iter()

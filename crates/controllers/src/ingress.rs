@@ -1,7 +1,7 @@
 //! The Ingress controller's control-plane half (issue 33; the data plane is in every
 //! node's cairn-proxy): each Ingress of cairn's class gets `status.loadBalancer.ingress`
-//! = the InternalIP of every Ready, schedulable node (each serves ports 80 and 443, as
-//! ServiceLB's addresses are chosen), and a Warning event for what the route table could
+//! = the InternalIP of every Ready, schedulable node that serves (each serves ports 80
+//! and 443; `ingress.cairn.io/enabled` picks them, as ServiceLB's label does), and a Warning event for what the route table could
 //! not take: a rule an older Ingress holds (`Conflict`) or a backend Service or port that
 //! does not exist (`ServiceNotFound`, `PortNotFound`). Ingress has no status conditions
 //! upstream; events are where ingress-nginx reports the same. Each problem is told once
@@ -46,6 +46,21 @@ pub struct Ctx {
     pub recorder: Recorder,
     /// Problems already told, by Ingress UID.
     told: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+/// The InternalIP of every Ready, schedulable node that serves Ingress and Gateway
+/// traffic (`ingress.cairn.io/enabled`, [`cairn_ingress::nodes`]), sorted.
+pub fn serving_node_addresses(nodes: &[Arc<Node>]) -> Vec<String> {
+    fn labels(n: &Node) -> Option<&std::collections::BTreeMap<String, String>> {
+        n.metadata.labels.as_ref()
+    }
+    let opted_in = cairn_ingress::nodes::any_opted_in(nodes.iter().map(|n| labels(n)));
+    let serving: Vec<Arc<Node>> = nodes
+        .iter()
+        .filter(|n| cairn_ingress::nodes::serves(labels(n), opted_in))
+        .cloned()
+        .collect();
+    node_addresses(&serving)
 }
 
 /// The Warning events `ingress` is due: its conflicts in the table of every Ingress
@@ -104,7 +119,7 @@ async fn reconcile(ingress: Arc<Ingress>, ctx: Arc<Ctx>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     tell_problems(&ingress, &ctx, default);
-    let want = node_addresses(&ctx.nodes.state());
+    let want = serving_node_addresses(&ctx.nodes.state());
     let have: Vec<String> = ingress
         .status
         .as_ref()
@@ -267,5 +282,38 @@ mod tests {
                 "service \"default/web\" has no port 80".to_string()
             )]
         );
+    }
+
+    fn node(ip: &str, label: Option<&str>, ready: &str) -> Arc<Node> {
+        let labels = label.map(|v| json!({"ingress.cairn.io/enabled": v}));
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": ip, "labels": labels},
+                "status": {"addresses": [{"type": "InternalIP", "address": ip}],
+                    "conditions": [{"type": "Ready", "status": ready}]}
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_published_addresses_are_the_serving_ready_nodes() {
+        let all = |nodes: &[Arc<Node>]| serving_node_addresses(nodes);
+        let plain = [
+            node("10.0.0.1", None, "True"),
+            node("10.0.0.2", None, "True"),
+        ];
+        assert_eq!(all(&plain), ["10.0.0.1", "10.0.0.2"]);
+        let out = [
+            node("10.0.0.1", Some("false"), "True"),
+            node("10.0.0.2", None, "True"),
+        ];
+        assert_eq!(all(&out), ["10.0.0.2"]);
+        let picked = [
+            node("10.0.0.1", None, "True"),
+            node("10.0.0.2", Some("true"), "True"),
+            node("10.0.0.3", Some("true"), "False"),
+        ];
+        assert_eq!(all(&picked), ["10.0.0.2"]);
     }
 }

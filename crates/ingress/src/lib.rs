@@ -21,6 +21,7 @@ pub mod backends;
 pub mod class;
 pub mod gateway;
 pub mod host;
+pub mod nodes;
 pub mod path;
 pub mod table;
 

@@ -25,12 +25,16 @@ use kube::runtime::watcher;
 use kube::Api;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
+use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use crate::follow::{follow, follow_optional};
 
+mod picked;
 mod ports;
 mod stores;
+
+pub use picked::run_where_picked;
 
 use ports::{Ports, Unavailable};
 use stores::{GatewayStores, Stores};
@@ -74,28 +78,35 @@ async fn bind(address: Option<SocketAddr>) -> Result<Option<std::net::TcpListene
 fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
     let all = watcher::Config::default;
     let tls = all().fields("type=kubernetes.io/tls");
+    let mut watches = JoinSet::new();
+    let w = &mut watches;
     Stores {
-        ingresses: follow(Api::all(client.clone()), all(), notify, "ingresses"),
-        classes: follow(Api::all(client.clone()), all(), notify, "ingressclasses"),
-        services: follow(Api::all(client.clone()), all(), notify, "services"),
-        slices: follow(Api::all(client.clone()), all(), notify, "endpointslices"),
-        secrets: follow(Api::all(client.clone()), tls, notify, "secrets"),
-        gateway: gateway_stores(client, notify),
+        ingresses: follow(Api::all(client.clone()), all(), notify, "ingresses", w),
+        classes: follow(Api::all(client.clone()), all(), notify, "ingressclasses", w),
+        services: follow(Api::all(client.clone()), all(), notify, "services", w),
+        slices: follow(Api::all(client.clone()), all(), notify, "endpointslices", w),
+        secrets: follow(Api::all(client.clone()), tls, notify, "secrets", w),
+        gateway: gateway_stores(client, notify, w),
+        _watches: watches,
     }
 }
 
-fn gateway_stores(client: &kube::Client, notify: &Arc<Notify>) -> GatewayStores {
-    let (classes, a) = follow_optional(Api::all(client.clone()), notify, "gatewayclasses");
-    let (gateways, b) = follow_optional(Api::all(client.clone()), notify, "gateways");
-    let (routes, c) = follow_optional(Api::all(client.clone()), notify, "httproutes");
-    let (grants, d) = follow_optional(Api::all(client.clone()), notify, "referencegrants");
+fn gateway_stores(
+    client: &kube::Client,
+    notify: &Arc<Notify>,
+    w: &mut JoinSet<()>,
+) -> GatewayStores {
+    let (classes, a) = follow_optional(Api::all(client.clone()), notify, "gatewayclasses", w);
+    let (gateways, b) = follow_optional(Api::all(client.clone()), notify, "gateways", w);
+    let (routes, c) = follow_optional(Api::all(client.clone()), notify, "httproutes", w);
+    let (grants, d) = follow_optional(Api::all(client.clone()), notify, "referencegrants", w);
     let all = watcher::Config::default();
     GatewayStores {
         classes,
         gateways,
         routes,
         grants,
-        namespaces: follow(Api::all(client.clone()), all, notify, "namespaces"),
+        namespaces: follow(Api::all(client.clone()), all, notify, "namespaces", w),
         listed: vec![a, b, c, d],
     }
 }

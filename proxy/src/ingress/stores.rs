@@ -25,6 +25,8 @@ pub(super) struct Stores {
     /// `kubernetes.io/tls` Secrets only (a field selector).
     pub(super) secrets: Store<Secret>,
     pub(super) gateway: GatewayStores,
+    /// The watches filling the stores: they stop when the stores are dropped.
+    pub(super) _watches: tokio::task::JoinSet<()>,
 }
 
 /// The Gateway API's kinds (empty while their CRDs are not installed) and the

@@ -19,6 +19,7 @@ use cairn_netpol::nft::{full_script, Desired};
 use kube::runtime::watcher;
 use kube::Api;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 mod observed;
@@ -76,11 +77,19 @@ pub async fn run(
     let notify = Arc::new(Notify::new());
     let all = watcher::Config::default;
     let this_node = all().fields(&format!("metadata.name={node}"));
+    let mut watches = JoinSet::new();
+    let w = &mut watches;
     let stores = Stores {
-        policies: follow(Api::all(client.clone()), all(), &notify, "networkpolicies"),
-        pods: follow(Api::all(client.clone()), all(), &notify, "pods"),
-        namespaces: follow(Api::all(client.clone()), all(), &notify, "namespaces"),
-        node: follow(Api::all(client), this_node, &notify, "nodes"),
+        policies: follow(
+            Api::all(client.clone()),
+            all(),
+            &notify,
+            "networkpolicies",
+            w,
+        ),
+        pods: follow(Api::all(client.clone()), all(), &notify, "pods", w),
+        namespaces: follow(Api::all(client.clone()), all(), &notify, "namespaces", w),
+        node: follow(Api::all(client), this_node, &notify, "nodes", w),
     };
     for (what, ready) in [
         ("networkpolicies", stores.policies.wait_until_ready().await),
