@@ -101,24 +101,72 @@ fn poller(
     (child, out)
 }
 
-/// A proxy's resident memory in KiB: (all, anonymous). The rest is file-backed, mostly
-/// the binary's code pages (shared, reclaimable page cache).
-fn rss_kib(node: &str) -> (u64, u64) {
+fn proxy_pid(node: &str) -> String {
     let out = Command::new("pgrep")
         .args(["-f", &format!("cairn-proxy .*--hostname-override {node}")])
         .output()
         .unwrap();
-    let pid = String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
         .unwrap_or_else(|| panic!("no proxy of {node}"))
-        .to_string();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        .to_string()
+}
+
+/// A proxy's resident memory in KiB: (all, anonymous). The rest is file-backed, mostly
+/// the binary's code pages (shared, reclaimable page cache).
+fn rss_kib(node: &str) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy_pid(node))).unwrap();
     let field = |name: &str| -> u64 {
         let line = status.lines().find(|l| l.starts_with(name)).unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     };
     (field("VmRSS:"), field("RssAnon:"))
+}
+
+/// Where a proxy's anonymous memory is: its threads, and its largest anonymous mappings'
+/// resident KiB with their sizes (the allocator's arenas are the large ones; thread stacks
+/// are 2 MiB + a guard page, the main thread's `[stack]`).
+fn anon_breakdown(node: &str) -> String {
+    let pid = proxy_pid(node);
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let threads = status
+        .lines()
+        .find(|l| l.starts_with("Threads:"))
+        .unwrap_or("");
+    let mut maps: Vec<(u64, u64, String)> = Vec::new();
+    let mut current: Option<(u64, String, bool)> = None;
+    for line in smaps.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
+            let size =
+                u64::from_str_radix(end, 16).unwrap() - u64::from_str_radix(start, 16).unwrap();
+            let name = line.split_whitespace().nth(5).unwrap_or("").to_string();
+            current = Some((
+                size / 1024,
+                name.clone(),
+                name.is_empty() || name.starts_with('['),
+            ));
+        } else if first == "Rss:" {
+            if let Some((size, name, true)) = current.take() {
+                let rss: u64 = words.next().unwrap().parse().unwrap();
+                maps.push((rss, size, name));
+            }
+        }
+    }
+    maps.sort_by_key(|m| std::cmp::Reverse(m.0));
+    let small: u64 = maps.iter().filter(|m| m.1 <= 2052).map(|m| m.0).sum();
+    let top: Vec<String> = maps
+        .iter()
+        .take(6)
+        .map(|(rss, size, name)| format!("{rss} KiB of {size} KiB {name}"))
+        .collect();
+    format!(
+        "{threads}; mappings up to 2 MiB (stacks) {small} KiB resident; largest: {}",
+        top.join(", ")
+    )
 }
 
 fn pct(v: &mut [f64], q: f64) -> f64 {
@@ -186,6 +234,10 @@ fn main() {
             mb(after) - mb(before[n].0),
             mb(before[n].1),
             mb(anon)
+        );
+        println!(
+            "{node} cairn-proxy anonymous memory: {}",
+            anon_breakdown(node)
         );
     }
     drop(lab);

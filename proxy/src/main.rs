@@ -19,6 +19,8 @@ use cairn_serviceproxy::nftables::NftConfig;
 use clap::Parser;
 use ipnetwork::Ipv4Network;
 
+cairn_alloc::small_pages_from_start!();
+
 #[derive(Parser, Debug)]
 #[command(
     name = "cairn-proxy",

@@ -13,6 +13,8 @@
 //!   turns within each round, the first one alternating by round.
 //!
 //! `CAIRN_BENCH_ROUNDS` (default 3) and `CAIRN_BENCH_SECONDS` (default 3) per row.
+//! The allocator is set up as cairn-proxy's (freed pages purged at once, no transparent
+//! huge pages); `CAIRN_BENCH_NO_PURGE` keeps mimalloc's purge delay, for an A/B.
 //! Run: `cargo bench -p cairn-ingress-proxy --bench ingress_rate`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -289,6 +291,8 @@ fn wrk(url: &str, seconds: u64, close: bool) -> Run {
     }
     run
 }
+
+cairn_alloc::small_pages_from_start!();
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
