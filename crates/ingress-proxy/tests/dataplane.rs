@@ -770,3 +770,81 @@ async fn a_gateway_https_listener_serves_its_secret_beside_the_ingress_hosts() {
         StatusCode::OK
     );
 }
+
+/// An HTTP/2 request on `sender` (the authority in the URI, as HTTP/2 clients send it,
+/// no `Host` header); `(status, body)`.
+async fn get_h2(
+    sender: &mut hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    uri: &str,
+) -> (StatusCode, String) {
+    let req = Request::get(uri).body(Empty::new()).unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+async fn h2_over<S>(io: S) -> hyper::client::conn::http2::SendRequest<Empty<Bytes>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let executor = hyper_util::rt::TokioExecutor::new();
+    let (sender, conn) = hyper::client::conn::http2::handshake(executor, TokioIo::new(io))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+/// HTTP/2 clients (ALPN `h2` on the HTTPS port, prior knowledge on the plain one) get
+/// their requests routed by the URI's authority, several at once on one connection; the
+/// backend gets HTTP/1.1 with that authority as its `Host`.
+#[tokio::test]
+async fn http2_requests_are_routed_by_their_authority() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    let year = Duration::from_secs(365 * 86400);
+    let ca = Authority::generate("ca-h2", year).unwrap();
+    let leaf = ca
+        .issue_serving("foo.com", &["foo.com".into()], year)
+        .unwrap();
+    h.load(&[tls_secret("my-cert", &leaf.cert_pem, &leaf.key_pem)], &[]);
+    let roots = cairn_pki::tls::roots(ca.cert_pem()).unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let stream = TcpStream::connect(h.https).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("foo.com").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, stream)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let mut secure = h2_over(tls).await;
+    let mut plain = h2_over(TcpStream::connect(h.http).await.unwrap()).await;
+    let (mut a, mut b) = (secure.clone(), secure.clone());
+    let (one, two) = tokio::join!(
+        get_h2(&mut a, "https://foo.com/bar/1"),
+        get_h2(&mut b, "https://foo.com/bar/2"),
+    );
+    for (status, body) in [one, two] {
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let answer = body_json(&body);
+        assert_eq!(answer["backend"], "svc1");
+        assert_eq!(answer["headers"]["host"], "foo.com");
+        assert_eq!(answer["headers"]["x-forwarded-proto"], "https");
+    }
+    let (status, body) = get_h2(&mut plain, "http://else.org/x").await;
+    assert_eq!(
+        (status, body_json(&body)["backend"].clone()),
+        (StatusCode::OK, json!("svc2"))
+    );
+    assert_eq!(body_json(&body)["headers"]["host"], "else.org");
+    let (status, body) = get_h2(&mut secure, "https://foo.com/other").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
