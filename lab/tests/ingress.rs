@@ -4,7 +4,7 @@
 //!
 //! One lab for every case, in order: `kubectl create ingress --help`'s examples (hosts,
 //! exact and prefix paths, a default backend, TLS with a Secret, another class ignored);
-//! the nodes' addresses in each Ingress's status; HTTPS verified against the Secret's CA;
+//! the requests on a node's `/metrics`; the nodes' addresses in each Ingress's status; HTTPS verified against the Secret's CA;
 //! a missing Service (503 saying which, a Warning event) and an overlapping rule (the
 //! older Ingress keeps it, a Warning event on the newer); a Secret update under a client loop
 //! (the new certificate served, no failed request); a rollout of a backend Deployment
@@ -313,6 +313,23 @@ fn ingress_routes_http_and_https_from_outside_the_nodes() {
             (503, "service \"default/nosuch\" not found\n")
         );
     }
+
+    // The data plane's requests on node-1's `/metrics`, by Service and status code.
+    let metrics = lab
+        .on_node(
+            "node-1",
+            &["curl", "-fsS", "http://127.0.0.1:10249/metrics"],
+        )
+        .unwrap();
+    let count = |series: &str| -> u64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("cairn_ingress_requests_total{{{series}}} ")))
+            .unwrap_or_else(|| panic!("no {series} in {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(count("namespace=\"default\",service=\"svc1\",code=\"200\"") >= 2);
+    assert!(count("namespace=\"\",service=\"\",code=\"503\"") >= 1);
 
     // Status: every node's address; what the table could not take, as Warning events.
     let mut addresses: Vec<String> = nodes.to_vec();

@@ -258,6 +258,9 @@ async fn main() -> anyhow::Result<()> {
         true => network_policy_driver(),
         false => None,
     };
+    let ingress_metrics = cli
+        .ingress
+        .then(cairn_ingress_proxy::RequestMetrics::default);
     let config = ProxyConfig {
         node_name,
         min_sync_period: Duration::from_secs_f64(cli.min_sync_period.max(0.0)),
@@ -266,6 +269,7 @@ async fn main() -> anyhow::Result<()> {
         metrics,
         conntrack_cleanup: cli.conntrack_cleanup,
         network_policy: network_policy.clone(),
+        ingress_metrics: ingress_metrics.clone(),
     };
     let client = client(cli.kubeconfig.as_ref()).await?;
     let cidrs = nodeport_cidrs(&cli.nodeport_addresses, &client, &config.node_name).await?;
@@ -273,8 +277,8 @@ async fn main() -> anyhow::Result<()> {
     if let Some(observed) = network_policy {
         start_network_policy(&client, &config.node_name, observed);
     }
-    let ingress = match cli.ingress {
-        true => Some(IngressConfig {
+    let ingress = match ingress_metrics {
+        Some(metrics) => Some(IngressConfig {
             http: bind_address(
                 &cli.ingress_http_bind_address,
                 "--ingress-http-bind-address",
@@ -284,8 +288,9 @@ async fn main() -> anyhow::Result<()> {
                 "--ingress-https-bind-address",
             )?,
             workers: cli.ingress_workers,
+            metrics,
         }),
-        false => None,
+        None => None,
     };
     let (stop_ingress, ingress) = start_ingress(&client, &config.node_name, ingress);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

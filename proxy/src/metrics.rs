@@ -257,6 +257,11 @@ impl Metrics {
         self.registry.register_collector(collector);
     }
 
+    /// The Ingress data plane's request metrics (`cairn_ingress_*`).
+    pub fn register_ingress(&mut self, ingress: &cairn_ingress_proxy::RequestMetrics) {
+        ingress.register(&mut self.registry);
+    }
+
     /// The exposition, in the OpenMetrics text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();

@@ -38,6 +38,8 @@ pub struct ProxyConfig {
     pub conntrack_cleanup: bool,
     /// The policy controller's view, served beside the metrics (when it runs).
     pub network_policy: Option<Arc<crate::netpol::Observed>>,
+    /// The Ingress data plane's request metrics, served beside the proxy's (when it runs).
+    pub ingress_metrics: Option<cairn_ingress_proxy::RequestMetrics>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +198,9 @@ pub async fn run(
     if let Some(observed) = &config.network_policy {
         metrics.register_collector(Box::new(observed.clone()));
         routes = crate::netpol::routes(observed.clone());
+    }
+    if let Some(ingress) = &config.ingress_metrics {
+        metrics.register_ingress(ingress);
     }
     let metrics = Arc::new(metrics);
     let services = watch(

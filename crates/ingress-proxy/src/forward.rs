@@ -9,7 +9,7 @@
 //! one that does not answer in time: 504.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{header, Request, Response, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
@@ -21,6 +21,7 @@ use cairn_ingress::gateway::route::Filter;
 
 use crate::gateway::{self, Decision};
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of};
+use crate::metrics::{RequestMetrics, ServiceName};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
@@ -39,6 +40,8 @@ pub struct ForwardConfig {
     pub response_timeout: Duration,
     pub pool_idle_timeout: Duration,
     pub pool_max_idle_per_endpoint: usize,
+    /// Where requests are counted (shared by every worker given a clone).
+    pub metrics: RequestMetrics,
 }
 
 impl Default for ForwardConfig {
@@ -48,6 +51,7 @@ impl Default for ForwardConfig {
             response_timeout: Duration::from_secs(60),
             pool_idle_timeout: Duration::from_secs(60),
             pool_max_idle_per_endpoint: 64,
+            metrics: RequestMetrics::default(),
         }
     }
 }
@@ -56,6 +60,7 @@ pub struct Forwarder {
     routes: Arc<Routes>,
     pool: Arc<Pool>,
     response_timeout: Duration,
+    metrics: RequestMetrics,
 }
 
 impl Forwarder {
@@ -69,15 +74,30 @@ impl Forwarder {
             routes,
             pool: Arc::new(pool),
             response_timeout: config.response_timeout,
+            metrics: config.metrics.clone(),
         }
     }
 
-    /// Serves one request.
+    /// Serves one request, and counts it.
     pub async fn handle(
         &self,
         request: Request<Incoming>,
         conn: &Connection,
     ) -> Response<ProxyBody> {
+        let started = Instant::now();
+        let (response, service) = self.route(request, conn).await;
+        self.metrics
+            .record(service.as_ref(), response.status(), started.elapsed());
+        response
+    }
+
+    /// The request's response, and the Service it went to (`None`: no Service was
+    /// chosen).
+    async fn route(
+        &self,
+        request: Request<Incoming>,
+        conn: &Connection,
+    ) -> (Response<ProxyBody>, Option<ServiceName>) {
         let authority = request
             .uri()
             .authority()
@@ -87,34 +107,42 @@ impl Forwarder {
                 host.to_str().ok().map(str::to_string)
             });
         let Some(authority) = authority else {
-            return plain(StatusCode::BAD_REQUEST, "the request names no host");
+            return (
+                plain(StatusCode::BAD_REQUEST, "the request names no host"),
+                None,
+            );
         };
         let snapshot = self.routes.current();
         match gateway::decide(&snapshot, &request, conn, &authority) {
             Decision::NotClaimed => {}
-            Decision::Respond(response) => return response,
+            Decision::Respond(response) => return (response, None),
             Decision::Forward { backend, filters } => {
                 drop(snapshot);
-                return self
+                let response = self
                     .forward_filtered(request, &backend, &authority, conn, &filters)
                     .await;
+                return (response, Some(backend.service.clone()));
             }
         }
         let path = request.uri().path();
         if !conn.ingress {
             let why = format!("no HTTPRoute rule matches host {authority:?} and path {path:?}");
-            return plain(StatusCode::NOT_FOUND, &why);
+            return (plain(StatusCode::NOT_FOUND, &why), None);
         }
         match snapshot.backend(&authority, path) {
-            None => plain(
-                StatusCode::NOT_FOUND,
-                &format!("no Ingress rule matches host {authority:?} and path {path:?}"),
+            None => {
+                let why = format!("no Ingress rule matches host {authority:?} and path {path:?}");
+                (plain(StatusCode::NOT_FOUND, &why), None)
+            }
+            Some(Err(why)) => (
+                plain(StatusCode::SERVICE_UNAVAILABLE, &why.to_string()),
+                None,
             ),
-            Some(Err(why)) => plain(StatusCode::SERVICE_UNAVAILABLE, &why.to_string()),
             Some(Ok(backend)) => {
                 let backend = backend.clone();
                 drop(snapshot);
-                self.forward(request, &backend, &authority, conn).await
+                let response = self.forward(request, &backend, &authority, conn).await;
+                (response, Some(backend.service.clone()))
             }
         }
     }

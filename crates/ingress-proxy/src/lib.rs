@@ -10,7 +10,8 @@
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
 //!   is named; [`tls`] picks among them by SNI per handshake;
 //! - [`serve`]: the listeners, header and handshake timeouts, graceful drain;
-//! - [`workers`]: a single-threaded runtime per core, each serving every listener.
+//! - [`workers`]: a single-threaded runtime per core, each serving every listener;
+//! - [`metrics`]: requests by backend Service and status code, and their durations.
 
 pub mod body;
 pub mod certs;
@@ -18,6 +19,7 @@ pub mod connection;
 pub mod forward;
 pub mod gateway;
 pub mod headers;
+pub mod metrics;
 pub mod pool;
 pub mod serve;
 pub mod snapshot;
@@ -27,6 +29,7 @@ pub mod workers;
 
 pub use certs::{default_certificate, CertificateError};
 pub use forward::{ForwardConfig, Forwarder};
+pub use metrics::RequestMetrics;
 pub use serve::{serve, Listener, ServeConfig};
 pub use snapshot::{Inputs, Problem, Routes, Snapshot};
 pub use tls::{server_config, SniResolver};

@@ -18,19 +18,23 @@ use k8s_openapi::api::networking::v1::Ingress;
 use rustls::sign::CertifiedKey;
 
 use crate::certs::secret_certificate;
+use crate::metrics::ServiceName;
 
 /// A routed Service's ready endpoints, taken in turn.
 #[derive(Debug)]
 pub struct Backend {
     endpoints: Vec<SocketAddr>,
     next: AtomicUsize,
+    /// Its requests' labels.
+    pub service: ServiceName,
 }
 
 impl Backend {
-    pub fn new(endpoints: Vec<SocketAddr>) -> Backend {
+    pub fn new(service: ServiceName, endpoints: Vec<SocketAddr>) -> Backend {
         Backend {
             endpoints,
             next: AtomicUsize::new(0),
+            service,
         }
     }
 
@@ -244,7 +248,14 @@ fn backends_of(
             .get(service.namespace.as_str())
             .map_or(&[][..], |v| v);
         let found = endpoints(&service, services.get(&key).copied(), in_namespace);
-        out.insert(service.clone(), found.map(|e| Arc::new(Backend::new(e))));
+        let name = ServiceName {
+            namespace: service.namespace.as_str().into(),
+            name: service.name.as_str().into(),
+        };
+        out.insert(
+            service.clone(),
+            found.map(|e| Arc::new(Backend::new(name, e))),
+        );
     }
     out
 }

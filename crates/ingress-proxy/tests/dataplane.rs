@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ServedListener};
 use cairn_ingress_proxy::{
-    default_certificate, server_config, ForwardConfig, Inputs, Routes, ServeConfig, Served,
-    Snapshot, SniResolver, Workers,
+    default_certificate, server_config, ForwardConfig, Inputs, RequestMetrics, Routes, ServeConfig,
+    Served, Snapshot, SniResolver, Workers,
 };
 use cairn_pki::authority::Authority;
 use http::{Request, Response, StatusCode};
@@ -170,6 +170,7 @@ struct Harness {
     backends: (SocketAddr, SocketAddr),
     shutdown: Option<watch::Sender<bool>>,
     stopped: Vec<Served>,
+    metrics: RequestMetrics,
     /// Last: stopped (joined) after the rest.
     _workers: Workers,
 }
@@ -182,7 +183,9 @@ impl Harness {
         let routes = Arc::new(Routes::default());
         let fallback = Arc::new(default_certificate().unwrap());
         // Two workers, as on a 2-core node: a test's connections land on either.
-        let workers = Workers::start(2, &routes, &ForwardConfig::default()).unwrap();
+        let forwarding = ForwardConfig::default();
+        let metrics = forwarding.metrics.clone();
+        let workers = Workers::start(2, &routes, &forwarding).unwrap();
         let config = ServeConfig {
             header_timeout,
             drain_timeout: Duration::from_secs(10),
@@ -213,6 +216,7 @@ impl Harness {
             backends: (one, two),
             shutdown: Some(tx),
             stopped,
+            metrics,
             _workers: workers,
         }
     }
@@ -342,6 +346,20 @@ async fn hosts_and_paths_route_to_their_services_with_forwarded_headers_and_clea
     let (status, body) = get(h.http, "missing.com", "/").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body, "service \"default/nosuch\" not found\n");
+    // Each response counted once, by the Service it came from (none chosen: empty).
+    let counted = |service: &str, code: u16| {
+        let namespace = if service.is_empty() { "" } else { "default" };
+        h.metrics.requests(namespace, service, code)
+    };
+    assert_eq!(
+        [
+            counted("svc1", 200),
+            counted("svc2", 200),
+            counted("", 404),
+            counted("", 503)
+        ],
+        [1, 1, 1, 1]
+    );
 }
 
 #[tokio::test]

@@ -63,6 +63,8 @@ pub struct IngressConfig {
     pub https: Option<SocketAddr>,
     /// 0: one per core.
     pub workers: usize,
+    /// Where the data plane counts its requests (the proxy's `/metrics` serves them).
+    pub metrics: cairn_ingress_proxy::RequestMetrics,
 }
 
 /// A listening socket for the workers (bound here, so a port in use is one error).
@@ -158,7 +160,11 @@ pub async fn run(
         |reported: &mut BTreeSet<(String, String)>| publish(&stores, &routes, reported, &events);
     publish(&mut reported);
     info!(http = ?config.http, https = ?config.https, "ingress data plane in sync; serving");
-    let workers = Workers::start(config.workers, &routes, &ForwardConfig::default())?;
+    let forwarding = ForwardConfig {
+        metrics: config.metrics.clone(),
+        ..ForwardConfig::default()
+    };
+    let workers = Workers::start(config.workers, &routes, &forwarding)?;
     let workers = Arc::new(workers);
     let (stop, stopping) = watch::channel(false);
     let mut servers = Vec::new();

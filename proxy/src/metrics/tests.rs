@@ -323,3 +323,24 @@ fn old_triggers_and_deleted_slices() {
     assert!(tracker.programmed(tracker.pending(&bad), now).is_empty());
     assert!(tracker.pending(&bad).is_empty());
 }
+
+#[test]
+fn the_ingress_data_planes_requests_are_served_beside_the_proxys_metrics() {
+    let ingress = cairn_ingress_proxy::RequestMetrics::default();
+    let mut metrics = Metrics::new();
+    metrics.register_ingress(&ingress);
+    ingress.record(
+        None,
+        axum::http::StatusCode::NOT_FOUND,
+        Duration::from_millis(1),
+    );
+    let text = metrics.encode().expect("encode");
+    assert!(
+        text.contains("cairn_ingress_requests_total{namespace=\"\",service=\"\",code=\"404\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kubeproxy_sync_proxy_rules_duration_seconds"),
+        "{text}"
+    );
+}
