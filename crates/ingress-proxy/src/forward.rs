@@ -21,7 +21,7 @@ use cairn_ingress::gateway::route::Filter;
 
 use crate::gateway::{self, Decision};
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of};
-use crate::metrics::{RequestMetrics, ServiceName};
+use crate::metrics::{RequestCounter, RequestMetrics, ServiceName};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
@@ -60,7 +60,7 @@ pub struct Forwarder {
     routes: Arc<Routes>,
     pool: Arc<Pool>,
     response_timeout: Duration,
-    metrics: RequestMetrics,
+    metrics: RequestCounter,
 }
 
 impl Forwarder {
@@ -74,7 +74,7 @@ impl Forwarder {
             routes,
             pool: Arc::new(pool),
             response_timeout: config.response_timeout,
-            metrics: config.metrics.clone(),
+            metrics: config.metrics.counter(),
         }
     }
 

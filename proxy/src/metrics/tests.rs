@@ -329,7 +329,7 @@ fn the_ingress_data_planes_requests_are_served_beside_the_proxys_metrics() {
     let ingress = cairn_ingress_proxy::RequestMetrics::default();
     let mut metrics = Metrics::new();
     metrics.register_ingress(&ingress);
-    ingress.record(
+    ingress.counter().record(
         None,
         axum::http::StatusCode::NOT_FOUND,
         Duration::from_millis(1),
