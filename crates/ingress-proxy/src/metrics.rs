@@ -69,13 +69,14 @@ pub struct RequestMetrics {
 #[derive(Debug)]
 pub struct RequestCounter {
     shard: Arc<Shard>,
+    /// The empty labels of a response no Service gave, made once, not per request.
+    unrouted: ServiceName,
 }
 
 impl RequestCounter {
     /// Counts one response.
     pub fn record(&self, service: Option<&ServiceName>, code: StatusCode, took: Duration) {
-        let none = ServiceName::default();
-        let service = service.unwrap_or(&none);
+        let service = service.unwrap_or(&self.unrouted);
         let labels = RequestLabels {
             namespace: service.namespace.clone(),
             service: service.name.clone(),
@@ -105,7 +106,10 @@ impl RequestMetrics {
     pub fn counter(&self) -> RequestCounter {
         let shard = Arc::new(Shard::default());
         self.shards.lock().push(shard.clone());
-        RequestCounter { shard }
+        RequestCounter {
+            shard,
+            unrouted: ServiceName::default(),
+        }
     }
 
     /// How many responses with `code` came from `namespace/service` (empty: none chosen).
