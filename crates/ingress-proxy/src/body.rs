@@ -8,7 +8,10 @@ use http::{header, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 
-pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
+/// A body's error: hyper's, or the raw upstream's ([`crate::upstream::UpstreamError`]).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+pub type ProxyBody = BoxBody<Bytes, BoxError>;
 
 /// A response of the proxy's own, with a one-line plain-text body.
 pub fn plain(status: StatusCode, message: &str) -> Response<ProxyBody> {

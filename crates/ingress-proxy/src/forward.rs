@@ -1,17 +1,22 @@
 //! One request: its route in the snapshot in force, then a backend endpoint over a
-//! pooled keep-alive connection (straight to the pod, not through the ClusterIP).
+//! pooled keep-alive connection (straight to the pod, not through the ClusterIP): a raw
+//! one written in this task for a bodiless request ([`Upstream`]), hyper's client
+//! connection for one with a body or an upgrade ([`Pool`]).
 //!
 //! A request goes to the next endpoint (at most [`MAX_ATTEMPTS`] in all) only when it
 //! never reached a backend: its connection could not be made, or a pooled connection
-//! turned out closed before the request was written (hyper hands the request back), so
+//! turned out closed before the request was written whole (hyper hands the request
+//! back; a raw write fails), so
 //! nothing can run twice; a request that was sent is never repeated. No route: 404; a
 //! routed Service with nothing to send to: 503 saying why; a backend that fails: 502;
 //! one that does not answer in time: 504.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{header, Request, Response, StatusCode, Uri, Version};
+use http::{header, Method, Request, Response, StatusCode, Uri, Version};
+use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tracing::debug;
@@ -25,8 +30,10 @@ use crate::metrics::{RequestCounter, RequestMetrics, ServiceName};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes};
 use crate::upgrade::tunnel;
+use crate::upstream::head::encode_request;
+use crate::upstream::{Failure, Upstream};
 
-pub use crate::body::{plain, ProxyBody};
+pub use crate::body::{plain, BoxError, ProxyBody};
 pub use crate::connection::Connection;
 
 /// How many endpoints one request may try.
@@ -59,6 +66,7 @@ impl Default for ForwardConfig {
 pub struct Forwarder {
     routes: Arc<Routes>,
     pool: Arc<Pool>,
+    upstream: Arc<Upstream>,
     response_timeout: Duration,
     metrics: RequestCounter,
 }
@@ -70,9 +78,15 @@ impl Forwarder {
             config.pool_idle_timeout,
             config.pool_max_idle_per_endpoint,
         );
+        let upstream = Upstream::new(
+            config.connect_timeout,
+            config.pool_idle_timeout,
+            config.pool_max_idle_per_endpoint,
+        );
         Forwarder {
             routes,
             pool: Arc::new(pool),
+            upstream: Arc::new(upstream),
             response_timeout: config.response_timeout,
             metrics: config.metrics.counter(),
         }
@@ -190,10 +204,67 @@ impl Forwarder {
             .uri
             .path_and_query()
             .map_or_else(|| Uri::from_static("/"), |p| Uri::from(p.clone()));
-        let mut request = Request::from_parts(parts, body.boxed());
+        if upgrade.is_none() && body.is_end_stream() {
+            return self.forward_bodiless(&parts, backend).await;
+        }
+        let body = body.map_err(BoxError::from).boxed();
+        let request = Request::from_parts(parts, body);
+        self.forward_over_hyper(request, backend, upgrade.is_some(), client_side)
+            .await
+    }
+
+    /// A request with no body and no upgrade, over a raw connection ([`Upstream`]).
+    async fn forward_bodiless(
+        &self,
+        parts: &http::request::Parts,
+        backend: &Backend,
+    ) -> Response<ProxyBody> {
+        let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut head = Vec::with_capacity(512);
+        encode_request(&parts.method, target, &parts.headers, &mut head);
+        let head_request = parts.method == Method::HEAD;
         let mut last = String::from("no endpoint was tried");
         for endpoint in backend.order().take(MAX_ATTEMPTS) {
-            let mut sender = match self.pool.checkout(endpoint, upgrade.is_some()).await {
+            let raw = match self.upstream.checkout(endpoint).await {
+                Ok(raw) => raw,
+                Err(e) => {
+                    debug!(%endpoint, error = %e, "endpoint unreachable; trying the next");
+                    last = format!("endpoint {endpoint}: {e}");
+                    continue;
+                }
+            };
+            let exchange = self.upstream.exchange(raw, endpoint, &head, head_request);
+            match tokio::time::timeout(self.response_timeout, exchange).await {
+                Ok(Ok(response)) => {
+                    let (mut parts, body) = response.into_parts();
+                    strip_hop_by_hop(&mut parts.headers, None);
+                    let body = body.map_err(BoxError::from).boxed();
+                    return Response::from_parts(parts, body);
+                }
+                Ok(Err(Failure::Unsent(e))) => last = format!("endpoint {endpoint}: {e}"),
+                Ok(Err(Failure::Sent(e))) => {
+                    return plain(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("endpoint {endpoint}: {e}"),
+                    )
+                }
+                Err(_) => return self.timed_out(endpoint),
+            }
+        }
+        plain(StatusCode::BAD_GATEWAY, &last)
+    }
+
+    /// A request with a body or an upgrade, over hyper's client connection ([`Pool`]).
+    async fn forward_over_hyper(
+        &self,
+        mut request: Request<ProxyBody>,
+        backend: &Backend,
+        upgrade: bool,
+        client_side: Option<hyper::upgrade::OnUpgrade>,
+    ) -> Response<ProxyBody> {
+        let mut last = String::from("no endpoint was tried");
+        for endpoint in backend.order().take(MAX_ATTEMPTS) {
+            let mut sender = match self.pool.checkout(endpoint, upgrade).await {
                 Ok(sender) => sender,
                 Err(e) => {
                     debug!(%endpoint, error = %e, "endpoint unreachable; trying the next");
@@ -225,16 +296,18 @@ impl Forwarder {
                         );
                     }
                 },
-                Err(_) => {
-                    let why = format!(
-                        "endpoint {endpoint} did not answer in {:?}",
-                        self.response_timeout
-                    );
-                    return plain(StatusCode::GATEWAY_TIMEOUT, &why);
-                }
+                Err(_) => return self.timed_out(endpoint),
             }
         }
         plain(StatusCode::BAD_GATEWAY, &last)
+    }
+
+    fn timed_out(&self, endpoint: SocketAddr) -> Response<ProxyBody> {
+        let why = format!(
+            "endpoint {endpoint} did not answer in {:?}",
+            self.response_timeout
+        );
+        plain(StatusCode::GATEWAY_TIMEOUT, &why)
     }
 }
 
@@ -253,5 +326,5 @@ fn respond(
     }
     let (mut parts, body) = response.into_parts();
     strip_hop_by_hop(&mut parts.headers, upgrade.as_ref());
-    Response::from_parts(parts, body.boxed())
+    Response::from_parts(parts, body.map_err(BoxError::from).boxed())
 }

@@ -3,8 +3,10 @@
 //!
 //! - [`snapshot`]: the table, each routed Service's ready endpoints and the TLS
 //!   certificates, built whole from API objects and swapped as one pointer;
-//! - [`forward`]: one request to an endpoint over pooled keep-alive connections, retried
-//!   only when safe, `X-Forwarded-*` set ([`headers`]), WebSocket upgrades ([`upgrade`]);
+//! - [`forward`]: one request to an endpoint over pooled keep-alive connections ([`idle`]:
+//!   raw ones for bodiless requests, [`upstream`]; hyper's for the rest, [`pool`]),
+//!   retried only when safe, `X-Forwarded-*` set ([`headers`]), WebSocket upgrades
+//!   ([`upgrade`]);
 //! - [`gateway`]: a request on a Gateway listener's port: its listener, HTTPRoute rule
 //!   and filters, before the Ingress routes;
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
@@ -19,12 +21,14 @@ pub mod connection;
 pub mod forward;
 pub mod gateway;
 pub mod headers;
+pub mod idle;
 pub mod metrics;
 pub mod pool;
 pub mod serve;
 pub mod snapshot;
 pub mod tls;
 pub mod upgrade;
+pub mod upstream;
 pub mod workers;
 
 pub use certs::{default_certificate, CertificateError};

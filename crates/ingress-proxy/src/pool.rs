@@ -1,4 +1,6 @@
-//! Keep-alive HTTP/1.1 connections to endpoints, per endpoint address.
+//! hyper's keep-alive HTTP/1.1 client connections to endpoints, for requests with a
+//! body or an upgrade (a body is written while the answer is read: a backend may answer
+//! early); bodiless requests take the leaner [`crate::upstream`].
 //!
 //! A connection is taken before a request is committed to it, so a refused or timed-out
 //! connect leaves the request in hand for the next endpoint. It comes back to the pool
@@ -7,24 +9,22 @@
 //! than hyper-util's legacy client, whose generic pool (a connect racing every checkout,
 //! a URI key hashed per request) cost a measurable share of each proxied request.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::body::ProxyBody;
+use crate::idle::{Idle, Reusable};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -36,20 +36,18 @@ pub enum ConnectError {
     Handshake(#[from] hyper::Error),
 }
 
-type Sender = SendRequest<ProxyBody>;
+pub type Sender = SendRequest<ProxyBody>;
 
-pub struct Pool {
-    /// Newest last; each with when it went idle.
-    idle: Mutex<HashMap<SocketAddr, Vec<(Instant, Sender)>>>,
-    connect_timeout: Duration,
-    idle_timeout: Duration,
-    max_idle_per_endpoint: usize,
-    checkins: AtomicU64,
+impl Reusable for Sender {
+    fn closed(&mut self) -> bool {
+        self.is_closed()
+    }
 }
 
-/// Every this many checkins the whole pool is swept of closed and expired connections,
-/// and of endpoints with none left (pods that went away).
-const SWEEP_EVERY: u64 = 4096;
+pub struct Pool {
+    idle: Idle<Sender>,
+    connect_timeout: Duration,
+}
 
 impl Pool {
     pub fn new(
@@ -58,11 +56,8 @@ impl Pool {
         max_idle_per_endpoint: usize,
     ) -> Pool {
         Pool {
-            idle: Mutex::new(HashMap::new()),
+            idle: Idle::new(idle_timeout, max_idle_per_endpoint),
             connect_timeout,
-            idle_timeout,
-            max_idle_per_endpoint,
-            checkins: AtomicU64::new(0),
         }
     }
 
@@ -84,10 +79,7 @@ impl Pool {
     /// An idle connection to `endpoint` that is still open and not expired.
     async fn reuse(&self, endpoint: SocketAddr) -> Option<Sender> {
         loop {
-            let (since, mut sender) = self.idle.lock().get_mut(&endpoint).and_then(Vec::pop)?;
-            if since.elapsed() > self.idle_timeout {
-                continue;
-            }
+            let mut sender = self.idle.take(endpoint)?;
             // A connection the endpoint closed while idle fails here, before any request.
             if sender.ready().await.is_ok() {
                 return Some(sender);
@@ -96,11 +88,7 @@ impl Pool {
     }
 
     async fn connect(&self, endpoint: SocketAddr, upgrade: bool) -> Result<Sender, ConnectError> {
-        let connected = tokio::time::timeout(self.connect_timeout, TcpStream::connect(endpoint));
-        let stream = connected
-            .await
-            .map_err(|_| ConnectError::Timeout(self.connect_timeout))??;
-        let _ = stream.set_nodelay(true);
+        let stream = connect(endpoint, self.connect_timeout).await?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
             let result = match upgrade {
@@ -115,27 +103,23 @@ impl Pool {
     }
 
     fn checkin(&self, endpoint: SocketAddr, sender: Sender) {
-        if sender.is_closed() {
-            return;
-        }
-        let mut idle = self.idle.lock();
-        let list = idle.entry(endpoint).or_default();
-        if list.len() < self.max_idle_per_endpoint {
-            list.push((Instant::now(), sender));
-        }
-        if self.checkins.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
-            let timeout = self.idle_timeout;
-            for list in idle.values_mut() {
-                list.retain(|(since, s)| !s.is_closed() && since.elapsed() <= timeout);
-            }
-            idle.retain(|_, list| !list.is_empty());
-        }
+        self.idle.put(endpoint, sender);
     }
 
     /// Idle connections, for tests.
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().values().map(Vec::len).sum()
+        self.idle.count()
     }
+}
+
+/// A TCP connection to `endpoint`, with no delay (requests are written whole).
+pub async fn connect(endpoint: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
+    let connected = tokio::time::timeout(timeout, TcpStream::connect(endpoint));
+    let stream = connected
+        .await
+        .map_err(|_| ConnectError::Timeout(timeout))??;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }
 
 /// A response body that gives its connection back to the pool once read to the end.

@@ -1,0 +1,231 @@
+//! A bodiless request's head as bytes, and a backend's response head parsed (httparse)
+//! with how its body is framed (RFC 9112 §6.3).
+
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, Method, StatusCode, Version};
+
+/// More response headers than this is an error, as in hyper's client (its default).
+const MAX_HEADERS: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeadError {
+    #[error("the endpoint's response head is not HTTP/1.x: {0}")]
+    Invalid(httparse::Error),
+    #[error("the endpoint's response head has an invalid header {0:?}")]
+    Header(String),
+    #[error("the endpoint's response has an invalid Content-Length")]
+    ContentLength,
+}
+
+/// `request`'s head, for HTTP/1.1 in origin form: `target` is the path and query.
+pub fn encode_request(method: &Method, target: &str, headers: &HeaderMap, out: &mut Vec<u8>) {
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[derive(Debug)]
+pub struct ResponseHead {
+    pub status: StatusCode,
+    pub version: Version,
+    pub headers: HeaderMap,
+}
+
+/// A response head from the front of `buf`, taken off it; `None`: not all of it is
+/// there yet. Header values share the head's bytes rather than being copied.
+pub fn parse_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, HeadError> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut slots);
+    let len = match parsed.parse(buf).map_err(HeadError::Invalid)? {
+        httparse::Status::Partial => return Ok(None),
+        httparse::Status::Complete(len) => len,
+    };
+    let code = parsed.code.unwrap_or_default();
+    let status =
+        StatusCode::from_u16(code).map_err(|_| HeadError::Invalid(httparse::Error::Status))?;
+    let version = match parsed.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    // Where each value lies in the head, to slice it from the frozen bytes below.
+    let base = buf.as_ptr() as usize;
+    let mut spans = Vec::with_capacity(parsed.headers.len());
+    for header in parsed.headers.iter() {
+        let name = HeaderName::from_bytes(header.name.as_bytes())
+            .map_err(|_| HeadError::Header(header.name.to_string()))?;
+        // An empty value may not point into the buffer at all.
+        let start = match header.value.is_empty() {
+            true => 0,
+            false => (header.value.as_ptr() as usize).saturating_sub(base),
+        };
+        spans.push((name, start, start + header.value.len()));
+    }
+    let head: Bytes = buf.split_to(len).freeze();
+    let mut headers = HeaderMap::with_capacity(spans.len());
+    for (name, start, end) in spans {
+        let bytes = head.get(start..end).map(|_| head.slice(start..end));
+        let value = bytes
+            .and_then(|b| HeaderValue::from_maybe_shared(b).ok())
+            .ok_or_else(|| HeadError::Header(name.to_string()))?;
+        headers.append(name, value);
+    }
+    Ok(Some(ResponseHead {
+        status,
+        version,
+        headers,
+    }))
+}
+
+/// How a response's body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Empty,
+    Length(u64),
+    Chunked,
+    /// When the endpoint closes the connection, which cannot be reused.
+    UntilClose,
+}
+
+/// RFC 9112 §6.3: a HEAD's response and 1xx/204/304 have no body; then
+/// Transfer-Encoding (chunked last, else until close), then Content-Length (several
+/// differing: an error), else until close.
+pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadError> {
+    let status = head.status;
+    if head_request
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return Ok(Framing::Empty);
+    }
+    if head.headers.contains_key(TRANSFER_ENCODING) {
+        let last = head
+            .headers
+            .get_all(TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+            .next_back()
+            .map(<[u8]>::trim_ascii);
+        return Ok(match last {
+            Some(coding) if coding.eq_ignore_ascii_case(b"chunked") => Framing::Chunked,
+            _ => Framing::UntilClose,
+        });
+    }
+    let mut length = None;
+    for value in head.headers.get_all(CONTENT_LENGTH) {
+        for part in value.as_bytes().split(|b| *b == b',') {
+            let n = std::str::from_utf8(part.trim_ascii())
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or(HeadError::ContentLength)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(HeadError::ContentLength);
+            }
+            length = Some(n);
+        }
+    }
+    Ok(length.map_or(Framing::UntilClose, Framing::Length))
+}
+
+/// Whether the endpoint keeps the connection open after this response: HTTP/1.1
+/// unless `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+pub fn keeps_alive(head: &ResponseHead) -> bool {
+    let says = |token: &str| {
+        head.headers
+            .get_all(CONNECTION)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+    };
+    match head.version {
+        Version::HTTP_10 => says("keep-alive"),
+        _ => !says("close"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(text: &str) -> (ResponseHead, BytesMut) {
+        let mut buf = BytesMut::from(text);
+        let head = parse_response(&mut buf).unwrap().unwrap();
+        (head, buf)
+    }
+
+    #[test]
+    fn a_request_head_is_written_in_origin_form_with_every_header() {
+        let mut headers = HeaderMap::new();
+        headers.insert("host", HeaderValue::from_static("foo.com"));
+        headers.append("x-a", HeaderValue::from_static("1"));
+        headers.append("x-a", HeaderValue::from_static("2"));
+        let mut out = Vec::new();
+        encode_request(&Method::GET, "/p?q=1", &headers, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET /p?q=1 HTTP/1.1\r\nhost: foo.com\r\nx-a: 1\r\nx-a: 2\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn a_response_head_is_taken_off_the_buffer_and_the_body_left() {
+        let (head, rest) = parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello");
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(head.headers["x-a"], "b");
+        assert_eq!(&rest[..], b"hello");
+        assert_eq!(framing(&head, false).unwrap(), Framing::Length(5));
+        assert_eq!(framing(&head, true).unwrap(), Framing::Empty);
+        assert!(keeps_alive(&head));
+    }
+
+    #[test]
+    fn a_partial_head_asks_for_more_and_garbage_is_an_error() {
+        let mut buf = BytesMut::from("HTTP/1.1 200 OK\r\nContent-Le");
+        assert!(parse_response(&mut buf).unwrap().is_none());
+        assert_eq!(buf.len(), 27);
+        let mut buf = BytesMut::from("SSH-2.0-OpenSSH\r\n\r\n");
+        assert!(parse_response(&mut buf).is_err());
+    }
+
+    #[test]
+    fn framing_follows_rfc_9112() {
+        let chunked =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 9\r\n\r\n";
+        assert_eq!(framing(&parse(chunked).0, false).unwrap(), Framing::Chunked);
+        let gzip = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n";
+        assert_eq!(framing(&parse(gzip).0, false).unwrap(), Framing::UntilClose);
+        let none = "HTTP/1.1 200 OK\r\n\r\n";
+        assert_eq!(framing(&parse(none).0, false).unwrap(), Framing::UntilClose);
+        let same = "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\n";
+        assert_eq!(framing(&parse(same).0, false).unwrap(), Framing::Length(3));
+        let differ = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
+        assert!(framing(&parse(differ).0, false).is_err());
+        let bad = "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n";
+        assert!(framing(&parse(bad).0, false).is_err());
+        let no_content = "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n";
+        assert_eq!(
+            framing(&parse(no_content).0, false).unwrap(),
+            Framing::Empty
+        );
+    }
+
+    #[test]
+    fn keep_alive_by_version_and_connection_header() {
+        let close = "HTTP/1.1 200 OK\r\nConnection: Close\r\n\r\n";
+        assert!(!keeps_alive(&parse(close).0));
+        let old = "HTTP/1.0 200 OK\r\n\r\n";
+        assert!(!keeps_alive(&parse(old).0));
+        let old_kept = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n";
+        assert!(keeps_alive(&parse(old_kept).0));
+    }
+}
