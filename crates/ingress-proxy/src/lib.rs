@@ -11,7 +11,8 @@
 //!   and filters, before the Ingress routes;
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
 //!   is named; [`tls`] picks among them by SNI per handshake;
-//! - [`serve`]: the listeners, header and handshake timeouts, graceful drain;
+//! - [`serve`]: the listeners, header and handshake timeouts, graceful drain; [`sniff`]:
+//!   HTTP/2's preface or HTTP/1 from a connection's first read;
 //! - [`workers`]: a single-threaded runtime per core, each serving every listener;
 //! - [`metrics`]: requests by backend Service and status code, and their durations.
 
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod pool;
 pub mod serve;
 pub mod snapshot;
+pub mod sniff;
 pub mod tls;
 pub mod upgrade;
 pub mod upstream;

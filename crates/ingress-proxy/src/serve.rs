@@ -8,12 +8,13 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -21,6 +22,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::forward::{Connection, Forwarder};
+use crate::sniff::{sniff, Protocol};
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -55,6 +57,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let (drain, draining) = watch::channel(false);
+    // Accepted connections inherit it (Linux): no system call per connection.
+    if let Err(e) = socket2::SockRef::from(&listener.socket).set_tcp_nodelay(true) {
+        warn!(error = %e, "setting TCP_NODELAY on a listener");
+    }
     let local_port = listener.socket.local_addr().map_or(0, |a| a.port());
     tokio::pin!(shutdown);
     loop {
@@ -71,7 +77,6 @@ pub async fn serve(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         let scheme = if listener.tls.is_some() {
             "https"
         } else {
@@ -111,50 +116,83 @@ async fn connection(
     draining: watch::Receiver<bool>,
 ) {
     let Some(acceptor) = tls else {
-        return http(stream, conn, forwarder, &config, draining).await;
+        return http(stream, false, conn, forwarder, &config, draining).await;
     };
     match tokio::time::timeout(config.header_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => http(stream, conn, forwarder, &config, draining).await,
+        Ok(Ok(stream)) => http(stream, true, conn, forwarder, &config, draining).await,
         Ok(Err(e)) => debug!(client = %conn.client, error = %e, "TLS handshake failed"),
         Err(_) => debug!(client = %conn.client, "TLS handshake timed out"),
     }
 }
 
+/// Serves HTTP on `stream` (HTTP/2 when its first bytes are the preface); `shutdown`:
+/// whether closing it shuts its write side first (TLS: close_notify).
 async fn http<S>(
     stream: S,
+    shutdown: bool,
     conn: Connection,
     forwarder: Arc<Forwarder>,
     config: &ServeConfig,
-    mut draining: watch::Receiver<bool>,
+    draining: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout);
-    builder.http2().timer(TokioTimer::new());
     let client = conn.client;
+    // The first bytes count against the header timeout, as the rest of the head does.
+    let (protocol, io) =
+        match tokio::time::timeout(config.header_timeout, sniff(stream, shutdown)).await {
+            Ok(Ok(Some(sniffed))) => sniffed,
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => return debug!(%client, error = %e, "reading a connection's first bytes"),
+            Err(_) => return debug!(%client, "no request before the header timeout"),
+        };
     let conn = Arc::new(conn);
     let service = service_fn(move |request| {
         let (forwarder, conn) = (forwarder.clone(), conn.clone());
         async move { Ok::<_, Infallible>(forwarder.handle(request, &conn).await) }
     });
-    let served = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    let io = TokioIo::new(io);
+    let result = match protocol {
+        Protocol::Http1 => {
+            let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(config.header_timeout)
+                .serve_connection(io, service)
+                .with_upgrades();
+            until_drained(served, draining, |s| s.graceful_shutdown()).await
+        }
+        Protocol::Http2 => {
+            let served = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .serve_connection(io, service);
+            until_drained(served, draining, |s| s.graceful_shutdown()).await
+        }
+    };
+    if let Err(e) = result {
+        debug!(%client, error = %e, "ingress connection ended");
+    }
+}
+
+/// Runs a connection to its end; once draining begins, it finishes what it has in
+/// flight and closes (HTTP/2: GOAWAY).
+async fn until_drained<C>(
+    served: C,
+    mut draining: watch::Receiver<bool>,
+    graceful: fn(Pin<&mut C>),
+) -> Result<(), hyper::Error>
+where
+    C: Future<Output = Result<(), hyper::Error>>,
+{
     tokio::pin!(served);
     let drained = async move {
         // The guard `wait_for` returns is not held across the connection's await.
         let _ = draining.wait_for(|d| *d).await.map(|_| ());
     };
-    let result = tokio::select! {
+    tokio::select! {
         result = served.as_mut() => result,
         _ = drained => {
-            served.as_mut().graceful_shutdown();
+            graceful(served.as_mut());
             served.await
         }
-    };
-    if let Err(e) = result {
-        debug!(%client, error = %e, "ingress connection ended");
     }
 }
