@@ -237,7 +237,9 @@ async fn main() -> anyhow::Result<()> {
         // Escape codes only on a terminal: logs go to files too.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    cairn_alloc::purge_freed_pages_at_once();
+    // Not at once: the Ingress data plane frees and reuses connection buffers all the time.
+    cairn_alloc::purge_freed_pages_in_background(std::time::Duration::from_secs(1))
+        .context("starting the allocator's purge thread")?;
     let cli = Cli::parse();
     if cli.cleanup {
         backend(&cli, Vec::new())?

@@ -28,6 +28,31 @@ pub fn purge_freed_pages_at_once() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }
 
+/// Gives freed memory back to the system after mimalloc's purge delay (1 s in v3) rather
+/// than at once, from a thread that asks every `every`: mimalloc runs delayed purges only
+/// on later allocator activity, so without it an idle process would keep them.
+///
+/// For a process whose hot path frees and reuses memory within the delay (the Ingress
+/// data plane's per-connection buffers): purging at once made each burst of new
+/// connections madvise pages away and fault them back in, zeroed. In `ingress_rate`
+/// (same run) the proxy's CPU per new-connection request fell from 38 to 30 us.
+#[allow(unsafe_code)]
+pub fn purge_freed_pages_in_background(every: std::time::Duration) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("purge-freed".into())
+        .spawn(move || {
+            // mimalloc collects nothing for a thread that has never allocated.
+            drop(std::hint::black_box(Box::new(0u64)));
+            loop {
+                std::thread::sleep(every);
+                // SAFETY: mi_collect takes a plain bool and may be called from any thread
+                // at any time; it frees nothing that is in use.
+                unsafe { libmimalloc_sys::mi_collect(false) };
+            }
+        })?;
+    Ok(())
+}
+
 /// Keeps the heap of the binary that invokes it in 4 KiB pages, from before mimalloc
 /// starts: mimalloc asks for transparent huge pages on its arenas (`MADV_HUGEPAGE`), so on
 /// a host whose THP mode is `madvise` (Debian's) or `always`, touching one small object

@@ -12,9 +12,11 @@
 //!   connection per request (`Connection: close`); HTTP and HTTPS. The two proxies take
 //!   turns within each round, the first one alternating by round.
 //!
-//! `CAIRN_BENCH_ROUNDS` (default 3) and `CAIRN_BENCH_SECONDS` (default 3) per row.
-//! The allocator is set up as cairn-proxy's (freed pages purged at once, no transparent
-//! huge pages); `CAIRN_BENCH_NO_PURGE` keeps mimalloc's purge delay, for an A/B.
+//! `CAIRN_BENCH_ROUNDS` (default 3) and `CAIRN_BENCH_SECONDS` (default 3) per row;
+//! `CAIRN_BENCH_ONLY`: only the rows whose name contains it (e.g. `HTTP new`).
+//! The allocator is set up as cairn-proxy's (freed pages purged after mimalloc's delay by
+//! a background thread, no transparent huge pages); `CAIRN_BENCH_PURGE_AT_ONCE` purges
+//! them at once instead, for an A/B.
 //! Run: `cargo bench -p cairn-ingress-proxy --bench ingress_rate`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -236,6 +238,9 @@ fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) 
 #[derive(Debug, Clone, Copy, Default)]
 struct Run {
     rps: f64,
+    requests: f64,
+    /// CPU time the proxy's processes used in the run (user + system), in seconds.
+    cpu_s: f64,
     p50_ms: f64,
     p99_ms: f64,
     errors: u64,
@@ -277,6 +282,7 @@ fn wrk(url: &str, seconds: u64, close: bool) -> Run {
             ["50%", v] => run.p50_ms = millis(v),
             ["99%", v] => run.p99_ms = millis(v),
             ["Requests/sec:", v] => run.rps = v.parse().unwrap_or(0.0),
+            [n, "requests", "in", ..] => run.requests = n.parse().unwrap_or(0.0),
             ["Non-2xx", "or", "3xx", "responses:", n] => {
                 run.errors += n.parse::<u64>().unwrap_or(0)
             }
@@ -292,6 +298,40 @@ fn wrk(url: &str, seconds: u64, close: bool) -> Run {
     run
 }
 
+/// User + system CPU seconds of these processes (every thread), from /proc.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    let ticks: u64 = pids
+        .iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| {
+            // After the command's closing parenthesis: field 3 onwards; utime, stime are 14, 15.
+            let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+            field(14).unwrap_or(0) + field(15).unwrap_or(0)
+        })
+        .sum();
+    ticks as f64 / 100.0
+}
+
+/// An nginx master's worker processes.
+fn workers_of(master: u32) -> Vec<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"));
+    children
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// wrk through one proxy, with the CPU its processes (`pids`) used meanwhile.
+fn measured(url: &str, seconds: u64, close: bool, pids: &[u32]) -> Run {
+    let before = cpu_seconds(pids);
+    let mut run = wrk(url, seconds, close);
+    run.cpu_s = cpu_seconds(pids) - before;
+    run
+}
+
 cairn_alloc::small_pages_from_start!();
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -301,8 +341,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     // The allocator setup of cairn-proxy, which runs the data plane.
-    if std::env::var_os("CAIRN_BENCH_NO_PURGE").is_none() {
+    if std::env::var_os("CAIRN_BENCH_PURGE_AT_ONCE").is_some() {
         cairn_alloc::purge_freed_pages_at_once();
+    } else {
+        cairn_alloc::purge_freed_pages_in_background(Duration::from_secs(1)).unwrap();
     }
     let rounds = env_or("CAIRN_BENCH_ROUNDS", 3);
     let seconds = env_or("CAIRN_BENCH_SECONDS", 3);
@@ -318,6 +360,12 @@ fn main() {
     let backends = [free_port(), free_port()];
     let (_nginx, nginx_http, nginx_https) = start_nginx(dir.path(), backends, &cert, &key);
     let (cairn_http, cairn_https) = start_cairn(backends, &leaf.cert_pem, &leaf.key_pem);
+    let cairn_pids = vec![std::process::id()];
+    let nginx_pids = workers_of(_nginx[1].0.id());
+    assert!(
+        !nginx_pids.is_empty(),
+        "the nginx peer's workers are not found"
+    );
     let cases = [
         ("HTTP keep-alive", "http", false),
         ("HTTP new connection", "http", true),
@@ -328,18 +376,26 @@ fn main() {
         "ingress_rate: {rounds} rounds x {seconds} s per row, wrk -t1 -c32, 2 cores shared by all"
     );
     println!(
-        "{:<22} {:>12} {:>9} {:>9} | {:>12} {:>9} {:>9} | {:>7} {:>8}",
+        "{:<22} {:>11} {:>6} {:>6} {:>6} | {:>11} {:>6} {:>6} {:>6} | {:>6} {:>6} {:>6}",
         "case",
         "cairn req/s",
-        "p50 ms",
-        "p99 ms",
+        "p50ms",
+        "p99ms",
+        "cpu us",
         "nginx req/s",
-        "p50 ms",
-        "p99 ms",
+        "p50ms",
+        "p99ms",
+        "cpu us",
         "rps x",
-        "p99 x"
+        "p99 x",
+        "cpu x"
     );
+    println!("(cpu us: the proxy's own user + system CPU time per request)");
+    let only = std::env::var("CAIRN_BENCH_ONLY").unwrap_or_default();
     for (name, scheme, close) in cases {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let port = |cairn: bool| match (scheme, cairn) {
             ("http", true) => cairn_http,
             ("http", false) => nginx_http,
@@ -358,11 +414,9 @@ fn main() {
                 [false, true]
             };
             for cairn in order {
-                let run = wrk(
-                    &format!("{scheme}://127.0.0.1:{}/", port(cairn)),
-                    seconds,
-                    close,
-                );
+                let pids = if cairn { &cairn_pids } else { &nginx_pids };
+                let url = format!("{scheme}://127.0.0.1:{}/", port(cairn));
+                let run = measured(&url, seconds, close, pids);
                 assert_eq!(
                     run.errors,
                     0,
@@ -377,20 +431,23 @@ fn main() {
             }
         }
         let m = |runs: &[Run], f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
-        let (rps, p50, p99) = (
+        let (rps, p50, p99, cpu) = (
             m(&ours, |r| r.rps),
             m(&ours, |r| r.p50_ms),
             m(&ours, |r| r.p99_ms),
+            m(&ours, |r| r.cpu_s * 1e6 / r.requests.max(1.0)),
         );
-        let (nrps, np50, np99) = (
+        let (nrps, np50, np99, ncpu) = (
             m(&theirs, |r| r.rps),
             m(&theirs, |r| r.p50_ms),
             m(&theirs, |r| r.p99_ms),
+            m(&theirs, |r| r.cpu_s * 1e6 / r.requests.max(1.0)),
         );
         println!(
-            "{name:<22} {rps:>12.0} {p50:>9.2} {p99:>9.2} | {nrps:>12.0} {np50:>9.2} {np99:>9.2} | {:>6.2}x {:>7.2}x",
+            "{name:<22} {rps:>11.0} {p50:>6.2} {p99:>6.2} {cpu:>6.1} | {nrps:>11.0} {np50:>6.2} {np99:>6.2} {ncpu:>6.1} | {:>5.2}x {:>5.2}x {:>5.2}x",
             rps / nrps,
-            p99 / np99
+            p99 / np99,
+            cpu / ncpu
         );
     }
 }
