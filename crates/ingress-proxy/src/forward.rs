@@ -132,9 +132,8 @@ impl Forwarder {
             Decision::Respond(response) => return (response, None),
             Decision::Forward { backend, filters } => {
                 drop(snapshot);
-                let response = self
-                    .forward_filtered(request, &backend, &authority, conn, &filters)
-                    .await;
+                let filtered = self.forward_filtered(request, &backend, &authority, conn, &filters);
+                let response = Box::pin(filtered).await;
                 return (response, Some(backend.service.clone()));
             }
         }
@@ -209,8 +208,9 @@ impl Forwarder {
         }
         let body = body.map_err(BoxError::from).boxed();
         let request = Request::from_parts(parts, body);
-        self.forward_over_hyper(request, backend, upgrade.is_some(), client_side)
-            .await
+        // Boxed: every request's future (hyper moves each into its connection) would
+        // otherwise be as large as this rarer path's.
+        Box::pin(self.forward_over_hyper(request, backend, upgrade.is_some(), client_side)).await
     }
 
     /// A request with no body and no upgrade, over a raw connection ([`Upstream`]).

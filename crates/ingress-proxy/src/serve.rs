@@ -83,15 +83,16 @@ pub async fn serve(
             "http"
         };
         let conn = Connection::new(client, local_port, scheme, listener.ingress);
-        let task = connection(
-            stream,
-            listener.tls.clone(),
-            conn,
-            forwarder.clone(),
-            config.clone(),
-            draining.clone(),
-        );
-        tokio::spawn(task);
+        let (forwarder, timeout, draining) =
+            (forwarder.clone(), config.header_timeout, draining.clone());
+        // Two task types: a plain connection's future (copied into its task when spawned)
+        // is not as large as a TLS one's.
+        match listener.tls.clone() {
+            None => tokio::spawn(http(stream, false, conn, forwarder, timeout, draining)),
+            Some(tls) => tokio::spawn(tls_connection(
+                stream, tls, conn, forwarder, timeout, draining,
+            )),
+        };
     }
     drop((listener, draining));
     let _ = drain.send(true);
@@ -107,19 +108,16 @@ pub async fn serve(
     }
 }
 
-async fn connection(
+async fn tls_connection(
     stream: TcpStream,
-    tls: Option<TlsAcceptor>,
+    acceptor: TlsAcceptor,
     conn: Connection,
     forwarder: Arc<Forwarder>,
-    config: ServeConfig,
+    header_timeout: Duration,
     draining: watch::Receiver<bool>,
 ) {
-    let Some(acceptor) = tls else {
-        return http(stream, false, conn, forwarder, &config, draining).await;
-    };
-    match tokio::time::timeout(config.header_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => http(stream, true, conn, forwarder, &config, draining).await,
+    match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => http(stream, true, conn, forwarder, header_timeout, draining).await,
         Ok(Err(e)) => debug!(client = %conn.client, error = %e, "TLS handshake failed"),
         Err(_) => debug!(client = %conn.client, "TLS handshake timed out"),
     }
@@ -132,40 +130,41 @@ async fn http<S>(
     shutdown: bool,
     conn: Connection,
     forwarder: Arc<Forwarder>,
-    config: &ServeConfig,
+    header_timeout: Duration,
     draining: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let client = conn.client;
     // The first bytes count against the header timeout, as the rest of the head does.
-    let (protocol, io) =
-        match tokio::time::timeout(config.header_timeout, sniff(stream, shutdown)).await {
-            Ok(Ok(Some(sniffed))) => sniffed,
-            Ok(Ok(None)) => return,
-            Ok(Err(e)) => return debug!(%client, error = %e, "reading a connection's first bytes"),
-            Err(_) => return debug!(%client, "no request before the header timeout"),
-        };
+    let (protocol, io) = match tokio::time::timeout(header_timeout, sniff(stream, shutdown)).await {
+        Ok(Ok(Some(sniffed))) => sniffed,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => return debug!(%client, error = %e, "reading a connection's first bytes"),
+        Err(_) => return debug!(%client, "no request before the header timeout"),
+    };
     let conn = Arc::new(conn);
     let service = service_fn(move |request| {
         let (forwarder, conn) = (forwarder.clone(), conn.clone());
         async move { Ok::<_, Infallible>(forwarder.handle(request, &conn).await) }
     });
     let io = TokioIo::new(io);
+    // hyper's connections are boxed: inline, they made every connection's task as large
+    // as the largest of them, copied whole when spawned and again when it ends.
     let result = match protocol {
         Protocol::Http1 => {
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(config.header_timeout)
+                .header_read_timeout(header_timeout)
                 .serve_connection(io, service)
                 .with_upgrades();
-            until_drained(served, draining, |s| s.graceful_shutdown()).await
+            until_drained(Box::pin(served), draining, |s| s.graceful_shutdown()).await
         }
         Protocol::Http2 => {
             let served = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())
                 .serve_connection(io, service);
-            until_drained(served, draining, |s| s.graceful_shutdown()).await
+            until_drained(Box::pin(served), draining, |s| s.graceful_shutdown()).await
         }
     };
     if let Err(e) = result {
@@ -176,19 +175,20 @@ async fn http<S>(
 /// Runs a connection to its end; once draining begins, it finishes what it has in
 /// flight and closes (HTTP/2: GOAWAY).
 async fn until_drained<C>(
-    served: C,
+    mut served: Pin<Box<C>>,
     mut draining: watch::Receiver<bool>,
     graceful: fn(Pin<&mut C>),
 ) -> Result<(), hyper::Error>
 where
     C: Future<Output = Result<(), hyper::Error>>,
 {
-    tokio::pin!(served);
     let drained = async move {
         // The guard `wait_for` returns is not held across the connection's await.
         let _ = draining.wait_for(|d| *d).await.map(|_| ());
     };
     tokio::select! {
+        // The connection first: no random pick per wakeup.
+        biased;
         result = served.as_mut() => result,
         _ = drained => {
             graceful(served.as_mut());
