@@ -40,22 +40,28 @@ pub fn upgrade_of(headers: &HeaderMap) -> Option<HeaderValue> {
 }
 
 /// Removes hop-by-hop headers, the ones `Connection` names included; an upgrade's
-/// `Upgrade` stays, with `Connection: upgrade`.
+/// `Upgrade` stays, with `Connection: upgrade`. One pass over the names present, then a
+/// removal for each one found, rather than a lookup by string for every hop-by-hop name:
+/// most messages carry none of them, or only `Connection`.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: Option<&HeaderValue>) {
-    let named: Vec<HeaderName> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+    let mut found: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| *k == UPGRADE || HOP_BY_HOP.contains(&k.as_str()))
+        .cloned()
         .collect();
-    for name in named {
+    if found.contains(&CONNECTION) {
+        let named: Vec<HeaderName> = headers
+            .get_all(CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+            .collect();
+        found.extend(named);
+    }
+    for name in found {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
-        headers.remove(name);
-    }
-    headers.remove(UPGRADE);
     if let Some(protocol) = upgrade {
         headers.insert(UPGRADE, protocol.clone());
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
