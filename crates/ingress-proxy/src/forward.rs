@@ -225,33 +225,51 @@ impl Forwarder {
         let head_request = parts.method == Method::HEAD;
         let mut last = String::from("no endpoint was tried");
         for endpoint in backend.order().take(MAX_ATTEMPTS) {
-            let raw = match self.upstream.checkout(endpoint).await {
-                Ok(raw) => raw,
-                Err(e) => {
+            match self.try_endpoint(endpoint, &head, head_request).await {
+                Ok(response) => return response,
+                Err(why) => last = why,
+            }
+        }
+        plain(StatusCode::BAD_GATEWAY, &last)
+    }
+
+    /// A bodiless request on `endpoint`: its answer (or the proxy's 502/504), else why
+    /// the request never reached it whole. An idle connection is tried first; one found
+    /// closed as the request was written is no sign the endpoint is gone, so a new
+    /// connection to it follows.
+    async fn try_endpoint(
+        &self,
+        endpoint: SocketAddr,
+        head: &[u8],
+        head_request: bool,
+    ) -> Result<Response<ProxyBody>, String> {
+        let mut idle = self.upstream.reuse(endpoint);
+        loop {
+            let reused = idle.is_some();
+            let raw = match idle.take() {
+                Some(raw) => raw,
+                None => self.upstream.connect(endpoint).await.map_err(|e| {
                     debug!(%endpoint, error = %e, "endpoint unreachable; trying the next");
-                    last = format!("endpoint {endpoint}: {e}");
-                    continue;
-                }
+                    format!("endpoint {endpoint}: {e}")
+                })?,
             };
-            let exchange = self.upstream.exchange(raw, endpoint, &head, head_request);
+            let exchange = self.upstream.exchange(raw, endpoint, head, head_request);
             match tokio::time::timeout(self.response_timeout, exchange).await {
                 Ok(Ok(response)) => {
                     let (mut parts, body) = response.into_parts();
                     strip_hop_by_hop(&mut parts.headers, None);
                     let body = body.map_err(BoxError::from).boxed();
-                    return Response::from_parts(parts, body);
+                    return Ok(Response::from_parts(parts, body));
                 }
-                Ok(Err(Failure::Unsent(e))) => last = format!("endpoint {endpoint}: {e}"),
+                Ok(Err(Failure::Unsent(_))) if reused => continue,
+                Ok(Err(Failure::Unsent(e))) => return Err(format!("endpoint {endpoint}: {e}")),
                 Ok(Err(Failure::Sent(e))) => {
-                    return plain(
-                        StatusCode::BAD_GATEWAY,
-                        &format!("endpoint {endpoint}: {e}"),
-                    )
+                    let why = format!("endpoint {endpoint}: {e}");
+                    return Ok(plain(StatusCode::BAD_GATEWAY, &why));
                 }
-                Err(_) => return self.timed_out(endpoint),
+                Err(_) => return Ok(self.timed_out(endpoint)),
             }
         }
-        plain(StatusCode::BAD_GATEWAY, &last)
     }
 
     /// A request with a body or an upgrade, over hyper's client connection ([`Pool`]).

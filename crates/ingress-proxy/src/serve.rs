@@ -88,7 +88,7 @@ pub async fn serve(
         // Two task types: a plain connection's future (copied into its task when spawned)
         // is not as large as a TLS one's.
         match listener.tls.clone() {
-            None => tokio::spawn(http(stream, false, conn, forwarder, timeout, draining)),
+            None => tokio::spawn(http(stream, conn, forwarder, timeout, draining)),
             Some(tls) => tokio::spawn(tls_connection(
                 stream, tls, conn, forwarder, timeout, draining,
             )),
@@ -117,17 +117,15 @@ async fn tls_connection(
     draining: watch::Receiver<bool>,
 ) {
     match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => http(stream, true, conn, forwarder, header_timeout, draining).await,
+        Ok(Ok(stream)) => http(stream, conn, forwarder, header_timeout, draining).await,
         Ok(Err(e)) => debug!(client = %conn.client, error = %e, "TLS handshake failed"),
         Err(_) => debug!(client = %conn.client, "TLS handshake timed out"),
     }
 }
 
-/// Serves HTTP on `stream` (HTTP/2 when its first bytes are the preface); `shutdown`:
-/// whether closing it shuts its write side first (TLS: close_notify).
+/// Serves HTTP on `stream` (HTTP/2 when its first bytes are the preface).
 async fn http<S>(
     stream: S,
-    shutdown: bool,
     conn: Connection,
     forwarder: Arc<Forwarder>,
     header_timeout: Duration,
@@ -137,7 +135,7 @@ async fn http<S>(
 {
     let client = conn.client;
     // The first bytes count against the header timeout, as the rest of the head does.
-    let (protocol, io) = match tokio::time::timeout(header_timeout, sniff(stream, shutdown)).await {
+    let (protocol, io) = match tokio::time::timeout(header_timeout, sniff(stream)).await {
         Ok(Ok(Some(sniffed))) => sniffed,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => return debug!(%client, error = %e, "reading a connection's first bytes"),

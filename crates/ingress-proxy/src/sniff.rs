@@ -22,20 +22,15 @@ pub enum Protocol {
     Http2,
 }
 
-/// A connection with the bytes read ahead of its server, and whether closing it shuts
-/// its write side down first.
+/// A connection with the bytes read ahead of its server.
 pub struct Sniffed<S> {
     ahead: BytesMut,
     stream: S,
-    shutdown: bool,
 }
 
 /// Reads until the first bytes tell the protocol; `None`: the client closed first.
-/// `shutdown`: whether the server's shutdown reaches `stream` (TLS: its close_notify);
-/// for plain TCP it is left to the close that follows, which sends the same FIN.
 pub async fn sniff<S: AsyncRead + Unpin>(
     mut stream: S,
-    shutdown: bool,
 ) -> io::Result<Option<(Protocol, Sniffed<S>)>> {
     let mut ahead = BytesMut::with_capacity(FIRST_READ);
     let protocol = loop {
@@ -53,11 +48,7 @@ pub async fn sniff<S: AsyncRead + Unpin>(
             break Protocol::Http2;
         }
     };
-    let sniffed = Sniffed {
-        ahead,
-        stream,
-        shutdown,
-    };
+    let sniffed = Sniffed { ahead, stream };
     Ok(Some((protocol, sniffed)))
 }
 
@@ -102,11 +93,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Sniffed<S> {
         Pin::new(&mut self.stream).poll_flush(cx)
     }
 
+    /// Always passed on: an upgraded connection (WebSocket) tells the client of the
+    /// backend's close through it.
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.shutdown {
-            true => Pin::new(&mut self.stream).poll_shutdown(cx),
-            false => Poll::Ready(Ok(())),
-        }
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -126,7 +116,7 @@ mod tests {
                 tokio::task::yield_now().await;
             }
         });
-        let sniffed = sniff(server, false).await.unwrap();
+        let sniffed = sniff(server).await.unwrap();
         writer.await.unwrap();
         let (protocol, mut io) = sniffed?;
         let mut all = Vec::new();

@@ -74,6 +74,10 @@ async fn answer(name: &str, mut req: Request<Incoming>, gate: Arc<Gate>) -> Resp
             let mut io = TokioIo::new(upgraded.await.unwrap());
             let mut buf = [0u8; 64];
             while let Ok(n @ 1..) = io.read(&mut buf).await {
+                // `bye`: the backend closes first.
+                if &buf[..n] == b"bye" {
+                    break;
+                }
                 io.write_all(&buf[..n]).await.unwrap();
             }
         });
@@ -539,6 +543,16 @@ async fn a_websocket_style_upgrade_is_tunnelled_both_ways() {
     let mut echoed = [0u8; 4];
     s.read_exact(&mut echoed).await.unwrap();
     assert_eq!(&echoed, b"ping");
+    // The backend's close reaches the client (a WebSocket client waits for it).
+    s.write_all(b"bye").await.unwrap();
+    let mut rest = [0u8; 8];
+    let closed = tokio::time::timeout(Duration::from_secs(10), s.read(&mut rest)).await;
+    assert_eq!(
+        closed
+            .expect("the backend's close never reached the client")
+            .unwrap(),
+        0
+    );
 }
 
 #[tokio::test]

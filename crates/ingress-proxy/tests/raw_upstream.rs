@@ -61,6 +61,16 @@ fn script(method: &str, path: &str, conn: usize) -> (Vec<u8>, bool) {
             true,
         ),
         (_, "/bye") => (ok("bye"), true),
+        (_, "/te-and-length") => (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n\
+              5\r\nhello\r\n0\r\n\r\n"
+                .to_vec(),
+            false,
+        ),
+        (_, "/http10") => (
+            b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nold".to_vec(),
+            true,
+        ),
         (_, "/garbage") => (b"SSH-2.0-OpenSSH_9.2\r\n\r\n".to_vec(), true),
         (_, "/huge-head") => {
             let filler = "a".repeat(70 * 1024);
@@ -187,6 +197,7 @@ async fn client(addr: SocketAddr) -> SendRequest<Empty<Bytes>> {
 
 struct Answer {
     status: StatusCode,
+    version: http::Version,
     conn: String,
     length: Option<String>,
     body: Bytes,
@@ -208,10 +219,11 @@ async fn ask(sender: &mut SendRequest<Empty<Bytes>>, method: Method, path: &str)
         header("x-conn").unwrap_or_default(),
         header("content-length"),
     );
-    let status = response.status();
+    let (status, version) = (response.status(), response.version());
     let body = response.into_body().collect().await.unwrap().to_bytes();
     Answer {
         status,
+        version,
         conn,
         length,
         body,
@@ -256,6 +268,20 @@ async fn chunked_head_and_interim_answers_pass_through_on_one_reused_connection(
         "a large body is read across many reads and reused"
     );
     assert_eq!(ask(&mut c, Method::GET, "/").await.body, "conn 1");
+    // Both framings: the chunks count and the length goes (RFC 9112 §6.3).
+    let both = ask(&mut c, Method::GET, "/te-and-length").await;
+    assert_eq!(
+        (both.status, &both.body[..]),
+        (StatusCode::OK, &b"hello"[..])
+    );
+    assert_ne!(both.length.as_deref(), Some("100"));
+    // An HTTP/1.0 endpoint's answer goes out in the proxy's own version.
+    let old = ask(&mut c, Method::GET, "/http10").await;
+    assert_eq!(
+        (old.version, &old.body[..]),
+        (http::Version::HTTP_11, &b"old"[..])
+    );
+    assert_eq!(ask(&mut c, Method::GET, "/").await.status, StatusCode::OK);
 }
 
 #[tokio::test]

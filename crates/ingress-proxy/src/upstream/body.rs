@@ -155,9 +155,12 @@ impl UpstreamBody {
         // Mostly the whole of a small body came with the head: the connection goes back
         // now, and the client's response is written in one go.
         if let Remaining::Length(n) = body.remaining {
-            if n as usize <= conn.buf.len() {
-                body.ready = (n > 0).then(|| conn.buf.split_to(n as usize).freeze());
-                body.remaining = Remaining::Length(0);
+            match usize::try_from(n) {
+                Ok(n) if n <= conn.buf.len() => {
+                    body.ready = (n > 0).then(|| conn.buf.split_to(n).freeze());
+                    body.remaining = Remaining::Length(0);
+                }
+                _ => {}
             }
         }
         body.conn = Some(conn);
@@ -250,7 +253,7 @@ impl Body for UpstreamBody {
                 Ok(_) => {}
                 Err(e) => {
                     this.conn = None;
-                    return Poll::Ready(Some(Err(UpstreamError::Io(e))));
+                    return Poll::Ready(Some(Err(UpstreamError::Read(e))));
                 }
             }
         }

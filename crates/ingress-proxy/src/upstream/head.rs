@@ -2,7 +2,9 @@
 //! with how its body is framed (RFC 9112 §6.3).
 
 use bytes::{Bytes, BytesMut};
-use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::header::{
+    HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, TRANSFER_ENCODING,
+};
 use http::{HeaderMap, Method, StatusCode, Version};
 
 /// More response headers than this is an error, as in hyper's client (its default).
@@ -12,6 +14,8 @@ const MAX_HEADERS: usize = 100;
 pub enum HeadError {
     #[error("the endpoint's response head is not HTTP/1.x: {0}")]
     Invalid(httparse::Error),
+    #[error("the endpoint's response has more than {MAX_HEADERS} headers")]
+    TooManyHeaders,
     #[error("the endpoint's response head has an invalid header {0:?}")]
     Header(String),
     #[error("the endpoint's response has an invalid Content-Length")]
@@ -24,10 +28,24 @@ pub fn encode_request(method: &Method, target: &str, headers: &HeaderMap, out: &
     out.push(b' ');
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
+    // A name's values come one after another: HTTP/2 sends a cookie in pieces, which
+    // HTTP/1.1 carries as one line joined by "; " (RFC 9113 §8.2.3); any other repeated
+    // header gets a line per value.
+    let mut previous: Option<&HeaderName> = None;
     for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
+        if previous == Some(name) && name == COOKIE {
+            out.extend_from_slice(b"; ");
+        } else {
+            if previous.is_some() {
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+        }
         out.extend_from_slice(value.as_bytes());
+        previous = Some(name);
+    }
+    if previous.is_some() {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
@@ -45,7 +63,11 @@ pub struct ResponseHead {
 pub fn parse_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, HeadError> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut slots);
-    let len = match parsed.parse(buf).map_err(HeadError::Invalid)? {
+    let parsed_len = parsed.parse(buf).map_err(|e| match e {
+        httparse::Error::TooManyHeaders => HeadError::TooManyHeaders,
+        e => HeadError::Invalid(e),
+    });
+    let len = match parsed_len? {
         httparse::Status::Partial => return Ok(None),
         httparse::Status::Complete(len) => len,
     };
@@ -108,6 +130,10 @@ pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadE
         return Ok(Framing::Empty);
     }
     if head.headers.contains_key(TRANSFER_ENCODING) {
+        // HTTP/1.0 has no transfer codings: the connection's close ends the body.
+        if head.version == Version::HTTP_10 {
+            return Ok(Framing::UntilClose);
+        }
         let last = head
             .headers
             .get_all(TRANSFER_ENCODING)
@@ -123,9 +149,11 @@ pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadE
     let mut length = None;
     for value in head.headers.get_all(CONTENT_LENGTH) {
         for part in value.as_bytes().split(|b| *b == b',') {
-            let n = std::str::from_utf8(part.trim_ascii())
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
+            let digits = part.trim_ascii();
+            // Digits only: `parse` would take a sign.
+            let n = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
+                .then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok())
+                .flatten()
                 .ok_or(HeadError::ContentLength)?;
             if length.is_some_and(|l| l != n) {
                 return Err(HeadError::ContentLength);
@@ -169,11 +197,13 @@ mod tests {
         headers.insert("host", HeaderValue::from_static("foo.com"));
         headers.append("x-a", HeaderValue::from_static("1"));
         headers.append("x-a", HeaderValue::from_static("2"));
+        headers.append("cookie", HeaderValue::from_static("a=1"));
+        headers.append("cookie", HeaderValue::from_static("b=2"));
         let mut out = Vec::new();
         encode_request(&Method::GET, "/p?q=1", &headers, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "GET /p?q=1 HTTP/1.1\r\nhost: foo.com\r\nx-a: 1\r\nx-a: 2\r\n\r\n"
+            "GET /p?q=1 HTTP/1.1\r\nhost: foo.com\r\nx-a: 1\r\nx-a: 2\r\ncookie: a=1; b=2\r\n\r\n"
         );
     }
 
@@ -210,8 +240,15 @@ mod tests {
         assert_eq!(framing(&parse(same).0, false).unwrap(), Framing::Length(3));
         let differ = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
         assert!(framing(&parse(differ).0, false).is_err());
-        let bad = "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n";
-        assert!(framing(&parse(bad).0, false).is_err());
+        for bad in ["-1", "+5", "", "0x10"] {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {bad}\r\n\r\n");
+            assert!(framing(&parse(&head).0, false).is_err(), "{bad:?}");
+        }
+        let old_chunked = "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(
+            framing(&parse(old_chunked).0, false).unwrap(),
+            Framing::UntilClose
+        );
         let no_content = "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n";
         assert_eq!(
             framing(&parse(no_content).0, false).unwrap(),

@@ -22,6 +22,7 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::Response;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
@@ -34,11 +35,15 @@ use head::{framing, keeps_alive, parse_response, Framing, HeadError};
 /// A response head longer than this: an error.
 const MAX_HEAD: usize = 64 * 1024;
 const HEAD_READ_SIZE: usize = 8 * 1024;
+/// Interim responses (103 Early Hints and the like) passed over before the final one.
+const MAX_INTERIM: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
+    #[error("writing the request: {0}")]
+    Write(std::io::Error),
+    #[error("reading the answer: {0}")]
+    Read(std::io::Error),
     #[error(transparent)]
     Head(#[from] HeadError),
     #[error("the endpoint's response head is longer than {MAX_HEAD} bytes")]
@@ -47,6 +52,8 @@ pub enum UpstreamError {
     ClosedBeforeAnswer,
     #[error("the endpoint switched protocols for a request that asked for no upgrade")]
     UnaskedUpgrade,
+    #[error("the endpoint sent more than {MAX_INTERIM} interim (1xx) responses")]
+    TooManyInterim,
     #[error("the endpoint's chunked body is malformed: {0}")]
     Chunk(&'static str),
     #[error("the endpoint closed the connection in the middle of the response body")]
@@ -101,13 +108,18 @@ impl Upstream {
         }
     }
 
-    /// An idle connection to `endpoint` that is still open, else a new one.
-    pub async fn checkout(&self, endpoint: SocketAddr) -> Result<BackendConn, ConnectError> {
+    /// An idle connection to `endpoint` that is still open, if there is one.
+    pub fn reuse(&self, endpoint: SocketAddr) -> Option<BackendConn> {
         while let Some(mut conn) = self.idle.take(endpoint) {
             if !conn.closed() {
-                return Ok(conn);
+                return Some(conn);
             }
         }
+        None
+    }
+
+    /// A new connection to `endpoint`.
+    pub async fn connect(&self, endpoint: SocketAddr) -> Result<BackendConn, ConnectError> {
         let stream = connect(endpoint, self.connect_timeout).await?;
         Ok(BackendConn {
             stream,
@@ -126,15 +138,19 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, Failure> {
         // A head written in part is no request the endpoint can act on.
         if let Err(e) = conn.stream.write_all(request).await {
-            return Err(Failure::Unsent(e.into()));
+            return Err(Failure::Unsent(UpstreamError::Write(e)));
         }
-        let head = read_head(&mut conn).await.map_err(Failure::Sent)?;
+        let mut head = read_head(&mut conn).await.map_err(Failure::Sent)?;
         let framing = framing(&head, head_request).map_err(|e| Failure::Sent(e.into()))?;
+        // RFC 9112 §6.3: with a transfer coding, a Content-Length is wrong and must go.
+        if head.headers.contains_key(TRANSFER_ENCODING) {
+            head.headers.remove(CONTENT_LENGTH);
+        }
         let reusable = keeps_alive(&head) && framing != Framing::UntilClose;
         let home = reusable.then(|| (self.clone(), endpoint));
+        // The version stays the proxy's own (RFC 9110 §6.2), not the endpoint's.
         let mut response = Response::new(UpstreamBody::new(conn, framing, home));
         *response.status_mut() = head.status;
-        *response.version_mut() = head.version;
         *response.headers_mut() = head.headers;
         Ok(response)
     }
@@ -147,11 +163,16 @@ impl Upstream {
 
 /// The final response head (interim 1xx ones, e.g. 103 Early Hints, are passed over).
 async fn read_head(conn: &mut BackendConn) -> Result<head::ResponseHead, UpstreamError> {
+    let mut interim = 0;
     loop {
         if let Some(head) = parse_response(&mut conn.buf)? {
             match head.status.as_u16() {
                 101 => return Err(UpstreamError::UnaskedUpgrade),
-                100..=199 => continue,
+                100..=199 if interim < MAX_INTERIM => {
+                    interim += 1;
+                    continue;
+                }
+                100..=199 => return Err(UpstreamError::TooManyInterim),
                 _ => return Ok(head),
             }
         }
@@ -159,7 +180,8 @@ async fn read_head(conn: &mut BackendConn) -> Result<head::ResponseHead, Upstrea
             return Err(UpstreamError::HeadTooLarge);
         }
         conn.buf.reserve(HEAD_READ_SIZE);
-        if conn.stream.read_buf(&mut conn.buf).await? == 0 {
+        let read = conn.stream.read_buf(&mut conn.buf).await;
+        if read.map_err(UpstreamError::Read)? == 0 {
             return Err(UpstreamError::ClosedBeforeAnswer);
         }
     }
