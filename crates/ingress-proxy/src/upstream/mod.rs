@@ -154,11 +154,6 @@ impl Upstream {
         *response.headers_mut() = head.headers;
         Ok(response)
     }
-
-    /// Idle connections, for tests.
-    pub fn idle_count(&self) -> usize {
-        self.idle.count()
-    }
 }
 
 /// The final response head (interim 1xx ones, e.g. 103 Early Hints, are passed over).
