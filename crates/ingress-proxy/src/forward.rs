@@ -28,7 +28,7 @@ use crate::gateway::{self, Decision};
 use crate::headers::{set_forwarded, strip_hop_by_hop, upgrade_of};
 use crate::metrics::{RequestCounter, RequestMetrics, ServiceName};
 use crate::pool::{Pool, PooledBody};
-use crate::snapshot::{Backend, Routes};
+use crate::snapshot::{Backend, Routes, Snapshot};
 use crate::upgrade::tunnel;
 use crate::upstream::head::encode_request;
 use crate::upstream::{Failure, Upstream};
@@ -142,17 +142,9 @@ impl Forwarder {
             let why = format!("no HTTPRoute rule matches host {authority:?} and path {path:?}");
             return (plain(StatusCode::NOT_FOUND, &why), None);
         }
-        match snapshot.backend(&authority, path) {
-            None => {
-                let why = format!("no Ingress rule matches host {authority:?} and path {path:?}");
-                (plain(StatusCode::NOT_FOUND, &why), None)
-            }
-            Some(Err(why)) => (
-                plain(StatusCode::SERVICE_UNAVAILABLE, &why.to_string()),
-                None,
-            ),
-            Some(Ok(backend)) => {
-                let backend = backend.clone();
+        match ingress_backend(&snapshot, &authority, path) {
+            Err((status, why)) => (plain(status, &why), None),
+            Ok(backend) => {
                 drop(snapshot);
                 let response = self.forward(request, &backend, &authority, conn).await;
                 (response, Some(backend.service.clone()))
@@ -222,15 +214,37 @@ impl Forwarder {
         let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         let mut head = Vec::with_capacity(512);
         encode_request(&parts.method, target, &parts.headers, &mut head);
-        let head_request = parts.method == Method::HEAD;
+        self.send_head(&head, backend, parts.method == Method::HEAD)
+            .await
+    }
+
+    /// Sends a bodiless request's `head` (HTTP/1.1, origin form, headers already set
+    /// for the backend) to one of `backend`'s endpoints: its answer, or the proxy's
+    /// 502/504. `head_request`: the method is HEAD, so the answer has no body.
+    pub async fn send_head(
+        &self,
+        head: &[u8],
+        backend: &Backend,
+        head_request: bool,
+    ) -> Response<ProxyBody> {
         let mut last = String::from("no endpoint was tried");
         for endpoint in backend.order().take(MAX_ATTEMPTS) {
-            match self.try_endpoint(endpoint, &head, head_request).await {
+            match self.try_endpoint(endpoint, head, head_request).await {
                 Ok(response) => return response,
                 Err(why) => last = why,
             }
         }
         plain(StatusCode::BAD_GATEWAY, &last)
+    }
+
+    /// The routes in force.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// Counts one response that did not go through [`Forwarder::handle`].
+    pub fn record(&self, service: Option<&ServiceName>, status: StatusCode, took: Duration) {
+        self.metrics.record(service, status, took);
     }
 
     /// A bodiless request on `endpoint`: its answer (or the proxy's 502/504), else why
@@ -326,6 +340,24 @@ impl Forwarder {
             self.response_timeout
         );
         plain(StatusCode::GATEWAY_TIMEOUT, &why)
+    }
+}
+
+/// The Ingress backend of a request for `authority` and `path`, or the status and
+/// reason the proxy answers with: 404 when no rule matches, 503 when the routed Service
+/// has nothing to send to.
+pub fn ingress_backend(
+    snapshot: &Snapshot,
+    authority: &str,
+    path: &str,
+) -> Result<Arc<Backend>, (StatusCode, String)> {
+    match snapshot.backend(authority, path) {
+        None => {
+            let why = format!("no Ingress rule matches host {authority:?} and path {path:?}");
+            Err((StatusCode::NOT_FOUND, why))
+        }
+        Some(Err(why)) => Err((StatusCode::SERVICE_UNAVAILABLE, why.to_string())),
+        Some(Ok(backend)) => Ok(backend.clone()),
     }
 }
 

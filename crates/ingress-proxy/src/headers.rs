@@ -27,6 +27,27 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 pub const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 pub const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 
+/// Whether a client's request header named `name` never reaches the backend as the
+/// client sent it: a hop-by-hop one, `Upgrade`, or one [`set_forwarded`] sets itself.
+pub fn replaced_on_the_way(name: &str) -> bool {
+    HOP_BY_HOP
+        .iter()
+        .chain(&SET_BY_PROXY)
+        .any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// The headers [`set_forwarded`] sets, and `Upgrade` (an upgrade is never forwarded
+/// without its `Connection: upgrade`).
+const SET_BY_PROXY: [&str; 7] = [
+    "x-forwarded-for",
+    "x-real-ip",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+    "x-forwarded-host",
+    "host",
+    "upgrade",
+];
+
 /// The protocol upgrade a request asks for (`Connection: upgrade` and `Upgrade: …`),
 /// e.g. `websocket`.
 pub fn upgrade_of(headers: &HeaderMap) -> Option<HeaderValue> {
@@ -123,6 +144,10 @@ mod tests {
         assert_eq!(h[X_FORWARDED_HOST], "foo.com");
         assert_eq!(h[HOST], "foo.com");
         assert_eq!(h["accept"], "*/*");
+        for name in ["Connection", "TE", "X-Forwarded-For", "Host", "upgrade"] {
+            assert!(replaced_on_the_way(name), "{name}");
+        }
+        assert!(!replaced_on_the_way("accept") && !replaced_on_the_way("x-forwarded"));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //!   and filters, before the Ingress routes;
 //! - [`certs`]: `kubernetes.io/tls` Secrets and a default certificate when no valid one
 //!   is named; [`tls`] picks among them by SNI per handshake;
+//! - [`direct`]: plain HTTP/1.1 Ingress requests served without hyper's server, which
+//!   takes over a connection at its first other request;
 //! - [`serve`]: the listeners, header and handshake timeouts, graceful drain; [`sniff`]:
 //!   HTTP/2's preface or HTTP/1 from a connection's first read;
 //! - [`workers`]: a single-threaded runtime per core, each serving every listener;
@@ -19,6 +21,7 @@
 pub mod body;
 pub mod certs;
 pub mod connection;
+pub mod direct;
 pub mod forward;
 pub mod gateway;
 pub mod headers;

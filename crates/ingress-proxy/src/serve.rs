@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use crate::direct::{self, Outcome};
 use crate::forward::{Connection, Forwarder};
 use crate::sniff::{sniff, Protocol};
 
@@ -129,18 +130,26 @@ async fn http<S>(
     conn: Connection,
     forwarder: Arc<Forwarder>,
     header_timeout: Duration,
-    draining: watch::Receiver<bool>,
+    mut draining: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let client = conn.client;
     // The first bytes count against the header timeout, as the rest of the head does.
-    let (protocol, io) = match tokio::time::timeout(header_timeout, sniff(stream)).await {
+    let (protocol, mut io) = match tokio::time::timeout(header_timeout, sniff(stream)).await {
         Ok(Ok(Some(sniffed))) => sniffed,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => return debug!(%client, error = %e, "reading a connection's first bytes"),
         Err(_) => return debug!(%client, "no request before the header timeout"),
     };
+    // Plain Ingress requests first; hyper takes over at the first other one.
+    if protocol == Protocol::Http1 && conn.ingress {
+        let direct = direct::serve(io, &conn, &forwarder, header_timeout, &mut draining);
+        io = match Box::pin(direct).await {
+            Outcome::Done => return,
+            Outcome::HandOff(io) => io,
+        };
+    }
     let conn = Arc::new(conn);
     let service = service_fn(move |request| {
         let (forwarder, conn) = (forwarder.clone(), conn.clone());

@@ -52,6 +52,17 @@ pub async fn sniff<S: AsyncRead + Unpin>(
     Ok(Some((protocol, sniffed)))
 }
 
+impl<S> Sniffed<S> {
+    /// `stream` with `ahead` read from it and not yet served.
+    pub fn from_parts(ahead: BytesMut, stream: S) -> Sniffed<S> {
+        Sniffed { ahead, stream }
+    }
+
+    pub fn into_parts(self) -> (BytesMut, S) {
+        (self.ahead, self.stream)
+    }
+}
+
 impl<S: AsyncRead + Unpin> AsyncRead for Sniffed<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,

@@ -366,6 +366,65 @@ async fn hosts_and_paths_route_to_their_services_with_forwarded_headers_and_clea
     );
 }
 
+/// Reads HTTP/1.1 responses (each with a Content-Length) off `wire`: status and body;
+/// `heads`: whether each answers a HEAD request (no body, whatever the length says).
+fn responses(mut wire: &[u8], heads: &[bool]) -> Vec<(u16, String)> {
+    let mut out = Vec::new();
+    for head in heads {
+        let mut slots = [httparse::EMPTY_HEADER; 32];
+        let mut parsed = httparse::Response::new(&mut slots);
+        let httparse::Status::Complete(len) = parsed.parse(wire).unwrap() else {
+            panic!("a cut response: {}", String::from_utf8_lossy(wire));
+        };
+        let length: usize = parsed
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .map_or(0, |h| {
+                std::str::from_utf8(h.value).unwrap().parse().unwrap()
+            });
+        let length = if *head { 0 } else { length };
+        let body = String::from_utf8_lossy(&wire[len..len + length]).into_owned();
+        out.push((parsed.code.unwrap(), body));
+        wire = &wire[len + length..];
+    }
+    assert!(wire.is_empty(), "more: {}", String::from_utf8_lossy(wire));
+    out
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order_and_hyper_takes_over_at_a_body() {
+    let h = Harness::start(Duration::from_secs(10)).await;
+    h.load(&[], &[]);
+    // In one write: two plain GETs (served directly), a POST with a body (hyper's from
+    // there on), a GET after it on hyper, and a close.
+    let mut s = TcpStream::connect(h.http).await.unwrap();
+    let wire = "GET /one HTTP/1.1\r\nHost: else.org\r\nConnection: keep-alive, X-Secret\r\n\
+                X-Secret: 1\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n\
+                HEAD /two HTTP/1.1\r\nHost: else.org\r\n\r\n\
+                GET /nowhere HTTP/1.1\r\nHost: foo.com\r\n\r\n\
+                POST /three HTTP/1.1\r\nHost: else.org\r\nContent-Length: 3\r\n\r\nxyz\
+                GET /four HTTP/1.1\r\nHost: else.org\r\nConnection: close\r\n\r\n";
+    s.write_all(wire.as_bytes()).await.unwrap();
+    let mut answers = Vec::new();
+    // The proxy closes after the last: the read ends.
+    s.read_to_end(&mut answers).await.unwrap();
+    let answers = responses(&answers, &[false, true, false, false, false]);
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert_eq!(statuses, [200, 200, 404, 200, 200]);
+    let one = body_json(&answers[0].1);
+    assert_eq!(one["path"], "/one");
+    assert_eq!(one["headers"]["x-forwarded-for"], "127.0.0.1");
+    assert_eq!(one["headers"]["host"], "else.org");
+    let headers = one["headers"].as_object().unwrap();
+    assert!(!headers.contains_key("x-secret") && !headers.contains_key("connection"));
+    assert!(answers[1].1.is_empty(), "a HEAD answer has no body");
+    assert!(answers[2].1.starts_with("no Ingress rule matches"));
+    assert_eq!(body_json(&answers[3].1)["path"], "/three");
+    assert_eq!(body_json(&answers[4].1)["path"], "/four");
+    assert_eq!(h.metrics.requests("default", "svc2", 200), 4);
+}
+
 #[tokio::test]
 async fn a_request_that_never_reached_a_dead_endpoint_goes_to_the_next_and_a_received_one_is_not_repeated(
 ) {

@@ -1,0 +1,223 @@
+//! A response written to an HTTP/1.1 client: its head, then its body framed by length
+//! when the length is known and in chunks when not, the head and as much of the body
+//! as is ready in one write.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io::{self, Write as _};
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Buf;
+use http::header::{CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::{Response, StatusCode};
+use http_body::Body;
+use http_body_util::BodyExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::body::ProxyBody;
+
+/// Buffered output past this is written before more is added.
+const WRITE_AT: usize = 64 * 1024;
+
+/// Writes `response` to `stream`; `head_request`: the request was HEAD, so no body
+/// goes out; `close`: the connection closes after it. An error: the connection is of no
+/// further use (a body that fails half-way can only be cut off).
+pub async fn write_response<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    response: Response<ProxyBody>,
+    head_request: bool,
+    close: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let (parts, mut body) = response.into_parts();
+    let status = parts.status;
+    let bodiless = head_request
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let length = body.size_hint().exact();
+    out.clear();
+    write_status(out, status);
+    for (name, value) in &parts.headers {
+        // The framing is this connection's own; a bodiless answer keeps the length
+        // its GET would have had.
+        let framing = name == TRANSFER_ENCODING || name == CONTENT_LENGTH;
+        if framing && !(bodiless && name == CONTENT_LENGTH) {
+            continue;
+        }
+        write_line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !parts.headers.contains_key(DATE) {
+        write_date(out);
+    }
+    let chunked = !bodiless && length.is_none();
+    match length {
+        _ if bodiless => {}
+        Some(n) => {
+            let _ = write!(out, "content-length: {n}\r\n");
+        }
+        None => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+    }
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    if !bodiless {
+        write_body(stream, &mut body, chunked, out).await?;
+    }
+    stream.write_all(out).await?;
+    stream.flush().await
+}
+
+/// The body after the head in `out`: what is ready is added to it, which is written
+/// whenever the body must be waited for.
+async fn write_body<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    body: &mut ProxyBody,
+    chunked: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    loop {
+        let ready = poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
+        let frame = match ready {
+            Poll::Ready(frame) => frame,
+            Poll::Pending => {
+                stream.write_all(out).await?;
+                stream.flush().await?;
+                out.clear();
+                body.frame().await
+            }
+        };
+        let data = match frame {
+            None => break,
+            Some(Err(e)) => return Err(io::Error::other(e)),
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue, // trailers are not sent on HTTP/1.1
+            },
+        };
+        if data.is_empty() {
+            continue;
+        }
+        if chunked {
+            let _ = write!(out, "{:x}\r\n", data.len());
+        }
+        if out.len() + data.len() > WRITE_AT {
+            stream.write_all(out).await?;
+            out.clear();
+            stream.write_all(data.chunk()).await?;
+        } else {
+            out.extend_from_slice(data.chunk());
+        }
+        if chunked {
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    if chunked {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    Ok(())
+}
+
+fn write_status(out: &mut Vec<u8>, status: StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn write_line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+thread_local! {
+    /// The `Date` value of the current second, formatted once per second per thread.
+    static DATE_NOW: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+}
+
+/// A `Date` header, as a proxy adds to an answer without one (RFC 9110 §6.6.1).
+fn write_date(out: &mut Vec<u8>) {
+    let now = SystemTime::now();
+    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    DATE_NOW.with_borrow_mut(|(cached, text)| {
+        if *cached != second {
+            *cached = second;
+            *text = httpdate::fmt_http_date(now);
+        }
+        write_line(out, b"date", text.as_bytes());
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::body::plain;
+    use bytes::Bytes;
+
+    async fn written(response: Response<ProxyBody>, head_request: bool, close: bool) -> String {
+        let (mut out, mut wire) = (Vec::new(), Vec::new());
+        write_response(&mut wire, response, head_request, close, &mut out)
+            .await
+            .unwrap();
+        let text = String::from_utf8(wire).unwrap();
+        // The date changes; its presence is what counts.
+        let (before, after) = text.split_once("date: ").unwrap();
+        let (_, rest) = after.split_once("\r\n").unwrap();
+        format!("{before}date: D\r\n{rest}")
+    }
+
+    #[tokio::test]
+    async fn a_known_length_is_sent_as_such_and_a_head_answer_keeps_it() {
+        let text = written(plain(StatusCode::NOT_FOUND, "no"), false, true).await;
+        assert_eq!(
+            text,
+            "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain; charset=utf-8\r\ndate: D\r\n\
+             content-length: 3\r\nconnection: close\r\n\r\nno\n"
+        );
+        let mut head = plain(StatusCode::OK, "");
+        head.headers_mut().insert(CONTENT_LENGTH, 42.into());
+        let text = written(head, true, false).await;
+        assert!(
+            text.ends_with("content-length: 42\r\ndate: D\r\n\r\n"),
+            "{text}"
+        );
+    }
+
+    /// A body of `pieces` whose length is not known ahead.
+    struct Pieces(std::collections::VecDeque<&'static str>);
+
+    impl Body for Pieces {
+        type Data = Bytes;
+        type Error = crate::body::BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            let piece = self.0.pop_front();
+            Poll::Ready(piece.map(|p| Ok(http_body::Frame::data(Bytes::from(p)))))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unknown_length_goes_in_chunks() {
+        let body = Pieces(["hello", "", ", world"].into()).boxed();
+        let mut response = Response::new(body);
+        response
+            .headers_mut()
+            .insert(TRANSFER_ENCODING, "chunked".parse().unwrap());
+        let text = written(response, false, false).await;
+        assert_eq!(
+            text,
+            "HTTP/1.1 200 OK\r\ndate: D\r\ntransfer-encoding: chunked\r\n\r\n\
+             5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+        );
+    }
+}
