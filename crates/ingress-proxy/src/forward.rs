@@ -30,8 +30,10 @@ use crate::metrics::{RequestCounter, RequestMetrics, ServiceName};
 use crate::pool::{Pool, PooledBody};
 use crate::snapshot::{Backend, Routes, Snapshot};
 use crate::upgrade::tunnel;
+use crate::upstream::body::UpstreamBody;
 use crate::upstream::head::encode_request;
-use crate::upstream::{Failure, Upstream};
+use crate::upstream::relay::Relayed;
+use crate::upstream::{Exchanged, Failure, Upstream, Want};
 
 pub use crate::body::{plain, BoxError, ProxyBody};
 pub use crate::connection::Connection;
@@ -227,14 +229,60 @@ impl Forwarder {
         backend: &Backend,
         head_request: bool,
     ) -> Response<ProxyBody> {
+        match self
+            .exchange(head, backend, head_request, Want::Response)
+            .await
+        {
+            Ok(Exchanged::Response(response)) => {
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers, None);
+                let body = body.map_err(BoxError::from).boxed();
+                Response::from_parts(parts, body)
+            }
+            Ok(Exchanged::Relayed(..)) => plain(StatusCode::BAD_GATEWAY, "unasked relay"),
+            Err(answer) => *answer,
+        }
+    }
+
+    /// As [`Forwarder::send_head`], with the client's HTTP/1.1 head written to `out`
+    /// from the backend's bytes ([`crate::upstream::relay`]); the body is the caller's
+    /// to write. `Err`: the proxy's own answer.
+    pub async fn relay_head(
+        &self,
+        head: &[u8],
+        backend: &Backend,
+        head_request: bool,
+        close: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(Relayed, UpstreamBody), Box<Response<ProxyBody>>> {
+        let want = Want::Relay { close, out };
+        match self.exchange(head, backend, head_request, want).await? {
+            Exchanged::Relayed(relayed, body) => Ok((relayed, body)),
+            Exchanged::Response(_) => {
+                Err(Box::new(plain(StatusCode::BAD_GATEWAY, "unasked response")))
+            }
+        }
+    }
+
+    /// `head` to the endpoints of `backend` in turn until one takes it whole.
+    async fn exchange(
+        &self,
+        head: &[u8],
+        backend: &Backend,
+        head_request: bool,
+        mut want: Want<'_>,
+    ) -> Result<Exchanged, Box<Response<ProxyBody>>> {
         let mut last = String::from("no endpoint was tried");
         for endpoint in backend.order().take(MAX_ATTEMPTS) {
-            match self.try_endpoint(endpoint, head, head_request).await {
-                Ok(response) => return response,
+            match self
+                .try_endpoint(endpoint, head, head_request, &mut want)
+                .await
+            {
+                Ok(answer) => return answer,
                 Err(why) => last = why,
             }
         }
-        plain(StatusCode::BAD_GATEWAY, &last)
+        Err(Box::new(plain(StatusCode::BAD_GATEWAY, &last)))
     }
 
     /// The routes in force.
@@ -256,7 +304,8 @@ impl Forwarder {
         endpoint: SocketAddr,
         head: &[u8],
         head_request: bool,
-    ) -> Result<Response<ProxyBody>, String> {
+        want: &mut Want<'_>,
+    ) -> Result<Result<Exchanged, Box<Response<ProxyBody>>>, String> {
         let mut idle = self.upstream.reuse(endpoint);
         loop {
             let reused = idle.is_some();
@@ -267,21 +316,18 @@ impl Forwarder {
                     format!("endpoint {endpoint}: {e}")
                 })?,
             };
-            let exchange = self.upstream.exchange(raw, endpoint, head, head_request);
+            let exchange = self
+                .upstream
+                .exchange(raw, endpoint, head, head_request, want);
             match tokio::time::timeout(self.response_timeout, exchange).await {
-                Ok(Ok(response)) => {
-                    let (mut parts, body) = response.into_parts();
-                    strip_hop_by_hop(&mut parts.headers, None);
-                    let body = body.map_err(BoxError::from).boxed();
-                    return Ok(Response::from_parts(parts, body));
-                }
+                Ok(Ok(exchanged)) => return Ok(Ok(exchanged)),
                 Ok(Err(Failure::Unsent(_))) if reused => continue,
                 Ok(Err(Failure::Unsent(e))) => return Err(format!("endpoint {endpoint}: {e}")),
                 Ok(Err(Failure::Sent(e))) => {
                     let why = format!("endpoint {endpoint}: {e}");
-                    return Ok(plain(StatusCode::BAD_GATEWAY, &why));
+                    return Ok(Err(Box::new(plain(StatusCode::BAD_GATEWAY, &why))));
                 }
-                Err(_) => return Ok(self.timed_out(endpoint)),
+                Err(_) => return Ok(Err(Box::new(self.timed_out(endpoint)))),
             }
         }
     }

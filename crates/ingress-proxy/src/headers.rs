@@ -27,6 +27,15 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 pub const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 pub const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 
+/// Whether a header named `name` describes one connection (or is `Upgrade`), so is
+/// never passed on as it came.
+pub fn hop_by_hop(name: &[u8]) -> bool {
+    HOP_BY_HOP
+        .iter()
+        .chain(["upgrade"].iter())
+        .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+}
+
 /// Whether a client's request header named `name` never reaches the backend as the
 /// client sent it: a hop-by-hop one, `Upgrade`, or one [`set_forwarded`] sets itself.
 pub fn replaced_on_the_way(name: &str) -> bool {

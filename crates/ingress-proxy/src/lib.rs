@@ -34,6 +34,7 @@ pub mod sniff;
 pub mod tls;
 pub mod upgrade;
 pub mod upstream;
+pub mod wire;
 pub mod workers;
 
 pub use certs::{default_certificate, CertificateError};

@@ -30,7 +30,7 @@ use crate::forward::{ingress_backend, Forwarder};
 use crate::snapshot::Backend;
 use crate::sniff::Sniffed;
 use request::{parse, Parsed, MAX_HEADERS};
-use response::write_response;
+use response::{write_body_after_head, write_response};
 
 /// A head longer than this goes to hyper, which refuses it (431).
 const MAX_HEAD: usize = 64 * 1024;
@@ -180,26 +180,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Direct<'_, S> {
 
     /// Answers one request and counts it.
     async fn respond(&mut self, step: Step, head: Head, started: Instant) -> std::io::Result<()> {
-        let (response, service) = match step {
-            Step::Answer(response) => (response, None),
-            Step::Forward(backend) => {
-                let sent =
-                    self.forwarder
-                        .send_head(&self.upstream_head, &backend, head.head_request);
-                (sent.await, Some(backend))
-            }
+        let backend = match step {
+            Step::Answer(answer) => return self.answer(answer, None, head, started).await,
+            Step::Forward(backend) => backend,
         };
-        let service = service.as_ref().map(|b| &b.service);
-        self.forwarder
-            .record(service, response.status(), started.elapsed());
-        let out = &mut self.out;
-        let written = write_response(
-            &mut self.stream,
-            response,
+        let relayed = self.forwarder.relay_head(
+            &self.upstream_head,
+            &backend,
             head.head_request,
             head.close,
-            out,
+            &mut self.out,
         );
+        match relayed.await {
+            Ok((relayed, mut body)) => {
+                let took = started.elapsed();
+                let service = Some(&backend.service);
+                self.forwarder.record(service, relayed.status, took);
+                let out = &mut self.out;
+                write_body_after_head(&mut self.stream, &mut body, relayed.chunked, out).await
+            }
+            Err(answer) => self.answer(*answer, Some(&backend), head, started).await,
+        }
+    }
+
+    /// Writes the proxy's own answer (or a `Response` made elsewhere) and counts it.
+    async fn answer(
+        &mut self,
+        answer: Response<ProxyBody>,
+        backend: Option<&Backend>,
+        head: Head,
+        started: Instant,
+    ) -> std::io::Result<()> {
+        let service = backend.map(|b| &b.service);
+        self.forwarder
+            .record(service, answer.status(), started.elapsed());
+        let out = &mut self.out;
+        let written = write_response(&mut self.stream, answer, head.head_request, head.close, out);
         written.await
     }
 

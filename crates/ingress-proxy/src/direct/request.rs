@@ -4,6 +4,7 @@
 use httparse::{Header, Status};
 
 use crate::headers::{replaced_on_the_way, Origin};
+use crate::wire::write_line;
 
 /// More request headers than this: hyper's limit, so hyper answers it (431).
 pub const MAX_HEADERS: usize = 100;
@@ -133,15 +134,15 @@ impl ClientRequest<'_, '_> {
             if replaced_on_the_way(header.name) || self.named_by_connection(header.name) {
                 continue;
             }
-            line(out, header.name.as_bytes(), header.value);
+            write_line(out, header.name.as_bytes(), header.value);
         }
         let client = origin.client.as_bytes();
-        line(out, b"x-forwarded-for", client);
-        line(out, b"x-real-ip", client);
-        line(out, b"x-forwarded-proto", origin.scheme.as_bytes());
-        line(out, b"x-forwarded-port", origin.port.as_bytes());
-        line(out, b"x-forwarded-host", origin.host.as_bytes());
-        line(out, b"host", origin.host.as_bytes());
+        write_line(out, b"x-forwarded-for", client);
+        write_line(out, b"x-real-ip", client);
+        write_line(out, b"x-forwarded-proto", origin.scheme.as_bytes());
+        write_line(out, b"x-forwarded-port", origin.port.as_bytes());
+        write_line(out, b"x-forwarded-host", origin.host.as_bytes());
+        write_line(out, b"host", origin.host.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
 
@@ -149,13 +150,6 @@ impl ClientRequest<'_, '_> {
         let connection = &self.connection;
         tokens(connection).any(|t| t.eq_ignore_ascii_case(name.as_bytes()))
     }
-}
-
-fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

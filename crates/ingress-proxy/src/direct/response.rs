@@ -2,21 +2,20 @@
 //! when the length is known and in chunks when not, the head and as much of the body
 //! as is ready in one write.
 
-use std::cell::RefCell;
 use std::future::poll_fn;
 use std::io::{self, Write as _};
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Buf;
+use bytes::{Buf, Bytes};
 use http::header::{CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::{Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use crate::body::ProxyBody;
+use crate::body::{BoxError, ProxyBody};
+use crate::wire::{write_date, write_line, write_status};
 
 /// Buffered output past this is written before more is added.
 const WRITE_AT: usize = 64 * 1024;
@@ -64,21 +63,47 @@ pub async fn write_response<S: AsyncWrite + Unpin>(
         out.extend_from_slice(b"connection: close\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if !bodiless {
-        write_body(stream, &mut body, chunked, out).await?;
+    if bodiless {
+        return write_out(stream, out).await;
     }
+    write_body_after_head(stream, &mut body, chunked, out).await
+}
+
+/// Writes `out` (a head, and what is ready of its body), then the rest of `body`;
+/// `chunked`: in chunks (the head said so).
+pub async fn write_body_after_head<S, B>(
+    stream: &mut S,
+    body: &mut B,
+    chunked: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    write_body(stream, body, chunked, out).await?;
+    write_out(stream, out).await
+}
+
+async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, out: &[u8]) -> io::Result<()> {
     stream.write_all(out).await?;
     stream.flush().await
 }
 
 /// The body after the head in `out`: what is ready is added to it, which is written
 /// whenever the body must be waited for.
-async fn write_body<S: AsyncWrite + Unpin>(
+async fn write_body<S, B>(
     stream: &mut S,
-    body: &mut ProxyBody,
+    body: &mut B,
     chunked: bool,
     out: &mut Vec<u8>,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     loop {
         let ready = poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
         let frame = match ready {
@@ -92,7 +117,7 @@ async fn write_body<S: AsyncWrite + Unpin>(
         };
         let data = match frame {
             None => break,
-            Some(Err(e)) => return Err(io::Error::other(e)),
+            Some(Err(e)) => return Err(io::Error::other(e.into())),
             Some(Ok(frame)) => match frame.into_data() {
                 Ok(data) => data,
                 Err(_) => continue, // trailers are not sent on HTTP/1.1
@@ -119,39 +144,6 @@ async fn write_body<S: AsyncWrite + Unpin>(
         out.extend_from_slice(b"0\r\n\r\n");
     }
     Ok(())
-}
-
-fn write_status(out: &mut Vec<u8>, status: StatusCode) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
-}
-
-fn write_line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-thread_local! {
-    /// The `Date` value of the current second, formatted once per second per thread.
-    static DATE_NOW: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
-}
-
-/// A `Date` header, as a proxy adds to an answer without one (RFC 9110 §6.6.1).
-fn write_date(out: &mut Vec<u8>) {
-    let now = SystemTime::now();
-    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    DATE_NOW.with_borrow_mut(|(cached, text)| {
-        if *cached != second {
-            *cached = second;
-            *text = httpdate::fmt_http_date(now);
-        }
-        write_line(out, b"date", text.as_bytes());
-    });
 }
 
 #[cfg(test)]

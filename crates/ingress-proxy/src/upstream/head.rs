@@ -2,13 +2,11 @@
 //! with how its body is framed (RFC 9112 §6.3).
 
 use bytes::{Bytes, BytesMut};
-use http::header::{
-    HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, TRANSFER_ENCODING,
-};
+use http::header::{HeaderName, HeaderValue, COOKIE};
 use http::{HeaderMap, Method, StatusCode, Version};
 
 /// More response headers than this is an error, as in hyper's client (its default).
-const MAX_HEADERS: usize = 100;
+pub const MAX_HEADERS: usize = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HeadError {
@@ -20,6 +18,15 @@ pub enum HeadError {
     Header(String),
     #[error("the endpoint's response has an invalid Content-Length")]
     ContentLength,
+}
+
+impl HeadError {
+    pub fn from_httparse(e: httparse::Error) -> HeadError {
+        match e {
+            httparse::Error::TooManyHeaders => HeadError::TooManyHeaders,
+            e => HeadError::Invalid(e),
+        }
+    }
 }
 
 /// `request`'s head, for HTTP/1.1 in origin form: `target` is the path and query.
@@ -63,10 +70,7 @@ pub struct ResponseHead {
 pub fn parse_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, HeadError> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut slots);
-    let parsed_len = parsed.parse(buf).map_err(|e| match e {
-        httparse::Error::TooManyHeaders => HeadError::TooManyHeaders,
-        e => HeadError::Invalid(e),
-    });
+    let parsed_len = parsed.parse(buf).map_err(HeadError::from_httparse);
     let len = match parsed_len? {
         httparse::Status::Partial => return Ok(None),
         httparse::Status::Complete(len) => len,
@@ -117,11 +121,42 @@ pub enum Framing {
     UntilClose,
 }
 
+/// A response head's header lines as name and value bytes (names in any case).
+pub trait Lines<'a>: Iterator<Item = (&'a [u8], &'a [u8])> + Clone {}
+impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])> + Clone> Lines<'a> for I {}
+
+/// The values of the header `name` among `lines`.
+fn values<'a>(lines: impl Lines<'a>, name: &'a str) -> impl Iterator<Item = &'a [u8]> {
+    lines
+        .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+        .map(|(_, v)| v)
+}
+
+/// The comma-separated tokens of `values`, trimmed.
+pub fn tokens<'a>(values: impl Iterator<Item = &'a [u8]>) -> impl Iterator<Item = &'a [u8]> {
+    values.flat_map(|v| v.split(|b| *b == b',').map(<[u8]>::trim_ascii))
+}
+
 /// RFC 9112 §6.3: a HEAD's response and 1xx/204/304 have no body; then
 /// Transfer-Encoding (chunked last, else until close), then Content-Length (several
 /// differing: an error), else until close.
 pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadError> {
-    let status = head.status;
+    let lines = map_lines(&head.headers);
+    framing_of(
+        head.status,
+        head.version,
+        lines.iter().copied(),
+        head_request,
+    )
+}
+
+/// [`framing`] of a head's status, version and header lines.
+pub fn framing_of<'a>(
+    status: StatusCode,
+    version: Version,
+    lines: impl Lines<'a>,
+    head_request: bool,
+) -> Result<Framing, HeadError> {
     if head_request
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -129,37 +164,28 @@ pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadE
     {
         return Ok(Framing::Empty);
     }
-    if head.headers.contains_key(TRANSFER_ENCODING) {
+    if values(lines.clone(), "transfer-encoding").next().is_some() {
         // HTTP/1.0 has no transfer codings: the connection's close ends the body.
-        if head.version == Version::HTTP_10 {
+        if version == Version::HTTP_10 {
             return Ok(Framing::UntilClose);
         }
-        let last = head
-            .headers
-            .get_all(TRANSFER_ENCODING)
-            .iter()
-            .flat_map(|v| v.as_bytes().split(|b| *b == b','))
-            .next_back()
-            .map(<[u8]>::trim_ascii);
+        let last = tokens(values(lines, "transfer-encoding")).last();
         return Ok(match last {
             Some(coding) if coding.eq_ignore_ascii_case(b"chunked") => Framing::Chunked,
             _ => Framing::UntilClose,
         });
     }
     let mut length = None;
-    for value in head.headers.get_all(CONTENT_LENGTH) {
-        for part in value.as_bytes().split(|b| *b == b',') {
-            let digits = part.trim_ascii();
-            // Digits only: `parse` would take a sign.
-            let n = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
-                .then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok())
-                .flatten()
-                .ok_or(HeadError::ContentLength)?;
-            if length.is_some_and(|l| l != n) {
-                return Err(HeadError::ContentLength);
-            }
-            length = Some(n);
+    for digits in tokens(values(lines, "content-length")) {
+        // Digits only: `parse` would take a sign.
+        let n = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
+            .then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok())
+            .flatten()
+            .ok_or(HeadError::ContentLength)?;
+        if length.is_some_and(|l| l != n) {
+            return Err(HeadError::ContentLength);
         }
+        length = Some(n);
     }
     Ok(length.map_or(Framing::UntilClose, Framing::Length))
 }
@@ -167,17 +193,27 @@ pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadE
 /// Whether the endpoint keeps the connection open after this response: HTTP/1.1
 /// unless `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
 pub fn keeps_alive(head: &ResponseHead) -> bool {
+    keeps_alive_of(head.version, map_lines(&head.headers).iter().copied())
+}
+
+/// [`keeps_alive`] of a head's version and header lines.
+pub fn keeps_alive_of<'a>(version: Version, lines: impl Lines<'a>) -> bool {
     let says = |token: &str| {
-        head.headers
-            .get_all(CONNECTION)
-            .iter()
-            .flat_map(|v| v.as_bytes().split(|b| *b == b','))
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+        tokens(values(lines.clone(), "connection"))
+            .any(|t| t.eq_ignore_ascii_case(token.as_bytes()))
     };
-    match head.version {
+    match version {
         Version::HTTP_10 => says("keep-alive"),
         _ => !says("close"),
     }
+}
+
+/// A map's lines, as [`Lines`] (its iterator cannot be cloned).
+fn map_lines(headers: &HeaderMap) -> Vec<(&[u8], &[u8])> {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,10 +11,12 @@
 //! client ([`crate::pool`]), which writes a body while it reads an early answer.
 //!
 //! - [`head`]: the request head's bytes; the response head and its body's framing;
+//! - [`relay`]: the response head written as the client's HTTP/1.1 head from its bytes;
 //! - [`body`]: the response body off the connection, which goes back idle at its end.
 
 pub mod body;
 pub mod head;
+pub mod relay;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::Response;
+use http::{Response, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -31,6 +33,7 @@ use crate::idle::{Idle, Reusable};
 use crate::pool::{connect, ConnectError};
 use body::UpstreamBody;
 use head::{framing, keeps_alive, parse_response, Framing, HeadError};
+use relay::{relay_head, Relayed};
 
 /// A response head longer than this: an error.
 const MAX_HEAD: usize = 64 * 1024;
@@ -128,19 +131,50 @@ impl Upstream {
     }
 
     /// Writes `request` (a whole bodiless request's head) on `conn` and reads the
-    /// answer's head; its body reads on from the connection.
+    /// answer's head, as `want` asks; its body reads on from the connection.
     pub async fn exchange(
         self: &Arc<Self>,
         mut conn: BackendConn,
         endpoint: SocketAddr,
         request: &[u8],
         head_request: bool,
-    ) -> Result<Response<UpstreamBody>, Failure> {
+        want: &mut Want<'_>,
+    ) -> Result<Exchanged, Failure> {
         // A head written in part is no request the endpoint can act on.
         if let Err(e) = conn.stream.write_all(request).await {
             return Err(Failure::Unsent(UpstreamError::Write(e)));
         }
-        let mut head = read_head(&mut conn).await.map_err(Failure::Sent)?;
+        match want {
+            Want::Response => {
+                let response = self.response(conn, endpoint, head_request).await?;
+                Ok(Exchanged::Response(response))
+            }
+            Want::Relay { close, out } => {
+                let close = *close;
+                let relay = |buf: &mut BytesMut| relay_head(buf, head_request, close, out);
+                let relayed = read_head_by(&mut conn, relay).await;
+                let relayed = relayed.map_err(Failure::Sent)?;
+                let home = relayed.reusable.then(|| (self.clone(), endpoint));
+                let body = UpstreamBody::new(conn, relayed.framing, home);
+                Ok(Exchanged::Relayed(relayed, body))
+            }
+        }
+    }
+
+    /// The answer as a `Response`, its head parsed into a `HeaderMap`.
+    async fn response(
+        self: &Arc<Self>,
+        mut conn: BackendConn,
+        endpoint: SocketAddr,
+        head_request: bool,
+    ) -> Result<Response<UpstreamBody>, Failure> {
+        let parse = |buf: &mut BytesMut| {
+            let head = parse_response(buf)?;
+            Ok(head.map(|h| (h.status, h)))
+        };
+        let mut head = read_head_by(&mut conn, parse)
+            .await
+            .map_err(Failure::Sent)?;
         let framing = framing(&head, head_request).map_err(|e| Failure::Sent(e.into()))?;
         // RFC 9112 §6.3: with a transfer coding, a Content-Length is wrong and must go.
         if head.headers.contains_key(TRANSFER_ENCODING) {
@@ -156,12 +190,31 @@ impl Upstream {
     }
 }
 
-/// The final response head (interim 1xx ones, e.g. 103 Early Hints, are passed over).
-async fn read_head(conn: &mut BackendConn) -> Result<head::ResponseHead, UpstreamError> {
+/// What the caller of [`Upstream::exchange`] wants of the answer.
+pub enum Want<'o> {
+    /// A `Response` (hyper's server writes it).
+    Response,
+    /// The client's HTTP/1.1 head written to `out` ([`relay`]), `Connection: close`
+    /// when `close`.
+    Relay { close: bool, out: &'o mut Vec<u8> },
+}
+
+/// The answer, as it was wanted.
+pub enum Exchanged {
+    Response(Response<UpstreamBody>),
+    Relayed(Relayed, UpstreamBody),
+}
+
+/// The final response head, as `parse` takes it off the buffer with its status (interim
+/// 1xx ones, e.g. 103 Early Hints, are passed over).
+async fn read_head_by<T>(
+    conn: &mut BackendConn,
+    mut parse: impl FnMut(&mut BytesMut) -> Result<Option<(StatusCode, T)>, HeadError>,
+) -> Result<T, UpstreamError> {
     let mut interim = 0;
     loop {
-        if let Some(head) = parse_response(&mut conn.buf)? {
-            match head.status.as_u16() {
+        if let Some((status, head)) = parse(&mut conn.buf)? {
+            match status.as_u16() {
                 101 => return Err(UpstreamError::UnaskedUpgrade),
                 100..=199 if interim < MAX_INTERIM => {
                     interim += 1;
