@@ -105,7 +105,12 @@ where
         direct.buf.advance(head.len);
         head.close |= *draining.borrow();
         if direct.respond(step, head, started).await.is_err() || head.close {
-            let _ = direct.stream.shutdown().await;
+            // TLS ends with its close_notify; plain TCP's close sends the FIN anyway,
+            // and a shutdown first was one more system call per connection (mostly
+            // failing: the client had closed on reading the answer).
+            if conn.scheme == "https" {
+                let _ = direct.stream.shutdown().await;
+            }
             return Outcome::Done;
         }
     }
