@@ -69,31 +69,14 @@ pub async fn write_response<S: AsyncWrite + Unpin>(
     write_body_after_head(stream, &mut body, chunked, out).await
 }
 
-/// Writes `out` (a head, and what is ready of its body), then the rest of `body`;
-/// `chunked`: in chunks (the head said so).
-pub async fn write_body_after_head<S, B>(
-    stream: &mut S,
-    body: &mut B,
-    chunked: bool,
-    out: &mut Vec<u8>,
-) -> io::Result<()>
-where
-    S: AsyncWrite + Unpin,
-    B: Body<Data = Bytes> + Unpin,
-    B::Error: Into<BoxError>,
-{
-    write_body(stream, body, chunked, out).await?;
-    write_out(stream, out).await
-}
-
 async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, out: &[u8]) -> io::Result<()> {
     stream.write_all(out).await?;
     stream.flush().await
 }
 
-/// The body after the head in `out`: what is ready is added to it, which is written
-/// whenever the body must be waited for.
-async fn write_body<S, B>(
+/// Writes `out` (a head) and `body` after it, `chunked` if the head said so: what is
+/// ready is added to `out`, which is written whenever the body must be waited for.
+pub async fn write_body_after_head<S, B>(
     stream: &mut S,
     body: &mut B,
     chunked: bool,
@@ -143,7 +126,7 @@ where
     if chunked {
         out.extend_from_slice(b"0\r\n\r\n");
     }
-    Ok(())
+    write_out(stream, out).await
 }
 
 #[cfg(test)]

@@ -75,13 +75,7 @@ pub fn parse_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, HeadEr
         httparse::Status::Partial => return Ok(None),
         httparse::Status::Complete(len) => len,
     };
-    let code = parsed.code.unwrap_or_default();
-    let status =
-        StatusCode::from_u16(code).map_err(|_| HeadError::Invalid(httparse::Error::Status))?;
-    let version = match parsed.version {
-        Some(0) => Version::HTTP_10,
-        _ => Version::HTTP_11,
-    };
+    let (status, version) = status_and_version(&parsed)?;
     // Where each value lies in the head, to slice it from the frozen bytes below.
     let base = buf.as_ptr() as usize;
     let mut spans = Vec::with_capacity(parsed.headers.len());
@@ -109,6 +103,20 @@ pub fn parse_response(buf: &mut BytesMut) -> Result<Option<ResponseHead>, HeadEr
         version,
         headers,
     }))
+}
+
+/// A parsed response head's status and HTTP version.
+pub fn status_and_version(
+    parsed: &httparse::Response<'_, '_>,
+) -> Result<(StatusCode, Version), HeadError> {
+    let code = parsed.code.unwrap_or_default();
+    let status =
+        StatusCode::from_u16(code).map_err(|_| HeadError::Invalid(httparse::Error::Status))?;
+    let version = match parsed.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    Ok((status, version))
 }
 
 /// How a response's body ends.

@@ -7,9 +7,11 @@
 //! GET would have had.
 
 use bytes::{Buf, BytesMut};
-use http::{StatusCode, Version};
+use http::StatusCode;
 
-use super::head::{framing_of, keeps_alive_of, tokens, Framing, HeadError, MAX_HEADERS};
+use super::head::{
+    framing_of, keeps_alive_of, status_and_version, tokens, Framing, HeadError, MAX_HEADERS,
+};
 use crate::headers::hop_by_hop;
 use crate::wire::{write_date, write_line, write_status};
 
@@ -40,13 +42,7 @@ pub fn relay_head(
         httparse::Status::Partial => return Ok(None),
         httparse::Status::Complete(len) => len,
     };
-    let code = parsed.code.unwrap_or_default();
-    let status =
-        StatusCode::from_u16(code).map_err(|_| HeadError::Invalid(httparse::Error::Status))?;
-    let version = match parsed.version {
-        Some(0) => Version::HTTP_10,
-        _ => Version::HTTP_11,
-    };
+    let (status, version) = status_and_version(&parsed)?;
     let lines = parsed.headers.iter().map(|h| (h.name.as_bytes(), h.value));
     let framing = framing_of(status, version, lines.clone(), head_request)?;
     let relayed = Relayed {
