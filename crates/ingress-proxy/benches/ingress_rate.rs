@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_ingress_proxy::{
-    serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes, ServeConfig,
-    Snapshot, SniResolver, Workers,
+    bind_listener, serve, server_config, ForwardConfig, Forwarder, Inputs, Listener, Routes,
+    ServeConfig, Snapshot, SniResolver, Workers,
 };
 use serde_json::json;
 
@@ -223,7 +223,9 @@ fn start_cairn(backends: [u16; 2], cert_pem: &str, key_pem: &str) -> (u16, u16) 
             (http, None),
             (https, Some(tokio_rustls::TlsAcceptor::from(tls))),
         ] {
-            let socket = StdListener::bind(("127.0.0.1", port)).unwrap();
+            // As cairn-proxy binds: a socket per worker (`SO_REUSEPORT`).
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let socket = bind_listener(address).unwrap();
             let served = workers.serve(socket, tls, true, &ServeConfig::default(), &stopping);
             std::mem::forget(served.unwrap());
         }

@@ -43,4 +43,4 @@ pub use metrics::RequestMetrics;
 pub use serve::{serve, Listener, ServeConfig};
 pub use snapshot::{Inputs, Problem, Routes, Snapshot};
 pub use tls::{server_config, SniResolver};
-pub use workers::{Served, Workers, WorkersError};
+pub use workers::{bind_listener, Served, Workers, WorkersError};

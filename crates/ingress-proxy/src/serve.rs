@@ -194,7 +194,10 @@ where
         let _ = draining.wait_for(|d| *d).await.map(|_| ());
     };
     tokio::select! {
-        // The connection first: no random pick per wakeup.
+        // The connection first: no random pick per wakeup. It matters after a hand-off
+        // from `direct`, too: the request's bytes wait in `Sniffed`, not yet in hyper's
+        // read buffer, and a graceful shutdown before hyper has read them would close
+        // the connection with the request unanswered.
         biased;
         result = served.as_mut() => result,
         _ = drained => {

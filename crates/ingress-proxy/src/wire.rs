@@ -38,3 +38,18 @@ pub fn write_date(out: &mut Vec<u8>) {
         write_line(out, b"date", text.as_bytes());
     });
 }
+
+/// A whole answer of the proxy's own with a one-line plain-text body, after which the
+/// connection closes, in place of whatever `out` held.
+pub fn write_plain_closing(out: &mut Vec<u8>, status: StatusCode, message: &str) {
+    out.clear();
+    write_status(out, status);
+    write_line(out, b"content-type", b"text/plain; charset=utf-8");
+    write_date(out);
+    let length = (message.len() + 1).to_string();
+    write_line(out, b"content-length", length.as_bytes());
+    write_line(out, b"connection", b"close");
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(message.as_bytes());
+    out.push(b'\n');
+}

@@ -6,11 +6,19 @@
 //! worker, idle workers woken to steal), and those wakeups were a measurable share of
 //! each request's cost (`benches/ingress_rate.rs`).
 //!
-//! The listeners are bound once, by the caller: a worker never binds, so a port is
-//! either served by every worker or by none.
+//! The listeners are bound by the caller, with [`bind_listener`]: `SO_REUSEPORT`, so
+//! each worker gets a socket of its own on the port (bound here, before any is served:
+//! a port is either served by every worker or by none) and the kernel hands each new
+//! connection to one of them. With one socket shared, every worker woke for every new
+//! connection and all but one found nothing to accept (a failed `accept4` each), where
+//! nginx's workers wait with `EPOLLEXCLUSIVE`. A socket bound without `SO_REUSEPORT` is
+//! shared by the workers as before.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle as ThreadHandle;
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
@@ -92,9 +100,9 @@ impl Workers {
         let port = socket.local_addr().map_or(0, |a| a.port());
         let failed = |source| WorkersError::Listener { port, source };
         socket.set_nonblocking(true).map_err(failed)?;
+        let sockets = worker_sockets(socket, self.workers.len()).map_err(failed)?;
         let mut tasks = Vec::new();
-        for worker in &self.workers {
-            let socket = socket.try_clone().map_err(failed)?;
+        for (worker, socket) in self.workers.iter().zip(sockets) {
             let (tls, forwarder) = (tls.clone(), worker.forwarder.clone());
             let (config, mut stop) = (config.clone(), stop.clone());
             tasks.push(worker.runtime.spawn(async move {
@@ -116,6 +124,46 @@ impl Workers {
         }
         Ok(Served { tasks })
     }
+}
+
+/// A listening socket on `address` for [`Workers::serve`], with `SO_REUSEPORT`. Any
+/// other socket of the same user with `SO_REUSEPORT` on the port would share its
+/// connections rather than fail to bind, so it is for ports nothing else of the proxy
+/// binds (cairn-proxy's Ingress ports, bound first; a Gateway listener's port is bound
+/// without it and shared by the workers).
+pub fn bind_listener(address: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&address.into())?;
+    // As tokio's and std's listeners.
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
+/// One socket per worker: `socket` and more bound beside it when it has
+/// `SO_REUSEPORT`, else `socket` shared.
+fn worker_sockets(
+    socket: std::net::TcpListener,
+    count: usize,
+) -> std::io::Result<Vec<std::net::TcpListener>> {
+    let own = SockRef::from(&socket).reuse_port()?;
+    let address = socket.local_addr()?;
+    let mut sockets = Vec::with_capacity(count);
+    for _ in 1..count {
+        let next = match own {
+            true => bind_listener(address)?,
+            false => socket.try_clone()?,
+        };
+        next.set_nonblocking(true)?;
+        sockets.push(next);
+    }
+    sockets.insert(0, socket);
+    Ok(sockets)
 }
 
 fn start_worker(

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use cairn_ingress::gateway::{attach, Gateway, GatewayClass, HttpRoute, ServedListener};
 use cairn_ingress_proxy::{
-    default_certificate, server_config, ForwardConfig, Inputs, RequestMetrics, Routes, ServeConfig,
-    Served, Snapshot, SniResolver, Workers,
+    bind_listener, default_certificate, server_config, ForwardConfig, Inputs, RequestMetrics,
+    Routes, ServeConfig, Served, Snapshot, SniResolver, Workers,
 };
 use cairn_pki::authority::Authority;
 use http::{Request, Response, StatusCode};
@@ -196,10 +196,9 @@ impl Harness {
         };
         let (tx, rx) = watch::channel(false);
         let mut stopped = Vec::new();
-        let sockets = [
-            TcpListener::bind("127.0.0.1:0").await.unwrap(),
-            TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        ];
+        // As cairn-proxy binds them: a socket per worker (`SO_REUSEPORT`).
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        let sockets = [bind_listener(any).unwrap(), bind_listener(any).unwrap()];
         let addrs: Vec<SocketAddr> = sockets.iter().map(|s| s.local_addr().unwrap()).collect();
         // The HTTPS port's resolver asks the Gateway listeners on that port first.
         let resolver = SniResolver::new(routes.clone(), fallback, addrs[1].port(), true);
@@ -209,7 +208,6 @@ impl Harness {
             (plain_socket, None),
             (tls_socket, Some(tokio_rustls::TlsAcceptor::from(tls))),
         ] {
-            let socket = socket.into_std().unwrap();
             stopped.push(workers.serve(socket, tls, true, &config, &rx).unwrap());
         }
         Harness {
@@ -620,7 +618,14 @@ async fn shutdown_stops_accepting_and_lets_a_request_in_flight_finish() {
     h.load(&[], &[]);
     let mut sender = connect_http(h.http).await;
     let in_flight = tokio::spawn(async move { get_on(&mut sender, "else.org", "/slow").await });
-    // Shut down once the backend has the request.
+    h.gate.arrived.notified().await;
+    // A second request in flight, on a raw connection, to see its answer's head.
+    let mut raw_in_flight = TcpStream::connect(h.http).await.unwrap();
+    raw_in_flight
+        .write_all(b"GET /slow HTTP/1.1\r\nHost: else.org\r\n\r\n")
+        .await
+        .unwrap();
+    // Shut down once the backend has both requests.
     h.gate.arrived.notified().await;
     h.shutdown.take().unwrap().send(true).unwrap();
     // The listener closes: a new connection is refused.
@@ -633,10 +638,16 @@ async fn shutdown_stops_accepting_and_lets_a_request_in_flight_finish() {
             Ok(_) => tokio::task::yield_now().await,
         }
     }
-    // Once the backend answers, the request completes and the servers stop.
-    h.gate.release.notify_one();
+    // Once the backend answers, the requests complete and the servers stop. (Both wait
+    // at the gate: each registered before telling it had arrived.)
+    h.gate.release.notify_waiters();
     let (status, body) = in_flight.await.unwrap();
     assert_eq!(status, StatusCode::OK, "{body}");
+    // The answer said it was the last on its connection, which then closed.
+    let mut answer = String::new();
+    raw_in_flight.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
     for served in h.stopped.drain(..) {
         served.finished().await;
     }

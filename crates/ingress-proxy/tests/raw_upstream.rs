@@ -72,6 +72,10 @@ fn script(method: &str, path: &str, conn: usize) -> (Vec<u8>, bool) {
             true,
         ),
         (_, "/garbage") => (b"SSH-2.0-OpenSSH_9.2\r\n\r\n".to_vec(), true),
+        (_, "/bad-chunks") => (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec(),
+            true,
+        ),
         (_, "/huge-head") => {
             let filler = "a".repeat(70 * 1024);
             (
@@ -319,4 +323,10 @@ async fn malformed_answers_are_bad_gateway_saying_why() {
     let why = String::from_utf8_lossy(&huge.body);
     assert!(why.contains("longer than 65536 bytes"), "{why}");
     assert_eq!(ask(&mut c, Method::GET, "/").await.status, StatusCode::OK);
+    // A body that fails before any of it reached the client: a 502 still, and the
+    // client's connection closes.
+    let cut = ask(&mut c, Method::GET, "/bad-chunks").await;
+    assert_eq!(cut.status, StatusCode::BAD_GATEWAY);
+    let why = String::from_utf8_lossy(&cut.body);
+    assert!(why.contains("chunk size"), "{why}");
 }

@@ -17,13 +17,12 @@ use std::sync::Arc;
 use cairn_events::{EventType, Note, Recorder};
 use cairn_ingress::gateway::Protocol;
 use cairn_ingress_proxy::{
-    default_certificate, server_config, ForwardConfig, Problem, Routes, ServeConfig, SniResolver,
-    Workers, WorkersError,
+    bind_listener, default_certificate, server_config, ForwardConfig, Problem, Routes, ServeConfig,
+    SniResolver, Workers, WorkersError,
 };
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Api;
-use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -68,13 +67,13 @@ pub struct IngressConfig {
 }
 
 /// A listening socket for the workers (bound here, so a port in use is one error).
-async fn bind(address: Option<SocketAddr>) -> Result<Option<std::net::TcpListener>, IngressError> {
+fn bind(address: Option<SocketAddr>) -> Result<Option<std::net::TcpListener>, IngressError> {
     let Some(address) = address else {
         return Ok(None);
     };
     let failed = |source| IngressError::Bind { address, source };
-    let socket = TcpListener::bind(address).await.map_err(failed)?;
-    socket.into_std().map(Some).map_err(failed)
+    // One socket per worker on the port (`SO_REUSEPORT`): no herd of woken workers.
+    bind_listener(address).map(Some).map_err(failed)
 }
 
 fn start_stores(client: &kube::Client, notify: &Arc<Notify>) -> Stores {
@@ -139,8 +138,8 @@ pub async fn run(
     config: IngressConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), IngressError> {
-    let http = bind(config.http).await?;
-    let https = bind(config.https).await?;
+    let http = bind(config.http)?;
+    let https = bind(config.https)?;
     let routes = Arc::new(Routes::default());
     let fallback = Arc::new(default_certificate()?);
     let https_port = config.https.map_or(0, |a| a.port());

@@ -108,6 +108,8 @@ impl Ports {
     /// Serves one port; why not, when it cannot be bound.
     async fn start(&mut self, (port, protocol): (u16, Protocol)) -> Result<(), String> {
         let address = SocketAddr::new(self.host, port);
+        // Not `SO_REUSEPORT` (`bind_listener`): a port already served, say the Ingress
+        // port in another protocol, must fail to bind here, not be shared with it.
         let socket = match TcpListener::bind(address).await.and_then(|s| s.into_std()) {
             Ok(socket) => socket,
             Err(e) => {

@@ -32,9 +32,12 @@ use crate::sniff::Sniffed;
 use request::{parse, Parsed, MAX_HEADERS};
 use response::{write_body_after_head, write_response};
 
-/// A head longer than this goes to hyper, which refuses it (431).
+/// A head longer than this goes to hyper, whose limit is larger (about 400 KiB).
 const MAX_HEAD: usize = 64 * 1024;
 const READ_SIZE: usize = 8 * 1024;
+/// Buffers grown past this (a large answer's body) are let go once it is written, so
+/// an idle keep-alive connection holds little.
+const KEEP_CAPACITY: usize = 16 * 1024;
 
 /// How a connection left the direct path.
 pub enum Outcome<S> {
@@ -104,7 +107,9 @@ where
         let started = Instant::now();
         direct.buf.advance(head.len);
         head.close |= *draining.borrow();
-        if direct.respond(step, head, started).await.is_err() || head.close {
+        let answered = direct.respond(step, head, started, draining).await;
+        direct.shrink();
+        if !matches!(answered, Ok(Keep::Open)) {
             // TLS ends with its close_notify; plain TCP's close sends the FIN anyway,
             // and a shutdown first was one more system call per connection (mostly
             // failing: the client had closed on reading the answer).
@@ -183,10 +188,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Direct<'_, S> {
         Plan::Ready(step, head)
     }
 
-    /// Answers one request and counts it.
-    async fn respond(&mut self, step: Step, head: Head, started: Instant) -> std::io::Result<()> {
+    /// Answers one request and counts it; whether the connection stays open after.
+    async fn respond(
+        &mut self,
+        step: Step,
+        mut head: Head,
+        started: Instant,
+        draining: &watch::Receiver<bool>,
+    ) -> std::io::Result<Keep> {
         let backend = match step {
-            Step::Answer(answer) => return self.answer(answer, None, head, started).await,
+            Step::Answer(answer) => {
+                head.close |= *draining.borrow();
+                self.answer(answer, None, head, started).await?;
+                return Ok(Keep::after(head));
+            }
             Step::Forward(backend) => backend,
         };
         let relayed = self.forwarder.relay_head(
@@ -201,10 +216,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Direct<'_, S> {
                 let took = started.elapsed();
                 let service = Some(&backend.service);
                 self.forwarder.record(service, relayed.status, took);
+                // Draining began while the backend answered: this answer is the last.
+                if !head.close && *draining.borrow() {
+                    head.close = true;
+                    add_close(&mut self.out);
+                }
                 let out = &mut self.out;
-                write_body_after_head(&mut self.stream, &mut body, relayed.chunked, out).await
+                write_body_after_head(&mut self.stream, &mut body, relayed.chunked, out).await?;
             }
-            Err(answer) => self.answer(*answer, Some(&backend), head, started).await,
+            Err(answer) => {
+                head.close |= *draining.borrow();
+                self.answer(*answer, Some(&backend), head, started).await?;
+            }
+        }
+        Ok(Keep::after(head))
+    }
+
+    /// Lets go of buffers a large answer grew.
+    fn shrink(&mut self) {
+        if self.out.capacity() > KEEP_CAPACITY {
+            self.out = Vec::with_capacity(4096);
+        }
+        if self.buf.is_empty() && self.buf.capacity() > KEEP_CAPACITY {
+            self.buf = BytesMut::new();
         }
     }
 
@@ -226,6 +260,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Direct<'_, S> {
 
     fn hand_off(self) -> Outcome<S> {
         Outcome::HandOff(Sniffed::from_parts(self.buf, self.stream))
+    }
+}
+
+/// Whether a connection stays open after an answer.
+enum Keep {
+    Open,
+    Close,
+}
+
+impl Keep {
+    fn after(head: Head) -> Keep {
+        match head.close {
+            true => Keep::Close,
+            false => Keep::Open,
+        }
+    }
+}
+
+/// Adds `Connection: close` to the whole head in `out` (it ends with a blank line).
+fn add_close(out: &mut Vec<u8>) {
+    if out.ends_with(b"\r\n\r\n") {
+        let end = out.len() - 2;
+        out.splice(end..end, b"connection: close\r\n".iter().copied());
     }
 }
 

@@ -48,7 +48,7 @@ pub fn parse<'h, 'b>(buf: &'b [u8], slots: &'h mut [Header<'b>]) -> Parsed<'h, '
     else {
         return Parsed::HandOff;
     };
-    if method == "CONNECT" || !target.starts_with('/') {
+    if method == "CONNECT" || !plain_target(target) {
         return Parsed::HandOff;
     }
     let headers: &'h [Header<'b>] = request.headers;
@@ -66,6 +66,18 @@ pub fn parse<'h, 'b>(buf: &'b [u8], slots: &'h mut [Header<'b>]) -> Parsed<'h, '
         }
         None => Parsed::HandOff,
     }
+}
+
+/// The longest target hyper's `Uri` takes (a longer one: 414).
+const MAX_TARGET: usize = 65534;
+
+/// An origin-form target whose bytes hyper's `Uri` takes as they are: anything else
+/// (a fragment hyper drops, a byte it refuses, a length it refuses) is hyper's to
+/// answer, so both paths route the same path.
+fn plain_target(target: &str) -> bool {
+    target.starts_with('/')
+        && target.len() <= MAX_TARGET
+        && !target.bytes().any(|b| b"#<>`\"{}|\\^".contains(&b))
 }
 
 type Facts<'b> = (&'b str, [&'b [u8]; MAX_CONNECTION_HEADERS], bool);
@@ -200,11 +212,23 @@ mod tests {
             "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
             "GET / HTTP/1.1\r\nHost: \r\n\r\n",
             "GET / HTTP/1.1\r\nHo st: a\r\n\r\n",
+            "GET /app#x HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /a<b HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /?q=\"x\" HTTP/1.1\r\nHost: a\r\n\r\n",
         ] {
             let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let parsed = parse(handed.as_bytes(), &mut slots);
             assert!(matches!(parsed, Parsed::HandOff), "{handed:?}: {parsed:?}");
         }
+        let long = format!(
+            "GET /{} HTTP/1.1\r\nHost: a\r\n\r\n",
+            "a".repeat(MAX_TARGET)
+        );
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        assert!(matches!(
+            parse(long.as_bytes(), &mut slots),
+            Parsed::HandOff
+        ));
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let partial = parse(b"GET / HTTP/1.1\r\nHost: a\r\n", &mut slots);
         assert!(matches!(partial, Parsed::Partial));

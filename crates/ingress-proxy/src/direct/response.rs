@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::body::{BoxError, ProxyBody};
-use crate::wire::{write_date, write_line, write_status};
+use crate::wire::{write_date, write_line, write_plain_closing, write_status};
 
 /// Buffered output past this is written before more is added.
 const WRITE_AT: usize = 64 * 1024;
@@ -32,38 +32,37 @@ pub async fn write_response<S: AsyncWrite + Unpin>(
 ) -> io::Result<()> {
     let (parts, mut body) = response.into_parts();
     let status = parts.status;
-    let bodiless = head_request
-        || status.is_informational()
+    // These never have a body, nor a length (RFC 9110 §8.6).
+    let no_content = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
     let length = body.size_hint().exact();
     out.clear();
     write_status(out, status);
     for (name, value) in &parts.headers {
-        // The framing is this connection's own; a bodiless answer keeps the length
-        // its GET would have had.
-        let framing = name == TRANSFER_ENCODING || name == CONTENT_LENGTH;
-        if framing && !(bodiless && name == CONTENT_LENGTH) {
-            continue;
+        // The framing is this connection's own.
+        if name != TRANSFER_ENCODING && name != CONTENT_LENGTH {
+            write_line(out, name.as_str().as_bytes(), value.as_bytes());
         }
-        write_line(out, name.as_str().as_bytes(), value.as_bytes());
     }
     if !parts.headers.contains_key(DATE) {
         write_date(out);
     }
-    let chunked = !bodiless && length.is_none();
+    let chunked = !no_content && length.is_none();
     match length {
-        _ if bodiless => {}
+        _ if no_content => {}
+        // A HEAD answer says the length its GET would have had.
         Some(n) => {
             let _ = write!(out, "content-length: {n}\r\n");
         }
+        None if head_request => {}
         None => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if bodiless {
+    if head_request || no_content {
         return write_out(stream, out).await;
     }
     write_body_after_head(stream, &mut body, chunked, out).await
@@ -87,6 +86,9 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
+    // Whether any of the answer has gone out: until then a failing body can still be
+    // answered with a 502.
+    let mut sent = false;
     loop {
         let ready = poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
         let frame = match ready {
@@ -95,12 +97,21 @@ where
                 stream.write_all(out).await?;
                 stream.flush().await?;
                 out.clear();
+                sent = true;
                 body.frame().await
             }
         };
         let data = match frame {
             None => break,
-            Some(Err(e)) => return Err(io::Error::other(e.into())),
+            Some(Err(e)) => {
+                let e = e.into();
+                if !sent {
+                    let why = format!("the backend's body failed before any of it: {e}");
+                    write_plain_closing(out, StatusCode::BAD_GATEWAY, &why);
+                    write_out(stream, out).await?;
+                }
+                return Err(io::Error::other(e));
+            }
             Some(Ok(frame)) => match frame.into_data() {
                 Ok(data) => data,
                 Err(_) => continue, // trailers are not sent on HTTP/1.1
@@ -115,6 +126,7 @@ where
         if out.len() + data.len() > WRITE_AT {
             stream.write_all(out).await?;
             out.clear();
+            sent = true;
             stream.write_all(data.chunk()).await?;
         } else {
             out.extend_from_slice(data.chunk());
@@ -149,20 +161,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_known_length_is_sent_as_such_and_a_head_answer_keeps_it() {
+    async fn a_known_length_is_sent_as_such_even_to_head_and_never_with_204() {
         let text = written(plain(StatusCode::NOT_FOUND, "no"), false, true).await;
         assert_eq!(
             text,
             "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain; charset=utf-8\r\ndate: D\r\n\
              content-length: 3\r\nconnection: close\r\n\r\nno\n"
         );
-        let mut head = plain(StatusCode::OK, "");
-        head.headers_mut().insert(CONTENT_LENGTH, 42.into());
-        let text = written(head, true, false).await;
+        let text = written(plain(StatusCode::NOT_FOUND, "no"), true, false).await;
         assert!(
-            text.ends_with("content-length: 42\r\ndate: D\r\n\r\n"),
+            text.ends_with("date: D\r\ncontent-length: 3\r\n\r\n"),
             "{text}"
         );
+        let mut no_content = plain(StatusCode::NO_CONTENT, "");
+        no_content.headers_mut().insert(CONTENT_LENGTH, 0.into());
+        let text = written(no_content, false, false).await;
+        assert!(text.ends_with("charset=utf-8\r\ndate: D\r\n\r\n"), "{text}");
     }
 
     /// A body of `pieces` whose length is not known ahead.

@@ -63,7 +63,7 @@ pub fn relay_head(
         let mut dated = false;
         for (name, value) in lines.clone() {
             let length = name.eq_ignore_ascii_case(b"content-length");
-            if hop_by_hop(name) || named(name) || (length && framing != Framing::Empty) {
+            if hop_by_hop(name) || named(name) || length {
                 continue;
             }
             dated |= name.eq_ignore_ascii_case(b"date");
@@ -72,16 +72,27 @@ pub fn relay_head(
         if !dated {
             write_date(out);
         }
-        end_head(out, framing, close);
+        // A HEAD answer says the length its GET would have had (checked, and said
+        // once); 204 and 304 say none, as hyper's server sends them.
+        let no_content = status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
+        let head_length = match framing_of(status, version, lines, false) {
+            Ok(Framing::Length(n)) if head_request && !no_content => Some(n),
+            _ => None,
+        };
+        end_head(out, framing, head_length, close);
     }
     buf.advance(len);
     Ok(Some((status, relayed)))
 }
 
 /// The framing and connection lines, and the blank line that ends the head.
-fn end_head(out: &mut Vec<u8>, framing: Framing, close: bool) {
+fn end_head(out: &mut Vec<u8>, framing: Framing, head_length: Option<u64>, close: bool) {
     match framing {
-        Framing::Empty => {}
+        Framing::Empty => {
+            if let Some(n) = head_length {
+                write_line(out, b"content-length", n.to_string().as_bytes());
+            }
+        }
         Framing::Length(n) => {
             write_line(out, b"content-length", n.to_string().as_bytes());
         }
@@ -136,7 +147,7 @@ mod tests {
     }
 
     #[test]
-    fn a_head_answer_keeps_its_length_and_an_old_close_is_not_reused() {
+    fn a_head_answer_keeps_its_length_a_204_has_none_and_an_old_close_is_not_reused() {
         let (relayed, out, _) = relay_of(
             "HTTP/1.1 200 OK\r\nContent-Length: 42\r\nDate: D\r\n\r\n",
             true,
@@ -144,9 +155,15 @@ mod tests {
         );
         assert_eq!(
             out,
-            "HTTP/1.1 200 OK\r\nContent-Length: 42\r\nDate: D\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nDate: D\r\ncontent-length: 42\r\n\r\n"
         );
         assert_eq!(relayed.framing, Framing::Empty);
+        let (_, out, _) = relay_of(
+            "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\nDate: D\r\n\r\n",
+            false,
+            false,
+        );
+        assert_eq!(out, "HTTP/1.1 204 No Content\r\nDate: D\r\n\r\n");
         let (relayed, out, _) = relay_of("HTTP/1.0 200 OK\r\n\r\nbody", false, false);
         assert!(out.contains("date: ") && out.contains("transfer-encoding: chunked"));
         assert_eq!(relayed.framing, Framing::UntilClose);
