@@ -149,13 +149,18 @@ pub fn tokens<'a>(values: impl Iterator<Item = &'a [u8]>) -> impl Iterator<Item 
 /// Transfer-Encoding (chunked last, else until close), then Content-Length (several
 /// differing: an error), else until close.
 pub fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadError> {
+    Ok(framing_and_keep_alive(head, head_request)?.0)
+}
+
+/// [`framing`] and [`keeps_alive`] of one head, its lines listed once for both.
+pub fn framing_and_keep_alive(
+    head: &ResponseHead,
+    head_request: bool,
+) -> Result<(Framing, bool), HeadError> {
     let lines = map_lines(&head.headers);
-    framing_of(
-        head.status,
-        head.version,
-        lines.iter().copied(),
-        head_request,
-    )
+    let lines = lines.iter().copied();
+    let framing = framing_of(head.status, head.version, lines.clone(), head_request)?;
+    Ok((framing, keeps_alive_of(head.version, lines)))
 }
 
 /// [`framing`] of a head's status, version and header lines.

@@ -32,7 +32,7 @@ use tokio::net::TcpStream;
 use crate::idle::{Idle, Reusable};
 use crate::pool::{connect, ConnectError};
 use body::UpstreamBody;
-use head::{framing, keeps_alive, parse_response, Framing, HeadError};
+use head::{framing_and_keep_alive, parse_response, Framing, HeadError};
 use relay::{relay_head, Relayed};
 
 /// A response head longer than this: an error.
@@ -175,12 +175,13 @@ impl Upstream {
         let mut head = read_head_by(&mut conn, parse)
             .await
             .map_err(Failure::Sent)?;
-        let framing = framing(&head, head_request).map_err(|e| Failure::Sent(e.into()))?;
+        let (framing, keeps_alive) =
+            framing_and_keep_alive(&head, head_request).map_err(|e| Failure::Sent(e.into()))?;
         // RFC 9112 §6.3: with a transfer coding, a Content-Length is wrong and must go.
         if head.headers.contains_key(TRANSFER_ENCODING) {
             head.headers.remove(CONTENT_LENGTH);
         }
-        let reusable = keeps_alive(&head) && framing != Framing::UntilClose;
+        let reusable = keeps_alive && framing != Framing::UntilClose;
         let home = reusable.then(|| (self.clone(), endpoint));
         // The version stays the proxy's own (RFC 9110 §6.2), not the endpoint's.
         let mut response = Response::new(UpstreamBody::new(conn, framing, home));

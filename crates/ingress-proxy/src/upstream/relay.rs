@@ -75,9 +75,13 @@ pub fn relay_head(
         // A HEAD answer says the length its GET would have had (checked, and said
         // once); 204 and 304 say none, as hyper's server sends them.
         let no_content = status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
-        let head_length = match framing_of(status, version, lines, false) {
-            Ok(Framing::Length(n)) if head_request && !no_content => Some(n),
-            _ => None,
+        // Only a HEAD answer's length is read a second time, not every answer's.
+        let head_length = match head_request && !no_content {
+            true => match framing_of(status, version, lines, false) {
+                Ok(Framing::Length(n)) => Some(n),
+                _ => None,
+            },
+            false => None,
         };
         end_head(out, framing, head_length, close);
     }
